@@ -1,0 +1,56 @@
+"""Scoring parameters of DESIGN.md section 4 and the overflow bound that gates the int16 paths."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+INT16_MAX = 32767
+
+
+@dataclass(frozen=True)
+class ScoringParams:
+    """Penalties of Equation 1 (minimised). Defaults are PaPaRa's."""
+
+    mismatch: int = 3
+    cgap: int = 3
+    gap_open: int = 3
+    gap_extend: int = 1
+    insertion: int = 3
+
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            if not isinstance(value, (int, np.integer)) or value < 0:
+                raise ValueError(f"scoring parameter {name} must be a non-negative integer, got {value!r}")
+
+    def as_array(self) -> np.ndarray:
+        """(mismatch, cgap, gap_open, gap_extend, insertion) as int64, the order kernels take."""
+        return np.array(
+            [self.mismatch, self.cgap, self.gap_open, self.gap_extend, self.insertion], dtype=np.int64
+        )
+
+    def max_addend(self) -> int:
+        """Largest value a single DP step adds to a cell (diagonal, gap open, extend or insertion)."""
+        return max(
+            self.mismatch + self.cgap, self.gap_open + self.gap_extend, self.gap_extend, self.insertion
+        )
+
+    def cell_bound(self, read_length: int) -> int:
+        """Upper bound on every finite S and D value of a band for a read of this length.
+
+        Every in-band cell (i, j) is reachable from the free boundary row by j+1 diagonal steps,
+        each costing at most mismatch + cgap, so S <= n (mismatch + cgap); D and I add one step.
+        """
+        return read_length * (self.mismatch + self.cgap) + self.max_addend()
+
+    def int16_infinity(self) -> int:
+        """The value narrow kernels use for +infinity: adding any single step still fits int16."""
+        return INT16_MAX - self.max_addend()
+
+    def int16_safe(self, read_length: int) -> bool:
+        """True when int16 arithmetic gives exactly the int64 answer for reads of this length.
+
+        Finite values stay below the stand-in infinity, and infinity plus one step cannot wrap.
+        """
+        return self.cell_bound(read_length) < self.int16_infinity()

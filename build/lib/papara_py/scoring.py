@@ -1,0 +1,106 @@
+"""The plain reference scorer of DESIGN.md section 4: one read against one edge profile.
+
+This is the implementation every fast path (numba lanes, int16, OpenCL) is tested against, so
+it is written for clarity: int64 arithmetic, a true stand-in for infinity that no sum can reach,
+one DP row at a time over the band.
+
+Band: row j (read position) holds columns i in [j, j + m - n]. Storing a row by its offset
+k = i - j (0..m-n) makes the band a rectangle of n rows by m-n+1 offsets; in that frame
+    diagonal  S(i-1, j-1) is the previous row at the same k,
+    insertion S(i, j-1)   is the previous row at k + 1,
+    deletion  S(i-1, j), D(i-1, j) are the current row at k - 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from papara_py.encoding import CGAP_BIT, STATE_MASK
+from papara_py.params import ScoringParams
+
+#: Stand-in for +infinity in int64: far above any score, far below wrap-around.
+INF64 = np.int64(1) << 40
+
+
+@njit(cache=True)
+def column_penalties(profile: np.ndarray, p: np.ndarray):
+    """Per-column (CG_i, OE_i, E_i) of Equation 1 from the CGAP bit of each profile element."""
+    m = profile.shape[0]
+    cg = np.empty(m, np.int64)
+    oe = np.empty(m, np.int64)
+    ex = np.empty(m, np.int64)
+    for i in range(m):
+        if profile[i] & CGAP_BIT:
+            cg[i] = p[1]
+            oe[i] = 0
+            ex[i] = 0
+        else:
+            cg[i] = 0
+            oe[i] = p[2] + p[3]
+            ex[i] = p[3]
+    return cg, oe, ex
+
+
+@njit(cache=True)
+def fill_band(read: np.ndarray, profile: np.ndarray, p: np.ndarray):
+    """Fill S and D over the whole band; returns (S, D) as int64 [n, m-n+1] indexed [j, i-j].
+
+    Requires 0 < n < m. Out-of-band neighbours read as INF64.
+    """
+    n = read.shape[0]
+    m = profile.shape[0]
+    width = m - n + 1
+    cg, oe, ex = column_penalties(profile, p)
+    mismatch = p[0]
+    insertion = p[4]
+    S = np.empty((n, width), np.int64)
+    D = np.empty((n, width), np.int64)
+    for j in range(n):
+        b = read[j]
+        for k in range(width):
+            i = j + k
+            # diagonal: S(i-1, j-1); row -1 is 0 for i-1 in [-1, m-n-1], which is every k here
+            diag_prev = S[j - 1, k] if j > 0 else 0
+            match = 0 if (profile[i] & STATE_MASK & b) != 0 else mismatch
+            diag = diag_prev + match + cg[i]
+            # deletion: S(i-1, j), D(i-1, j) are out of band at k == 0
+            if k > 0:
+                d = min(S[j, k - 1] + oe[i], D[j, k - 1] + ex[i])
+            else:
+                d = INF64
+            # insertion: S(i, j-1) is out of band at k == width-1; row -1 is 0 for i <= m-n-1
+            if k < width - 1:
+                ins = (S[j - 1, k + 1] if j > 0 else 0) + insertion
+            else:
+                ins = INF64
+            D[j, k] = d
+            S[j, k] = min(diag, d, ins)
+    return S, D
+
+
+@njit(cache=True)
+def score_one(read: np.ndarray, profile: np.ndarray, p: np.ndarray) -> int:
+    """Score of (read, edge): the minimum of the last row over the band (free trailing columns)."""
+    S, _ = fill_band(read, profile, p)
+    return S[read.shape[0] - 1].min()
+
+
+def score_reference(read: np.ndarray, profile: np.ndarray, params: ScoringParams) -> int:
+    """Score one encoded read (uint8 state sets, 0 < n < m) against one edge profile (uint8 [m])."""
+    n, m = read.shape[0], profile.shape[0]
+    if not 0 < n < m:
+        raise ValueError(f"read length {n} cannot be scored against {m} columns (need 0 < n < m)")
+    return int(score_one(read, profile, params.as_array()))
+
+
+def score_matrix_reference(
+    reads: list[np.ndarray], profiles: np.ndarray, params: ScoringParams
+) -> np.ndarray:
+    """int64 [Q, E] scores of every read against every edge profile (tests and small inputs)."""
+    p = params.as_array()
+    out = np.empty((len(reads), profiles.shape[0]), np.int64)
+    for q, read in enumerate(reads):
+        for e in range(profiles.shape[0]):
+            out[q, e] = score_one(read, profiles[e], p)
+    return out
