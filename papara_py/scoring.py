@@ -23,7 +23,7 @@ from papara_py.params import ScoringParams
 INF64 = np.int64(1) << 40
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def column_penalties(profile: np.ndarray, p: np.ndarray):
     """Per-column (CG_i, OE_i, E_i) of Equation 1 from the CGAP bit of each profile element."""
     m = profile.shape[0]
@@ -42,7 +42,7 @@ def column_penalties(profile: np.ndarray, p: np.ndarray):
     return cg, oe, ex
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def fill_band(read: np.ndarray, profile: np.ndarray, p: np.ndarray):
     """Fill S and D over the whole band; returns (S, D) as int64 [n, m-n+1] indexed [j, i-j].
 
@@ -79,7 +79,7 @@ def fill_band(read: np.ndarray, profile: np.ndarray, p: np.ndarray):
     return S, D
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def score_one(read: np.ndarray, profile: np.ndarray, p: np.ndarray) -> int:
     """Score of (read, edge): the minimum of the last row over the band (free trailing columns)."""
     S, _ = fill_band(read, profile, p)

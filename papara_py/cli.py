@@ -1,0 +1,160 @@
+"""Command line: `papara-py -t tree -s alignment -r reads` and the subcommands around it.
+
+Every user mistake ends as one paragraph on stderr and exit status 2 (DESIGN 9); Ctrl-C ends with
+status 130. Neither leaves an output file behind (outputs are written under a temporary name).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import textwrap
+from typing import Callable
+
+from papara_py import __version__
+from papara_py.errors import InputError
+
+EXIT_INPUT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+_DESCRIPTION = """\
+Align short reads (FASTA/FASTQ, optionally gzipped) to a reference alignment (PHYLIP or FASTA)
+the phylogeny-aware way (PaPaRa): every read is aligned against the ancestral parsimony profile of
+every branch of the reference tree (Newick) and the best branch wins. The result is an HDF5 file
+with each read's alignment in reference columns, its best branch and score, and its next-best
+candidate branches; `papara-py export` turns it into an extended PHYLIP/FASTA alignment or an
+EPA-ng query file.
+
+Other commands:
+  papara-py export RUN.h5 --format phylip|fasta|epa -o FILE
+  papara-py devices          list the OpenCL devices papara-py sees
+"""
+
+_EPILOG = """\
+example:
+  papara-py -t data/example/tree.nwk -s data/example/ref.phy -r data/example/reads.fa -o run.h5
+  papara-py export run.h5 --format fasta -o extended.fasta
+"""
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _penalty(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="papara-py", description=_DESCRIPTION, epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"papara-py {__version__}")
+    inputs = parser.add_argument_group("inputs and output")
+    inputs.add_argument("-t", "--tree", required=True, metavar="TREE.nwk",
+                        help="reference tree (Newick); its tips must all be in the alignment")
+    inputs.add_argument("-s", "--alignment", required=True, metavar="REF.phy",
+                        help="reference alignment (PHYLIP or FASTA, detected from the content)")
+    inputs.add_argument("-r", "--reads", required=True, metavar="READS.fa",
+                        help="reads to align (FASTA or FASTQ, plain or gzipped)")
+    inputs.add_argument("-o", "--output", default="papara.h5", metavar="RUN.h5",
+                        help="HDF5 output file (default: %(default)s); written atomically")
+    scoring = parser.add_argument_group("scoring (penalties, minimised; PaPaRa's defaults)")
+    scoring.add_argument("--mismatch", type=_penalty, default=3, help="read residue not in the branch's state set (default: 3)")
+    scoring.add_argument("--cgap", type=_penalty, default=3, help="read residue in a column the tree says is a gap (default: 3)")
+    scoring.add_argument("--gap-open", type=_penalty, default=3, help="opening a gap in the read (default: 3)")
+    scoring.add_argument("--gap-extend", type=_penalty, default=1, help="extending a gap in the read (default: 1)")
+    scoring.add_argument("--insertion", type=_penalty, default=3, help="read residue between reference columns (default: 3)")
+    engine = parser.add_argument_group("engine")
+    engine.add_argument("-j", "--threads", type=_positive_int, default=os.cpu_count() or 1,
+                        help="CPU worker threads (default: all cores, %(default)s here)")
+    engine.add_argument("--device", choices=["auto", "cpu", "gpu", "hybrid"], default="auto",
+                        help="auto: CPU and GPU together when an OpenCL GPU is present, else CPU (default)")
+    engine.add_argument("--gpu-chunk", type=_positive_int, default=40, metavar="BLOCKS",
+                        help="edge blocks the GPU takes per kernel launch (default: %(default)s)")
+    engine.add_argument("--lanes", type=_positive_int, default=None,
+                        help="edges per block (default: the CPU's int16 vector width)")
+    engine.add_argument("--candidates", type=_positive_int, default=5, metavar="K",
+                        help="best K branches kept per read, for placement tools (default: %(default)s)")
+    engine.add_argument("--batch-reads", type=_positive_int, default=50_000, metavar="N",
+                        help="reads scored per batch; bounds memory (default: %(default)s)")
+    chatter = parser.add_mutually_exclusive_group()
+    chatter.add_argument("-q", "--quiet", action="store_true", help="no notices, no progress bars")
+    chatter.add_argument("-v", "--verbose", action="store_true", help="more detail on stderr")
+    return parser
+
+
+def _main_job(argv: list[str]) -> int:
+    from papara_py.params import ScoringParams
+    from papara_py.pipeline import RunConfig, run
+
+    args = build_parser().parse_args(argv)
+    _check_output_path(args.output)
+    config = RunConfig(
+        tree=args.tree, alignment=args.alignment, reads=args.reads, output=args.output,
+        params=ScoringParams(args.mismatch, args.cgap, args.gap_open, args.gap_extend, args.insertion),
+        threads=args.threads, device=args.device, gpu_chunk=args.gpu_chunk, candidates=args.candidates,
+        lanes=args.lanes, batch_reads=args.batch_reads, quiet=args.quiet, verbose=args.verbose,
+        command_line=shlex.join(["papara-py", *argv]),
+    )
+    run(config)
+    return 0
+
+
+def _check_output_path(path: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise InputError(path, f"the output directory {directory} does not exist")
+    if not os.access(directory, os.W_OK):
+        raise InputError(path, f"the output directory {directory} is not writable")
+    if os.path.isdir(path):
+        raise InputError(path, "the output path is a directory; give a file name such as run.h5")
+
+
+def _export(argv: list[str]) -> int:
+    from papara_py.export import export
+
+    parser = argparse.ArgumentParser(prog="papara-py export",
+                                     description="Write a run's alignment as PHYLIP/FASTA (reference + reads, "
+                                                 "insertion columns added) or as EPA-ng query FASTA.")
+    parser.add_argument("run", metavar="RUN.h5")
+    parser.add_argument("--format", choices=["phylip", "fasta", "epa"], required=True)
+    parser.add_argument("-o", "--output", required=True, metavar="FILE")
+    args = parser.parse_args(argv)
+    _check_output_path(args.output)
+    export(args.run, args.format, args.output)
+    return 0
+
+
+def _devices(argv: list[str]) -> int:
+    from papara_py.engine.opencl_devices import describe_devices
+
+    argparse.ArgumentParser(prog="papara-py devices",
+                            description="List the OpenCL platforms and devices papara-py sees.").parse_args(argv)
+    print(describe_devices())
+    return 0
+
+
+SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {"export": _export, "devices": _devices}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    command = SUBCOMMANDS.get(argv[0]) if argv else None
+    try:
+        return command(argv[1:]) if command else _main_job(argv)
+    except InputError as error:
+        print(textwrap.fill(f"papara-py: error: {error}", width=100, break_long_words=False,
+                            break_on_hyphens=False), file=sys.stderr)
+        return EXIT_INPUT_ERROR
+    except KeyboardInterrupt:
+        print("papara-py: interrupted; no output written", file=sys.stderr)
+        return EXIT_INTERRUPTED

@@ -1,0 +1,57 @@
+"""Adapters that give the CPU kernel and the GPU scorer the scheduler's `Scorer` shape."""
+
+from __future__ import annotations
+
+import itertools
+
+from papara_py.engine.layout import Block
+from papara_py.engine.topk import Candidates
+from papara_py.params import ScoringParams
+
+_cpu_ids = itertools.count()
+
+
+class CpuScorer:
+    """One CPU worker: scores one block at a time with the numba lane kernel."""
+
+    max_blocks = 1
+
+    def __init__(self) -> None:
+        self.name = f"cpu-{next(_cpu_ids)}"
+
+    def score(self, blocks: list[Block], reads, params: ScoringParams, k: int) -> Candidates:
+        from papara_py.engine.cpu import score_block
+
+        result = Candidates.empty(reads.count, k)
+        for block in blocks:
+            result.add_block(score_block(block.lanes, reads.codes, reads.offsets, params),
+                             block.first_edge, block.n_edges)
+        return result
+
+
+class GpuChunkScorer:
+    """One GPU thread: scores up to `max_blocks` blocks per kernel launch, top-k on the device."""
+
+    def __init__(self, gpu_scorer, name: str, max_blocks: int) -> None:
+        self.gpu = gpu_scorer
+        self.name = name
+        self.max_blocks = max_blocks
+
+    def score(self, blocks: list[Block], reads, params: ScoringParams, k: int) -> Candidates:
+        import numpy as np
+
+        result = Candidates.empty(reads.count, k)
+        ordered = sorted(blocks, key=lambda b: b.first_edge)
+        # a launch needs consecutive edges; blocks handed back by a failed consumer may break runs
+        run: list[Block] = []
+        for block in ordered + [None]:
+            if run and (block is None or block.first_edge != run[-1].first_edge + run[-1].width):
+                lanes = np.stack([b.lanes for b in run])
+                n_edges = sum(b.n_edges for b in run)
+                score, edge = self.gpu.score_chunk(lanes, run[0].first_edge, n_edges,
+                                                   reads.codes, reads.offsets, params, k)
+                result.add(Candidates(score=score, edge=edge))
+                run = []
+            if block is not None:
+                run.append(block)
+        return result

@@ -1,0 +1,70 @@
+"""Per-read candidate lists: the K best (score, edge) pairs, merged deterministically.
+
+A read's best edge is the lexicographic minimum of (score, edge number) (DESIGN 4), and the K
+candidates are the K smallest pairs in that order (DESIGN 7). Keeping each list sorted by that
+total order makes every merge associative and commutative: whichever consumer scored whichever
+block, in whatever order, the merged lists are identical. Empty slots hold (EMPTY_SCORE, -1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+EMPTY_SCORE = np.iinfo(np.int32).max
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _insert(scores, edges, q, s, e):
+    """Insert (s, e) into row q's sorted list if it beats the last entry."""
+    k = scores.shape[1]
+    last = k - 1
+    if s > scores[q, last] or (s == scores[q, last] and e >= edges[q, last] and edges[q, last] >= 0):
+        return
+    pos = last
+    while pos > 0 and (s < scores[q, pos - 1] or (s == scores[q, pos - 1] and e < edges[q, pos - 1])):
+        scores[q, pos] = scores[q, pos - 1]
+        edges[q, pos] = edges[q, pos - 1]
+        pos -= 1
+    scores[q, pos] = s
+    edges[q, pos] = e
+
+
+@njit(cache=True, nogil=True)
+def _merge_block(scores, edges, block_scores, first_edge, n_edges):
+    for q in range(block_scores.shape[0]):
+        for w in range(n_edges):
+            _insert(scores, edges, q, block_scores[q, w], first_edge + w)
+
+
+@njit(cache=True, nogil=True)
+def _merge_lists(scores, edges, other_scores, other_edges):
+    for q in range(other_scores.shape[0]):
+        for c in range(other_scores.shape[1]):
+            if other_edges[q, c] >= 0:
+                _insert(scores, edges, q, other_scores[q, c], other_edges[q, c])
+
+
+@dataclass
+class Candidates:
+    """K best (score, edge) per read, each row sorted by (score, edge); int32 [Q, K] each."""
+
+    score: np.ndarray
+    edge: np.ndarray
+
+    @classmethod
+    def empty(cls, n_reads: int, k: int) -> "Candidates":
+        return cls(
+            score=np.full((n_reads, k), EMPTY_SCORE, dtype=np.int32),
+            edge=np.full((n_reads, k), -1, dtype=np.int32),
+        )
+
+    def add_block(self, block_scores: np.ndarray, first_edge: int, n_edges: int) -> None:
+        """Fold a block's score matrix (int32 [Q, W], lanes past n_edges ignored) into the lists."""
+        _merge_block(self.score, self.edge, block_scores, first_edge, n_edges)
+
+    def add(self, other: "Candidates") -> None:
+        """Fold another candidate set for the same reads into this one."""
+        _merge_lists(self.score, self.edge, other.score, other.edge)

@@ -1,0 +1,74 @@
+"""Compact storage of the reads: one byte array for all residues plus offsets.
+
+Python objects per read would cost ~100 bytes of overhead each; millions of reads are stored as
+names, one concatenated uint8 array of upper-cased residues (as given, so exports show what the
+user supplied) and int64 offsets. Encoded state sets are derived on demand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+
+from papara_py.encoding import COMPLEMENT_ASCII, READ_CODE
+
+STATUS_ALIGNED = "aligned"
+STATUS_EMPTY = "empty"
+STATUS_TOO_LONG = "too_long"
+
+
+@dataclass
+class ReadSet:
+    """Reads in input order: `residues[offsets[q]:offsets[q+1]]` is read q (upper-case ASCII)."""
+
+    names: list[str]
+    residues: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def from_sequences(cls, records: Iterable[tuple[str, bytes]]) -> "ReadSet":
+        """Collect (name, sequence) pairs; sequences are upper-cased."""
+        names: list[str] = []
+        chunks = bytearray()
+        offsets = [0]
+        for name, sequence in records:
+            names.append(name)
+            chunks += sequence.upper()
+            offsets.append(len(chunks))
+        return cls(names, np.frombuffer(bytes(chunks), dtype=np.uint8).copy(),
+                   np.asarray(offsets, dtype=np.int64))
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def sequence(self, q: int) -> bytes:
+        return self.residues[self.offsets[q]:self.offsets[q + 1]].tobytes()
+
+    def statuses(self, n_columns: int) -> list[str]:
+        """Why each read can or cannot be aligned against `n_columns` reference columns."""
+        return [STATUS_EMPTY if n == 0 else STATUS_TOO_LONG if n >= n_columns else STATUS_ALIGNED
+                for n in self.lengths.tolist()]
+
+    def select(self, indices: np.ndarray, reverse: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Encoded residues and offsets of a subset of reads, reverse-complemented where flagged.
+
+        Returns (codes uint8 [total], offsets int64 [len(indices) + 1]) for the kernels.
+        """
+        lengths = self.lengths[indices]
+        offsets = np.zeros(len(indices) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        codes = np.empty(int(offsets[-1]), dtype=np.uint8)
+        for slot, q in enumerate(indices.tolist()):
+            codes[offsets[slot]:offsets[slot + 1]] = READ_CODE[self.oriented(q, bool(reverse[slot]) if reverse is not None else False)]
+        return codes, offsets
+
+    def oriented(self, q: int, reverse: bool) -> np.ndarray:
+        """Read q's residues (uint8 ASCII), reverse-complemented when `reverse`."""
+        residues = self.residues[self.offsets[q]:self.offsets[q + 1]]
+        return COMPLEMENT_ASCII[residues[::-1]] if reverse else residues

@@ -1,0 +1,69 @@
+"""A literal, cell-by-cell transcription of DESIGN.md section 4, kept in the tests on purpose.
+
+It shares no code with papara_py: dictionaries of cells, math.inf for +infinity and the band
+and boundary conditions spelled out exactly as the spec words them. Slow, and meant to be.
+"""
+
+from __future__ import annotations
+
+import math
+
+CGAP_BIT = 0x10
+
+
+def literal_score(read: list[int], profile: list[int], mismatch: int, cgap: int, gap_open: int,
+                  gap_extend: int, insertion: int) -> float:
+    n, m = len(read), len(profile)
+    assert 0 < n < m
+    S: dict[tuple[int, int], float] = {}
+    D: dict[tuple[int, int], float] = {}
+
+    def in_band(i: int, j: int) -> bool:
+        return j <= i <= j + m - n
+
+    def s(i: int, j: int) -> float:
+        if j == -1:
+            return 0 if -1 <= i <= m - n - 1 else math.inf
+        if i == -1 or not in_band(i, j):
+            return math.inf
+        return S[i, j]
+
+    def d(i: int, j: int) -> float:
+        if i == -1 or not in_band(i, j):
+            return math.inf
+        return D[i, j]
+
+    for j in range(n):
+        for i in range(j, j + m - n + 1):
+            a, b = profile[i], read[j]
+            is_cgap = bool(a & CGAP_BIT)
+            cg = cgap if is_cgap else 0
+            oe, e = (0, 0) if is_cgap else (gap_open + gap_extend, gap_extend)
+            mm = 0 if (a & 0x0F & b) != 0 else mismatch
+            ins = s(i, j - 1) + insertion
+            D[i, j] = min(s(i - 1, j) + oe, d(i - 1, j) + e)
+            S[i, j] = min(s(i - 1, j - 1) + mm + cg, D[i, j], ins)
+    return min(S[i, n - 1] for i in range(n - 1, m))
+
+
+def rescore_cigar(read: list[int], profile: list[int], start: int, cigar: list[tuple[int, str]],
+                  mismatch: int, cgap: int, gap_open: int, gap_extend: int, insertion: int) -> int:
+    """Cost of an explicit alignment path under Equation 1 (a D run opens once, then extends)."""
+    total, column, position, previous = 0, start, 0, None
+    for length, op in cigar:
+        for _ in range(length):
+            if op == "M":
+                a = profile[column]
+                total += (0 if a & 0x0F & read[position] else mismatch) + (cgap if a & CGAP_BIT else 0)
+                column += 1
+                position += 1
+            elif op == "D":
+                if not profile[column] & CGAP_BIT:
+                    total += gap_extend if previous == "D" else gap_open + gap_extend
+                column += 1
+            else:
+                total += insertion
+                position += 1
+            previous = op
+    assert position == len(read), "CIGAR does not consume the whole read"
+    return total

@@ -1,0 +1,84 @@
+"""Candidate merging is order-independent; the queue hands back, finishes and cancels correctly."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from papara_py.engine.layout import make_block
+from papara_py.engine.queue import BlockQueue
+from papara_py.engine.topk import Candidates
+
+
+def expected_topk(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sort each row's (score, edge) pairs lexicographically, plainly."""
+    q, e = scores.shape
+    best_s = np.full((q, k), -1, np.int64)
+    best_e = np.full((q, k), -1, np.int64)
+    for r in range(q):
+        pairs = sorted((int(scores[r, c]), c) for c in range(e))[:k]
+        for slot, (s, c) in enumerate(pairs):
+            best_s[r, slot], best_e[r, slot] = s, c
+    return best_s, best_e
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 40), st.integers(1, 9), st.integers(1, 12), st.randoms(use_true_random=False))
+def test_block_merges_in_any_order_give_the_sorted_topk(n_reads, n_edges, k, width, rnd):
+    rng = np.random.default_rng(rnd.randrange(2**32))
+    scores = rng.integers(0, 4, size=(n_reads, n_edges)).astype(np.int32)  # many ties
+    blocks = [(first, min(width, n_edges - first)) for first in range(0, n_edges, width)]
+    rnd.shuffle(blocks)
+    halves = [Candidates.empty(n_reads, k), Candidates.empty(n_reads, k)]
+    for i, (first, count) in enumerate(blocks):
+        block_scores = np.full((n_reads, width), -7, np.int32)  # padding lanes must be ignored
+        block_scores[:, :count] = scores[:, first:first + count]
+        halves[i % 2].add_block(block_scores, first, count)
+    merged = Candidates.empty(n_reads, k)
+    merged.add(halves[1])
+    merged.add(halves[0])
+    want_s, want_e = expected_topk(scores, k)
+    filled = want_e >= 0
+    assert np.array_equal(merged.edge[filled], want_e[filled])
+    assert np.array_equal(merged.score[filled], want_s[filled])
+    assert np.all(merged.edge[~filled] == -1)
+
+
+def _block(index: int) -> object:
+    return make_block(index, index * 4, np.ones((4, 10), np.uint8), 4)
+
+
+def test_queue_waits_for_blocks_in_flight_that_may_come_back():
+    queue = BlockQueue(capacity=8)
+    for i in range(3):
+        queue.put(_block(i))
+    queue.close()
+    held = queue.take(2)
+    assert [b.index for b in held] == [0, 1]
+    assert [b.index for b in queue.take(5)] == [2]
+    got: list[list[int]] = []
+    waiter = threading.Thread(target=lambda: got.append([b.index for b in queue.take(5)]))
+    waiter.start()
+    waiter.join(timeout=0.2)
+    assert waiter.is_alive(), "an idle consumer must wait while blocks are in flight"
+    queue.put_back(held)  # the holder failed: its blocks go to the waiting consumer
+    waiter.join(timeout=5)
+    assert got == [[0, 1]]
+    queue.finished(3)
+    assert queue.take(1) == []
+
+
+def test_queue_cancel_wakes_a_blocked_producer():
+    queue = BlockQueue(capacity=1)
+    queue.put(_block(0))
+    result: list[bool] = []
+    producer = threading.Thread(target=lambda: result.append(queue.put(_block(1))))
+    producer.start()
+    producer.join(timeout=0.2)
+    assert producer.is_alive()
+    queue.cancel()
+    producer.join(timeout=5)
+    assert result == [False]
+    assert queue.take(1) == []
