@@ -1,0 +1,570 @@
+"""Parse and validate the three user inputs: reference tree, reference alignment and reads.
+
+This is the only module that reads user files. Everything wrong with them leaves here as an
+`InputError` naming the file, the line (and sequence or position) and the problem, so the CLI can
+print one paragraph and exit 2 (DESIGN.md section 9); no parser exception (UnicodeDecodeError,
+gzip errors, dendropy's errors) escapes for malformed content.
+
+- `read_tree`: one Newick tree via dendropy, tips labelled, unique, at least three.
+- `read_alignment`: FASTA or PHYLIP (strict, relaxed, interleaved), told apart by content.
+- `iter_reads`: FASTA or FASTQ, plain or gzip, streamed record by record.
+- `match_tips`: the alignment rows in tree-tip order, plus the rows that are not tips.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import os
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import chain
+
+import dendropy
+import numpy as np
+from dendropy.dataio.newickreader import NewickReader
+from dendropy.utility.error import DataParseError
+
+from papara_py.encoding import IS_GAP, READ_CODE, REF_CODE
+from papara_py.errors import InputError
+
+PathLike = str | os.PathLike
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_UTF8_BOM = codecs.BOM_UTF8
+_STRICT_NAME_WIDTH = 10
+_MAX_LISTED_MISSING = 5
+#: ASCII byte -> its upper-case byte; other bytes map to themselves.
+_UPPER = np.frombuffer(bytes(range(256)).upper(), dtype=np.uint8)
+_RELAXED_NAME = re.compile(rb"\s*(\S+)\s*")
+#: The bytes that bytes.split() treats as whitespace.
+_WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")
+
+
+@dataclass(frozen=True, eq=False)
+class Alignment:
+    """A reference alignment: `rows` is uint8 [N, m], the ASCII characters as given, upper-cased."""
+
+    names: list[str]
+    rows: np.ndarray
+    path: str
+
+
+@dataclass(frozen=True)
+class RawRead:
+    """One read as parsed: upper-cased ASCII residues (b"" for an empty read), header line."""
+
+    name: str
+    sequence: bytes
+    line: int
+
+
+@dataclass(frozen=True, eq=False)
+class TipMatch:
+    """Alignment rows in tree-tip order (uint8 [tips, m]) and the indices of non-tip rows."""
+
+    tip_rows: np.ndarray
+    extra: list[int]
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared helpers
+
+
+def _show(raw: bytes, limit: int = 40) -> str:
+    """A short printable rendering of raw file bytes for error messages."""
+    text = raw[:limit].decode("utf-8", errors="backslashreplace")
+    return repr(text + ("..." if len(raw) > limit else ""))
+
+
+def _show_byte(byte: int) -> str:
+    """One byte as a user would recognise it: the character if printable, else its hex code."""
+    return f"'{chr(byte)}'" if 32 < byte < 127 else f"byte 0x{byte:02x}"
+
+
+def _read_bytes(source: str) -> bytes:
+    """The whole file, or InputError when it cannot be read."""
+    try:
+        with open(source, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise InputError(source, f"cannot read the file: {exc.strerror or exc}") from None
+
+
+def _decode_name(raw: bytes, source: str, where: str) -> str:
+    """A sequence or read name as text; names must be UTF-8 so that outputs can store them."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(source, f"the name {_show(raw)} is not valid UTF-8 text", where) from None
+
+
+def _strip_whitespace(raw: bytes) -> bytes:
+    """Sequence text with all whitespace removed (PHYLIP and FASTA allow spaces inside)."""
+    return b"".join(raw.split())
+
+
+# ---------------------------------------------------------------------------------------------
+# Tree
+
+
+def read_tree(path: PathLike) -> dendropy.Tree:
+    """Read exactly one Newick tree whose tips are labelled, unique and at least three.
+
+    Underscores are preserved (they are part of taxon names in alignments) and labels are case
+    sensitive, so tip names compare with alignment names exactly.
+    """
+    source = str(path)
+    data = _read_bytes(source)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(source, "the tree file is not UTF-8 text", f"line {line}") from None
+    if not text.strip():
+        raise InputError(source, "the file is empty; expected a Newick tree")
+    trees = _parse_newick(text, source)
+    if len(trees) != 1:
+        raise InputError(source, f"expected exactly one tree, found {len(trees)}")
+    tree = trees[0]
+    _check_tips(tree, source)
+    return tree
+
+
+def _parse_newick(text: str, source: str) -> dendropy.TreeList:
+    """All tree statements in `text`; dendropy's complaints become InputErrors with positions."""
+    try:
+        return dendropy.TreeList.get(
+            data=text,
+            schema="newick",
+            preserve_underscores=True,
+            case_sensitive_taxon_labels=True,
+            taxon_namespace=dendropy.TaxonNamespace(is_case_sensitive=True),
+        )
+    except NewickReader.NewickReaderDuplicateTaxonError as exc:
+        label = str(exc.message).rpartition("Duplicate taxon labels: ")[2]
+        raise InputError(
+            source, f"duplicate tip label: '{label}' occurs more than once", _position(exc)
+        ) from None
+    except DataParseError as exc:
+        hint = " (is the closing ';' missing?)" if "end of stream" in str(exc.message) else ""
+        raise InputError(
+            source, f"malformed Newick: {exc.message}{hint}", _position(exc)
+        ) from None
+    except RecursionError:
+        raise InputError(
+            source,
+            "the tree is nested too deeply for dendropy's recursive Newick reader (about 900 "
+            "levels of parentheses at most)",
+        ) from None
+
+
+def _position(exc: DataParseError) -> str | None:
+    """dendropy's line/column of a parse error, when it knows them."""
+    if exc.line_num is None:
+        return None
+    column = f", column {exc.col_num}" if exc.col_num is not None else ""
+    return f"line {exc.line_num}{column}"
+
+
+def _check_tips(tree: dendropy.Tree, source: str) -> None:
+    """Every tip needs a label (it names an alignment row) and a tree needs three tips."""
+    labels = [leaf.taxon.label if leaf.taxon else None for leaf in tree.leaf_node_iter()]
+    for index, label in enumerate(labels):
+        if not label:
+            after = f" (after '{labels[index - 1]}')" if index > 0 and labels[index - 1] else ""
+            raise InputError(source, f"tip number {index + 1}{after} has no label")
+    if len(labels) < 3:
+        raise InputError(source, f"the tree has {len(labels)} tip(s); at least 3 are needed")
+
+
+# ---------------------------------------------------------------------------------------------
+# Alignment
+
+
+@dataclass
+class _Row:
+    """A row being assembled: its name, the line it starts on and its sequence pieces.
+
+    Each piece is (line number, offset of the piece in that line, raw bytes); keeping offsets
+    lets an invalid character be reported at its line and column of the file.
+    """
+
+    name: bytes
+    line: int
+    pieces: list[tuple[int, int, bytes]]
+
+    def sequence(self) -> bytes:
+        """The row's characters, whitespace removed."""
+        return b"".join(_strip_whitespace(raw) for _, _, raw in self.pieces)
+
+    def locate(self, column: int) -> tuple[int, int]:
+        """File (line, 1-based column in the line) of alignment column `column` (0-based)."""
+        positions = [
+            (line, offset + i + 1)
+            for line, offset, raw in self.pieces
+            for i, byte in enumerate(raw)
+            if byte not in _WHITESPACE
+        ]
+        return positions[column]
+
+
+def read_alignment(path: PathLike) -> Alignment:
+    """Read a FASTA or PHYLIP (strict, relaxed, interleaved) alignment and validate it.
+
+    FASTA when the first non-blank line starts with '>', PHYLIP otherwise. Characters must be
+    nucleotides, IUPAC codes or the gap characters '-.?' (DESIGN.md section 2).
+    """
+    source = str(path)
+    lines = _read_bytes(source).removeprefix(_UTF8_BOM).splitlines()
+    numbered = [(number, line) for number, line in enumerate(lines, 1) if line.strip()]
+    if not numbered:
+        raise InputError(source, "the file is empty; expected a PHYLIP or FASTA alignment")
+    if numbered[0][1].startswith(b">"):
+        rows = _fasta_rows(numbered, source)
+        expected_length = len(rows[0].sequence())
+        described = f"row '{rows[0].name.decode('utf-8', 'replace')}' (line {rows[0].line}) has"
+    else:
+        header_line, header = numbered[0]
+        n_rows, expected_length = _phylip_header(header, header_line, source)
+        rows = _phylip_rows(lines, header_line, n_rows, expected_length, source)
+        described = f"the PHYLIP header (line {header_line}) gives"
+    return _build_alignment(rows, expected_length, described, source)
+
+
+def _fasta_rows(numbered: list[tuple[int, bytes]], source: str) -> list[_Row]:
+    """Records of a FASTA alignment; the name is the first word of the header."""
+    rows: list[_Row] = []
+    for number, line in numbered:
+        if line.startswith(b">"):
+            words = line[1:].split(maxsplit=1)
+            if not words:
+                raise InputError(source, "a FASTA header without a name", f"line {number}")
+            rows.append(_Row(words[0], number, []))
+        else:
+            rows[-1].pieces.append((number, 0, line))
+    return rows
+
+
+def _phylip_header(header: bytes, line: int, source: str) -> tuple[int, int]:
+    """(N, m) from the PHYLIP header 'N m'."""
+    fields = header.split()
+    if len(fields) != 2 or not all(f.isdigit() and int(f) > 0 for f in fields):
+        raise InputError(
+            source,
+            "expected a PHYLIP header of two positive integers 'N m' (or a FASTA file starting "
+            f"with '>'), found {_show(header.strip())}",
+            f"line {line}",
+        )
+    return int(fields[0]), int(fields[1])
+
+
+def _phylip_rows(
+    lines: list[bytes], header_line: int, n_rows: int, length: int, source: str
+) -> list[_Row]:
+    """Rows of a PHYLIP body: strict or relaxed names, sequential or interleaved.
+
+    The first N non-blank lines carry the names. Further lines continue the rows in turn
+    (interleaved); when blank lines separate blocks, each block must hold one line per row.
+    """
+    blocks = _blocks(lines[header_line:], first_number=header_line + 1)
+    if not blocks:
+        raise InputError(
+            source,
+            f"the PHYLIP header announces {n_rows} rows, but none follow",
+            f"line {header_line}",
+        )
+    if len(blocks) > 1:
+        named, continued = blocks[0], blocks[1:]
+        _check_block(named, n_rows, "first block", source)
+        for block in continued:
+            _check_block(block, n_rows, "block", source)
+        continuation = [line for block in continued for line in block]
+    else:
+        named, continuation = blocks[0][:n_rows], blocks[0][n_rows:]
+        if len(named) < n_rows:
+            raise InputError(
+                source,
+                f"the PHYLIP header announces {n_rows} rows, but there are only {len(named)}",
+                f"line {header_line}",
+            )
+        if continuation and _complete_without_continuation(named, length):
+            number = continuation[0][0]
+            raise InputError(
+                source,
+                f"the PHYLIP header (line {header_line}) announces {n_rows} rows, but there are "
+                "more (every row already has its full length)",
+                f"line {number}",
+            )
+    candidates = [_name_rows(named, strict) for strict in (False, True)]
+    for rows in candidates:
+        for index, (number, line) in enumerate(continuation):
+            rows[index % n_rows].pieces.append((number, 0, line))
+    return max(candidates, key=lambda rows: sum(len(row.sequence()) == length for row in rows))
+
+
+def _blocks(lines: list[bytes], first_number: int) -> list[list[tuple[int, bytes]]]:
+    """Groups of consecutive non-blank (line number, line), split at blank lines."""
+    blocks: list[list[tuple[int, bytes]]] = [[]]
+    for number, line in enumerate(lines, first_number):
+        if line.strip():
+            blocks[-1].append((number, line))
+        elif blocks[-1]:
+            blocks.append([])
+    return [block for block in blocks if block]
+
+
+def _check_block(block: list[tuple[int, bytes]], n_rows: int, what: str, source: str) -> None:
+    """An interleaved block must have exactly one line per row."""
+    if len(block) != n_rows:
+        first, last = block[0][0], block[-1][0]
+        raise InputError(
+            source,
+            f"the PHYLIP header announces {n_rows} rows, but the {what} of this interleaved "
+            f"alignment has {len(block)} line(s)",
+            f"line {first}" if first == last else f"lines {first}-{last}",
+        )
+
+
+def _complete_without_continuation(named: list[tuple[int, bytes]], length: int) -> bool:
+    """True if the name lines alone already hold full-length rows in either name style."""
+    return any(
+        all(len(row.sequence()) == length for row in _name_rows(named, strict))
+        for strict in (False, True)
+    )
+
+
+def _name_rows(named: list[tuple[int, bytes]], strict: bool) -> list[_Row]:
+    """Split each name line into a name and the start of its sequence.
+
+    Strict PHYLIP: the name is the first 10 characters (may hold spaces). Relaxed: the first
+    word. Both are tried; the caller keeps the one whose rows have the header's length, relaxed
+    on a tie.
+    """
+    rows = []
+    for number, line in named:
+        if strict:
+            name, offset = line[:_STRICT_NAME_WIDTH].strip(), _STRICT_NAME_WIDTH
+        else:
+            match = _RELAXED_NAME.match(line)
+            name, offset = match.group(1), match.end()
+        rows.append(_Row(name, number, [(number, offset, line[offset:])]))
+    return rows
+
+
+def _build_alignment(rows: list[_Row], length: int, described: str, source: str) -> Alignment:
+    """Check names, lengths and characters of assembled rows; encode them as uint8 ASCII."""
+    names: list[str] = []
+    first_line: dict[str, int] = {}
+    for row in rows:
+        where = f"line {row.line}"
+        if not row.name:
+            raise InputError(source, "a row without a name", where)
+        name = _decode_name(row.name, source, where)
+        if name in first_line:
+            raise InputError(
+                source,
+                f"duplicate sequence name '{name}' (lines {first_line[name]} and {row.line})",
+                where,
+            )
+        first_line[name] = row.line
+        names.append(name)
+    sequences = [row.sequence() for row in rows]
+    for name, row, sequence in zip(names, rows, sequences):
+        if len(sequence) != length:
+            raise InputError(
+                source,
+                f"row '{name}' has {len(sequence)} characters, but {described} {length}",
+                f"line {row.line}",
+            )
+    ascii_rows = np.frombuffer(b"".join(sequences), dtype=np.uint8).reshape(len(rows), length)
+    bad = np.argwhere(REF_CODE[ascii_rows] == 0)
+    if bad.size:
+        index, column = (int(v) for v in bad[0])
+        line, line_column = rows[index].locate(column)
+        raise InputError(
+            source,
+            f"invalid character {_show_byte(int(ascii_rows[index, column]))} in row "
+            f"'{names[index]}' at alignment column {column + 1} (column {line_column} of the line)",
+            f"line {line}",
+        )
+    return Alignment(names=names, rows=_UPPER[ascii_rows], path=source)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reads
+
+
+def iter_reads(path: PathLike) -> Iterator[RawRead]:
+    """Stream reads from FASTA or FASTQ, plain or gzip (told apart by content, not by name).
+
+    Residues are validated as they are read (no gaps, DESIGN.md section 2); read names must be
+    unique. An empty read is yielded with sequence b"" for the pipeline to report.
+    """
+    source = str(path)
+    lines = _numbered_lines(source)
+    for number, line in lines:
+        if line.strip():
+            break
+    else:
+        raise InputError(source, "the file is empty; expected FASTA or FASTQ reads")
+    records = chain([(number, line)], lines)
+    names: dict[str, int] = {}
+    if line.startswith(b">"):
+        yield from _fasta_reads(records, names, source)
+    elif line.startswith(b"@"):
+        yield from _fastq_reads(records, names, source)
+    else:
+        raise InputError(
+            source,
+            f"sequence data before the first header: {_show(line.strip())} (FASTA records start "
+            "with '>', FASTQ records with '@')",
+            f"line {number}",
+        )
+
+
+def _numbered_lines(source: str) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, line without CR/LF or a leading BOM) of a plain or gzipped file."""
+    number = 0
+    try:
+        with open(source, "rb") as raw:
+            stream = gzip.GzipFile(fileobj=raw) if raw.peek(2)[:2] == _GZIP_MAGIC else raw
+            for number, line in enumerate(stream, 1):
+                if number == 1:
+                    line = line.removeprefix(_UTF8_BOM)
+                yield number, line.rstrip(b"\r\n")
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise InputError(
+            source, f"the gzip data is corrupt or truncated ({exc})", f"after line {number}"
+        ) from None
+    except OSError as exc:
+        raise InputError(source, f"cannot read the file: {exc.strerror or exc}") from None
+
+
+def _read_name(header: bytes, number: int, names: dict[str, int], source: str) -> str:
+    """The first word after '>' or '@', checked to be non-empty, UTF-8 and not seen before."""
+    where = f"line {number}"
+    words = header[1:].split(maxsplit=1)
+    if not words:
+        raise InputError(source, "a read header without a name", where)
+    name = _decode_name(words[0], source, where)
+    if name in names:
+        raise InputError(
+            source, f"duplicate read name '{name}' (lines {names[name]} and {number})", where
+        )
+    names[name] = number
+    return name
+
+
+def _check_residues(residues: bytes, name: str, number: int, before: int, source: str) -> None:
+    """Reject any byte that is not a nucleotide/IUPAC code; `before` residues precede these."""
+    codes = np.frombuffer(residues, dtype=np.uint8)
+    bad = np.flatnonzero(READ_CODE[codes] == 0)
+    if bad.size:
+        byte = int(codes[bad[0]])
+        why = " (gaps are not allowed in reads)" if IS_GAP[byte] else ""
+        raise InputError(
+            source,
+            f"invalid character {_show_byte(byte)} in read '{name}' at position "
+            f"{before + int(bad[0]) + 1}{why}",
+            f"line {number}",
+        )
+
+
+def _fasta_reads(
+    records: Iterator[tuple[int, bytes]], names: dict[str, int], source: str
+) -> Iterator[RawRead]:
+    """FASTA records, sequences possibly over several lines; the first line is a header."""
+    name, header_line, pieces, length = "", 0, [], 0
+    for number, line in records:
+        if line.startswith(b">"):
+            if header_line:
+                yield RawRead(name, b"".join(pieces).upper(), header_line)
+            name = _read_name(line, number, names, source)
+            header_line, pieces, length = number, [], 0
+            continue
+        residues = _strip_whitespace(line)
+        _check_residues(residues, name, number, length, source)
+        pieces.append(residues)
+        length += len(residues)
+    yield RawRead(name, b"".join(pieces).upper(), header_line)
+
+
+def _fastq_reads(
+    records: Iterator[tuple[int, bytes]], names: dict[str, int], source: str
+) -> Iterator[RawRead]:
+    """Four-line FASTQ records: '@name', sequence, '+', quality of the sequence's length."""
+    for number, line in records:
+        if not line.strip():
+            continue
+        if not line.startswith(b"@"):
+            raise InputError(
+                source,
+                f"expected a FASTQ header starting with '@', found {_show(line)}",
+                f"line {number}",
+            )
+        name = _read_name(line, number, names, source)
+        sequence_number, sequence = _record_line(records, "sequence", name, number, source)
+        separator_number, separator = _record_line(records, "'+' separator", name, number, source)
+        quality_number, quality = _record_line(records, "quality", name, number, source)
+        residues = _strip_whitespace(sequence)
+        _check_residues(residues, name, sequence_number, 0, source)
+        if not separator.startswith(b"+"):
+            raise InputError(
+                source,
+                f"read '{name}': expected the FASTQ '+' separator line, found {_show(separator)}",
+                f"line {separator_number}",
+            )
+        quality = quality.strip()
+        if len(quality) != len(residues):
+            raise InputError(
+                source,
+                f"read '{name}': the quality string has {len(quality)} characters but the "
+                f"sequence has {len(residues)}",
+                f"line {quality_number}",
+            )
+        yield RawRead(name, residues.upper(), number)
+
+
+def _record_line(
+    records: Iterator[tuple[int, bytes]], what: str, name: str, header_line: int, source: str
+) -> tuple[int, bytes]:
+    """The next line of a FASTQ record, or InputError if the file ends inside the record."""
+    line = next(records, None)
+    if line is None:
+        raise InputError(
+            source,
+            f"truncated FASTQ record: read '{name}' ends before its {what} line",
+            f"line {header_line}",
+        )
+    return line
+
+
+# ---------------------------------------------------------------------------------------------
+# Tree tips <-> alignment rows
+
+
+def match_tips(tip_names: list[str], alignment: Alignment, tree_path: str) -> TipMatch:
+    """Alignment rows in tree-tip order; rows that are not tips become extra reads (DESIGN 9)."""
+    n_columns = alignment.rows.shape[1]
+    if n_columns < 2:
+        raise InputError(
+            alignment.path, f"the alignment has {n_columns} column(s); at least 2 are needed"
+        )
+    index = {name: i for i, name in enumerate(alignment.names)}
+    missing = [name for name in tip_names if name not in index]
+    if missing:
+        listed = ", ".join(f"'{name}'" for name in missing[:_MAX_LISTED_MISSING])
+        hidden = len(missing) - _MAX_LISTED_MISSING
+        more = f" and {hidden} more" if hidden > 0 else ""
+        raise InputError(
+            alignment.path,
+            f"{len(missing)} tip(s) of the tree {tree_path} are missing from the alignment: "
+            f"{listed}{more}",
+        )
+    tips = set(tip_names)
+    extra = [i for i, name in enumerate(alignment.names) if name not in tips]
+    rows = alignment.rows[np.array([index[name] for name in tip_names], dtype=np.intp)]
+    return TipMatch(tip_rows=rows, extra=extra)

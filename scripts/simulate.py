@@ -1,0 +1,664 @@
+"""Simulate a reference tree, a reference alignment and short reads whose TRUE alignment is known.
+
+papara-py places reads on edges and aligns them in reference columns; to measure how often it is
+right we need data where the right answer is recorded. This script grows a random Yule tree,
+evolves sequences down it (K2P substitutions with optional gamma rate heterogeneity, insertions
+and deletions that create and remove alignment columns), hides some taxa from the reference, cuts
+reads with sequencing errors from those hidden taxa, and writes the reference inputs together with
+each read's true edge and true reference columns.
+
+Column identity: every residue descends from one "site". The root has sites 0..L-1; an insertion
+creates new sites. The true MSA has one column per site that survives in some tip, ordered so that
+every tip's sites appear in sequence order (see `site_order`).
+
+Run `python3 scripts/simulate.py --out DIR [options]`; import it to call `simulate` and
+`write_outputs` directly. scripts/README.md describes the output files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+#: Residue codes used during simulation: 0..3 index this table.
+BASES = np.frombuffer(b"ACGT", dtype=np.uint8)
+GAP = ord("-")
+#: Sequencing errors: shares of substitutions, 1-bp insertions and 1-bp deletions.
+ERROR_SHARES = (0.9, 0.05, 0.05)
+#: Shortest read drawn, unless the source sequence or the alignment is shorter.
+MIN_READ_LENGTH = 20
+SCRIPT = "python3 scripts/simulate.py"
+#: Tip name prefixes: reference taxa r0001.., held-out taxa h0001..
+REF_PREFIX, HELD_OUT_PREFIX = "r", "h"
+
+
+@dataclass(frozen=True)
+class SimParams:
+    """Every input of a simulation; together with the seed it determines all outputs."""
+
+    seed: int = 1
+    taxa: int = 30
+    held_out: int | None = None
+    columns: int = 500
+    divergence: float = 0.2
+    kappa: float = 2.0
+    gamma_alpha: float = 1.0
+    indel_rate: float = 0.05
+    indel_mean_length: float = 2.0
+    reads: int = 200
+    read_length: int = 100
+    read_length_sd: float = 0.1
+    error_rate: float = 0.01
+    reverse_fraction: float = 0.0
+
+    @property
+    def n_held_out(self) -> int:
+        """The held-out count, defaulting to a fifth of the reference taxa (at least 3)."""
+        return self.held_out if self.held_out is not None else max(3, self.taxa // 5)
+
+    def command(self, out: str = "DIR") -> str:
+        """The full command line (every option explicit) that reproduces this simulation."""
+        options = [("--out", out)]
+        for field in fields(self):
+            value = self.n_held_out if field.name == "held_out" else getattr(self, field.name)
+            options.append(("--" + field.name.replace("_", "-"), repr(value)))
+        return SCRIPT + "".join(f" {flag} {shlex.quote(value)}" for flag, value in options)
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A rooted binary tree as arrays; node 0 is the root and every parent index < its children's.
+
+    The parent-before-child numbering makes descending index order a post-order, so bottom-up
+    passes are plain loops. `left`/`right` are -1 at tips; `length[v]` is the branch above v.
+    """
+
+    parent: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    length: np.ndarray
+    names: list[str]
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.parent)
+
+    def is_tip(self, v: int) -> bool:
+        return self.left[v] < 0
+
+    def tips(self) -> list[int]:
+        return [v for v in range(self.n_nodes) if self.left[v] < 0]
+
+    def children(self, v: int) -> tuple[int, ...]:
+        return () if self.left[v] < 0 else (int(self.left[v]), int(self.right[v]))
+
+
+@dataclass(frozen=True)
+class Read:
+    """One simulated read as written, with its truth."""
+
+    name: str
+    source: str
+    strand: str
+    sequence: bytes
+    columns: np.ndarray  # int32 true reference column per residue, -1 where none
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """Everything `write_outputs` writes, plus the tips' sequences in lineage order (for checks)."""
+
+    params: SimParams
+    full_tree: Tree
+    reference_tree: Tree
+    ref_names: list[str]
+    ref_alignment: np.ndarray  # uint8 ASCII [taxa, m]
+    truth_names: list[str]  # reference taxa, then held-out taxa
+    truth_alignment: np.ndarray  # uint8 ASCII [taxa + held_out, M]
+    tip_sequences: dict[str, bytes]  # ungapped, in the order evolution produced them
+    splits: dict[str, str]  # held-out taxon -> true_split
+    reads: list[Read]
+
+
+# ----------------------------------------------------------------------------------------- tree
+
+
+def yule_tree(n_tips: int, rng: np.random.Generator) -> Tree:
+    """A pure-birth (Yule) tree, birth rate 1: each step a uniformly chosen lineage splits.
+
+    Written as an O(n) loop over arrays rather than with dendropy's simulator so that the
+    paper-scale shape (~16,600 tips) takes well under a second.
+    """
+    parent, start, end = [-1], [0.0], [0.0]
+    left, right = [-1], [-1]
+    lineages, now = [0], 0.0
+    while len(lineages) < n_tips:
+        now += rng.exponential(1.0 / len(lineages))
+        i = int(rng.integers(len(lineages)))
+        v = lineages[i]
+        end[v] = now
+        a = len(parent)
+        for _ in range(2):
+            parent.append(v)
+            start.append(now)
+            end.append(0.0)
+            left.append(-1)
+            right.append(-1)
+        left[v], right[v] = a, a + 1
+        lineages[i] = a
+        lineages.append(a + 1)
+    now += rng.exponential(1.0 / len(lineages))
+    for v in lineages:
+        end[v] = now
+    length = np.array(end) - np.array(start)
+    length[0] = 0.0
+    return Tree(np.array(parent), np.array(left), np.array(right), length, [""] * len(parent))
+
+
+def tips_below_counts(tree: Tree, counted: np.ndarray) -> np.ndarray:
+    """Per node, how many tips below it have `counted[tip]` set (one post-order pass)."""
+    below = counted.astype(np.int64)
+    for v in range(tree.n_nodes - 1, 0, -1):
+        below[tree.parent[v]] += below[v]
+    return below
+
+
+def mean_pairwise_distance(tree: Tree) -> float:
+    """Mean patristic distance over all tip pairs (a branch separates below * (n - below) pairs)."""
+    is_tip = tree.left < 0
+    below = tips_below_counts(tree, is_tip)
+    n = int(is_tip.sum())
+    return float(np.sum(tree.length * below * (n - below)) / (n * (n - 1) / 2))
+
+
+def scale_tree(tree: Tree, divergence: float) -> Tree:
+    """Rescale branch lengths so that tips differ by `divergence` substitutions/site on average."""
+    factor = divergence / mean_pairwise_distance(tree)
+    return Tree(tree.parent, tree.left, tree.right, tree.length * factor, tree.names)
+
+
+def name_tips(tree: Tree, n_ref: int, rng: np.random.Generator) -> Tree:
+    """Name tips r0001.. (reference) and h0001.. (held out), assigned to tips at random."""
+    tips = tree.tips()
+    width = max(4, len(str(len(tips))))
+    labels = [f"{REF_PREFIX}{i + 1:0{width}d}" for i in range(n_ref)]
+    labels += [f"{HELD_OUT_PREFIX}{i + 1:0{width}d}" for i in range(len(tips) - n_ref)]
+    names = list(tree.names)
+    for tip, label in zip(tips, rng.permutation(len(tips))):
+        names[tip] = labels[label]
+    return Tree(tree.parent, tree.left, tree.right, tree.length, names)
+
+
+def prune(tree: Tree, keep: set[str]) -> Tree:
+    """The subtree spanning the tips named in `keep`, nodes of degree 2 suppressed (lengths summed).
+
+    Works bottom-up: `rep[v]` is the node that stands for v's subtree after pruning (-1: nothing
+    kept), `above[v]` the length from rep[v] up to the top of v's branch.
+    """
+    n = tree.n_nodes
+    rep = np.full(n, -1, dtype=np.int64)
+    above = np.zeros(n)
+    kept_children: dict[int, tuple[tuple[int, float], ...]] = {}
+    for v in range(n - 1, -1, -1):
+        if tree.is_tip(v):
+            if tree.names[v] in keep:
+                rep[v], above[v] = v, tree.length[v]
+            continue
+        live = [c for c in tree.children(v) if rep[c] >= 0]
+        if len(live) == 2:
+            kept_children[v] = tuple((int(rep[c]), float(above[c])) for c in live)
+            rep[v], above[v] = v, tree.length[v]
+        elif len(live) == 1:
+            rep[v], above[v] = rep[live[0]], above[live[0]] + tree.length[v]
+    old = sorted({int(rep[0])} | {c for kids in kept_children.values() for c, _ in kids})
+    new = {o: i for i, o in enumerate(old)}
+    parent = np.full(len(old), -1, dtype=np.int64)
+    left = np.full(len(old), -1, dtype=np.int64)
+    right = np.full(len(old), -1, dtype=np.int64)
+    length = np.zeros(len(old))
+    for v, ((a, la), (b, lb)) in kept_children.items():
+        left[new[v]], right[new[v]] = new[a], new[b]
+        parent[new[a]] = parent[new[b]] = new[v]
+        length[new[a]], length[new[b]] = la, lb
+    names = [tree.names[o] if tree.is_tip(o) else "" for o in old]
+    return Tree(parent, left, right, length, names)
+
+
+def newick(tree: Tree, unrooted: bool) -> str:
+    """Newick text with 8-decimal branch lengths; `unrooted` writes the root as a trifurcation."""
+    text = [""] * tree.n_nodes
+
+    def branch(v: int, length: float) -> str:
+        return f"{text[v]}:{length:.8f}"
+
+    def group(branches: list[str]) -> str:
+        return "(" + ",".join(branches) + ")"
+
+    for v in range(tree.n_nodes - 1, -1, -1):
+        kids = tree.children(v)
+        text[v] = group([branch(c, tree.length[c]) for c in kids]) if kids else tree.names[v]
+    a, b = tree.children(0)
+    if not unrooted:
+        return text[0] + ";\n"
+    if tree.is_tip(a):
+        a, b = b, a
+    joined = tree.length[a] + tree.length[b]
+    top = [branch(c, tree.length[c]) for c in tree.children(a)] + [branch(b, joined)]
+    return group(top) + ";\n"
+
+
+# ------------------------------------------------------------------------------------ splits
+
+
+def tip_names_below(tree: Tree, v: int) -> list[str]:
+    """Names of the tips in v's subtree."""
+    names, stack = [], [v]
+    while stack:
+        u = stack.pop()
+        if tree.is_tip(u):
+            names.append(tree.names[u])
+        stack.extend(tree.children(u))
+    return names
+
+
+def attachment_node(tree: Tree, ref_below: np.ndarray, tip: int) -> int:
+    """A node X such that the held-out `tip` hangs on the reference edge {refs below X | rest}.
+
+    Walk up to the first ancestor `a` with reference tips below it; `tip`'s side of `a` holds no
+    reference tip, so after pruning `a` lies inside one reference edge. If reference tips also lie
+    outside `a`, that edge separates the refs below `a` from the rest. Otherwise every reference
+    tip is below `a` and the held-out clade hangs above the reference tips' common ancestor:
+    descend to it; after unrooting its two child edges are one edge, split by either child.
+    """
+    a = int(tree.parent[tip])
+    while ref_below[a] == 0:
+        a = int(tree.parent[a])
+    if ref_below[a] < ref_below[0]:
+        return a
+    while True:
+        live = [c for c in tree.children(a) if ref_below[c] > 0]
+        if len(live) == 2:
+            return live[0]
+        a = live[0]
+
+
+def split_label(side: list[str], ref_names: list[str], first: str) -> str:
+    """The split written as the side NOT holding `first`, the alphabetically first reference tip."""
+    if first in side:
+        inside = set(side)
+        side = [name for name in ref_names if name not in inside]
+    return ",".join(sorted(side))
+
+
+def attachment_splits(tree: Tree, ref_names: list[str]) -> dict[str, str]:
+    """true_split of every held-out tip of `tree` (tips not in `ref_names`)."""
+    refs = set(ref_names)
+    is_ref = np.array([name in refs for name in tree.names])
+    ref_below = tips_below_counts(tree, is_ref)
+    first = min(ref_names)
+    splits, by_node = {}, {}
+    for tip in tree.tips():
+        if tree.names[tip] in refs:
+            continue
+        x = attachment_node(tree, ref_below, tip)
+        if x not in by_node:
+            side = [name for name in tip_names_below(tree, x) if name in refs]
+            by_node[x] = split_label(side, ref_names, first)
+        splits[tree.names[tip]] = by_node[x]
+    return splits
+
+
+# --------------------------------------------------------------------------------- evolution
+
+
+class SiteLog:
+    """Site identities: per-site rates and the insertion blocks that created non-root sites."""
+
+    def __init__(self, n_root: int, gamma_alpha: float, rng: np.random.Generator):
+        self.gamma_alpha = gamma_alpha
+        self.rng = rng
+        self.rates = self.draw_rates(n_root)
+        self.n_root = n_root
+        self.n_sites = n_root
+        self.anchors: list[int] = []
+        self.starts: list[int] = []
+        self.lengths: list[int] = []
+
+    def draw_rates(self, k: int) -> np.ndarray:
+        """Gamma rates with mean 1 (shape alpha), or all 1 when alpha is 0 (no heterogeneity)."""
+        if self.gamma_alpha <= 0:
+            return np.ones(k)
+        return self.rng.gamma(self.gamma_alpha, 1.0 / self.gamma_alpha, size=k)
+
+    def insert(self, anchor: int, k: int) -> np.ndarray:
+        """Create k new sites placed after site `anchor` (-1: sequence start); return their ids."""
+        ids = np.arange(self.n_sites, self.n_sites + k, dtype=np.int32)
+        self.anchors.append(anchor)
+        self.starts.append(self.n_sites)
+        self.lengths.append(k)
+        self.n_sites += k
+        if self.n_sites > len(self.rates):
+            grown = np.empty(2 * self.n_sites)
+            grown[: len(self.rates)] = self.rates
+            self.rates = grown
+        self.rates[ids] = self.draw_rates(k)
+        return ids
+
+
+def substitute(res: np.ndarray, rates: np.ndarray, t: float, kappa: float,
+               rng: np.random.Generator) -> np.ndarray:
+    """K2P change over time t for every site at once (kappa=1 is Jukes-Cantor).
+
+    Codes A=0 C=1 G=2 T=3: a transition flips bit 1 (A<->G, C<->T), a transversion xors 1 or 3.
+    Rates are normalised to one expected substitution per site per unit time.
+    """
+    beta = 1.0 / (kappa + 2.0)
+    alpha = kappa * beta
+    rt = rates * t
+    e_tv = np.exp(-4.0 * beta * rt)
+    p_ts = 0.25 + 0.25 * e_tv - 0.5 * np.exp(-2.0 * (alpha + beta) * rt)
+    p_tv = 0.5 * (1.0 - e_tv)
+    u = rng.random(len(res))
+    out = res.copy()
+    out[u < p_ts] ^= 2
+    tv = (u >= p_ts) & (u < p_ts + p_tv)
+    out[tv] ^= np.where(u[tv] < p_ts[tv] + 0.5 * p_tv[tv], 1, 3).astype(np.uint8)
+    return out
+
+
+def apply_indels(ids: np.ndarray, res: np.ndarray, t: float, params: SimParams, sites: SiteLog,
+                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Insertion and deletion events over a branch of length t, in random order.
+
+    Each kind occurs at rate indel_rate/2 per site per unit time; lengths are geometric with mean
+    indel_mean_length. A deletion never removes a sequence's last residue.
+    """
+    n = len(ids)
+    rate = 0.5 * params.indel_rate * t
+    kinds = np.array([True] * rng.poisson(rate * (n + 1)) + [False] * rng.poisson(rate * n))
+    p = 1.0 / params.indel_mean_length
+    for is_insertion in rng.permutation(kinds):
+        k = int(rng.geometric(p))
+        if is_insertion:
+            pos = int(rng.integers(len(ids) + 1))
+            new = sites.insert(int(ids[pos - 1]) if pos else -1, k)
+            ids = np.concatenate([ids[:pos], new, ids[pos:]])
+            res = np.concatenate([res[:pos], rng.integers(4, size=k, dtype=np.uint8), res[pos:]])
+        else:
+            pos = int(rng.integers(len(ids)))
+            k = min(k, len(ids) - pos, len(ids) - 1)
+            ids = np.concatenate([ids[:pos], ids[pos + k:]])
+            res = np.concatenate([res[:pos], res[pos + k:]])
+    return ids, res
+
+
+def evolve(tree: Tree, params: SimParams, rng: np.random.Generator
+           ) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], SiteLog]:
+    """Evolve a random root sequence down the tree; return each tip's (site ids, residue codes).
+
+    Depth-first, so only the sequences along the current path are held; a branch's events are
+    always logged after those of every branch above it (which `site_order` relies on).
+    """
+    sites = SiteLog(params.columns, params.gamma_alpha, rng)
+    root = (np.arange(params.columns, dtype=np.int32),
+            rng.integers(4, size=params.columns, dtype=np.uint8))
+    tips, stack = {}, [(0, *root)]
+    while stack:
+        v, ids, res = stack.pop()
+        if tree.is_tip(v):
+            tips[v] = (ids, res)
+            continue
+        for c in tree.children(v):
+            t = float(tree.length[c])
+            child_res = substitute(res, sites.rates[ids], t, params.kappa, rng)
+            stack.append((c, *apply_indels(ids, child_res, t, params, sites, rng)))
+    return tips, sites
+
+
+def site_order(n_root: int, anchors: list[int], starts: list[int], lengths: list[int]
+               ) -> np.ndarray:
+    """All site ids in true-alignment column order.
+
+    A block inserted after site x goes right after x, before every block inserted after x
+    earlier: when two such blocks share a sequence, the later one was inserted in a descendant
+    lineage and so lies between x and the earlier block there. Blocks from unrelated lineages
+    never share a sequence, so their relative order is free; newest-first is used for all.
+    Emission is a depth-first walk: a site, then its blocks (newest first), each expanded alike.
+    """
+    blocks_after: dict[int, list[int]] = {}
+    for b in range(len(anchors) - 1, -1, -1):
+        blocks_after.setdefault(anchors[b], []).append(b)
+    order: list[int] = []
+    stack = list(range(n_root - 1, -1, -1)) + [-1]
+    while stack:
+        site = stack.pop()
+        if site >= 0:
+            order.append(site)
+        for b in reversed(blocks_after.get(site, ())):
+            stack.extend(range(starts[b] + lengths[b] - 1, starts[b] - 1, -1))
+    return np.array(order, dtype=np.int64)
+
+
+def true_alignment(tip_seqs: list[tuple[np.ndarray, np.ndarray]], sites: SiteLog
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The true MSA (ASCII rows in `tip_seqs` order) and the column of every site (-1: none).
+
+    Only sites that survive in at least one tip get a column.
+    """
+    order = site_order(sites.n_root, sites.anchors, sites.starts, sites.lengths)
+    present = np.zeros(sites.n_sites, dtype=bool)
+    for ids, _ in tip_seqs:
+        present[ids] = True
+    columns = order[present[order]]
+    column_of = np.full(sites.n_sites, -1, dtype=np.int64)
+    column_of[columns] = np.arange(len(columns))
+    msa = np.full((len(tip_seqs), len(columns)), GAP, dtype=np.uint8)
+    for row, (ids, res) in enumerate(tip_seqs):
+        msa[row, column_of[ids]] = BASES[res]
+    return msa, column_of
+
+
+# -------------------------------------------------------------------------------------- reads
+
+
+def add_errors(codes: np.ndarray, columns: np.ndarray, rate: float, rng: np.random.Generator
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Sequencing errors: a substitution keeps its column, an inserted base gets -1, a deletion
+    drops a residue and its column."""
+    sub, ins, dele = (rate * share for share in ERROR_SHARES)
+    kind = rng.choice(4, size=len(codes), p=[1.0 - rate, sub, ins, dele])
+    codes = codes.copy()
+    is_sub = kind == 1
+    codes[is_sub] = (codes[is_sub] + rng.integers(1, 4, size=int(is_sub.sum()))) % 4
+    repeats = np.where(kind == 3, 0, np.where(kind == 2, 2, 1))
+    index = np.repeat(np.arange(len(codes)), repeats)
+    codes, columns = codes[index], columns[index].copy()
+    added = np.cumsum(repeats)[kind == 2] - 1
+    codes[added] = rng.integers(4, size=len(added), dtype=np.uint8)
+    columns[added] = -1
+    return codes, columns
+
+
+def cut_reads(sources: list[tuple[str, np.ndarray, np.ndarray]], n_ref_columns: int,
+              params: SimParams, rng: np.random.Generator) -> list[Read]:
+    """Reads from uniformly chosen held-out taxa at uniform positions, with errors and strand.
+
+    `sources` holds (name, residue codes, reference column per residue). Lengths are normal around
+    read_length, at least MIN_READ_LENGTH and always shorter than the reference alignment.
+    """
+    width = max(6, len(str(params.reads)))
+    reads = []
+    for i in range(params.reads):
+        name, codes, columns = sources[int(rng.integers(len(sources)))]
+        upper = min(len(codes), n_ref_columns - 1)
+        drawn = round(rng.normal(params.read_length, params.read_length_sd * params.read_length))
+        length = int(np.clip(drawn, min(MIN_READ_LENGTH, upper), upper))
+        start = int(rng.integers(len(codes) - length + 1))
+        read, truth = add_errors(codes[start:start + length], columns[start:start + length],
+                                 params.error_rate, rng)
+        read, truth = read[: n_ref_columns - 1], truth[: n_ref_columns - 1]
+        strand = "-" if rng.random() < params.reverse_fraction else "+"
+        if strand == "-":
+            read, truth = 3 - read[::-1], truth[::-1]
+        reads.append(Read(f"read_{i + 1:0{width}d}", name, strand, BASES[read].tobytes(),
+                          truth.astype(np.int32)))
+    return reads
+
+
+# ---------------------------------------------------------------------------------- pipeline
+
+
+def simulate(params: SimParams) -> Simulation:
+    """Run the whole simulation; every random draw comes from one Generator seeded by `seed`."""
+    rng = np.random.default_rng(params.seed)
+    n_total = params.taxa + params.n_held_out
+    tree = name_tips(scale_tree(yule_tree(n_total, rng), params.divergence), params.taxa, rng)
+    tip_seqs, sites = evolve(tree, params, rng)
+    by_name = {tree.names[v]: seq for v, seq in tip_seqs.items()}
+    ref_names = sorted(n for n in by_name if n.startswith(REF_PREFIX))
+    held_names = sorted(n for n in by_name if n.startswith(HELD_OUT_PREFIX))
+    truth_names = ref_names + held_names
+    msa, column_of = true_alignment([by_name[n] for n in truth_names], sites)
+    in_ref = (msa[: len(ref_names)] != GAP).any(axis=0)
+    ref_column = np.where(in_ref, np.cumsum(in_ref) - 1, -1)
+    sources = [(n, by_name[n][1], ref_column[column_of[by_name[n][0]]]) for n in held_names]
+    return Simulation(
+        params=params,
+        full_tree=tree,
+        reference_tree=prune(tree, set(ref_names)),
+        ref_names=ref_names,
+        ref_alignment=msa[: len(ref_names)][:, in_ref],
+        truth_names=truth_names,
+        truth_alignment=msa,
+        tip_sequences={n: BASES[by_name[n][1]].tobytes() for n in truth_names},
+        splits=attachment_splits(tree, ref_names),
+        reads=cut_reads(sources, int(in_ref.sum()), params, rng),
+    )
+
+
+def fasta_text(names: list[str], rows: list[bytes]) -> bytes:
+    """FASTA with one line per sequence."""
+    return b"".join(b">%s\n%s\n" % (name.encode(), row) for name, row in zip(names, rows))
+
+
+def phylip_text(names: list[str], alignment: np.ndarray) -> bytes:
+    """Sequential relaxed PHYLIP: names padded to a common width, one space, the row."""
+    width = max(map(len, names))
+    header = b"%d %d\n" % alignment.shape
+    return header + b"".join(b"%s %s\n" % (name.ljust(width).encode(), row.tobytes())
+                             for name, row in zip(names, alignment))
+
+
+def truth_text(sim: Simulation) -> bytes:
+    """truth.tsv: the reproducing command as a '#' line, a header, then one row per read."""
+    lines = ["# " + sim.params.command(), "name\tsource\tstrand\ttrue_split\ttrue_columns"]
+    for r in sim.reads:
+        columns = ",".join(map(str, r.columns.tolist()))
+        lines.append(f"{r.name}\t{r.source}\t{r.strand}\t{sim.splits[r.source]}\t{columns}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def write_outputs(sim: Simulation, out: Path) -> None:
+    """Write every output file of scripts/README.md into `out` (created if missing).
+
+    Contents are rendered one file at a time so that only one large text is in memory.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        "tree.nwk": lambda: newick(sim.reference_tree, unrooted=True).encode(),
+        "truth_tree.nwk": lambda: newick(sim.full_tree, unrooted=False).encode(),
+        "ref.phy": lambda: phylip_text(sim.ref_names, sim.ref_alignment),
+        "ref.fasta": lambda: fasta_text(sim.ref_names, [r.tobytes() for r in sim.ref_alignment]),
+        "reads.fa": lambda: fasta_text([r.name for r in sim.reads],
+                                       [r.sequence for r in sim.reads]),
+        "truth.tsv": lambda: truth_text(sim),
+        "truth_alignment.fasta": lambda: fasta_text(
+            sim.truth_names, [r.tobytes() for r in sim.truth_alignment]),
+    }
+    for name, render in files.items():
+        (out / name).write_bytes(render())
+
+
+# --------------------------------------------------------------------------------------- CLI
+
+
+def fraction(text: str) -> float:
+    """argparse type: a float in [0, 1]."""
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not in [0, 1]")
+    return value
+
+
+def positive(text: str) -> float:
+    """argparse type: a float > 0."""
+    value = float(text)
+    if not value > 0.0:
+        raise argparse.ArgumentTypeError(f"{text} is not > 0")
+    return value
+
+
+def at_least(minimum: float, kind: type = int):
+    """argparse type factory: a number of `kind` that is >= minimum."""
+    def parse(text: str):
+        value = kind(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text} is below {minimum}")
+        return value
+    return parse
+
+
+def parse_args(argv: list[str]) -> tuple[Path, SimParams]:
+    """Command line -> (output directory, parameters)."""
+    d = SimParams()
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--out", type=Path, required=True, help="output directory")
+    p.add_argument("--seed", type=int, default=d.seed, help="seed of every random draw")
+    p.add_argument("--taxa", type=at_least(3), default=d.taxa, help="reference taxa")
+    p.add_argument("--held-out", type=at_least(1), default=None,
+                   help="taxa simulated but kept out of the reference (default max(3, taxa//5))")
+    p.add_argument("--columns", type=at_least(2), default=d.columns, help="root sequence length")
+    p.add_argument("--divergence", type=positive, default=d.divergence,
+                   help="mean pairwise tip distance, expected substitutions per site")
+    p.add_argument("--kappa", type=positive, default=d.kappa,
+                   help="K2P transition/transversion rate ratio (1 = Jukes-Cantor)")
+    p.add_argument("--gamma-alpha", type=at_least(0.0, float), default=d.gamma_alpha,
+                   help="gamma shape of site rates (0 = equal rates)")
+    p.add_argument("--indel-rate", type=at_least(0.0, float), default=d.indel_rate,
+                   help="indel events per site per expected substitution (half insertions)")
+    p.add_argument("--indel-mean-length", type=at_least(1.0, float), default=d.indel_mean_length,
+                   help="mean of the geometric indel length")
+    p.add_argument("--reads", type=at_least(1), default=d.reads, help="number of reads")
+    p.add_argument("--read-length", type=at_least(1), default=d.read_length,
+                   help="mean read length")
+    p.add_argument("--read-length-sd", type=at_least(0.0, float), default=d.read_length_sd,
+                   help="read length standard deviation, as a fraction of the mean")
+    p.add_argument("--error-rate", type=fraction, default=d.error_rate,
+                   help="sequencing errors per base (90%% substitutions, 5%% 1-bp insertions, "
+                        "5%% 1-bp deletions)")
+    p.add_argument("--reverse-fraction", type=fraction, default=d.reverse_fraction,
+                   help="share of reads written reverse-complemented")
+    args = vars(p.parse_args(argv))
+    out = args.pop("out")
+    return out, SimParams(**args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Simulate and write the data set; a one-line summary goes to stderr."""
+    out, params = parse_args(sys.argv[1:] if argv is None else argv)
+    sim = simulate(params)
+    write_outputs(sim, out)
+    n, m = sim.ref_alignment.shape
+    print(f"simulate.py: {n} reference taxa x {m} columns (root {params.columns}), "
+          f"{params.n_held_out} held out, {len(sim.reads)} reads -> {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

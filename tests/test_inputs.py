@@ -1,0 +1,319 @@
+"""Input layer: every supported format variant parses to the same content; bad input is named.
+
+The malformed-input catalogue lives in bad_inputs.py so that the CLI tests can reuse it.
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import dendropy
+import numpy as np
+import pytest
+from bad_inputs import BASE, CATALOGUE, BadInput
+
+from papara_py.errors import InputError
+from papara_py.inputs import iter_reads, match_tips, read_alignment, read_tree
+
+
+def _write(directory: Path, name: str, content: str | bytes) -> Path:
+    path = directory / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return path
+
+
+def _tip_labels(tree: dendropy.Tree) -> list[str]:
+    return [leaf.taxon.label for leaf in tree.leaf_node_iter()]
+
+
+# ---------------------------------------------------------------------------------------------
+# Alignment: every layout of the same alignment gives the same names and rows
+
+NAMES = ["alpha", "beta_2", "gamma", "delta", "eps"]
+SEQUENCES = [
+    "ACGTACGTAC-ATTGCA?NRYAC",
+    "acgttcgtac-attgcagnnyac",
+    "ACGAACG-ACTATTG..GCCUAC",
+    "TCGTACGTACGATTGCAGCMKAC",
+    "TCGTACCTACGA-----------",
+]
+EXPECTED_ROWS = np.array([list(s.upper().encode()) for s in SEQUENCES], dtype=np.uint8)
+M = len(SEQUENCES[0])
+
+
+def _chunks(sequence: str, size: int) -> list[str]:
+    return [sequence[i : i + size] for i in range(0, len(sequence), size)]
+
+
+def _phylip(name_width: int | None, block: int | None = None, blank_lines: bool = True) -> str:
+    """PHYLIP text: strict names (padded to `name_width`) or relaxed (None); interleaved when
+    `block` is given, with or without blank lines between blocks."""
+    header = f"{len(NAMES)} {M}\n"
+
+    def named(name: str) -> str:
+        return name.ljust(name_width) if name_width else name + "  "
+
+    if block is None:
+        return header + "".join(f"{named(n)}{s}\n" for n, s in zip(NAMES, SEQUENCES))
+    chunked = [_chunks(s, block) for s in SEQUENCES]
+    blocks = ["".join(f"{named(n)}{c[0]}\n" for n, c in zip(NAMES, chunked))]
+    for k in range(1, len(chunked[0])):
+        blocks.append("".join(f"{c[k]}\n" for c in chunked))
+    return header + ("\n" if blank_lines else "").join(blocks)
+
+
+def _fasta(width: int) -> str:
+    return "".join(
+        f">{n} description {i}\n" + "".join(f"{c}\n" for c in _chunks(s, width))
+        for i, (n, s) in enumerate(zip(NAMES, SEQUENCES))
+    )
+
+
+ALIGNMENT_VARIANTS = {
+    "relaxed": _phylip(None),
+    "relaxed_spaces_in_sequence": f"{len(NAMES)} {M}\n"
+    + "".join(f"{n}\t{' '.join(_chunks(s, 5))}\n" for n, s in zip(NAMES, SEQUENCES)),
+    "strict": _phylip(10),
+    "strict_interleaved": _phylip(10, block=10),
+    "relaxed_interleaved": _phylip(None, block=7),
+    "interleaved_without_blank_lines": _phylip(None, block=10, blank_lines=False),
+    "phylip_crlf": _phylip(None, block=10).replace("\n", "\r\n"),
+    "phylip_blank_lines_around": "\n\n" + _phylip(None).replace("\n", "\n\n", 1) + "\n\n",
+    "phylip_all_lowercase": f"{len(NAMES)} {M}\n"
+    + "".join(f"{n} {s.lower()}\n" for n, s in zip(NAMES, SEQUENCES)),
+    "fasta_one_line": _fasta(1000),
+    "fasta_wrapped": _fasta(6),
+    "fasta_crlf": _fasta(10).replace("\n", "\r\n"),
+    "fasta_blank_lines": "\n" + _fasta(8).replace(">", "\n>"),
+    "fasta_utf8_bom": "\ufeff" + _fasta(1000),
+}
+
+
+@pytest.mark.parametrize("variant", ALIGNMENT_VARIANTS)
+def test_alignment_variants_parse_to_the_same_content(tmp_path: Path, variant: str) -> None:
+    path = _write(tmp_path, "aln", ALIGNMENT_VARIANTS[variant])
+    alignment = read_alignment(path)
+    assert alignment.names == NAMES
+    assert alignment.rows.dtype == np.uint8
+    np.testing.assert_array_equal(alignment.rows, EXPECTED_ROWS)
+    assert alignment.path == str(path)
+
+
+def test_strict_phylip_names_may_hold_spaces_and_touch_the_sequence(tmp_path: Path) -> None:
+    text = "3 8\nHomo sapi ACGTACGT\nabcdefghijACGTTTGT\nshort     ACG-ACGT\n"
+    alignment = read_alignment(_write(tmp_path, "aln", text))
+    assert alignment.names == ["Homo sapi", "abcdefghij", "short"]
+    assert bytes(alignment.rows[2]) == b"ACG-ACGT"
+
+
+def test_relaxed_is_preferred_when_every_row_fits_it(tmp_path: Path) -> None:
+    # Relaxed reading fits every row; a strict reading would cut "longername" at 10 characters.
+    text = "2 4\nlongername_1 ACGT\nb            TTTT\n"
+    alignment = read_alignment(_write(tmp_path, "aln", text))
+    assert alignment.names == ["longername_1", "b"]
+
+
+def test_row_length_error_uses_the_interpretation_that_fits_more_rows(tmp_path: Path) -> None:
+    text = "3 4\nalpha ACGT\nbeta ACG\ngamma TTTT\n"
+    with pytest.raises(InputError, match=r"line 3: row 'beta' has 3 characters"):
+        read_alignment(_write(tmp_path, "aln", text))
+
+
+def test_alignment_columns_are_reported_in_the_interleaved_block_they_are_in(
+    tmp_path: Path,
+) -> None:
+    text = "2 8\na ACGT\nb ACGT\n\nAC GT\nAC G!\n"
+    with pytest.raises(InputError) as info:
+        read_alignment(_write(tmp_path, "aln", text))
+    message = str(info.value)
+    assert "line 6" in message and "alignment column 8" in message and "column 5 of" in message
+
+
+# ---------------------------------------------------------------------------------------------
+# Reads: FASTA, FASTQ, gzip, CRLF, lowercase all give the same records
+
+READS = [("r1", "ACGTACGTNNRY"), ("r2", "cgtaccta"), ("empty", ""), ("r_4", "GUACGAu")]
+EXPECTED_READS = [(name, seq.upper().encode()) for name, seq in READS]
+
+
+def _reads_fasta(width: int) -> str:
+    return "".join(
+        f">{n} some description\n" + "".join(f"{c}\n" for c in _chunks(s, width)) for n, s in READS
+    )
+
+
+def _reads_fastq() -> str:
+    return "".join(f"@{n} desc\n{s}\n+{n}\n{'I' * len(s)}\n" for n, s in READS)
+
+
+READ_VARIANTS: dict[str, str | bytes] = {
+    "fasta": _reads_fasta(1000),
+    "fasta_wrapped": _reads_fasta(5),
+    "fasta_crlf": _reads_fasta(5).replace("\n", "\r\n"),
+    "fasta_blank_lines": "\n\n" + _reads_fasta(3).replace(">", "\n>"),
+    "fasta_lowercase": _reads_fasta(1000).lower(),
+    "fastq": _reads_fastq(),
+    "fastq_crlf": _reads_fastq().replace("\n", "\r\n"),
+    "fastq_blank_lines_between_records": _reads_fastq().replace("\n@", "\n\n@") + "\n\n",
+    "fasta_utf8_bom": "\ufeff" + _reads_fasta(1000),
+    "fasta_gzip": gzip.compress(_reads_fasta(7).encode()),
+    "fastq_gzip": gzip.compress(_reads_fastq().replace("\n", "\r\n").encode()),
+}
+
+
+@pytest.mark.parametrize("variant", READ_VARIANTS)
+def test_read_variants_parse_to_the_same_records(tmp_path: Path, variant: str) -> None:
+    reads = list(iter_reads(_write(tmp_path, "reads", READ_VARIANTS[variant])))
+    assert [(read.name, read.sequence) for read in reads] == EXPECTED_READS
+
+
+def test_read_line_is_the_header_line(tmp_path: Path) -> None:
+    fasta = list(iter_reads(_write(tmp_path, "fa", _reads_fasta(5))))
+    assert [read.line for read in fasta] == [1, 5, 8, 9]
+    fastq = list(iter_reads(_write(tmp_path, "fq", _reads_fastq())))
+    assert [read.line for read in fastq] == [1, 5, 9, 13]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        ">first\n>a\nACGT\n>last\n",
+        ">first\n\n>a\nACGT\n>last",
+        "@first\n\n+\n\n@a\nACGT\n+\nIIII\n@last\n\n+\n\n",
+    ],
+    ids=["fasta", "fasta_blank_lines_no_final_newline", "fastq"],
+)
+def test_empty_reads_are_yielded_wherever_they_are(tmp_path: Path, text: str) -> None:
+    reads = list(iter_reads(_write(tmp_path, "reads", text)))
+    assert [(read.name, read.sequence) for read in reads] == [
+        ("first", b""), ("a", b"ACGT"), ("last", b"")
+    ]
+
+
+def test_gzip_is_detected_by_content_not_by_extension(tmp_path: Path) -> None:
+    zipped = _write(tmp_path, "reads.fasta", gzip.compress(_reads_fasta(9).encode()))
+    plain = _write(tmp_path, "reads.fa.gz", _reads_fasta(9))
+    assert list(iter_reads(zipped)) == list(iter_reads(plain))
+
+
+def test_reads_stream_record_by_record(tmp_path: Path) -> None:
+    """The first read is available before a later bad record is reached."""
+    path = _write(tmp_path, "reads", ">good\nACGT\n>bad\nAC!T\n")
+    records = iter_reads(path)
+    assert next(records).name == "good"
+    with pytest.raises(InputError, match="'!' in read 'bad'"):
+        next(records)
+
+
+# ---------------------------------------------------------------------------------------------
+# Trees
+
+TIPS = {"alpha", "beta_2", "gamma", "delta", "eps"}
+TREE_VARIANTS = {
+    "plain": "((alpha,beta_2),gamma,(delta,eps));",
+    "branch_lengths": "((alpha:0.1,beta_2:2e-3):1,gamma:0.5,(delta:1,eps:1):0);",
+    "support_and_inner_labels": "((alpha:1,beta_2:2)0.95:0.1,gamma:1,(delta,eps)inner:1)root;",
+    "quoted_labels": "(('alpha','beta_2'),gamma,(delta,'eps'));",
+    "rooted": "[&R] ((alpha,beta_2),(gamma,(delta,eps)));",
+    "unrooted": "[&U] ((alpha,beta_2),gamma,(delta,eps));",
+    "polytomy": "(alpha,beta_2,gamma,delta,eps);",
+    "crlf_multiline": "((alpha,\r\nbeta_2),gamma,\r\n(delta,eps));\r\n",
+    "utf8_bom_and_comments": "\ufeff[a tree] ((alpha,beta_2)[&&NHX:S=x],gamma,(delta,eps));\n",
+}
+
+
+@pytest.mark.parametrize("variant", TREE_VARIANTS)
+def test_tree_variants_have_the_same_tips(tmp_path: Path, variant: str) -> None:
+    tree = read_tree(_write(tmp_path, "tree", TREE_VARIANTS[variant]))
+    labels = _tip_labels(tree)
+    assert sorted(labels) == sorted(TIPS)
+
+
+def test_rooting_comments_are_honoured(tmp_path: Path) -> None:
+    assert read_tree(_write(tmp_path, "r", TREE_VARIANTS["rooted"])).is_rooted is True
+    assert read_tree(_write(tmp_path, "u", TREE_VARIANTS["unrooted"])).is_rooted is False
+
+
+def test_tip_labels_keep_quotes_spaces_underscores_and_case(tmp_path: Path) -> None:
+    tree = read_tree(_write(tmp_path, "tree", "('a b',A_1,a_1,'it''s');"))
+    assert _tip_labels(tree) == ["a b", "A_1", "a_1", "it's"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Tips <-> rows
+
+
+def test_match_tips_orders_rows_by_tip_and_lists_extra_rows(tmp_path: Path) -> None:
+    alignment = read_alignment(_write(tmp_path, "aln", _phylip(None)))
+    match = match_tips(["eps", "alpha", "gamma"], alignment, "tree.nwk")
+    np.testing.assert_array_equal(match.tip_rows, EXPECTED_ROWS[[4, 0, 2]])
+    assert match.extra == [1, 3]
+
+
+def test_match_tips_names_five_missing_tips_and_the_count(tmp_path: Path) -> None:
+    alignment = read_alignment(_write(tmp_path, "aln", _phylip(None)))
+    tips = ["alpha"] + [f"t{i}" for i in range(7)]
+    with pytest.raises(InputError) as info:
+        match_tips(tips, alignment, "my_tree.nwk")
+    message = str(info.value)
+    assert "7 tip(s)" in message and "my_tree.nwk" in message and "and 2 more" in message
+    assert all(f"'t{i}'" in message for i in range(5)) and "'t5'" not in message
+
+
+@pytest.mark.parametrize("reader", [read_tree, read_alignment, lambda p: list(iter_reads(p))])
+@pytest.mark.parametrize("target", ["missing", "directory"])
+def test_unreadable_files_are_input_errors(tmp_path: Path, reader, target: str) -> None:
+    path = tmp_path / "nothing" if target == "missing" else tmp_path
+    with pytest.raises(InputError, match="cannot read"):
+        reader(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Real data
+
+
+def test_pyrg_inputs_parse(pyrg_dir: Path) -> None:
+    tree = read_tree(pyrg_dir / "tree.nwk")
+    phylip = read_alignment(pyrg_dir / "ref.phy")
+    fasta = read_alignment(pyrg_dir / "ref.fasta")
+    reads = list(iter_reads(pyrg_dir / "reads.fasta"))
+    assert len(_tip_labels(tree)) == 65
+    assert phylip.rows.shape == (65, 2054)
+    assert phylip.names == fasta.names
+    np.testing.assert_array_equal(phylip.rows, fasta.rows)
+    assert len(reads) == 106 and all(71 <= len(read.sequence) <= 119 for read in reads)
+    match = match_tips(_tip_labels(tree), phylip, str(pyrg_dir / "tree.nwk"))
+    assert match.tip_rows.shape == (65, 2054) and match.extra == []
+
+
+# ---------------------------------------------------------------------------------------------
+# The catalogue of bad inputs
+
+
+def _parse_all(paths: dict[str, Path]) -> None:
+    """The parser layer as the pipeline uses it: tree, alignment, tips, then every read."""
+    tree = read_tree(paths["tree"])
+    alignment = read_alignment(paths["alignment"])
+    match_tips(_tip_labels(tree), alignment, str(paths["tree"]))
+    for _ in iter_reads(paths["reads"]):
+        pass
+
+
+def test_catalogue_base_case_is_valid_and_cases_are_distinct(tmp_path: Path) -> None:
+    _parse_all(BadInput("base", expect=[], **BASE).write(tmp_path))
+    assert len(CATALOGUE) >= 30
+    assert len({case.id for case in CATALOGUE}) == len(CATALOGUE)
+    assert {case.culprit for case in CATALOGUE} == {"tree", "alignment", "reads"}
+
+
+@pytest.mark.parametrize("case", CATALOGUE, ids=[case.id for case in CATALOGUE])
+def test_catalogue_case_raises_a_named_input_error(tmp_path: Path, case: BadInput) -> None:
+    paths = case.write(tmp_path)
+    with pytest.raises(InputError) as info:
+        _parse_all(paths)
+    error = info.value
+    assert error.source == str(paths[case.culprit])
+    message = str(error).lower()
+    missing = [fragment for fragment in case.expect if fragment not in message]
+    assert not missing, f"message {str(error)!r} lacks {missing}"
