@@ -1,0 +1,97 @@
+"""The command line as a user meets it: bad input, the example run, exports, --version."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from bad_inputs import CATALOGUE
+
+from papara_py import __version__
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
+
+
+def papara(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "papara_py", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=600)
+
+
+@pytest.mark.parametrize("case", CATALOGUE, ids=[c.id for c in CATALOGUE])
+def test_bad_input_exits_2_with_one_paragraph_and_no_output(case, tmp_path):
+    paths = case.write(tmp_path)
+    out = tmp_path / "run.h5"
+    result = papara("-t", str(paths["tree"]), "-s", str(paths["alignment"]), "-r", str(paths["reads"]),
+                    "-o", str(out), "--device", "cpu", "-j", "1")
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    message = " ".join(result.stderr.split()).lower()  # the paragraph is wrapped
+    for fragment in case.expect:
+        assert fragment.lower() in message, (fragment, result.stderr)
+    assert "\n\n" not in result.stderr.strip()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths.values())
+
+
+def test_version_and_help():
+    assert papara("--version").stdout.strip() == f"papara-py {__version__}"
+    help_text = papara("--help").stdout
+    for option in ("--tree", "--alignment", "--reads", "--output", "--mismatch", "--cgap", "--gap-open",
+                   "--gap-extend", "--insertion", "--threads", "--quiet", "--verbose"):
+        assert option in help_text
+
+
+def test_example_run_and_exports(tmp_path):
+    out = tmp_path / "run.h5"
+    result = papara("-t", str(EXAMPLE / "tree.nwk"), "-s", str(EXAMPLE / "ref.phy"), "-r",
+                    str(EXAMPLE / "reads.fa"), "-o", str(out), "--device", "cpu", "-j", "2")
+    assert result.returncode == 0, result.stderr
+    with h5py.File(out) as run:
+        assert run.attrs["format"] == "papara-py" and run.attrs["format_version"] == 1
+        q = run["reads/names"].shape[0]
+        m = run["reference/alignment"].shape[1]
+        assert q == 200 and run["reads/aligned"].shape == (q, m)
+        assert set(run["reads/status"].asstr()[:]) == {"aligned"}
+        assert np.all(run["reads/best_edge"][:] == run["reads/candidates/edge"][:, 0])
+        newick = run["tree/newick_numbered"][()].decode()
+        n_edges = int(np.max(run["reads/candidates/edge"][:])) + 1
+        assert f"{{{n_edges - 1}}}" in newick
+        aligned = run["reads/aligned"][:]
+        sequences = run["reads/sequence"].asstr()[:]
+    for fmt in ("phylip", "fasta", "epa"):
+        target = tmp_path / f"out.{fmt}"
+        result = papara("export", str(out), "--format", fmt, "-o", str(target))
+        assert result.returncode == 0, result.stderr
+    epa = (tmp_path / "out.epa").read_text().split("\n")
+    assert epa[1].encode() == aligned[0].tobytes()
+    fasta = (tmp_path / "out.fasta").read_text().split("\n")[:-1]
+    rows = dict(zip([h[1:] for h in fasta[0::2]], fasta[1::2]))
+    widths = {len(r) for r in rows.values()}
+    assert len(widths) == 1 and widths.pop() >= m
+    # every read row holds exactly the read's residues, in order, and nothing else
+    for name, sequence in zip(run_names(out), sequences):
+        assert rows[name].replace("-", "") == sequence
+    phylip = (tmp_path / "out.phylip").read_text().split("\n")
+    assert phylip[0] == f"{len(rows)} {len(next(iter(rows.values())))}"
+
+
+def run_names(path: Path) -> list[str]:
+    with h5py.File(path) as run:
+        return list(run["reads/names"].asstr()[:])
+
+
+def test_unaligned_reads_are_kept_with_a_status(tmp_path):
+    reads = tmp_path / "reads.fa"
+    long_read = "A" * 600
+    reads.write_text(f">empty\n>long\n{long_read}\n>fine\nACGTACGTACGTAAAACCCGGT\n")
+    out = tmp_path / "run.h5"
+    result = papara("-t", str(EXAMPLE / "tree.nwk"), "-s", str(EXAMPLE / "ref.phy"), "-r", str(reads),
+                    "-o", str(out), "--device", "cpu")
+    assert result.returncode == 0, result.stderr
+    with h5py.File(out) as run:
+        assert list(run["reads/status"].asstr()[:]) == ["empty", "too_long", "aligned"]
+        assert list(run["reads/best_edge"][:2]) == [-1, -1] and run["reads/best_edge"][2] >= 0
+    assert "2 too_long" not in result.stderr and "1 empty" in result.stderr and "1 too_long" in result.stderr
