@@ -18,6 +18,7 @@ import numpy as np
 from tqdm import tqdm
 
 from papara_py.encoding import IS_GAP, READ_CODE
+from papara_py.engine.layout import default_lane_width
 from papara_py.engine.scheduler import EngineOptions, ReadBatch, run_engine
 from papara_py.engine.topk import Candidates
 from papara_py.errors import InputError
@@ -166,12 +167,7 @@ def run(config: RunConfig) -> RunSummary:
     builder = ProfileBuilder(edge_tree, match.tip_rows)
     timings["profiles"] = time.perf_counter() - t0
     use_cpu, gpu_scorers = resolve_scorers(config, reporter)
-    if config.lanes:
-        width = config.lanes
-    else:
-        from papara_py.engine.cpu import default_lane_width
-
-        width = default_lane_width()
+    width = config.lanes or default_lane_width()
     options = config.engine_options or EngineOptions(cpu_workers=max(1, config.threads))
     statuses = np.array(reads.statuses(m), dtype=object)
     alignable = np.flatnonzero(statuses == STATUS_ALIGNED)

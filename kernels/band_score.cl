@@ -1,0 +1,225 @@
+/* Banded PaPaRa scores (DESIGN.md section 4) of reads against edge profiles, inter-task:
+ * one work-item scores one read against LANES edges (two 16-bit lanes packed in a uint, or one
+ * 32-bit lane). The structure follows Alachiotis, Berger & Stamatakis (BMC Bioinformatics
+ * 13:196, 2012) -- one work-item per (read, edge), profiles in SoA so neighbouring work-items
+ * read neighbouring bytes, columns in an unrolled loop -- and improves on it by keeping a stripe
+ * of ROWS read rows in registers, so device memory sees one load and one store per column per
+ * stripe instead of per cell.
+ *
+ * Recurrence, minimised, in (column i, read row j) coordinates; row j exists for i in
+ * [j, j + width - 1], width = m - n + 1, every other cell is +infinity:
+ *     D(i,j) = min(S(i-1,j) + OE_i, D(i-1,j) + E_i)
+ *     S(i,j) = min(S(i-1,j-1) + M_ij + CG_i, D(i,j), S(i,j-1) + insertion)
+ *     S(i,-1) = 0 for i in [-1, width-2];  score = min_i S(i, n-1).
+ * M_ij + CG_i is computed as (CG_i + mismatch) - mismatch * [a_i & b_j != 0].
+ *
+ * Sweep: rows are taken ROWS at a time (a stripe, rows j0 .. j0+h-1, h = ROWS except for the
+ * last stripe). Within a stripe, column c (absolute column i = j0 + c) updates the rows top to
+ * bottom: row r reads its own S and D of column c-1 (registers), the row above at c-1 (diagonal)
+ * and at c (insertion). The row above stripe row 0 is row j0-1, kept in `band`. Row r is inside
+ * the band for c in [r, r + width - 1]. The first ROWS-1 and last ROWS columns of a stripe are
+ * "masked" (per-cell band tests), the columns between are not. Masking needs only two tests:
+ * before its first column a row keeps S = D = inf (so its first D is inf), and at a row's last
+ * column its insertion term is inf (the row above has left the band). Cells right of the band
+ * are computed but never read: the consumer of S(i,j) at row j+1 is column i+1 (diagonal, out
+ * of band too) or column i (insertion, masked), and the stripe ends at its last row's last
+ * column, so neither the band row written for the next stripe nor the tracked minimum sees them.
+ * A stripe's last row is written to `band` for the next stripe; the last stripe instead tracks
+ * the minimum of the read's last row.
+ *
+ * Memory layout:
+ *   profile [m][units]            prof_t: byte(s) of LANES edges (states | CGAP bit 0x10), the
+ *                                 chunk's edges side by side, so a warp reads one contiguous run
+ *   band    [m + 1][n_reads*units] cell_t: S of row j0-1 at column i stored at index i + 1,
+ *                                 work-items side by side (coalesced)
+ *   scores  [n_reads][units*LANES] int: S minimum of each (read, lane)
+ *
+ * Overflow: every finite value is below `inf` (the host checks this from the read length); the
+ * out-of-band stand-ins stay below inf + 2 * max step, so a 16-bit half never exceeds 65535 and a
+ * plain 32-bit add never carries between halves. Build options:
+ *   -DROWS=<stripe height>  -DPACKED=0|1  -DUSE_PTX=0|1 (NVIDIA sm_90+: u16x2 PTX, which ptxas
+ *   fuses into DPX add-min instructions)  -DCOL_UNROLL=<unroll of the unmasked column loop>
+ */
+
+#ifndef COL_UNROLL
+#define COL_UNROLL 1
+#endif
+
+#if PACKED
+#define LANES 2
+typedef ushort prof_t;
+/* the same value in both 16-bit halves */
+#define SPLAT(x) ((uint)(x) * 0x00010001u)
+/* two profile bytes -> the low byte of each 16-bit half */
+#define SPREAD(v) (((uint)(v) & 0xFFu) | (((uint)(v) & 0xFF00u) << 8))
+#else
+#define LANES 1
+typedef uchar prof_t;
+#define SPLAT(x) ((uint)(x))
+#define SPREAD(v) ((uint)(v))
+#endif
+typedef uint cell_t;
+
+#if PACKED && USE_PTX
+inline uint lane_add(uint a, uint b)
+{
+    uint r;
+    asm volatile("add.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+inline uint lane_min(uint a, uint b)
+{
+    uint r;
+    asm volatile("min.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+#elif PACKED
+/* halves stay below 65536 (see Overflow above), so no carry crosses them */
+inline uint lane_add(uint a, uint b) { return a + b; }
+inline uint lane_min(uint a, uint b) { return as_uint(min(as_ushort2(a), as_ushort2(b))); }
+#else
+inline uint lane_add(uint a, uint b) { return a + b; }
+inline uint lane_min(uint a, uint b) { return min(a, b); }
+#endif
+
+/* Per-column penalties of Equation 1, derived from the profile byte(s) of the column. */
+typedef struct {
+    cell_t states; /* state nibble per lane */
+    cell_t diag;   /* CG_i + mismatch per lane */
+    cell_t open;   /* OE_i per lane */
+    cell_t extend; /* E_i per lane */
+} column_t;
+
+typedef struct {
+    uint mismatch, cgap, open_extend, extend;
+    cell_t insertion, inf;
+} penalties_t;
+
+inline column_t load_column(global const prof_t *p, const penalties_t *pen)
+{
+    const uint bytes = SPREAD(*p);
+    const uint gap = (bytes >> 4) & SPLAT(1); /* CGAP flag per lane, 0 or 1 */
+    const uint residue = gap ^ SPLAT(1);
+    column_t col;
+    col.states = bytes & SPLAT(0x0F);
+    col.diag = gap * pen->cgap + SPLAT(pen->mismatch);
+    col.open = residue * pen->open_extend;
+    col.extend = residue * pen->extend;
+    return col;
+}
+
+/* One column of a stripe: rows 0 .. ROWS-1 (or 0 .. h-1 when `track`), top to bottom.
+ * dsrc = S(i-1, j0-1), up = S(i, j0-1). `masked` and `track` are compile-time constants at
+ * every call, so each call site is specialised. */
+inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const column_t col, cell_t dsrc,
+                        cell_t up, const int c, const int width, const int h,
+                        const penalties_t *pen, const bool masked, const bool track, cell_t *best)
+{
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+        if (track && r >= h)
+            break;
+        const cell_t old = S[r];
+        cell_t d = lane_min(lane_add(old, col.open), lane_add(D[r], col.extend));
+        const cell_t hit = lane_min(col.states & B[r], SPLAT(1)); /* 1 where states meet */
+        const cell_t diag = dsrc + col.diag - hit * pen->mismatch;
+        cell_t ins = lane_add(up, pen->insertion);
+        if (masked && c - r + 1 >= width) /* the row above has left the band */
+            ins = pen->inf;
+        cell_t s = lane_min(lane_min(diag, d), ins);
+        if (masked && c < r) { /* the row has not entered the band yet: S and D stay infinite */
+            s = old;
+            d = D[r];
+        }
+        S[r] = s;
+        D[r] = d;
+        if (track && r == h - 1)
+            *best = lane_min(*best, s);
+        dsrc = old;
+        up = s;
+    }
+}
+
+/* One stripe, rows j0 .. j0+h-1. The last stripe (`track`) follows the read's last row instead
+ * of writing the band. */
+inline void sweep_stripe(global const prof_t *profile, const int units, global cell_t *band,
+                         const size_t stride, cell_t *S, cell_t *D, const cell_t *B, const int j0,
+                         const int h, const int width, const bool first, const penalties_t *pen,
+                         const bool track, cell_t *best)
+{
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+        S[r] = pen->inf;
+        D[r] = pen->inf;
+    }
+    const int ncols = h - 1 + width;
+    global const prof_t *p = profile + (size_t)j0 * units;
+    global cell_t *bp = band + (size_t)(j0 + 1) * stride;
+    cell_t dsrc = first ? 0 : bp[-(ptrdiff_t)stride];
+    int c = 0;
+
+#define STRIPE_COLUMN(MASKED)                                                                    \
+    {                                                                                            \
+        const column_t col = load_column(p, pen);                                                \
+        const cell_t up = first ? 0 : *bp;                                                       \
+        column_step(S, D, B, col, dsrc, up, c, width, h, pen, MASKED, track, best);              \
+        if (!track)                                                                              \
+            *bp = S[ROWS - 1];                                                                   \
+        dsrc = up;                                                                               \
+        p += units;                                                                              \
+        bp += stride;                                                                            \
+    }
+
+    for (; c < min(h - 1, ncols); ++c) /* rows still entering the band */
+        STRIPE_COLUMN(true)
+#pragma unroll COL_UNROLL
+    for (; c < width - 1; ++c) /* every row inside the band */
+        STRIPE_COLUMN(false)
+    for (; c < ncols; ++c) /* rows leaving the band */
+        STRIPE_COLUMN(true)
+#undef STRIPE_COLUMN
+}
+
+kernel void band_score(global const prof_t *profile, const int m, const int units,
+                       global const uchar *codes, global const int *read_start,
+                       global const int *read_len, const int n_reads, global cell_t *band,
+                       global int *scores, const uint mismatch, const uint cgap,
+                       const uint open_extend, const uint extend, const uint insertion,
+                       const uint inf)
+{
+    const int u = get_global_id(0);
+    const int q = get_global_id(1);
+    if (q >= n_reads)
+        return;
+    const penalties_t pen = {mismatch, cgap, open_extend, extend, SPLAT(insertion), SPLAT(inf)};
+    const int n = read_len[q];
+    const int width = m - n + 1;
+    global const uchar *read = codes + read_start[q];
+    const size_t stride = (size_t)n_reads * units;
+    global cell_t *my_band = band + (size_t)q * units + u;
+    global const prof_t *my_profile = profile + u;
+
+    cell_t S[ROWS], D[ROWS], B[ROWS];
+    cell_t best = pen.inf;
+    int j0 = 0;
+    for (; j0 + ROWS < n; j0 += ROWS) {
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r)
+            B[r] = SPLAT(read[j0 + r]);
+        sweep_stripe(my_profile, units, my_band, stride, S, D, B, j0, ROWS, width, j0 == 0, &pen,
+                     false, &best);
+    }
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) /* codes are padded by ROWS bytes past the last read */
+        B[r] = SPLAT(read[j0 + r]);
+    sweep_stripe(my_profile, units, my_band, stride, S, D, B, j0, n - j0, width, j0 == 0, &pen,
+                 true, &best);
+
+    global int *out = scores + ((size_t)q * units + u) * LANES;
+#if PACKED
+    out[0] = (int)(best & 0xFFFFu);
+    out[1] = (int)(best >> 16);
+#else
+    out[0] = (int)best;
+#endif
+}

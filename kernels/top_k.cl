@@ -1,0 +1,39 @@
+/* Per read, the k best (score, edge) pairs of one chunk, ordered by (score, edge number).
+ *
+ * One work-item per read scans the read's row of `scores` ([n_reads][row_lanes], written by
+ * band_score) in edge order and keeps a sorted list by insertion. A new pair enters only when
+ * its score is strictly below the current k-th: among equal scores the earlier edge, seen first,
+ * stays ahead, which is the tie rule of DESIGN.md section 4. Unfilled slots keep (INT_MAX, -1).
+ * Only n_reads * k pairs go back to the host. Build option: -DKMAX=<largest k>.
+ */
+
+kernel void top_k(global const int *scores, const int row_lanes, const int n_edges,
+                  const int first_edge, const int k, const int n_reads, global int *best_score,
+                  global int *best_edge)
+{
+    const int q = get_global_id(0);
+    if (q >= n_reads)
+        return;
+    int top_score[KMAX], top_edge[KMAX];
+    for (int t = 0; t < k; ++t) {
+        top_score[t] = INT_MAX;
+        top_edge[t] = -1;
+    }
+    global const int *row = scores + (size_t)q * row_lanes;
+    for (int e = 0; e < n_edges; ++e) {
+        const int s = row[e];
+        if (s >= top_score[k - 1])
+            continue;
+        int t = k - 1;
+        for (; t > 0 && top_score[t - 1] > s; --t) {
+            top_score[t] = top_score[t - 1];
+            top_edge[t] = top_edge[t - 1];
+        }
+        top_score[t] = s;
+        top_edge[t] = first_edge + e;
+    }
+    for (int t = 0; t < k; ++t) {
+        best_score[(size_t)q * k + t] = top_score[t];
+        best_edge[(size_t)q * k + t] = top_edge[t];
+    }
+}

@@ -1,0 +1,284 @@
+"""The GPU consumer's scorer (DESIGN.md section 6): a chunk of consecutive blocks against all reads.
+
+`GpuScorer.score_chunk` runs kernels/band_score.cl (the banded recurrence of DESIGN 4, one
+work-item per read and edge pair) and kernels/top_k.cl (each read's k best edges of the chunk)
+on one OpenCL device; only Q x k (score, edge) pairs come back.
+
+Why the host side looks the way it does:
+- Reads are sorted by length and cut into batches: each work-item needs a band row of m + 1
+  cells in device memory, so a batch holds as many reads as the memory budget allows; sorting
+  keeps reads of similar length (similar run time, same arithmetic width) together.
+- A batch runs with two 16-bit lanes per work-item where `ScoringParams.int16_safe` holds for
+  its longest read, with one 32-bit lane otherwise; both give identical scores.
+- On NVIDIA sm_90+ the 16-bit lane arithmetic is inline PTX (add/min.u16x2, fused into DPX
+  instructions); elsewhere portable OpenCL C. Tests hold the two against each other.
+- Waiting for the device sleeps on a completion callback: some drivers' clFinish spins a CPU
+  core, which the CPU workers of the hybrid engine need.
+- Programs are built once per (device, kernel, options) and kept for the process; pyopencl also
+  caches the binaries on disk.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from importlib.resources import files
+
+import numpy as np
+import pyopencl as cl
+
+from papara_py.engine.opencl_devices import DeviceInfo
+from papara_py.params import ScoringParams
+
+EMPTY_SCORE = np.iinfo(np.int32).max
+#: Stand-in for +infinity on the 32-bit path: finite cells must stay below it (checked per batch).
+INF32 = 1 << 30
+#: Work-group shape: (edge units, reads). 32 units are one NVIDIA warp over one read.
+WG_UNITS = 32
+WG_READS = 4
+
+_shared_lock = threading.Lock()
+_contexts: dict[object, cl.Context] = {}
+_programs: dict[tuple, cl.Program] = {}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Compile-time shape of band_score: lanes per work-item, arithmetic path, stripe height."""
+
+    packed: bool
+    ptx: bool
+    rows: int
+    col_unroll: int
+
+    @property
+    def lanes(self) -> int:
+        return 2 if self.packed else 1
+
+    def options(self) -> tuple[str, ...]:
+        return (f"-DROWS={self.rows}", f"-DPACKED={int(self.packed)}",
+                f"-DUSE_PTX={int(self.packed and self.ptx)}", f"-DCOL_UNROLL={self.col_unroll}")
+
+
+@dataclass
+class ChunkStats:
+    """What the last score_chunk did, for benchmarks: device seconds need `profiling=True`."""
+
+    batches: int = 0
+    packed_reads: int = 0
+    wide_reads: int = 0
+    kernel_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+
+@dataclass
+class _Batch:
+    """One enqueued batch: its kernel's event, the event of its last copy, and the host results."""
+
+    band: cl.Event
+    done: cl.Event
+    score: np.ndarray
+    edge: np.ndarray
+    reads: np.ndarray | None = None
+
+
+def _context(device: cl.Device) -> cl.Context:
+    with _shared_lock:
+        if device not in _contexts:
+            _contexts[device] = cl.Context([device])
+        return _contexts[device]
+
+
+def _program(context: cl.Context, device: cl.Device, source: str, options: tuple[str, ...]) -> cl.Program:
+    key = (device, source, options)
+    with _shared_lock:
+        if key not in _programs:
+            text = files("papara_py.kernels").joinpath(source).read_text()
+            _programs[key] = cl.Program(context, text).build(options=list(options), devices=[device])
+        return _programs[key]
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+class GpuScorer:
+    """Scores chunks of edge blocks on one OpenCL device; safe to call from a worker thread.
+
+    narrow: allow the packed 16-bit path (False forces 32-bit everywhere, e.g. for testing).
+    ptx: use NVIDIA inline PTX; None chooses it on NVIDIA devices of compute capability >= 9.
+    memory_fraction: share of the device's global memory the band buffers may take.
+    """
+
+    def __init__(self, device: DeviceInfo, *, narrow: bool = True, ptx: bool | None = None,
+                 rows: int = 16, col_unroll: int = 2, memory_fraction: float = 0.5,
+                 profiling: bool = False) -> None:
+        if ptx is None:
+            ptx = device.is_nvidia and (device.nv_compute_capability or (0, 0)) >= (9, 0)
+        self.device = device
+        self.narrow = narrow
+        self.packed_variant = Variant(packed=True, ptx=ptx, rows=rows, col_unroll=col_unroll)
+        self.wide_variant = Variant(packed=False, ptx=False, rows=rows, col_unroll=col_unroll)
+        self.context = _context(device.cl_device)
+        properties = cl.command_queue_properties.PROFILING_ENABLE if profiling else 0
+        self.queue = cl.CommandQueue(self.context, device.cl_device, properties=properties)
+        self.profiling = profiling
+        self.band_budget = int(min(device.max_alloc_bytes, device.global_mem_bytes * memory_fraction))
+        self.stats = ChunkStats()
+        self._band: cl.Buffer | None = None
+        self._lock = threading.Lock()
+
+    def build(self, variant: Variant, k: int) -> tuple[cl.Program, cl.Program]:
+        """The band_score program of `variant` and the top_k program for lists of k (built once)."""
+        kmax = max(4, 1 << (k - 1).bit_length())
+        return (_program(self.context, self.device.cl_device, "band_score.cl", variant.options()),
+                _program(self.context, self.device.cl_device, "top_k.cl", (f"-DKMAX={kmax}",)))
+
+    def score_chunk(self, blocks: np.ndarray, first_edge: int, n_edges: int, codes: np.ndarray,
+                    offsets: np.ndarray, params: ScoringParams, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each read's k best (score, edge) over the chunk's first n_edges lanes.
+
+        blocks: uint8 [nb, m, W], consecutive blocks (edge first_edge + b*W + w at [b, :, w]).
+        codes / offsets: encoded reads, read q = codes[offsets[q]:offsets[q+1]].
+        Returns int32 [Q, k] scores and global edge numbers, sorted by (score, edge), padded with
+        (INT32_MAX, -1); reads that cannot be scored (empty, or not shorter than m) are all padding.
+        """
+        nb, m, width = blocks.shape
+        if not 0 < n_edges <= nb * width:
+            raise ValueError(f"n_edges must be in 1..{nb * width}, got {n_edges}")
+        if k < 1:
+            raise ValueError(f"k must be positive, got {k}")
+        with self._lock:
+            return self._score(blocks, first_edge, n_edges, np.asarray(codes, np.uint8),
+                               np.asarray(offsets, np.int64), params, k)
+
+    def _score(self, blocks, first_edge, n_edges, codes, offsets, params, k):
+        started = time.perf_counter()
+        m = blocks.shape[1]
+        lengths = np.diff(offsets)
+        n_reads = lengths.size
+        score = np.full((n_reads, k), EMPTY_SCORE, np.int32)
+        edge = np.full((n_reads, k), -1, np.int32)
+        self.stats = ChunkStats()
+        order = np.flatnonzero((lengths > 0) & (lengths < m))
+        order = order[np.argsort(-lengths[order], kind="stable")]
+        if order.size == 0:
+            return score, edge
+
+        rows = self.packed_variant.rows
+        sorted_codes = np.zeros(int(lengths[order].sum()) + rows, np.uint8)
+        starts = np.zeros(order.size, np.int32)
+        position = 0
+        for slot, q in enumerate(order):
+            starts[slot] = position
+            sorted_codes[position:position + lengths[q]] = codes[offsets[q]:offsets[q + 1]]
+            position += lengths[q]
+        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
+        codes_buf = cl.Buffer(self.context, flags, hostbuf=sorted_codes)
+        lanes = np.moveaxis(blocks, 1, 0).reshape(m, -1)[:, :n_edges]
+
+        batches: list[_Batch] = []
+        profiles: dict[bool, tuple[cl.Buffer, int]] = {}
+        for variant, slots in self._batches(order, lengths, m, n_edges, params):
+            if variant.packed not in profiles:
+                profiles[variant.packed] = self._upload_profile(lanes, variant)
+            profile_buf, units = profiles[variant.packed]
+            batch = self._enqueue_batch(variant, profile_buf, units, m, n_edges, first_edge, codes_buf,
+                                        starts[slots], lengths[order[slots]], params, k)
+            batch.reads = order[slots]
+            batches.append(batch)
+            if variant.packed:
+                self.stats.packed_reads += slots.size
+            else:
+                self.stats.wide_reads += slots.size
+
+        self._wait(batches[-1].done)  # the queue is in order: every batch is complete after this
+        for batch in batches:
+            batch.band.wait()  # returns at once; raises if that kernel failed
+            if self.profiling:
+                self.stats.kernel_seconds += (batch.band.profile.end - batch.band.profile.start) * 1e-9
+            score[batch.reads] = batch.score
+            edge[batch.reads] = batch.edge
+        self.stats.batches = len(batches)
+        self.stats.wall_seconds = time.perf_counter() - started
+        return score, edge
+
+    def _batches(self, order, lengths, m, n_edges, params):
+        """(variant, slots into `order`) per batch: longest reads first, each batch within memory."""
+        narrow_ok = np.array([self.narrow and params.int16_safe(int(n)) for n in lengths[order]])
+        longest_wide = int(lengths[order[0]])
+        if not narrow_ok.all() and params.cell_bound(longest_wide) >= INF32:
+            raise ValueError(f"scores of {longest_wide}-residue reads may exceed the GPU's 32-bit range "
+                             f"with these penalties; use the CPU engine")
+        # narrow_ok is a suffix: reads are sorted by decreasing length
+        first_narrow = int(np.argmax(narrow_ok)) if narrow_ok.any() else order.size
+        for variant, lo, hi in ((self.wide_variant, 0, first_narrow),
+                                (self.packed_variant, first_narrow, order.size)):
+            if lo == hi:
+                continue
+            units = _round_up(-(-n_edges // variant.lanes), WG_UNITS)
+            per_read = units * (m + 1) * 4
+            if per_read > self.band_budget:
+                raise ValueError(f"one read against {n_edges} edges x {m} columns needs {per_read} bytes "
+                                 f"of band memory, over this device's budget of {self.band_budget}; "
+                                 f"use fewer blocks per chunk")
+            step = self.band_budget // per_read
+            for start in range(lo, hi, step):
+                yield variant, np.arange(start, min(start + step, hi))
+
+    def _upload_profile(self, lanes: np.ndarray, variant: Variant) -> tuple[cl.Buffer, int]:
+        """The chunk's profiles as [m, units * lanes] bytes, zero-padded to whole work-groups."""
+        m, n_edges = lanes.shape
+        units = _round_up(-(-n_edges // variant.lanes), WG_UNITS)
+        padded = np.zeros((m, units * variant.lanes), np.uint8)
+        padded[:, :n_edges] = lanes
+        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
+        return cl.Buffer(self.context, flags, hostbuf=padded), units
+
+    def _band_buffer(self, nbytes: int) -> cl.Buffer:
+        """The band rows, kept between calls and grown when a batch needs more."""
+        if self._band is None or self._band.size < nbytes:
+            self._band = None
+            self._band = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, nbytes)
+        return self._band
+
+    def _enqueue_batch(self, variant, profile_buf, units, m, n_edges, first_edge, codes_buf, starts,
+                       lens, params, k) -> "_Batch":
+        """Enqueue one batch: band_score, top_k and the non-blocking copies of its k best pairs."""
+        band_prog, topk_prog = self.build(variant, k)
+        n_batch = starts.size
+        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
+        starts_buf = cl.Buffer(self.context, flags, hostbuf=starts)
+        lens_buf = cl.Buffer(self.context, flags, hostbuf=lens.astype(np.int32))
+        band_buf = self._band_buffer(n_batch * units * (m + 1) * 4)
+        row_lanes = units * variant.lanes
+        scores_buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, n_batch * row_lanes * 4)
+        top_score_buf = cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY, n_batch * k * 4)
+        top_edge_buf = cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY, n_batch * k * 4)
+        inf = params.int16_infinity() if variant.packed else INF32
+        u32 = np.uint32
+        band = cl.Kernel(band_prog, "band_score")
+        band.set_args(profile_buf, np.int32(m), np.int32(units), codes_buf, starts_buf, lens_buf,
+                      np.int32(n_batch), band_buf, scores_buf, u32(params.mismatch), u32(params.cgap),
+                      u32(params.gap_open + params.gap_extend), u32(params.gap_extend),
+                      u32(params.insertion), u32(inf))
+        band_event = cl.enqueue_nd_range_kernel(
+            self.queue, band, (units, _round_up(n_batch, WG_READS)), (WG_UNITS, WG_READS))
+        topk = cl.Kernel(topk_prog, "top_k")
+        topk.set_args(scores_buf, np.int32(row_lanes), np.int32(n_edges), np.int32(first_edge),
+                      np.int32(k), np.int32(n_batch), top_score_buf, top_edge_buf)
+        cl.enqueue_nd_range_kernel(self.queue, topk, (_round_up(n_batch, 64),), None)
+        batch_score = np.empty((n_batch, k), np.int32)
+        batch_edge = np.empty((n_batch, k), np.int32)
+        cl.enqueue_copy(self.queue, batch_score, top_score_buf, is_blocking=False)
+        done = cl.enqueue_copy(self.queue, batch_edge, top_edge_buf, is_blocking=False)
+        return _Batch(band=band_event, done=done, score=batch_score, edge=batch_edge)
+
+    def _wait(self, event: cl.Event) -> None:
+        """Sleep until `event` completes (a driver callback wakes us), without spinning a core."""
+        done = threading.Event()
+        event.set_callback(cl.command_execution_status.COMPLETE, lambda status: done.set())
+        self.queue.flush()
+        done.wait()
+        event.wait()  # returns at once; raises if the command failed

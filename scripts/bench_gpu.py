@@ -1,0 +1,247 @@
+"""Verify, then time, the OpenCL scorer on a GPU; prints GCUPS tables (BENCHMARKS.md, GPU section).
+
+    python3 scripts/bench_gpu.py [--out DIR] [--quick]
+
+1. Discovery: lists the OpenCL devices (registering NVIDIA's ICD itself when needed).
+2. Verification, before any timing: every variant timed here (PTX and portable 16-bit lanes,
+   32-bit lanes, several stripe heights) is checked bit-identical to the reference scorer on
+   random chunks with band-edge cases; any mismatch exits with status 1.
+3. Waiting: a numba loop on the host is timed alone and while a long chunk runs on the device,
+   and the process CPU time during the wait is reported (the scorer must not spin a core).
+4. Timing: GCUPS = E * sum(read lengths) * m / seconds (DESIGN 4, full rectangle), from the
+   device time of the band kernels (profiling events) and from the wall time of score_chunk
+   (uploads, top-k and copies included); median of --repeat runs after a warm-up.
+With --out, the build logs, the PTX of each variant and a JSON of all numbers go there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+from papara_py.engine.gpu import GpuScorer, Variant
+from papara_py.engine.layout import block_count, make_block
+from papara_py.engine.opencl_devices import describe_devices, discover_devices
+from papara_py.params import ScoringParams
+from papara_py.scoring import score_matrix_reference
+
+PARAMS = ScoringParams()
+BLOCK_WIDTH = 16
+CHUNK_BLOCKS = 40  # blocks per GPU call in the engine (DESIGN 6)
+
+
+def random_profiles(rng: np.random.Generator, n_edges: int, m: int) -> np.ndarray:
+    """Profile bytes like real ones: mostly single bases, some ambiguity, CGAP in runs."""
+    states = rng.choice(np.array([1, 2, 4, 8, 1, 2, 4, 8, 5, 10, 15], np.uint8), size=(n_edges, m))
+    cgap = np.repeat(rng.random((n_edges, -(-m // 8))) < 0.3, 8, axis=1)[:, :m]
+    return states | (cgap * np.uint8(0x10))
+
+
+def random_reads(rng: np.random.Generator, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    codes = rng.choice(np.array([1, 2, 4, 8], np.uint8), size=int(offsets[-1]))
+    return codes, offsets
+
+
+def as_chunks(profiles: np.ndarray, chunk_blocks: int) -> list[tuple[int, int, np.ndarray]]:
+    """(first_edge, n_edges, uint8 [nb, m, W]) per engine call."""
+    n_edges = profiles.shape[0]
+    blocks = [make_block(b, b * BLOCK_WIDTH, profiles[b * BLOCK_WIDTH:(b + 1) * BLOCK_WIDTH],
+                         BLOCK_WIDTH) for b in range(block_count(n_edges, BLOCK_WIDTH))]
+    chunks = []
+    for start in range(0, len(blocks), chunk_blocks):
+        group = blocks[start:start + chunk_blocks]
+        chunks.append((group[0].first_edge, sum(b.n_edges for b in group),
+                       np.stack([b.lanes for b in group])))
+    return chunks
+
+
+def random_instance(rng: np.random.Generator, m: int, n_edges: int, n_reads: int, params: ScoringParams):
+    """Profiles, reads (including 1 and m-1 residues) and the expected k-best lists."""
+    lengths = np.r_[1, m - 1, rng.integers(1, m, size=n_reads)]
+    profiles = random_profiles(rng, n_edges, m)
+    codes, offsets = random_reads(rng, lengths)
+    ref = score_matrix_reference([codes[offsets[q]:offsets[q + 1]] for q in range(lengths.size)],
+                                 profiles, params)
+    order = np.lexsort((np.broadcast_to(np.arange(n_edges), ref.shape), ref), axis=1)
+    return profiles, codes, offsets, ref, order
+
+
+def verify(scorers: dict[str, GpuScorer], rng: np.random.Generator, rounds: int) -> dict[str, int]:
+    """Mismatching reads per scorer over random chunks (k-best scores and edges vs the reference)."""
+    cases = [(int(rng.integers(2, 200)), int(rng.integers(1, 90)), int(rng.integers(1, 12)),
+              ScoringParams(*rng.integers(0, 8, size=5).tolist())) for _ in range(rounds)]
+    cases += [(1500, 64, 8, PARAMS), (300, 40, 10, ScoringParams(2000, 900, 3000, 100, 2500))]
+    bad = dict.fromkeys(scorers, 0)
+    for m, n_edges, n_reads, params in cases:
+        profiles, codes, offsets, ref, order = random_instance(rng, m, n_edges, n_reads, params)
+        k = int(rng.integers(1, 10))
+        take = min(k, n_edges)
+        want_score = np.take_along_axis(ref, order[:, :take], 1)
+        for name, scorer in scorers.items():
+            first_edge, _, blocks = as_chunks(profiles, 10_000)[0]
+            score, edge = scorer.score_chunk(blocks, first_edge, n_edges, codes, offsets, params, k)
+            wrong = (np.any(score[:, :take] != want_score, axis=1) | np.any(edge[:, :take] != order[:, :take], axis=1)
+                     | np.any(edge[:, take:] != -1, axis=1))
+            bad[name] += int(wrong.sum())
+    return bad
+
+
+@njit(nogil=True, cache=True)
+def _host_work(n: int) -> int:
+    """A CPU-bound loop standing in for the engine's CPU workers."""
+    acc = 0
+    for i in range(n):
+        acc = (acc * 1103515245 + i) % 2147483647
+    return acc
+
+
+def measure_waiting(scorer: GpuScorer, chunk, codes, offsets) -> dict:
+    """On one pinned core: host loop speed alone and while the device scores `chunk`.
+
+    If waiting for the device spun a core, the loop would get about half the core, and the
+    process CPU time would exceed what the loop itself needs by about the wait's length.
+    """
+    first_edge, n_edges, blocks = chunk
+    cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cores)})
+    try:
+        _host_work(1000)
+        loops = 20_000_000
+        start = time.perf_counter()
+        _host_work(loops)
+        alone = time.perf_counter() - start
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        worker = threading.Thread(target=scorer.score_chunk,
+                                  args=(blocks, first_edge, n_edges, codes, offsets, PARAMS, 4))
+        worker.start()
+        speeds = []
+        while worker.is_alive():
+            start = time.perf_counter()
+            _host_work(loops)
+            speeds.append(alone / (time.perf_counter() - start))
+        worker.join()
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    finally:
+        os.sched_setaffinity(0, cores)
+    return {"gpu_wall_s": round(wall, 3), "host_loop_alone_s": round(alone, 4),
+            "host_loop_speed_median": round(statistics.median(speeds), 3) if speeds else None,
+            "host_loop_speed_min": round(min(speeds), 3) if speeds else None,
+            "process_cpu_s": round(cpu, 3), "cpu_s_beyond_host_loop": round(cpu - len(speeds) * alone, 3)}
+
+
+def time_shape(scorer: GpuScorer, name: str, n_reads: int, read_len, n_edges: int, m: int,
+               repeat: int, rng: np.random.Generator, chunk_blocks: int = CHUNK_BLOCKS) -> dict:
+    lengths = (np.full(n_reads, read_len) if np.isscalar(read_len)
+               else np.clip(rng.normal(*read_len, size=n_reads), 40, m - 1).astype(np.int64))
+    codes, offsets = random_reads(rng, lengths)
+    chunks = as_chunks(random_profiles(rng, n_edges, m), chunk_blocks)
+    cells = n_edges * int(lengths.sum()) * m
+    walls, kernels = [], []
+    for run in range(repeat + 1):
+        wall = kernel = 0.0
+        for first_edge, chunk_edges, blocks in chunks:
+            scorer.score_chunk(blocks, first_edge, chunk_edges, codes, offsets, PARAMS, 4)
+            wall += scorer.stats.wall_seconds
+            kernel += scorer.stats.kernel_seconds
+        if run:  # run 0 is the warm-up (builds, first allocations)
+            walls.append(wall)
+            kernels.append(kernel)
+    wall, kernel = statistics.median(walls), statistics.median(kernels)
+    return {"shape": name, "reads": n_reads, "mean_len": float(lengths.mean()), "edges": n_edges,
+            "m": m, "chunks": len(chunks), "cells": cells, "kernel_s": kernel, "wall_s": wall,
+            "kernel_gcups": cells / kernel / 1e9, "wall_gcups": cells / wall / 1e9,
+            "spread": (max(walls) - min(walls)) / wall}
+
+
+def dump_builds(scorer: GpuScorer, variants: list[Variant], out: Path) -> None:
+    """Build log (with -cl-nv-verbose where the driver takes it) and PTX/binary of each variant."""
+    from importlib.resources import files
+
+    import pyopencl as cl
+
+    source = files("papara_py.kernels").joinpath("band_score.cl").read_text()
+    device = scorer.device.cl_device
+    for v in variants:
+        tag = f"{'ptx' if v.ptx else 'portable'}-{'packed' if v.packed else 'wide'}-r{v.rows}-u{v.col_unroll}"
+        options = list(v.options()) + (["-cl-nv-verbose"] if scorer.device.is_nvidia else [])
+        program = cl.Program(scorer.context, source).build(options=options, devices=[device])
+        (out / f"{tag}.log").write_text(program.get_build_info(device, cl.program_build_info.LOG))
+        (out / f"{tag}.ptx").write_bytes(program.binaries[0])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--quick", action="store_true", help="small shapes only (a smoke run)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--verify-rounds", type=int, default=12)
+    parser.add_argument("--kind", default="gpu", help="device kind: gpu, or any to try the script on PoCL")
+    args = parser.parse_args()
+    rng = np.random.default_rng(2026)
+
+    print(describe_devices(), flush=True)
+    device = discover_devices(args.kind, required=True)[0]
+    print(f"using: {device.summary()}", flush=True)
+    variants = {"default": {}, "portable": dict(ptx=False), "rows8": dict(rows=8), "rows24": dict(rows=24),
+                "rows32": dict(rows=32), "unroll1": dict(col_unroll=1), "wide": dict(narrow=False)}
+    scorers = {name: GpuScorer(device, profiling=True, **kw) for name, kw in variants.items()}
+    default = scorers["default"]
+    print(f"default: {default.packed_variant}", flush=True)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        dump_builds(default, [s.packed_variant for s in scorers.values()] + [default.wide_variant], args.out)
+
+    bad = verify(scorers, rng, args.verify_rounds)
+    print("verify: " + ", ".join(f"{name} {'OK' if n == 0 else f'{n} MISMATCHING READS'}"
+                                 for name, n in bad.items()), flush=True)
+    if any(bad.values()):
+        print("FAILED: a variant disagrees with the reference scorer; no timings taken", file=sys.stderr)
+        return 1
+
+    quick = args.quick
+    results = []
+    for name, scorer in scorers.items():  # the variants on one shape: Table 1 at m = 5000
+        row = time_shape(scorer, "T1 Q=1250 E=320 m=5000", 1250, 100, 320, 1000 if quick else 5000,
+                         args.repeat, rng)
+        results.append({"variant": name, **row})
+        print(f"{name:10s} {row['kernel_gcups']:8.1f} GCUPS kernel {row['wall_gcups']:8.1f} wall", flush=True)
+
+    waiting = measure_waiting(default, as_chunks(random_profiles(rng, 640, 2000 if quick else 20000), 40)[0],
+                              *random_reads(rng, np.full(400 if quick else 4000, 100)))
+    print(f"waiting: {waiting}", flush=True)
+
+    shapes = [("T1", 1250, 100, 320, m) for m in (500, 1000, 5000, 10000, 50000)]
+    shapes += [("T2", q, 100, 320, 5000) for q in (100, 250, 500, 750, 1000, 1250)]
+    shapes += [("real", 2100, (104, 8), 2597, 1072), ("large", 20000, (104, 8), 2597, 1072),
+               ("large-T1", 20000, 100, 320, 5000)]
+    if quick:
+        shapes = [s for s in shapes if s[0] != "large" and s[-1] <= 5000][:6]
+    for tag, q, length, e, m in shapes:
+        row = time_shape(default, f"{tag} Q={q} E={e} m={m}", q, length, e, m, args.repeat, rng)
+        results.append({"variant": "default", **row})
+        print(f"{row['shape']:32s} {row['kernel_gcups']:8.1f} kernel {row['wall_gcups']:8.1f} wall GCUPS "
+              f"({row['kernel_s']:.3f} s, {row['chunks']} call(s))", flush=True)
+
+    if args.out:
+        (args.out / "bench.json").write_text(json.dumps({"device": device.summary(), "results": results,
+                                                          "waiting": waiting}, indent=1))
+    print("\n| variant | shape | kernel GCUPS | wall GCUPS | kernel s | wall s |")
+    print("|---|---|---|---|---|---|")
+    for r in results:
+        print(f"| {r['variant']} | {r['shape']} | {r['kernel_gcups']:.0f} | {r['wall_gcups']:.0f} | "
+              f"{r['kernel_s']:.3f} | {r['wall_s']:.3f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""The hybrid engine gives the reference answer whatever the schedule, and survives GPU faults.
+
+CPU workers and a GPU consumer (the OpenCL kernel on PoCL in CI) compete for blocks with random
+delays injected into every consumer; the merged candidates must equal the reference scorer's
+matrix sorted by (score, edge). A fault hook makes the GPU consumer fail after k chunks: its
+blocks go back to the queue, the CPU finishes them, the answer is unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from papara_py.engine.consumers import GpuChunkScorer
+from papara_py.engine.opencl_devices import discover_devices
+from papara_py.engine.scheduler import EngineOptions, ReadBatch, run_engine
+from papara_py.params import ScoringParams
+from papara_py.scoring import score_matrix_reference
+
+K = 4
+
+
+def random_case(seed: int, n_edges: int = 45, m: int = 60, n_reads: int = 9):
+    rng = np.random.default_rng(seed)
+    states = rng.choice(np.array([1, 2, 4, 8, 3, 15], np.uint8), size=(n_edges, m))
+    cgap = (rng.random((n_edges, m)) < 0.2).astype(np.uint8) << 4
+    profiles = (states | cgap).astype(np.uint8)
+    reads = [rng.choice(np.array([1, 2, 4, 8], np.uint8), size=int(rng.integers(1, m))) for _ in range(n_reads)]
+    offsets = np.concatenate(([0], np.cumsum([len(r) for r in reads]))).astype(np.int64)
+    return profiles, reads, ReadBatch(np.concatenate(reads), offsets)
+
+
+def expected(profiles, reads, params):
+    matrix = score_matrix_reference(reads, profiles, params)
+    order = [sorted(range(matrix.shape[1]), key=lambda e: (matrix[q, e], e))[:K] for q in range(len(reads))]
+    edges = np.array(order, np.int32)
+    return np.take_along_axis(matrix, edges, axis=1).astype(np.int32), edges
+
+
+@pytest.fixture(scope="module")
+def opencl_device():
+    devices = discover_devices("any")
+    if not devices:
+        pytest.fail("no OpenCL device: the test extra installs PoCL, so CI always has one")
+    return devices[0]
+
+
+def gpu(opencl_device, chunk: int = 2):
+    from papara_py.engine.gpu import GpuScorer
+
+    return GpuChunkScorer(GpuScorer(opencl_device, col_unroll=1), "gpu-0:test", chunk)
+
+
+def run(profiles, batch, params, use_cpu, gpus, options, width=8):
+    return run_engine(lambda ids: profiles[ids], profiles.shape[0], width, batch, params, K,
+                      use_cpu, gpus, options)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cpu_workers_with_random_delays_match_the_reference(seed):
+    params = ScoringParams()
+    profiles, reads, batch = random_case(seed)
+    want_score, want_edge = expected(profiles, reads, params)
+    result = run(profiles, batch, params, True, [], EngineOptions(cpu_workers=3, queue_capacity=2,
+                                                                  jitter_seconds=0.01, jitter_seed=seed))
+    assert np.array_equal(result.candidates.edge, want_edge)
+    assert np.array_equal(result.candidates.score, want_score)
+    assert sum(c.edges for c in result.consumers) == profiles.shape[0]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_hybrid_matches_reference_under_random_scheduling(seed, opencl_device):
+    params = ScoringParams(mismatch=2, cgap=4, gap_open=1, gap_extend=2, insertion=3)
+    profiles, reads, batch = random_case(100 + seed)
+    want_score, want_edge = expected(profiles, reads, params)
+    result = run(profiles, batch, params, True, [gpu(opencl_device)],
+                 EngineOptions(cpu_workers=2, jitter_seconds=0.02, jitter_seed=seed))
+    assert np.array_equal(result.candidates.edge, want_edge)
+    assert np.array_equal(result.candidates.score, want_score)
+    assert {c.name.split("-")[0] for c in result.consumers} == {"cpu", "gpu"}
+
+
+@pytest.mark.parametrize("use_cpu", [True, False], ids=["hybrid", "gpu-only"])
+def test_gpu_fault_hands_blocks_back_and_cpu_finishes(use_cpu, opencl_device, capsys):
+    params = ScoringParams()
+    profiles, reads, batch = random_case(7, n_edges=70)
+    want_score, want_edge = expected(profiles, reads, params)
+    result = run(profiles, batch, params, use_cpu, [gpu(opencl_device)],
+                 EngineOptions(cpu_workers=2, fail_after_chunks=1, jitter_seconds=0.01))
+    assert np.array_equal(result.candidates.edge, want_edge)
+    assert np.array_equal(result.candidates.score, want_score)
+    assert sum(c.edges for c in result.consumers) == profiles.shape[0]
+    gpu_stats = [c for c in result.consumers if c.name.startswith("gpu")][0]
+    # gpu-only: the GPU surely takes blocks, so it surely fails; in hybrid the CPU workers may
+    # drain the queue before the GPU's second chunk, and then there is nothing to fail on
+    if not use_cpu or gpu_stats.error:
+        assert gpu_stats.error and "injected fault" in gpu_stats.error
+        assert "failed" in capsys.readouterr().err
+        assert any(c.name.startswith("cpu") and c.edges for c in result.consumers)

@@ -1,0 +1,270 @@
+"""The OpenCL scorer against the reference scorer, on whatever OpenCL device is present (PoCL in CI).
+
+Every check compares `GpuScorer.score_chunk` with `scoring.score_matrix_reference` sorted by
+(score, edge): scores must be bit-identical and the k-best lists must be in exactly that order.
+Random instances hit the places a striped, packed kernel gets wrong: reads of 1 and m-1 residues
+(band of width m or 2), stripe heights that do not divide the read, CGAP runs, ambiguous states,
+edge counts that leave half-empty lane pairs and work-groups, partial last blocks, k > n_edges,
+both arithmetic widths and both stripe heights. The PTX path needs an NVIDIA sm_90 device and is
+checked by scripts/bench_gpu.py on the device machine before it times anything.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from time import perf_counter, thread_time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from papara_py.encoding import CGAP_BIT, READ_CODE
+from papara_py.engine import opencl_devices
+from papara_py.engine.layout import block_count, make_block
+from papara_py.params import ScoringParams
+from papara_py.scoring import score_matrix_reference
+
+cl = pytest.importorskip("pyopencl")
+from papara_py.engine.gpu import INF32, GpuScorer  # noqa: E402  (needs pyopencl)
+
+EMPTY = np.iinfo(np.int32).max
+#: Read states: mostly plain bases, some ambiguity codes (R, S, N).
+READ_STATES = np.array([1, 2, 4, 8, 1, 2, 4, 8, 5, 6, 15], np.uint8)
+
+
+@pytest.fixture(scope="module")
+def device() -> opencl_devices.DeviceInfo:
+    devices = opencl_devices.discover_devices("any")
+    if not devices:
+        pytest.skip("no OpenCL device (install pocl-binary-distribution for a CPU one)")
+    return devices[0]
+
+
+@pytest.fixture(scope="module")
+def scorers(device) -> dict:
+    """Scorers kept for the module, so hypothesis examples reuse the built programs."""
+    return {(narrow, rows): GpuScorer(device, narrow=narrow, rows=rows, col_unroll=1)
+            for narrow in (True, False) for rows in (4, 16)}
+
+
+def random_profiles(rng: np.random.Generator, n_edges: int, m: int) -> np.ndarray:
+    """uint8 [n_edges, m]: random state sets (0 and 15 included) with CGAP in runs."""
+    states = rng.integers(0, 16, size=(n_edges, m), dtype=np.uint8)
+    plain = rng.random((n_edges, m)) < 0.6
+    states[plain] = rng.choice(np.array([1, 2, 4, 8], np.uint8), size=int(plain.sum()))
+    run_starts = rng.random((n_edges, m)) < 0.15
+    run_lengths = rng.integers(1, 6, size=(n_edges, m))
+    cgap = np.zeros((n_edges, m), bool)
+    for e, i in zip(*np.nonzero(run_starts)):
+        cgap[e, i:i + run_lengths[e, i]] = True
+    return states | np.where(cgap, CGAP_BIT, 0).astype(np.uint8)
+
+
+def as_chunk(profiles: np.ndarray, width: int, first_edge: int) -> np.ndarray:
+    """uint8 [nb, m, W] consecutive blocks, the last one partial (lanes repeat its last edge)."""
+    n_edges = profiles.shape[0]
+    return np.stack([make_block(b, first_edge + b * width, profiles[b * width:(b + 1) * width], width).lanes
+                     for b in range(block_count(n_edges, width))])
+
+
+def pack_reads(reads: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    offsets = np.concatenate([[0], np.cumsum([r.size for r in reads])]).astype(np.int64)
+    codes = np.concatenate(reads) if reads else np.zeros(0, np.uint8)
+    return codes.astype(np.uint8), offsets
+
+
+def expected_top(reference: np.ndarray, first_edge: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sort each row of the reference matrix by (score, edge); pad to k with (INT32_MAX, -1)."""
+    n_reads, n_edges = reference.shape
+    edges = np.broadcast_to(np.arange(n_edges), reference.shape)
+    order = np.lexsort((edges, reference), axis=1)[:, :k]
+    score = np.full((n_reads, k), EMPTY, np.int32)
+    edge = np.full((n_reads, k), -1, np.int32)
+    take = order.shape[1]
+    score[:, :take] = np.take_along_axis(reference, order, axis=1)
+    edge[:, :take] = order + first_edge
+    return score, edge
+
+
+def check(scorer: GpuScorer, profiles, reads, params, k, width=8, first_edge=0) -> None:
+    codes, offsets = pack_reads(reads)
+    blocks = as_chunk(profiles, width, first_edge)
+    score, edge = scorer.score_chunk(blocks, first_edge, profiles.shape[0], codes, offsets, params, k)
+    want_score, want_edge = expected_top(score_matrix_reference(reads, profiles, params), first_edge, k)
+    np.testing.assert_array_equal(score, want_score)
+    np.testing.assert_array_equal(edge, want_edge)
+
+
+@st.composite
+def instances(draw):
+    seed = draw(st.integers(0, 2**32 - 1))
+    m = draw(st.integers(2, 56))
+    n_edges = draw(st.integers(1, 45))
+    lengths = draw(st.lists(st.one_of(st.just(1), st.just(m - 1), st.integers(1, m - 1)),
+                            min_size=1, max_size=7))
+    params = ScoringParams(*draw(st.tuples(*[st.integers(0, 7)] * 5)))
+    return dict(seed=seed, m=m, n_edges=n_edges, lengths=lengths, params=params,
+                k=draw(st.integers(1, 9)), width=draw(st.sampled_from([1, 4, 8, 16])),
+                first_edge=draw(st.integers(0, 1000)), narrow=draw(st.booleans()),
+                rows=draw(st.sampled_from([4, 16])))
+
+
+@settings(max_examples=int(os.environ.get("GPU_KERNEL_EXAMPLES", 60)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(instances())
+def test_random_chunks_match_reference(scorers, case) -> None:
+    rng = np.random.default_rng(case["seed"])
+    profiles = random_profiles(rng, case["n_edges"], case["m"])
+    reads = [rng.choice(READ_STATES, size=n) for n in case["lengths"]]
+    check(scorers[case["narrow"], case["rows"]], profiles, reads, case["params"], case["k"],
+          case["width"], case["first_edge"])
+
+
+@pytest.mark.parametrize("narrow", [True, False])
+def test_both_widths_cover_reads_of_every_stripe_remainder(scorers, narrow) -> None:
+    """Reads of 1..40 residues against 45 edges (22.5 lane pairs) and 41 columns."""
+    rng = np.random.default_rng(7)
+    profiles = random_profiles(rng, 45, 41)
+    reads = [rng.choice(READ_STATES, size=n) for n in range(1, 41)]
+    scorer = scorers[narrow, 16]
+    check(scorer, profiles, reads, ScoringParams(), k=6, width=16, first_edge=3)
+    assert (scorer.stats.packed_reads, scorer.stats.wide_reads) == ((40, 0) if narrow else (0, 40))
+
+
+def test_long_reads_take_the_32_bit_path_with_identical_results(scorers) -> None:
+    """Penalties that overflow int16 for the longer reads: those go wide, the short ones packed."""
+    params = ScoringParams(mismatch=700, cgap=500, gap_open=900, gap_extend=40, insertion=800)
+    assert params.int16_safe(5) and not params.int16_safe(30)
+    rng = np.random.default_rng(11)
+    profiles = random_profiles(rng, 19, 60)
+    reads = [rng.choice(READ_STATES, size=n) for n in (2, 5, 30, 59, 44, 3)]
+    scorer = scorers[True, 16]
+    check(scorer, profiles, reads, params, k=4, width=8)
+    assert scorer.stats.packed_reads == 3 and scorer.stats.wide_reads == 3
+
+
+def test_unscorable_reads_are_padding_and_ties_go_to_the_lower_edge(scorers) -> None:
+    """Identical profiles tie every edge: the k best are the k lowest edge numbers, in order."""
+    m = 30
+    profiles = np.tile(random_profiles(np.random.default_rng(3), 1, m), (21, 1))
+    reads = [np.full(0, 1, np.uint8), np.full(m, 1, np.uint8), np.full(m + 4, 2, np.uint8),
+             np.array([1, 2, 4], np.uint8)]
+    codes, offsets = pack_reads(reads)
+    score, edge = scorers[True, 16].score_chunk(as_chunk(profiles, 8, 40), 40, 21, codes, offsets,
+                                                ScoringParams(), k=25)
+    assert (score[:3] == EMPTY).all() and (edge[:3] == -1).all()
+    np.testing.assert_array_equal(edge[3], np.r_[np.arange(40, 61), [-1] * 4])
+    assert (score[3, :21] == score[3, 0]).all() and (score[3, 21:] == EMPTY).all()
+
+
+def test_batches_split_by_memory_and_threads_give_the_same_answer(device) -> None:
+    rng = np.random.default_rng(5)
+    profiles = random_profiles(rng, 33, 48)
+    reads = [rng.choice(READ_STATES, size=n) for n in rng.integers(1, 48, size=23)]
+    codes, offsets = pack_reads(reads)
+    blocks = as_chunk(profiles, 16, 0)
+    params = ScoringParams()
+    whole = GpuScorer(device, col_unroll=1)
+    split = GpuScorer(device, col_unroll=1)
+    split.band_budget = 3 * 32 * (48 + 1) * 4  # three reads per batch
+    expected = whole.score_chunk(blocks, 0, 33, codes, offsets, params, 5)
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda s: s.score_chunk(blocks, 0, 33, codes, offsets, params, 5),
+                                [split, whole]))
+    assert split.stats.batches == 8 and whole.stats.batches == 1
+    for score, edge in results:
+        np.testing.assert_array_equal(score, expected[0])
+        np.testing.assert_array_equal(edge, expected[1])
+    want = expected_top(score_matrix_reference(reads, profiles, params), 0, 5)
+    np.testing.assert_array_equal(expected[0], want[0])
+
+
+def test_scores_beyond_the_32_bit_range_are_refused(scorers) -> None:
+    params = ScoringParams(mismatch=INF32 // 4)
+    profiles = random_profiles(np.random.default_rng(1), 4, 20)
+    codes, offsets = pack_reads([np.full(10, 1, np.uint8)])
+    with pytest.raises(ValueError, match="32-bit range"):
+        scorers[True, 16].score_chunk(as_chunk(profiles, 4, 0), 0, 4, codes, offsets, params, 1)
+
+
+def test_real_pyrg_profiles_and_reads(pyrg_dir: Path, scorers) -> None:
+    """Real edge profiles (pyrG tree and alignment, 2054 columns) and real reads."""
+    from papara_py.inputs import iter_reads, match_tips, read_alignment, read_tree
+    from papara_py.profiles import ProfileBuilder
+    from papara_py.tree import EdgeTree
+
+    tree = EdgeTree.from_dendropy(read_tree(pyrg_dir / "tree.nwk"))
+    tips = match_tips(tree.tip_names, read_alignment(pyrg_dir / "ref.phy"), "tree.nwk")
+    profiles = ProfileBuilder(tree, tips.tip_rows).profiles(np.arange(tree.n_edges))
+    raw = list(iter_reads(pyrg_dir / "reads.fasta"))
+    by_length = sorted(raw, key=lambda r: len(r.sequence))
+    chosen = by_length[:3] + by_length[len(raw) // 2:len(raw) // 2 + 2] + by_length[-3:]
+    reads = [READ_CODE[np.frombuffer(r.sequence, np.uint8)] for r in chosen]
+    check(scorers[True, 16], profiles, reads, ScoringParams(), k=7, width=16)
+
+
+def test_icd_registration_keeps_existing_vendors(tmp_path, monkeypatch) -> None:
+    vendors = tmp_path / "vendors"
+    vendors.mkdir()
+    (vendors / "pocl.icd").write_text("libpocl.so.2\n")
+    monkeypatch.setenv("OCL_ICD_VENDORS", str(vendors))
+    monkeypatch.setattr(opencl_devices, "find_nvidia_library", lambda: "libnvidia-opencl.so.1")
+    monkeypatch.setattr(opencl_devices.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(opencl_devices, "_loader_initialised", False)
+    note = opencl_devices.register_nvidia_icd()
+    registered = Path(os.environ["OCL_ICD_VENDORS"])
+    assert registered != vendors and "registered libnvidia-opencl.so.1" in note
+    assert sorted(p.name for p in registered.glob("*.icd")) == ["papara-py-nvidia.icd", "pocl.icd"]
+    assert (registered / "papara-py-nvidia.icd").read_text() == "libnvidia-opencl.so.1\n"
+    assert opencl_devices.register_nvidia_icd() is None  # now registered: nothing to do
+
+
+def test_icd_registration_after_enumeration_says_what_to_export(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("OCL_ICD_VENDORS", str(tmp_path / "none"))
+    monkeypatch.setattr(opencl_devices, "find_nvidia_library", lambda: "/opt/libnvidia-opencl.so.1")
+    monkeypatch.setattr(opencl_devices.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(opencl_devices, "_loader_initialised", True)
+    note = opencl_devices.register_nvidia_icd()
+    assert f"export OCL_ICD_VENDORS={os.environ['OCL_ICD_VENDORS']}" in note
+
+
+def test_no_nvidia_library_means_no_registration(monkeypatch) -> None:
+    monkeypatch.setattr(opencl_devices, "find_nvidia_library", lambda: None)
+    assert opencl_devices.register_nvidia_icd() is None
+
+
+def test_describe_lists_every_device(device) -> None:
+    text = opencl_devices.describe_devices()
+    assert device.name.strip() in text and f"{device.compute_units} compute units" in text
+    if device.kind != "gpu":
+        assert "CPU engine only" in text
+        with pytest.raises(opencl_devices.DeviceUnavailable, match="No usable OpenCL GPU device"):
+            opencl_devices.discover_devices("gpu", required=True)
+
+
+def test_waiting_sleeps_instead_of_spinning(scorers) -> None:
+    """While the device works, the waiting thread uses (almost) no CPU time of its own."""
+    rng = np.random.default_rng(2)
+    profiles = random_profiles(rng, 64, 400)
+    reads = [rng.choice(READ_STATES, size=60) for _ in range(16)]
+    codes, offsets = pack_reads(reads)
+    blocks = as_chunk(profiles, 16, 0)
+    scorer = scorers[True, 16]
+    scorer.score_chunk(blocks, 0, 64, codes, offsets, ScoringParams(), 3)  # programs built
+    used = {}
+
+    def score() -> None:
+        start = thread_time()
+        scorer.score_chunk(blocks, 0, 64, codes, offsets, ScoringParams(), 3)
+        used["cpu"] = thread_time() - start
+
+    worker = threading.Thread(target=score)
+    wall = perf_counter()
+    worker.start()
+    worker.join()
+    wall = perf_counter() - wall
+    assert used["cpu"] < 0.2 * wall, (used, wall)
