@@ -17,7 +17,7 @@
  * last stripe). Within a stripe, column c (absolute column i = j0 + c) updates the rows top to
  * bottom: row r reads its own S and D of column c-1 (registers), the row above at c-1 (diagonal)
  * and at c (insertion). The row above stripe row 0 is row j0-1, kept in `band`. Row r is inside
- * the band for c in [r, r + width - 1]. The first ROWS-1 and last ROWS columns of a stripe are
+ * the band for c in [r, r + width - 1]. The first h-1 and the last h columns of a stripe are
  * "masked" (per-cell band tests), the columns between are not. Masking needs only two tests:
  * before its first column a row keeps S = D = inf (so its first D is inf), and at a row's last
  * column its insertion term is inf (the row above has left the band). Cells right of the band
@@ -38,12 +38,8 @@
  * out-of-band stand-ins stay below inf + 2 * max step, so a 16-bit half never exceeds 65535 and a
  * plain 32-bit add never carries between halves. Build options:
  *   -DROWS=<stripe height>  -DPACKED=0|1  -DUSE_PTX=0|1 (NVIDIA sm_90+: u16x2 PTX, which ptxas
- *   fuses into DPX add-min instructions)  -DCOL_UNROLL=<unroll of the unmasked column loop>
+ *   fuses into DPX add-min instructions)
  */
-
-#ifndef COL_UNROLL
-#define COL_UNROLL 1
-#endif
 
 #if PACKED
 #define LANES 2
@@ -91,7 +87,7 @@ typedef struct {
 } column_t;
 
 typedef struct {
-    uint mismatch, cgap, open_extend, extend;
+    uint mismatch, neg_mismatch, cgap, open_extend, extend;
     cell_t insertion, inf;
 } penalties_t;
 
@@ -120,13 +116,18 @@ inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const column_t co
         if (track && r >= h)
             break;
         const cell_t old = S[r];
-        cell_t d = lane_min(lane_add(old, col.open), lane_add(D[r], col.extend));
+        /* old + open is a plain add (no half carries, see Overflow): ptxas may then issue it on
+         * the FMA pipe as an IMAD, next to the integer pipe that runs the DPX instructions */
+        cell_t d = lane_min(old + col.open, lane_add(D[r], col.extend));
         const cell_t hit = lane_min(col.states & B[r], SPLAT(1)); /* 1 where states meet */
-        const cell_t diag = dsrc + col.diag - hit * pen->mismatch;
+        /* M_ij + CG_i = (CG_i + mismatch) - hit * mismatch: one multiply-add; modulo 2^32 it
+         * is the per-half subtraction, as no half can borrow (CG_i + mismatch >= mismatch) */
+        const cell_t cost = col.diag + hit * pen->neg_mismatch;
         cell_t ins = lane_add(up, pen->insertion);
         if (masked && c - r + 1 >= width) /* the row above has left the band */
             ins = pen->inf;
-        cell_t s = lane_min(lane_min(diag, d), ins);
+        /* add-then-min pairs: ptxas fuses each into one DPX instruction on sm_90 */
+        cell_t s = lane_min(lane_min(lane_add(dsrc, cost), d), ins);
         if (masked && c < r) { /* the row has not entered the band yet: S and D stay infinite */
             s = old;
             d = D[r];
@@ -172,7 +173,6 @@ inline void sweep_stripe(global const prof_t *profile, const int units, global c
 
     for (; c < min(h - 1, ncols); ++c) /* rows still entering the band */
         STRIPE_COLUMN(true)
-#pragma unroll COL_UNROLL
     for (; c < width - 1; ++c) /* every row inside the band */
         STRIPE_COLUMN(false)
     for (; c < ncols; ++c) /* rows leaving the band */
@@ -191,7 +191,8 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
     const int q = get_global_id(1);
     if (q >= n_reads)
         return;
-    const penalties_t pen = {mismatch, cgap, open_extend, extend, SPLAT(insertion), SPLAT(inf)};
+    const penalties_t pen = {mismatch, 0u - mismatch, cgap, open_extend, extend, SPLAT(insertion),
+                             SPLAT(inf)};
     const int n = read_len[q];
     const int width = m - n + 1;
     global const uchar *read = codes + read_start[q];

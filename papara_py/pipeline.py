@@ -18,7 +18,7 @@ import numpy as np
 from tqdm import tqdm
 
 from papara_py.encoding import IS_GAP, READ_CODE
-from papara_py.engine.layout import default_lane_width
+from papara_py.engine.cpu import default_lane_width
 from papara_py.engine.scheduler import EngineOptions, ReadBatch, run_engine
 from papara_py.engine.topk import Candidates
 from papara_py.errors import InputError

@@ -6,9 +6,12 @@
 2. Verification, before any timing: every variant timed here (PTX and portable 16-bit lanes,
    32-bit lanes, several stripe heights) is checked bit-identical to the reference scorer on
    random chunks with band-edge cases; any mismatch exits with status 1.
-3. Waiting: a numba loop on the host is timed alone and while a long chunk runs on the device,
-   and the process CPU time during the wait is reported (the scorer must not spin a core).
-4. Timing: GCUPS = E * sum(read lengths) * m / seconds (DESIGN 4, full rectangle), from the
+3. Instruction rates (NVIDIA only): fused add-min and min on u16x2, and LOP3, in lanes per
+   clock per SM, for the kernel's ceiling.
+4. Waiting: on one pinned core, a numba loop is timed alone and while a long chunk runs on the
+   device, with the scorer's own wait and with the usual alternatives (a completion callback,
+   clWaitForEvents); the process CPU time beyond the loop's own shows a spinning driver.
+5. Timing: GCUPS = E * sum(read lengths) * m / seconds (DESIGN 4, full rectangle), from the
    device time of the band kernels (profiling events) and from the wall time of score_chunk
    (uploads, top-k and copies included); median of --repeat runs after a warm-up.
 With --out, the build logs, the PTX of each variant and a JSON of all numbers go there.
@@ -65,7 +68,8 @@ def as_chunks(profiles: np.ndarray, chunk_blocks: int) -> list[tuple[int, int, n
     return chunks
 
 
-def random_instance(rng: np.random.Generator, m: int, n_edges: int, n_reads: int, params: ScoringParams):
+def random_instance(rng: np.random.Generator, m: int, n_edges: int, n_reads: int,
+                    params: ScoringParams):
     """Profiles, reads (including 1 and m-1 residues) and the expected k-best lists."""
     lengths = np.r_[1, m - 1, rng.integers(1, m, size=n_reads)]
     profiles = random_profiles(rng, n_edges, m)
@@ -90,7 +94,8 @@ def verify(scorers: dict[str, GpuScorer], rng: np.random.Generator, rounds: int)
         for name, scorer in scorers.items():
             first_edge, _, blocks = as_chunks(profiles, 10_000)[0]
             score, edge = scorer.score_chunk(blocks, first_edge, n_edges, codes, offsets, params, k)
-            wrong = (np.any(score[:, :take] != want_score, axis=1) | np.any(edge[:, :take] != order[:, :take], axis=1)
+            wrong = (np.any(score[:, :take] != want_score, axis=1)
+                     | np.any(edge[:, :take] != order[:, :take], axis=1)
                      | np.any(edge[:, take:] != -1, axis=1))
             bad[name] += int(wrong.sum())
     return bad
@@ -106,10 +111,12 @@ def _host_work(n: int) -> int:
 
 
 def measure_waiting(scorer: GpuScorer, chunk, codes, offsets) -> dict:
-    """On one pinned core: host loop speed alone and while the device scores `chunk`.
+    """Host loop speed alone and while the device scores `chunk`, and the CPU time spent meanwhile.
 
-    If waiting for the device spun a core, the loop would get about half the core, and the
-    process CPU time would exceed what the loop itself needs by about the wait's length.
+    This thread and the scorer's thread are pinned to one core (threads the driver started
+    earlier are not), so a scorer thread that spins halves the loop's speed. The process CPU
+    time beyond what the loop itself needs counts every thread, the driver's included: about
+    the wait's length means one core was kept busy.
     """
     first_edge, n_edges, blocks = chunk
     cores = os.sched_getaffinity(0)
@@ -137,6 +144,29 @@ def measure_waiting(scorer: GpuScorer, chunk, codes, offsets) -> dict:
             "host_loop_speed_median": round(statistics.median(speeds), 3) if speeds else None,
             "host_loop_speed_min": round(min(speeds), 3) if speeds else None,
             "process_cpu_s": round(cpu, 3), "cpu_s_beyond_host_loop": round(cpu - len(speeds) * alone, 3)}
+
+
+class _CallbackWait(GpuScorer):
+    """Waits on a completion callback (the driver's thread wakes a sleeping Python thread)."""
+
+    def _wait(self, event) -> None:
+        import pyopencl as cl
+
+        done = threading.Event()
+        event.set_callback(cl.command_execution_status.COMPLETE, lambda status: done.set())
+        self.queue.flush()
+        done.wait()
+
+
+class _BlockingWait(GpuScorer):
+    """Waits in clWaitForEvents."""
+
+    def _wait(self, event) -> None:
+        event.wait()
+
+
+#: The scorer's own wait (sleeping between status queries) and the two usual alternatives.
+WAITERS = {"sleep-poll": GpuScorer, "callback": _CallbackWait, "clWaitForEvents": _BlockingWait}
 
 
 def time_shape(scorer: GpuScorer, name: str, n_reads: int, read_len, n_edges: int, m: int,
@@ -172,29 +202,118 @@ def dump_builds(scorer: GpuScorer, variants: list[Variant], out: Path) -> None:
     source = files("papara_py.kernels").joinpath("band_score.cl").read_text()
     device = scorer.device.cl_device
     for v in variants:
-        tag = f"{'ptx' if v.ptx else 'portable'}-{'packed' if v.packed else 'wide'}-r{v.rows}-u{v.col_unroll}"
+        tag = f"{'ptx' if v.ptx else 'portable'}-{'packed' if v.packed else 'wide'}-r{v.rows}"
         options = list(v.options()) + (["-cl-nv-verbose"] if scorer.device.is_nvidia else [])
         program = cl.Program(scorer.context, source).build(options=options, devices=[device])
         (out / f"{tag}.log").write_text(program.get_build_info(device, cl.program_build_info.LOG))
-        (out / f"{tag}.ptx").write_bytes(program.binaries[0])
+        (out / f"{tag}.ptx").write_bytes(program.binaries[0].rstrip(b"\0"))
+
+
+def make_scorers(device) -> dict[str, GpuScorer]:
+    """The default scorer and the variants it is compared with."""
+    variants = {"default": {}, "portable": dict(ptx=False), "wide": dict(narrow=False),
+                "rows16": dict(rows=16), "rows24": dict(rows=24)}
+    scorers = {name: GpuScorer(device, profiling=True, **kw) for name, kw in variants.items()}
+    return scorers
+
+
+#: H100 SXM boost clock, which nvidia-smi showed under load (the rates below assume it).
+SM_CLOCK_HZ = 1.98e9
+
+#: Eight independent chains per thread of one instruction kind (OP 0: add.u16x2 + min.u16x2,
+#: which ptxas fuses into one VIADDMNMX; 1: min.u16x2, VIMNMX; 2: LOP3), to measure the rate
+#: the band kernel's instructions issue at, for its ceiling.
+RATE_SOURCE = """
+kernel void rate(global uint *out, const uint a, const uint b, const int n)
+{
+    uint x[8];
+    for (int k = 0; k < 8; ++k) x[k] = get_global_id(0) * (k + 1);
+    for (int i = 0; i < n; ++i) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+#if OP == 0
+            asm volatile("add.u16x2 %0, %1, %2;" : "=r"(x[k]) : "r"(x[k]), "r"(a));
+            asm volatile("min.u16x2 %0, %1, %2;" : "=r"(x[k]) : "r"(x[k]), "r"(b));
+#elif OP == 1
+            asm volatile("min.u16x2 %0, %1, %2;" : "=r"(x[k]) : "r"(x[k]), "r"(b));
+#else
+            asm volatile("lop3.b32 %0, %1, %2, %3, 0x6a;" : "=r"(x[k]) : "r"(x[k]), "r"(a), "r"(b));
+#endif
+        }
+    }
+    uint acc = 0;
+    for (int k = 0; k < 8; ++k) acc ^= x[k];
+    out[get_global_id(0)] = acc;
+}
+"""
+
+
+def instruction_rates(device, out: Path | None) -> dict:
+    """Lanes per clock per SM of fused add-min (u16x2), min (u16x2) and LOP3; PTX to `out`."""
+    import pyopencl as cl
+
+    scorer = GpuScorer(device, profiling=True)
+    ctx, queue = scorer.context, scorer.queue
+    threads, n = device.compute_units * 2048, 4096
+    sink = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, threads * 4)
+    rates = {}
+    for op, name in enumerate(("add+min.u16x2", "min.u16x2", "lop3")):
+        prg = cl.Program(ctx, RATE_SOURCE).build(options=[f"-DOP={op}"])
+        if out:
+            (out / f"rate-{op}.ptx").write_bytes(prg.binaries[0].rstrip(b"\0"))
+        kernel = prg.rate
+        kernel.set_args(sink, np.uint32(0x00030003), np.uint32(0x7F007F00), np.int32(n))
+        cl.enqueue_nd_range_kernel(queue, kernel, (threads,), (256,)).wait()
+        event = cl.enqueue_nd_range_kernel(queue, kernel, (threads,), (256,))
+        event.wait()
+        seconds = (event.profile.end - event.profile.start) * 1e-9
+        instructions = threads * n * 8
+        rates[name] = instructions / seconds / device.compute_units / SM_CLOCK_HZ
+        print(f"rate {name}: {rates[name]:.1f} lanes/clk/SM", flush=True)
+    return rates
+
+
+def measure_waits(device, rng: np.random.Generator, scale, quick: bool) -> dict:
+    """measure_waiting for each way of waiting, on a chunk needing six batches and on one batch."""
+    waiting = {}
+    m = 500 if quick else 20000
+    setups = [("6 batches", scale(4000), 100), ("1 batch", scale(700), 100 if quick else 1000)]
+    for label, n_reads, read_len in setups:
+        chunk = as_chunks(random_profiles(rng, 640, m), CHUNK_BLOCKS)[0]
+        reads = random_reads(rng, np.full(n_reads, read_len))
+        for how, waiter in WAITERS.items():
+            waiting[f"{label}, {how}"] = measure_waiting(waiter(device), chunk, *reads)
+            print(f"waiting, {label}, {how}: {waiting[f'{label}, {how}']}", flush=True)
+    return waiting
+
+
+def shapes(quick: bool) -> list[tuple]:
+    """(tag, reads, read length or (mean, sd), edges, m): the paper's Tables 1 and 2, real, large."""
+    table = [("T1", 1250, 100, 320, m) for m in (500, 1000, 5000, 10000, 50000)]
+    table += [("T2", q, 100, 320, 5000) for q in (100, 250, 500, 750, 1000, 1250)]
+    table += [("real", 2100, (104, 8), 2597, 1072), ("large", 20000, (104, 8), 2597, 1072),
+              ("large-T1", 20000, 100, 320, 5000)]
+    return [s for s in table if s[-1] <= 1000 and s[3] <= 320] if quick else table
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--quick", action="store_true", help="small shapes only (a smoke run)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run: 1/100 of the reads, m <= 1000 (e.g. on PoCL)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--verify-rounds", type=int, default=12)
     parser.add_argument("--kind", default="gpu", help="device kind: gpu, or any to try the script on PoCL")
+    parser.add_argument("--skip-timing", action="store_true", help="verify and measure waiting only")
     args = parser.parse_args()
     rng = np.random.default_rng(2026)
+    scale = (lambda q: max(4, q // 100)) if args.quick else (lambda q: q)
 
     print(describe_devices(), flush=True)
     device = discover_devices(args.kind, required=True)[0]
     print(f"using: {device.summary()}", flush=True)
-    variants = {"default": {}, "portable": dict(ptx=False), "rows8": dict(rows=8), "rows24": dict(rows=24),
-                "rows32": dict(rows=32), "unroll1": dict(col_unroll=1), "wide": dict(narrow=False)}
-    scorers = {name: GpuScorer(device, profiling=True, **kw) for name, kw in variants.items()}
+    scorers = make_scorers(device)
     default = scorers["default"]
     print(f"default: {default.packed_variant}", flush=True)
     if args.out:
@@ -208,33 +327,31 @@ def main() -> int:
         print("FAILED: a variant disagrees with the reference scorer; no timings taken", file=sys.stderr)
         return 1
 
-    quick = args.quick
     results = []
-    for name, scorer in scorers.items():  # the variants on one shape: Table 1 at m = 5000
-        row = time_shape(scorer, "T1 Q=1250 E=320 m=5000", 1250, 100, 320, 1000 if quick else 5000,
+    m = 1000 if args.quick else 5000
+    for name, scorer in (() if args.skip_timing else scorers.items()):  # the variants on T1, one m
+        row = time_shape(scorer, f"T1 Q={scale(1250)} E=320 m={m}", scale(1250), 100, 320, m,
                          args.repeat, rng)
         results.append({"variant": name, **row})
         print(f"{name:10s} {row['kernel_gcups']:8.1f} GCUPS kernel {row['wall_gcups']:8.1f} wall", flush=True)
+    scorers = scorer = None  # frees the other variants' band buffers
 
-    waiting = measure_waiting(default, as_chunks(random_profiles(rng, 640, 2000 if quick else 20000), 40)[0],
-                              *random_reads(rng, np.full(400 if quick else 4000, 100)))
-    print(f"waiting: {waiting}", flush=True)
-
-    shapes = [("T1", 1250, 100, 320, m) for m in (500, 1000, 5000, 10000, 50000)]
-    shapes += [("T2", q, 100, 320, 5000) for q in (100, 250, 500, 750, 1000, 1250)]
-    shapes += [("real", 2100, (104, 8), 2597, 1072), ("large", 20000, (104, 8), 2597, 1072),
-               ("large-T1", 20000, 100, 320, 5000)]
-    if quick:
-        shapes = [s for s in shapes if s[0] != "large" and s[-1] <= 5000][:6]
-    for tag, q, length, e, m in shapes:
-        row = time_shape(default, f"{tag} Q={q} E={e} m={m}", q, length, e, m, args.repeat, rng)
+    if device.is_nvidia:
+        try:
+            instruction_rates(device, args.out)
+        except Exception as exc:  # a measurement aside: report and go on
+            print(f"rates: failed: {exc}", flush=True)
+    waiting = measure_waits(device, rng, scale, args.quick)
+    for tag, q, length, e, m in ([] if args.skip_timing else shapes(args.quick)):
+        row = time_shape(default, f"{tag} Q={scale(q)} E={e} m={m}", scale(q), length, e, m,
+                         args.repeat, rng)
         results.append({"variant": "default", **row})
         print(f"{row['shape']:32s} {row['kernel_gcups']:8.1f} kernel {row['wall_gcups']:8.1f} wall GCUPS "
               f"({row['kernel_s']:.3f} s, {row['chunks']} call(s))", flush=True)
 
     if args.out:
-        (args.out / "bench.json").write_text(json.dumps({"device": device.summary(), "results": results,
-                                                          "waiting": waiting}, indent=1))
+        summary = {"device": device.summary(), "results": results, "waiting": waiting}
+        (args.out / "bench.json").write_text(json.dumps(summary, indent=1))
     print("\n| variant | shape | kernel GCUPS | wall GCUPS | kernel s | wall s |")
     print("|---|---|---|---|---|---|")
     for r in results:

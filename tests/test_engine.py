@@ -48,7 +48,7 @@ def opencl_device():
 def gpu(opencl_device, chunk: int = 2):
     from papara_py.engine.gpu import GpuScorer
 
-    return GpuChunkScorer(GpuScorer(opencl_device, col_unroll=1), "gpu-0:test", chunk)
+    return GpuChunkScorer(GpuScorer(opencl_device), "gpu-0:test", chunk)
 
 
 def run(profiles, batch, params, use_cpu, gpus, options, width=8):

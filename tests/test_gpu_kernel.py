@@ -47,8 +47,8 @@ def device() -> opencl_devices.DeviceInfo:
 @pytest.fixture(scope="module")
 def scorers(device) -> dict:
     """Scorers kept for the module, so hypothesis examples reuse the built programs."""
-    return {(narrow, rows): GpuScorer(device, narrow=narrow, rows=rows, col_unroll=1)
-            for narrow in (True, False) for rows in (4, 16)}
+    return {(narrow, rows): GpuScorer(device, narrow=narrow, rows=rows)
+            for narrow in (True, False) for rows in (4, 32)}
 
 
 def random_profiles(rng: np.random.Generator, n_edges: int, m: int) -> np.ndarray:
@@ -110,10 +110,10 @@ def instances(draw):
     return dict(seed=seed, m=m, n_edges=n_edges, lengths=lengths, params=params,
                 k=draw(st.integers(1, 9)), width=draw(st.sampled_from([1, 4, 8, 16])),
                 first_edge=draw(st.integers(0, 1000)), narrow=draw(st.booleans()),
-                rows=draw(st.sampled_from([4, 16])))
+                rows=draw(st.sampled_from([4, 32])))
 
 
-@settings(max_examples=int(os.environ.get("GPU_KERNEL_EXAMPLES", 60)), deadline=None,
+@settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(instances())
 def test_random_chunks_match_reference(scorers, case) -> None:
@@ -130,7 +130,7 @@ def test_both_widths_cover_reads_of_every_stripe_remainder(scorers, narrow) -> N
     rng = np.random.default_rng(7)
     profiles = random_profiles(rng, 45, 41)
     reads = [rng.choice(READ_STATES, size=n) for n in range(1, 41)]
-    scorer = scorers[narrow, 16]
+    scorer = scorers[narrow, 32]
     check(scorer, profiles, reads, ScoringParams(), k=6, width=16, first_edge=3)
     assert (scorer.stats.packed_reads, scorer.stats.wide_reads) == ((40, 0) if narrow else (0, 40))
 
@@ -142,7 +142,7 @@ def test_long_reads_take_the_32_bit_path_with_identical_results(scorers) -> None
     rng = np.random.default_rng(11)
     profiles = random_profiles(rng, 19, 60)
     reads = [rng.choice(READ_STATES, size=n) for n in (2, 5, 30, 59, 44, 3)]
-    scorer = scorers[True, 16]
+    scorer = scorers[True, 32]
     check(scorer, profiles, reads, params, k=4, width=8)
     assert scorer.stats.packed_reads == 3 and scorer.stats.wide_reads == 3
 
@@ -154,7 +154,7 @@ def test_unscorable_reads_are_padding_and_ties_go_to_the_lower_edge(scorers) -> 
     reads = [np.full(0, 1, np.uint8), np.full(m, 1, np.uint8), np.full(m + 4, 2, np.uint8),
              np.array([1, 2, 4], np.uint8)]
     codes, offsets = pack_reads(reads)
-    score, edge = scorers[True, 16].score_chunk(as_chunk(profiles, 8, 40), 40, 21, codes, offsets,
+    score, edge = scorers[True, 32].score_chunk(as_chunk(profiles, 8, 40), 40, 21, codes, offsets,
                                                 ScoringParams(), k=25)
     assert (score[:3] == EMPTY).all() and (edge[:3] == -1).all()
     np.testing.assert_array_equal(edge[3], np.r_[np.arange(40, 61), [-1] * 4])
@@ -168,8 +168,8 @@ def test_batches_split_by_memory_and_threads_give_the_same_answer(device) -> Non
     codes, offsets = pack_reads(reads)
     blocks = as_chunk(profiles, 16, 0)
     params = ScoringParams()
-    whole = GpuScorer(device, col_unroll=1)
-    split = GpuScorer(device, col_unroll=1)
+    whole = GpuScorer(device)
+    split = GpuScorer(device)
     split.band_budget = 3 * 32 * (48 + 1) * 4  # three reads per batch
     expected = whole.score_chunk(blocks, 0, 33, codes, offsets, params, 5)
     with ThreadPoolExecutor(2) as pool:
@@ -188,7 +188,7 @@ def test_scores_beyond_the_32_bit_range_are_refused(scorers) -> None:
     profiles = random_profiles(np.random.default_rng(1), 4, 20)
     codes, offsets = pack_reads([np.full(10, 1, np.uint8)])
     with pytest.raises(ValueError, match="32-bit range"):
-        scorers[True, 16].score_chunk(as_chunk(profiles, 4, 0), 0, 4, codes, offsets, params, 1)
+        scorers[True, 32].score_chunk(as_chunk(profiles, 4, 0), 0, 4, codes, offsets, params, 1)
 
 
 def test_real_pyrg_profiles_and_reads(pyrg_dir: Path, scorers) -> None:
@@ -204,7 +204,7 @@ def test_real_pyrg_profiles_and_reads(pyrg_dir: Path, scorers) -> None:
     by_length = sorted(raw, key=lambda r: len(r.sequence))
     chosen = by_length[:3] + by_length[len(raw) // 2:len(raw) // 2 + 2] + by_length[-3:]
     reads = [READ_CODE[np.frombuffer(r.sequence, np.uint8)] for r in chosen]
-    check(scorers[True, 16], profiles, reads, ScoringParams(), k=7, width=16)
+    check(scorers[True, 32], profiles, reads, ScoringParams(), k=7, width=16)
 
 
 def test_icd_registration_keeps_existing_vendors(tmp_path, monkeypatch) -> None:
@@ -253,7 +253,7 @@ def test_waiting_sleeps_instead_of_spinning(scorers) -> None:
     reads = [rng.choice(READ_STATES, size=60) for _ in range(16)]
     codes, offsets = pack_reads(reads)
     blocks = as_chunk(profiles, 16, 0)
-    scorer = scorers[True, 16]
+    scorer = scorers[True, 32]
     scorer.score_chunk(blocks, 0, 64, codes, offsets, ScoringParams(), 3)  # programs built
     used = {}
 
@@ -268,3 +268,4 @@ def test_waiting_sleeps_instead_of_spinning(scorers) -> None:
     worker.join()
     wall = perf_counter() - wall
     assert used["cpu"] < 0.2 * wall, (used, wall)
+

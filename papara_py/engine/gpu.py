@@ -12,8 +12,9 @@ Why the host side looks the way it does:
   its longest read, with one 32-bit lane otherwise; both give identical scores.
 - On NVIDIA sm_90+ the 16-bit lane arithmetic is inline PTX (add/min.u16x2, fused into DPX
   instructions); elsewhere portable OpenCL C. Tests hold the two against each other.
-- Waiting for the device sleeps on a completion callback: some drivers' clFinish spins a CPU
-  core, which the CPU workers of the hybrid engine need.
+- Waiting for the device sleeps in short steps between status queries, with one batch in
+  flight: NVIDIA's blocking waits and completion callbacks, and its runtime whenever several
+  batches are queued, spin a CPU core, which the hybrid engine's CPU workers need.
 - Programs are built once per (device, kernel, options) and kept for the process; pyopencl also
   caches the binaries on disk.
 """
@@ -50,7 +51,6 @@ class Variant:
     packed: bool
     ptx: bool
     rows: int
-    col_unroll: int
 
     @property
     def lanes(self) -> int:
@@ -58,7 +58,7 @@ class Variant:
 
     def options(self) -> tuple[str, ...]:
         return (f"-DROWS={self.rows}", f"-DPACKED={int(self.packed)}",
-                f"-DUSE_PTX={int(self.packed and self.ptx)}", f"-DCOL_UNROLL={self.col_unroll}")
+                f"-DUSE_PTX={int(self.packed and self.ptx)}")
 
 
 @dataclass
@@ -70,17 +70,6 @@ class ChunkStats:
     wide_reads: int = 0
     kernel_seconds: float = 0.0
     wall_seconds: float = 0.0
-
-
-@dataclass
-class _Batch:
-    """One enqueued batch: its kernel's event, the event of its last copy, and the host results."""
-
-    band: cl.Event
-    done: cl.Event
-    score: np.ndarray
-    edge: np.ndarray
-    reads: np.ndarray | None = None
 
 
 def _context(device: cl.Device) -> cl.Context:
@@ -112,14 +101,14 @@ class GpuScorer:
     """
 
     def __init__(self, device: DeviceInfo, *, narrow: bool = True, ptx: bool | None = None,
-                 rows: int = 16, col_unroll: int = 2, memory_fraction: float = 0.5,
+                 rows: int = 32, memory_fraction: float = 0.5,
                  profiling: bool = False) -> None:
         if ptx is None:
             ptx = device.is_nvidia and (device.nv_compute_capability or (0, 0)) >= (9, 0)
         self.device = device
         self.narrow = narrow
-        self.packed_variant = Variant(packed=True, ptx=ptx, rows=rows, col_unroll=col_unroll)
-        self.wide_variant = Variant(packed=False, ptx=False, rows=rows, col_unroll=col_unroll)
+        self.packed_variant = Variant(packed=True, ptx=ptx, rows=rows)
+        self.wide_variant = Variant(packed=False, ptx=False, rows=rows)
         self.context = _context(device.cl_device)
         properties = cl.command_queue_properties.PROFILING_ENABLE if profiling else 0
         self.queue = cl.CommandQueue(self.context, device.cl_device, properties=properties)
@@ -166,47 +155,35 @@ class GpuScorer:
         if order.size == 0:
             return score, edge
 
-        rows = self.packed_variant.rows
-        sorted_codes = np.zeros(int(lengths[order].sum()) + rows, np.uint8)
-        starts = np.zeros(order.size, np.int32)
-        position = 0
-        for slot, q in enumerate(order):
-            starts[slot] = position
-            sorted_codes[position:position + lengths[q]] = codes[offsets[q]:offsets[q + 1]]
-            position += lengths[q]
+        # the reads in processing order, padded by a stripe: the last stripe loads ROWS residues
+        sorted_lengths = lengths[order]
+        starts = np.concatenate([[0], np.cumsum(sorted_lengths)[:-1]])
+        gather = np.arange(int(sorted_lengths.sum())) + np.repeat(offsets[order] - starts, sorted_lengths)
+        sorted_codes = np.concatenate([codes[gather], np.zeros(self.packed_variant.rows, np.uint8)])
         flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
         codes_buf = cl.Buffer(self.context, flags, hostbuf=sorted_codes)
+        starts = starts.astype(np.int32)
         lanes = np.moveaxis(blocks, 1, 0).reshape(m, -1)[:, :n_edges]
 
-        batches: list[_Batch] = []
         profiles: dict[bool, tuple[cl.Buffer, int]] = {}
         for variant, slots in self._batches(order, lengths, m, n_edges, params):
             if variant.packed not in profiles:
                 profiles[variant.packed] = self._upload_profile(lanes, variant)
             profile_buf, units = profiles[variant.packed]
-            batch = self._enqueue_batch(variant, profile_buf, units, m, n_edges, first_edge, codes_buf,
-                                        starts[slots], lengths[order[slots]], params, k)
-            batch.reads = order[slots]
-            batches.append(batch)
+            reads = order[slots]
+            score[reads], edge[reads] = self._run_batch(variant, profile_buf, units, m, n_edges, first_edge,
+                                                        codes_buf, starts[slots], lengths[reads], params, k)
+            self.stats.batches += 1
             if variant.packed:
                 self.stats.packed_reads += slots.size
             else:
                 self.stats.wide_reads += slots.size
-
-        self._wait(batches[-1].done)  # the queue is in order: every batch is complete after this
-        for batch in batches:
-            batch.band.wait()  # returns at once; raises if that kernel failed
-            if self.profiling:
-                self.stats.kernel_seconds += (batch.band.profile.end - batch.band.profile.start) * 1e-9
-            score[batch.reads] = batch.score
-            edge[batch.reads] = batch.edge
-        self.stats.batches = len(batches)
         self.stats.wall_seconds = time.perf_counter() - started
         return score, edge
 
     def _batches(self, order, lengths, m, n_edges, params):
         """(variant, slots into `order`) per batch: longest reads first, each batch within memory."""
-        narrow_ok = np.array([self.narrow and params.int16_safe(int(n)) for n in lengths[order]])
+        narrow_ok = params.int16_safe(lengths[order]) & self.narrow
         longest_wide = int(lengths[order[0]])
         if not narrow_ok.all() and params.cell_bound(longest_wide) >= INF32:
             raise ValueError(f"scores of {longest_wide}-residue reads may exceed the GPU's 32-bit range "
@@ -223,9 +200,9 @@ class GpuScorer:
                 raise ValueError(f"one read against {n_edges} edges x {m} columns needs {per_read} bytes "
                                  f"of band memory, over this device's budget of {self.band_budget}; "
                                  f"use fewer blocks per chunk")
-            step = self.band_budget // per_read
-            for start in range(lo, hi, step):
-                yield variant, np.arange(start, min(start + step, hi))
+            n_batches = -(-(hi - lo) // (self.band_budget // per_read))
+            # equal batches: a small last one would leave most of the device idle for a full pass
+            yield from ((variant, slots) for slots in np.array_split(np.arange(lo, hi), n_batches))
 
     def _upload_profile(self, lanes: np.ndarray, variant: Variant) -> tuple[cl.Buffer, int]:
         """The chunk's profiles as [m, units * lanes] bytes, zero-padded to whole work-groups."""
@@ -239,13 +216,19 @@ class GpuScorer:
     def _band_buffer(self, nbytes: int) -> cl.Buffer:
         """The band rows, kept between calls and grown when a batch needs more."""
         if self._band is None or self._band.size < nbytes:
-            self._band = None
+            self._band = None  # release the old one first: both may not fit
             self._band = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, nbytes)
         return self._band
 
-    def _enqueue_batch(self, variant, profile_buf, units, m, n_edges, first_edge, codes_buf, starts,
-                       lens, params, k) -> "_Batch":
-        """Enqueue one batch: band_score, top_k and the non-blocking copies of its k best pairs."""
+    def _run_batch(self, variant, profile_buf, units, m, n_edges, first_edge, codes_buf, starts, lens,
+                   params, k) -> tuple[np.ndarray, np.ndarray]:
+        """band_score then top_k for one batch; returns its k best (score, edge) pairs per read.
+
+        One batch at a time, each OpenCL object held until its commands completed: with several
+        batches queued, or with objects released while in use, NVIDIA's runtime spins a CPU core
+        until the queue drains (BENCHMARKS.md, GPU section); batches are large, so the device
+        idles only for the few milliseconds between two of them.
+        """
         band_prog, topk_prog = self.build(variant, k)
         n_batch = starts.size
         flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
@@ -263,22 +246,31 @@ class GpuScorer:
                       np.int32(n_batch), band_buf, scores_buf, u32(params.mismatch), u32(params.cgap),
                       u32(params.gap_open + params.gap_extend), u32(params.gap_extend),
                       u32(params.insertion), u32(inf))
-        band_event = cl.enqueue_nd_range_kernel(
+        band_done = cl.enqueue_nd_range_kernel(
             self.queue, band, (units, _round_up(n_batch, WG_READS)), (WG_UNITS, WG_READS))
         topk = cl.Kernel(topk_prog, "top_k")
         topk.set_args(scores_buf, np.int32(row_lanes), np.int32(n_edges), np.int32(first_edge),
                       np.int32(k), np.int32(n_batch), top_score_buf, top_edge_buf)
-        cl.enqueue_nd_range_kernel(self.queue, topk, (_round_up(n_batch, 64),), None)
-        batch_score = np.empty((n_batch, k), np.int32)
-        batch_edge = np.empty((n_batch, k), np.int32)
-        cl.enqueue_copy(self.queue, batch_score, top_score_buf, is_blocking=False)
-        done = cl.enqueue_copy(self.queue, batch_edge, top_edge_buf, is_blocking=False)
-        return _Batch(band=band_event, done=done, score=batch_score, edge=batch_edge)
+        self._wait(cl.enqueue_nd_range_kernel(self.queue, topk, (_round_up(n_batch, 64),), None))
+        band_done.wait()  # returns at once; raises if band_score failed
+        if self.profiling:
+            self.stats.kernel_seconds += (band_done.profile.end - band_done.profile.start) * 1e-9
+        top_score = np.empty((n_batch, k), np.int32)
+        top_edge = np.empty((n_batch, k), np.int32)
+        cl.enqueue_copy(self.queue, top_score, top_score_buf)
+        cl.enqueue_copy(self.queue, top_edge, top_edge_buf)
+        return top_score, top_edge
 
     def _wait(self, event: cl.Event) -> None:
-        """Sleep until `event` completes (a driver callback wakes us), without spinning a core."""
-        done = threading.Event()
-        event.set_callback(cl.command_execution_status.COMPLETE, lambda status: done.set())
+        """Sleep until `event` completes, looking at its status every 2 ms at most.
+
+        NVIDIA's clWaitForEvents and completion callbacks keep a CPU core busy for the whole
+        wait (scripts/bench_gpu.py measures it); short sleeps leave that core to the CPU workers.
+        A status query is cheap and does not start the driver spinning.
+        """
         self.queue.flush()
-        done.wait()
+        pause = 1e-4
+        while event.command_execution_status > cl.command_execution_status.COMPLETE:
+            time.sleep(pause)
+            pause = min(2 * pause, 2e-3)
         event.wait()  # returns at once; raises if the command failed

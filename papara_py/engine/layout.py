@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import os
 
 import numpy as np
 
@@ -50,22 +49,3 @@ def make_block(index: int, first_edge: int, profiles: np.ndarray, width: int) ->
 def block_count(n_edges: int, width: int) -> int:
     """How many blocks of `width` lanes cover `n_edges` edges."""
     return -(-n_edges // width)
-
-
-def default_lane_width() -> int:
-    """Edges per block: the host's int16 vector width, or the PAPARA_LANES override.
-
-    32 lanes fill an AVX-512 register with int16 scores, 16 an AVX2 one, 8 an SSE one. The GPU
-    kernel takes any width, so the CPU's choice decides the shared block layout.
-    """
-    override = os.environ.get("PAPARA_LANES")
-    if override:
-        return int(override)
-    import llvmlite.binding as llvm
-
-    features = llvm.get_host_cpu_features()
-    if features.get("avx512bw", False):
-        return 32
-    if features.get("avx2", False):
-        return 16
-    return 8

@@ -8,6 +8,8 @@ the process. Discovery therefore writes an ICD directory in a per-user temporary
 file plus copies of every already registered vendor, so those stay visible) and points
 OCL_ICD_VENDORS at it *before* pyopencl enumerates anything. If something enumerated earlier,
 it is too late for this process, and the notes say exactly what to export before starting again.
+(OCL_ICD_FILENAMES naming NVIDIA's library was seen to have no effect on pyopencl's bundled
+loader, so it does not count as a registration.)
 """
 
 from __future__ import annotations
@@ -204,11 +206,12 @@ def discover_devices(kind: str = "gpu", required: bool = False) -> list[DeviceIn
 
 
 def _nothing_usable(kind: str, devices: list[DeviceInfo], notes: list[str]) -> str:
+    wanted = "OpenCL device" if kind == "any" else f"OpenCL {kind.upper()} device"
     seen = "; ".join(d.summary() for d in devices) or "no OpenCL device at all"
-    hints = " ".join(f"Note: {n}." for n in notes)
-    return (f"No usable OpenCL {kind.upper() if kind != 'any' else ''} device (seen: {seen}). {hints} "
-            f"Install a GPU driver with OpenCL support, or `pip install pocl-binary-distribution` "
-            f"for a CPU OpenCL device; papara-py's CPU engine works without OpenCL.").replace("  ", " ")
+    hints = "".join(f" Note: {n}." for n in notes)
+    return (f"No usable {wanted} (seen: {seen}).{hints} Install a GPU driver with OpenCL support, "
+            f"or `pip install pocl-binary-distribution` for a CPU OpenCL device; papara-py's CPU "
+            f"engine works without OpenCL.")
 
 
 def describe_devices() -> str:
