@@ -181,11 +181,7 @@ def run(config: RunConfig) -> RunSummary:
     with run_writer(config.output, len(reads), m, k, config.command_line) as writer:
         t0 = time.perf_counter()
         writer.write_reference(alignment.names, alignment.rows, edge_tree.numbered_newick)
-        writer.write_reads(0, {"names": np.array(reads.names, dtype=object), "status": statuses,
-                               "strand": np.full(len(reads), "+", dtype=object),
-                               "cigar": np.full(len(reads), "", dtype=object),
-                               "sequence": np.array([reads.sequence(q).decode("ascii") for q in range(len(reads))],
-                                                    dtype=object)})
+        _write_read_identities(writer, reads, statuses, config.batch_reads)
         timings["output"] += time.perf_counter() - t0
         total_blocks = -(-builder.n_edges // width) * max(1, -(-len(alignable) // config.batch_reads))
         with reporter.bar(total_blocks, "block", "scoring") as bar:
@@ -239,6 +235,17 @@ def run(config: RunConfig) -> RunSummary:
                     + "".join(f", {n} {s}" for s, n in counts.items() if s != STATUS_ALIGNED)
                     + f"; scoring {timings['scoring']:.2f} s ({gcups:.1f} GCUPS); wrote {config.output}")
     return RunSummary(len(reads), len(alignable), counts, timings, gcups)
+
+
+def _write_read_identities(writer: RunWriter, reads: ReadSet, statuses: np.ndarray, chunk: int) -> None:
+    """Names, statuses and sequences of every read, `chunk` reads at a time (bounded memory)."""
+    for lo in range(0, len(reads), chunk):
+        hi = min(len(reads), lo + chunk)
+        writer.write_reads(lo, {"names": np.array(reads.names[lo:hi], dtype=object), "status": statuses[lo:hi],
+                                "strand": np.full(hi - lo, "+", dtype=object),
+                                "cigar": np.full(hi - lo, "", dtype=object),
+                                "sequence": np.array([reads.sequence(q).decode("ascii") for q in range(lo, hi)],
+                                                     dtype=object)})
 
 
 def _write_batch(writer: RunWriter, batch: np.ndarray, candidates: Candidates, scores, starts, cigars, rows) -> None:
