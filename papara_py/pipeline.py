@@ -11,6 +11,7 @@ import hashlib
 import os
 import sys
 import time
+from contextlib import closing
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
@@ -19,14 +20,18 @@ from tqdm import tqdm
 
 from papara_py.encoding import IS_GAP, READ_CODE
 from papara_py.engine.cpu import default_lane_width
-from papara_py.engine.scheduler import EngineOptions, ReadBatch, run_engine
+from papara_py.engine.layout import block_count
+from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch
 from papara_py.engine.topk import Candidates
 from papara_py.errors import InputError
 from papara_py.inputs import iter_reads, match_tips, read_alignment, read_tree
 from papara_py.outputs import RunWriter, run_writer
 from papara_py.params import ScoringParams
 from papara_py.profiles import ProfileBuilder
+from papara_py.prepared import EdgeProfiles, open_prepared
 from papara_py.reads import STATUS_ALIGNED, ReadSet
+from papara_py.shards import Shard
+from papara_py.strand import ReferenceKmers, StrandPlan, check_mode, orient
 from papara_py.traceback import align, place_read
 from papara_py.tree import EdgeTree
 
@@ -44,12 +49,15 @@ class RunConfig:
     device: str = "cpu"
     gpu_chunk: int = 40
     candidates: int = 5
+    strand: str = "auto"  # auto | both | forward (papara_py/strand.py)
     lanes: int | None = None
     batch_reads: int = 50_000
     quiet: bool = False
     verbose: bool = False
     command_line: str = ""
     engine_options: EngineOptions | None = None
+    shard: Shard | None = None  # align only this slice of the reads (papara_py/shards.py)
+    profiles: str | None = None  # edge profiles from `papara-py prepare` (papara_py/prepared.py)
 
 
 @dataclass
@@ -89,24 +97,39 @@ def sha256_file(path: str) -> str:
     return digest.hexdigest()
 
 
-def load_reads(reads_path: str, alignment, extra_rows: list[int], reporter: Reporter) -> ReadSet:
-    """Reads from the file, then alignment taxa absent from the tree (gaps removed, DESIGN 9)."""
-    records = [(r.name, r.sequence) for r in iter_reads(reads_path)]
-    if extra_rows:
-        seen = {name for name, _ in records}
-        for row in extra_rows:
-            name = alignment.names[row]
-            if name in seen:
-                raise InputError(alignment.path, f"taxon {name!r} is not in the tree and its name is "
+def load_reads(reads_path: str, alignment, extra_rows: list[int], reporter: Reporter,
+               shard: Shard | None = None) -> tuple[ReadSet, int]:
+    """Reads from the file, then alignment taxa absent from the tree (gaps removed, DESIGN 9).
+
+    Returns (the reads kept, the total read count). With a shard, every read is still parsed and
+    validated (so bad input fails every shard alike) but only the shard's slice is kept in memory
+    (papara_py/shards.py); without one, all reads are kept.
+    """
+    extra_names = {alignment.names[row] for row in extra_rows}
+    total = 0
+
+    def records():
+        nonlocal total
+        for read in iter_reads(reads_path):
+            if read.name in extra_names:
+                raise InputError(alignment.path, f"taxon {read.name!r} is not in the tree and its name is "
                                  f"also a read name in {reads_path}; rename one of them",
-                                 where=f"sequence {name!r}")
-            residues = alignment.rows[row][~IS_GAP[alignment.rows[row]]]
-            records.append((name, residues.tobytes()))
+                                 where=f"sequence {read.name!r}")
+            if shard is None or shard.owns(total):
+                yield read.name, read.sequence
+            total += 1
+        for row in extra_rows:
+            if shard is None or shard.owns(total):
+                yield alignment.names[row], alignment.rows[row][~IS_GAP[alignment.rows[row]]].tobytes()
+            total += 1
+
+    reads = ReadSet.from_sequences(records())
+    if extra_rows:
         shown = ", ".join(alignment.names[r] for r in extra_rows[:5])
         more = f" and {len(extra_rows) - 5} more" if len(extra_rows) > 5 else ""
         reporter.notice(f"{len(extra_rows)} alignment taxa are not in the tree ({shown}{more}); "
                         f"they are aligned as extra reads, gaps removed")
-    return ReadSet.from_sequences(records)
+    return reads, total
 
 
 def resolve_scorers(config: RunConfig, reporter: Reporter):
@@ -128,16 +151,19 @@ def resolve_scorers(config: RunConfig, reporter: Reporter):
     return config.device != "gpu", scorers
 
 
-def traceback_batch(reads: ReadSet, indices: np.ndarray, best_edges: np.ndarray, builder: ProfileBuilder,
-                    params: ScoringParams, threads: int):
-    """Align each read to its best edge; returns (scores, starts, cigars, aligned rows)."""
+def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, best_edges: np.ndarray,
+                    builder: EdgeProfiles, params: ScoringParams, threads: int):
+    """Align each read, in its chosen orientation (`reverse`), to its best edge.
+
+    Returns (scores, starts, cigars, aligned rows); CIGARs and rows describe the oriented read.
+    """
     unique_edges, edge_slot = np.unique(best_edges, return_inverse=True)
     profiles = builder.profiles(unique_edges)
     m = profiles.shape[1]
 
     def one(slot: int):
         q = int(indices[slot])
-        residues = reads.oriented(q, False)
+        residues = reads.oriented(q, bool(reverse[slot]))
         result = align(READ_CODE[residues], profiles[edge_slot[slot]], params)
         return result, place_read(residues.tobytes(), result.start, result.cigar, m)
 
@@ -153,18 +179,24 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, best_edges: np.ndarray,
 def run(config: RunConfig) -> RunSummary:
     """Run the main job; raises InputError for bad input, leaves no output file on failure."""
     reporter = Reporter(config.quiet, config.verbose)
+    check_mode(config.strand)
     timings: dict[str, float] = {}
-    t0 = time.perf_counter()
+    run_started = t0 = time.perf_counter()
     tree = read_tree(config.tree)
     alignment = read_alignment(config.alignment)
     edge_tree = EdgeTree.from_dendropy(tree)
     match = match_tips(edge_tree.tip_names, alignment, config.tree)
-    reads = load_reads(config.reads, alignment, match.extra, reporter)
+    reads, n_reads_total = load_reads(config.reads, alignment, match.extra, reporter, config.shard)
     m = alignment.rows.shape[1]
+    checksums = {"tree": sha256_file(config.tree), "alignment": sha256_file(config.alignment),
+                 "reads": sha256_file(config.reads)}
     timings["input"] = time.perf_counter() - t0
+    if config.shard is not None:
+        reporter.notice(f"shard {config.shard} (from {config.shard.source}): {len(reads)} of {n_reads_total} reads")
 
     t0 = time.perf_counter()
-    builder = ProfileBuilder(edge_tree, match.tip_rows)
+    builder: EdgeProfiles = open_prepared(config.profiles, edge_tree, m, checksums) if config.profiles \
+        else ProfileBuilder(edge_tree, match.tip_rows)
     timings["profiles"] = time.perf_counter() - t0
     use_cpu, gpu_scorers = resolve_scorers(config, reporter)
     width = config.lanes or default_lane_width()
@@ -175,62 +207,79 @@ def run(config: RunConfig) -> RunSummary:
                     f"({len(alignable)} alignable), {width} lanes, device {config.device}")
 
     k = max(1, config.candidates)
-    cells = 0
-    timings["scoring"] = timings["traceback"] = timings["output"] = 0.0
-    consumer_totals: dict[str, dict] = {}
+    batches = [alignable[first:first + config.batch_reads] for first in range(0, len(alignable), config.batch_reads)]
+    t0 = time.perf_counter()
+    # each read's orientation depends only on the read and the reference (sharded runs agree)
+    kmers = ReferenceKmers(match.tip_rows) if config.strand == "auto" else None
+    plans = [StrandPlan.for_batch(batch, orient(config.strand, reads, batch, kmers)) for batch in batches]
+    timings["strand"] = time.perf_counter() - t0
+    residues = [int(reads.lengths[plan.reads].sum()) for plan in plans]
+    cells = sum(residues) * builder.n_edges * m
+    strand_counts = {"+": 0, "-": 0, "scored_both": sum(len(plan.second) for plan in plans)}
+    reporter.detail(f"--strand {config.strand}: {strand_counts['scored_both']} of {len(alignable)} reads "
+                    f"scored in both orientations ({timings['strand']:.3f} s)")
+    timings["traceback"] = timings["output"] = 0.0
     with run_writer(config.output, len(reads), m, k, config.command_line) as writer:
         t0 = time.perf_counter()
         writer.write_reference(alignment.names, alignment.rows, edge_tree.numbered_newick)
         _write_read_identities(writer, reads, statuses, config.batch_reads)
         timings["output"] += time.perf_counter() - t0
-        total_blocks = -(-builder.n_edges // width) * max(1, -(-len(alignable) // config.batch_reads))
-        with reporter.bar(total_blocks, "block", "scoring") as bar:
-            for first in range(0, len(alignable), config.batch_reads):
-                batch = alignable[first:first + config.batch_reads]
-                codes, offsets = reads.select(batch)
-                t0 = time.perf_counter()
-                batch_reads = ReadBatch(codes, offsets)
-                cells_per_edge = batch_reads.residues * m
+        with reporter.bar(block_count(builder.n_edges, width) * len(batches), "block", "scoring") as bar:
+            scored = 0
+            engine_started = time.perf_counter()
 
-                def progress(blocks: int, edges: int) -> None:
-                    bar.update(blocks)
-                    done = cells + edges * cells_per_edge
-                    elapsed = timings["scoring"] + time.perf_counter() - t0
-                    bar.set_postfix_str(f"{done / max(elapsed, 1e-9) / 1e9:.1f} GCUPS", refresh=False)
+            def progress(blocks: int, block_cells: int) -> None:
+                nonlocal scored
+                scored += block_cells
+                bar.update(blocks)
+                elapsed = max(time.perf_counter() - engine_started, 1e-9)
+                bar.set_postfix_str(f"{scored / elapsed / 1e9:.1f} GCUPS", refresh=False)
 
-                result = run_engine(builder.profiles, builder.n_edges, width, batch_reads, config.params, k,
-                                    use_cpu, gpu_scorers, options, progress)
-                timings["scoring"] += time.perf_counter() - t0
-                cells += builder.n_edges * cells_per_edge
-                for stats in result.consumers:
-                    total = consumer_totals.setdefault(stats.name, {"blocks": 0, "edges": 0, "busy_seconds": 0.0})
-                    total["blocks"] += stats.blocks
-                    total["edges"] += stats.edges
-                    total["busy_seconds"] += stats.busy_seconds
-                    if stats.error:
-                        total["error"] = stats.error
-                t0 = time.perf_counter()
-                best = result.candidates.edge[:, 0]
-                scores, starts, cigars, rows = traceback_batch(reads, batch, best, builder, config.params,
-                                                               config.threads)
-                if not np.array_equal(scores, result.candidates.score[:, 0]):
-                    raise RuntimeError("internal error: traceback score differs from the engine's score")
-                timings["traceback"] += time.perf_counter() - t0
-                t0 = time.perf_counter()
-                _write_batch(writer, batch, result.candidates, scores, starts, cigars, rows)
-                timings["output"] += time.perf_counter() - t0
+            def make_batch(index: int) -> ReadBatch:
+                return ReadBatch(*reads.select(plans[index].reads, plans[index].reverse))
+
+            engine = Engine(builder.profiles, builder.n_edges, m, width, config.params, k, use_cpu, gpu_scorers,
+                            options, progress)
+            # batches arrive as they finish; tracing back and writing one overlaps scoring the next
+            with closing(engine.run(make_batch, residues)) as finished:
+                for index, candidates in finished:
+                    batch = batches[index]
+                    reverse, candidates = plans[index].pick(candidates)
+                    strand_counts["-"] += int(np.count_nonzero(reverse))
+                    strand_counts["+"] += int(len(reverse) - np.count_nonzero(reverse))
+                    t0 = time.perf_counter()
+                    scores, starts, cigars, rows = traceback_batch(reads, batch, reverse, candidates.edge[:, 0],
+                                                                   builder, config.params, config.threads)
+                    if not np.array_equal(scores, candidates.score[:, 0]):
+                        raise RuntimeError("internal error: traceback score differs from the engine's score")
+                    timings["traceback"] += time.perf_counter() - t0
+                    t0 = time.perf_counter()
+                    _write_batch(writer, batch, reverse, candidates, scores, starts, cigars, rows)
+                    timings["output"] += time.perf_counter() - t0
+        timings["scoring"] = engine.scoring_seconds
+        timings["build_blocks"] = engine.build_seconds
+        consumer_totals = {stats.name: {"blocks": stats.blocks, "edges": stats.edges, "cells": stats.cells,
+                                        "busy_seconds": stats.busy_seconds,
+                                        **({"error": stats.error} if stats.error else {})}
+                           for stats in engine.consumers}
         gcups = cells / timings["scoring"] / 1e9 if timings["scoring"] > 0 else 0.0
         counts = {s: int(np.count_nonzero(statuses == s)) for s in sorted(set(statuses.tolist()))}
         writer.write_run_record({
             "parameters": asdict(config.params),
-            "checksums_sha256": {"tree": sha256_file(config.tree), "alignment": sha256_file(config.alignment),
-                                 "reads": sha256_file(config.reads)},
+            "checksums_sha256": checksums,
             "inputs": {"tree": os.path.abspath(config.tree), "alignment": os.path.abspath(config.alignment),
                        "reads": os.path.abspath(config.reads)},
             "timings_seconds": timings, "gcups": gcups, "cells": cells, "lanes": width,
             "device": config.device, "consumers": consumer_totals, "candidates_k": k,
             "status_counts": counts, "n_edges": builder.n_edges, "n_columns": m,
+            "strand": config.strand, "strand_counts": strand_counts,
         })
+        if config.shard is not None:  # the slice, for `papara-py merge` (papara_py/shards.py)
+            writer.write_run_record({"shard": config.shard.record(n_reads_total)})
+        if config.profiles:
+            writer.write_run_record({"profiles": os.path.abspath(config.profiles)})
+        timings["total"] = time.perf_counter() - run_started
+        writer.write_run_record({"timings_seconds": timings})
     reporter.notice(f"{len(alignable)} of {len(reads)} reads aligned"
                     + "".join(f", {n} {s}" for s, n in counts.items() if s != STATUS_ALIGNED)
                     + f"; scoring {timings['scoring']:.2f} s ({gcups:.1f} GCUPS); wrote {config.output}")
@@ -238,7 +287,10 @@ def run(config: RunConfig) -> RunSummary:
 
 
 def _write_read_identities(writer: RunWriter, reads: ReadSet, statuses: np.ndarray, chunk: int) -> None:
-    """Names, statuses and sequences of every read, `chunk` reads at a time (bounded memory)."""
+    """Names, statuses and sequences (as given) of every read, `chunk` reads at a time (bounded memory).
+
+    Strand starts as "+" for all; aligned reads get their chosen strand in `_write_batch`.
+    """
     for lo in range(0, len(reads), chunk):
         hi = min(len(reads), lo + chunk)
         writer.write_reads(lo, {"names": np.array(reads.names[lo:hi], dtype=object), "status": statuses[lo:hi],
@@ -248,7 +300,8 @@ def _write_read_identities(writer: RunWriter, reads: ReadSet, statuses: np.ndarr
                                                      dtype=object)})
 
 
-def _write_batch(writer: RunWriter, batch: np.ndarray, candidates: Candidates, scores, starts, cigars, rows) -> None:
+def _write_batch(writer: RunWriter, batch: np.ndarray, reverse: np.ndarray, candidates: Candidates, scores, starts,
+                 cigars, rows) -> None:
     """Scatter one batch's results into the per-read datasets (rows are in input order)."""
     # batches are slices of the alignable reads in input order; write contiguous runs
     breaks = np.flatnonzero(np.diff(batch) != 1) + 1
@@ -256,6 +309,7 @@ def _write_batch(writer: RunWriter, batch: np.ndarray, candidates: Candidates, s
         writer.write_reads(int(batch[lo]), {
             "best_edge": candidates.edge[lo:hi, 0], "score": scores[lo:hi], "start": starts[lo:hi],
             "cigar": np.array(cigars[lo:hi], dtype=object), "aligned": rows[lo:hi],
+            "strand": np.where(reverse[lo:hi], "-", "+").astype(object),
             "candidates/edge": candidates.edge[lo:hi],
             "candidates/score": np.where(candidates.edge[lo:hi] >= 0, candidates.score[lo:hi], -1),
         })

@@ -13,7 +13,9 @@ import pytest
 
 from papara_py.engine.consumers import GpuChunkScorer
 from papara_py.engine.opencl_devices import discover_devices
-from papara_py.engine.scheduler import EngineOptions, ReadBatch, run_engine
+import threading
+
+from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch, leave_to_gpus, run_engine
 from papara_py.params import ScoringParams
 from papara_py.scoring import score_matrix_reference
 
@@ -97,3 +99,63 @@ def test_gpu_fault_hands_blocks_back_and_cpu_finishes(use_cpu, opencl_device, ca
         assert gpu_stats.error and "injected fault" in gpu_stats.error
         assert "failed" in capsys.readouterr().err
         assert any(c.name.startswith("cpu") and c.edges for c in result.consumers)
+
+
+def batches_of(reads, size: int) -> list[ReadBatch]:
+    groups = [reads[i:i + size] for i in range(0, len(reads), size)]
+    return [ReadBatch(np.concatenate(g), np.concatenate(([0], np.cumsum([len(r) for r in g]))).astype(np.int64))
+            for g in groups]
+
+
+@pytest.mark.parametrize("in_flight", [1, 2, 3])
+def test_batches_stream_through_the_hybrid_engine_unchanged(in_flight, opencl_device):
+    params = ScoringParams(mismatch=1, cgap=2, gap_open=4, gap_extend=1, insertion=2)
+    profiles, reads, _ = random_case(200 + in_flight, n_edges=37, n_reads=14)
+    batches = batches_of(reads, 4)
+    engine = Engine(lambda ids: profiles[ids], profiles.shape[0], profiles.shape[1], 8, params, K, True,
+                    [gpu(opencl_device)], EngineOptions(cpu_workers=2, queue_capacity=3, batches_in_flight=in_flight,
+                                                        jitter_seconds=0.01, jitter_seed=in_flight))
+    seen = []
+    for index, candidates in engine.run(lambda b: batches[b], [b.residues for b in batches]):
+        group = reads[index * 4:index * 4 + 4]
+        want_score, want_edge = expected(profiles, group, params)
+        assert np.array_equal(candidates.edge, want_edge)
+        assert np.array_equal(candidates.score, want_score)
+        seen.append(index)
+    assert sorted(seen) == list(range(len(batches)))
+    assert sum(c.edges for c in engine.consumers) == profiles.shape[0] * len(batches)
+    assert 0 < engine.scoring_seconds
+
+
+def test_cpu_leaves_the_tail_only_when_the_gpus_would_finish_first():
+    # one CPU block: 1e9 cells at 1e9 cells/s = 1 s; the GPUs drain the rest at 1e10 cells/s
+    assert not leave_to_gpus(1e9, 1e9, 1e10, untaken_cells=2e10)   # GPUs need 2 s: keep working
+    assert leave_to_gpus(1e9, 1e9, 1e10, untaken_cells=5e9)        # GPUs need 0.5 s: leave it
+    assert not leave_to_gpus(1e9, 0.0, 1e10, untaken_cells=0)      # own rate unknown yet
+    assert not leave_to_gpus(1e9, 1e9, 0.0, untaken_cells=0)       # no live GPU
+
+
+def test_closing_a_run_early_stops_every_thread():
+    profiles, reads, _ = random_case(11, n_edges=64, n_reads=40)
+    batches = batches_of(reads, 2)
+    engine = Engine(lambda ids: profiles[ids], 64, profiles.shape[1], 8, ScoringParams(), K, True, [],
+                    EngineOptions(cpu_workers=2, jitter_seconds=0.02))
+    stream = engine.run(lambda b: batches[b], [b.residues for b in batches])
+    next(stream)
+    stream.close()
+    for thread in threading.enumerate():
+        if thread.name.startswith("papara-"):
+            thread.join(timeout=5)
+            assert not thread.is_alive(), f"{thread.name} still runs after the run was closed"
+
+
+def test_an_error_in_the_master_reaches_the_caller():
+    profiles, reads, batch = random_case(12)
+
+    def broken(ids):
+        if ids[0] >= 16:
+            raise MemoryError("profiles do not fit")
+        return profiles[ids]
+
+    with pytest.raises(MemoryError, match="do not fit"):
+        run_engine(broken, profiles.shape[0], 8, batch, ScoringParams(), K, True, [], EngineOptions(cpu_workers=2))

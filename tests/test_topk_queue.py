@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from papara_py.engine.layout import make_block
-from papara_py.engine.queue import BlockQueue
+from papara_py.engine.queue import WorkItem, WorkQueue
 from papara_py.engine.topk import Candidates
 
 
@@ -46,20 +46,20 @@ def test_block_merges_in_any_order_give_the_sorted_topk(n_reads, n_edges, k, wid
     assert np.all(merged.edge[~filled] == -1)
 
 
-def _block(index: int) -> object:
-    return make_block(index, index * 4, np.ones((4, 10), np.uint8), 4)
+def _item(index: int, batch: int = 0) -> WorkItem:
+    return WorkItem(batch, make_block(index, index * 4, np.ones((4, 10), np.uint8), 4), cells=100)
 
 
 def test_queue_waits_for_blocks_in_flight_that_may_come_back():
-    queue = BlockQueue(capacity=8)
+    queue = WorkQueue(capacity=8)
     for i in range(3):
-        queue.put(_block(i))
+        queue.put(_item(i))
     queue.close()
     held = queue.take(2)
-    assert [b.index for b in held] == [0, 1]
-    assert [b.index for b in queue.take(5)] == [2]
+    assert [b.block.index for b in held] == [0, 1]
+    assert [b.block.index for b in queue.take(5)] == [2]
     got: list[list[int]] = []
-    waiter = threading.Thread(target=lambda: got.append([b.index for b in queue.take(5)]))
+    waiter = threading.Thread(target=lambda: got.append([b.block.index for b in queue.take(5)]))
     waiter.start()
     waiter.join(timeout=0.2)
     assert waiter.is_alive(), "an idle consumer must wait while blocks are in flight"
@@ -71,10 +71,10 @@ def test_queue_waits_for_blocks_in_flight_that_may_come_back():
 
 
 def test_queue_cancel_wakes_a_blocked_producer():
-    queue = BlockQueue(capacity=1)
-    queue.put(_block(0))
+    queue = WorkQueue(capacity=1)
+    queue.put(_item(0))
     result: list[bool] = []
-    producer = threading.Thread(target=lambda: result.append(queue.put(_block(1))))
+    producer = threading.Thread(target=lambda: result.append(queue.put(_item(1))))
     producer.start()
     producer.join(timeout=0.2)
     assert producer.is_alive()
@@ -82,3 +82,31 @@ def test_queue_cancel_wakes_a_blocked_producer():
     producer.join(timeout=5)
     assert result == [False]
     assert queue.take(1) == []
+
+
+def test_queue_take_stops_at_a_batch_boundary_and_tracks_untaken_cells():
+    queue = WorkQueue(capacity=8)
+    queue.plan(500)
+    for i, batch in enumerate([0, 0, 1, 1, 1]):
+        queue.put(_item(i, batch))
+    assert [b.block.index for b in queue.take(4)] == [0, 1]
+    assert queue.untaken_cells() == 300
+    held = queue.take(4)
+    assert [b.block.index for b in held] == [2, 3, 4]
+    assert queue.untaken_cells() == 0
+    queue.put_back(held[1:])
+    assert queue.untaken_cells() == 200
+
+
+def test_queue_fill_waits_for_a_full_launch_until_the_batch_is_sealed():
+    queue = WorkQueue(capacity=8)
+    queue.put(_item(0))
+    got: list[list[int]] = []
+    taker = threading.Thread(target=lambda: got.append([b.block.index for b in queue.take(3, fill=True)]))
+    taker.start()
+    taker.join(timeout=0.2)
+    assert taker.is_alive(), "a filling consumer waits for more items of the head batch"
+    queue.put(_item(1))
+    queue.seal(0)
+    taker.join(timeout=5)
+    assert got == [[0, 1]]

@@ -1,79 +1,135 @@
-"""The one shared work queue of DESIGN 6: the master pushes edge blocks, consumers compete.
+"""The one shared work queue of DESIGN 6: the master pushes work items, consumers compete.
 
-CPU workers take one block at a time, the GPU thread up to `--gpu-chunk` blocks. A consumer that
-fails hands its unfinished blocks back so another finishes them. The queue is bounded so that a
-master building faster than the consumers score cannot fill memory with profiles; blocks handed
-back bypass the bound (the master may be waiting on it).
+A work item is one block of W edges for one batch of reads. CPU workers take one item at a
+time, a GPU thread up to `--gpu-chunk` items of one batch (one kernel launch scores one batch).
+Items of several batches may be queued at once, so that CPU workers can start on the next batch
+while the previous one is traced back and written.
+
+A consumer that fails hands its unfinished items back so another finishes them. The queue is
+bounded so that a master building faster than the consumers score cannot fill memory with
+profiles; items handed back bypass the bound (the master may be waiting on it).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
+from dataclasses import dataclass
 
 from papara_py.engine.layout import Block
 
 
-class BlockQueue:
-    """A bounded FIFO of blocks with a `close` that tells consumers no more will come."""
+@dataclass(frozen=True)
+class WorkItem:
+    """One block of edges to score against read batch `batch`; `cells` = E_block x residues x m."""
+
+    batch: int
+    block: Block
+    cells: int
+
+
+class WorkQueue:
+    """A bounded FIFO of work items with a `close` that tells consumers no more will come."""
 
     def __init__(self, capacity: int) -> None:
-        self._blocks: deque[Block] = deque()
+        self._items: deque[WorkItem] = deque()
         self._capacity = max(1, capacity)
         self._closed = False
         self._cancelled = False
+        self._sealed_batches: set[int] = set()  # batches whose every item has been put
         self._in_flight = 0  # taken, neither finished nor handed back: may still come back
+        self._untaken_cells = 0  # cells of planned items not taken yet (queued or still to build)
         self._changed = threading.Condition()
 
-    def put(self, block: Block) -> bool:
-        """Add a block, waiting while the queue is full; False if the run was cancelled."""
+    def plan(self, cells: int) -> None:
+        """Announce work the master will put, so consumers can judge what remains."""
         with self._changed:
-            while len(self._blocks) >= self._capacity and not self._cancelled:
+            self._untaken_cells += cells
+
+    def put(self, item: WorkItem) -> bool:
+        """Add an item, waiting while the queue is full; False if the run was cancelled."""
+        with self._changed:
+            while len(self._items) >= self._capacity and not self._cancelled:
                 self._changed.wait()
             if self._cancelled:
                 return False
-            self._blocks.append(block)
+            self._items.append(item)
             self._changed.notify_all()
             return True
 
-    def put_back(self, blocks: list[Block]) -> None:
-        """Return blocks a failed consumer could not finish; they are taken first."""
+    def seal(self, batch: int) -> None:
+        """Every item of `batch` has been put (a GPU then stops waiting to fill a launch)."""
         with self._changed:
-            self._blocks.extendleft(reversed(blocks))
-            self._in_flight -= len(blocks)
+            self._sealed_batches.add(batch)
+            self._changed.notify_all()
+
+    def put_back(self, items: list[WorkItem]) -> None:
+        """Return items a consumer did not finish; they are taken first."""
+        with self._changed:
+            self._items.extendleft(reversed(items))
+            self._in_flight -= len(items)
+            self._untaken_cells += sum(item.cells for item in items)
             self._changed.notify_all()
 
     def finished(self, count: int) -> None:
-        """A consumer is done with `count` blocks it took."""
+        """A consumer is done with `count` items it took."""
         with self._changed:
             self._in_flight -= count
             self._changed.notify_all()
 
     def close(self) -> None:
-        """No more blocks will be put (blocks handed back later are still served)."""
+        """No more items will be put (items handed back later are still served)."""
         with self._changed:
             self._closed = True
             self._changed.notify_all()
 
     def cancel(self) -> None:
-        """Stop the run: drop queued blocks and wake everyone (Ctrl-C, a fatal error)."""
+        """Stop the run: drop queued items and wake everyone (Ctrl-C, a fatal error)."""
         with self._changed:
             self._cancelled = True
-            self._blocks.clear()
+            self._items.clear()
             self._changed.notify_all()
 
-    def take(self, max_blocks: int) -> list[Block]:
-        """Up to `max_blocks` blocks; waits for at least one; [] when the queue is finished.
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
 
-        Finished means closed, empty and nothing in flight: while another consumer holds blocks
-        it might hand back after a failure, an idle consumer keeps waiting for them.
+    def untaken_cells(self) -> int:
+        """Cells of the work nobody has taken yet, built or not."""
+        with self._changed:
+            return self._untaken_cells
+
+    def take(self, max_items: int, fill: bool = False) -> list[WorkItem]:
+        """Up to `max_items` items of the batch at the head; waits for at least one.
+
+        Returns [] when the queue is finished: closed, empty and nothing in flight (while another
+        consumer holds items it might hand back after a failure, an idle consumer waits for
+        them). With `fill`, waits until `max_items` of the head batch are queued, unless that
+        batch is sealed, the queue is full or closed: a GPU launch should not go out half empty
+        just because the master is a moment behind.
         """
         with self._changed:
-            while not self._blocks and not self._cancelled and (not self._closed or self._in_flight):
+            while not self._cancelled:
+                if self._items:
+                    if not fill or self._head_ready(max_items):
+                        break
+                elif self._closed and not self._in_flight:
+                    break
                 self._changed.wait()
             if self._cancelled:
                 return []
-            taken = [self._blocks.popleft() for _ in range(min(max_blocks, len(self._blocks)))]
+            taken: list[WorkItem] = []
+            while self._items and len(taken) < max_items and self._items[0].batch == (
+                    taken[0].batch if taken else self._items[0].batch):
+                taken.append(self._items.popleft())
             self._in_flight += len(taken)
+            self._untaken_cells -= sum(item.cells for item in taken)
             self._changed.notify_all()
             return taken
+
+    def _head_ready(self, max_items: int) -> bool:
+        head = self._items[0].batch
+        if (self._closed or head in self._sealed_batches or len(self._items) >= self._capacity
+                or self._items[-1].batch != head):
+            return True
+        return len(self._items) >= max_items

@@ -1,30 +1,40 @@
 """The hybrid engine of DESIGN 6: a master builds edge blocks, CPU and GPU consumers compete.
 
-The calling thread is the master: it builds blocks of W edge profiles (lazily, from the
-directional sets) and pushes them onto one bounded queue while the consumers, each in its own
-thread, already drain it. CPU workers take one block at a time; each GPU thread takes up to
-`gpu_chunk` blocks. Every consumer folds its results into its own candidate lists, which are
-merged at the end; the merge is order-independent (engine/topk.py), so the result does not
-depend on the schedule.
+A master thread builds blocks of W edge profiles (lazily, from the directional sets) for one
+batch of reads after another and pushes them onto one bounded queue while the consumers, each in
+its own thread, already drain it. CPU workers take one block at a time; each GPU thread takes up
+to `gpu_chunk` blocks of one batch. Results are folded into the batch's candidate lists; the fold
+is order-independent (engine/topk.py), so the result does not depend on the schedule. A batch
+whose last block is scored is handed to the caller (`Engine.run` yields it) while the consumers
+go on with the next batch, so traceback and output overlap scoring; at most
+`batches_in_flight` batches are held at once, which bounds memory.
+
+Balancing: a CPU worker scores a block in seconds where a GPU takes milliseconds, so near the end
+of the run one CPU block can outlast the GPU's whole remaining queue. A CPU worker therefore
+hands its block back and stops when the GPUs (at their measured rate) would finish everything not
+yet taken before it would finish that block. Correctness never depends on it: any block may be
+scored by any consumer.
 
 A GPU consumer that fails (build error, lost device, out of memory) hands its blocks back and
-stops; if no CPU worker is running (gpu-only mode), CPU workers are started to finish the queue.
+stops; if then no CPU worker runs (gpu-only mode, or all have stopped), CPU workers are started
+to finish the queue.
 """
 
 from __future__ import annotations
 
+import queue as stdlib_queue
 import random
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 
 from papara_py.engine.consumers import CpuScorer
 from papara_py.engine.layout import Block, block_count, make_block
-from papara_py.engine.queue import BlockQueue
+from papara_py.engine.queue import WorkItem, WorkQueue
 from papara_py.engine.topk import Candidates
 from papara_py.params import ScoringParams
 
@@ -62,8 +72,13 @@ class ConsumerStats:
     name: str
     blocks: int = 0
     edges: int = 0
+    cells: int = 0
     busy_seconds: float = 0.0
     error: str | None = None
+
+    def rate(self) -> float:
+        """Cells per second while busy; 0 before the first block."""
+        return self.cells / self.busy_seconds if self.busy_seconds > 0 else 0.0
 
 
 @dataclass
@@ -72,6 +87,9 @@ class EngineOptions:
 
     cpu_workers: int = 1
     queue_capacity: int = 64
+    batches_in_flight: int = 2
+    balance_tail: bool = True
+    block_cache_bytes: int = 256 << 20
     jitter_seconds: float = 0.0
     jitter_seed: int = 0
     fail_after_chunks: int | None = None
@@ -89,104 +107,242 @@ class _InjectedFault(RuntimeError):
     """Raised by the fault-injection hook of EngineOptions.fail_after_chunks."""
 
 
-def _consume(queue: BlockQueue, scorer: Scorer, reads: ReadBatch, params: ScoringParams, k: int,
-             stats: ConsumerStats, results: list[Candidates], options: EngineOptions,
-             is_gpu: bool, on_progress: Callable[[int, int], None]) -> None:
-    """Consumer loop: take blocks, score them, fold into a private candidate set."""
-    local = Candidates.empty(reads.count, k)
-    rng = random.Random(f"{options.jitter_seed}:{stats.name}")
-    chunks = 0
-    while True:
-        blocks = queue.take(scorer.max_blocks)
-        if not blocks:
-            break
+@dataclass
+class _Batch:
+    reads: ReadBatch
+    candidates: Candidates
+    blocks_left: int
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class Engine:
+    """One scoring run over a sequence of read batches (see the module docstring).
+
+    `build_profiles(edge_ids)` returns uint8 [len, n_columns] profiles
+    (profiles.ProfileBuilder.profiles). `use_cpu` False means GPU only, with CPU workers
+    started only if every GPU fails. `on_progress(blocks, cells)` is called as blocks finish.
+    After `run` is exhausted, `consumers`, `build_seconds` and `scoring_seconds` (start to the
+    last block scored) describe the run.
+    """
+
+    def __init__(self, build_profiles: Callable[[np.ndarray], np.ndarray], n_edges: int, n_columns: int,
+                 width: int, params: ScoringParams, k: int, use_cpu: bool, gpu_scorers: Sequence[Scorer],
+                 options: EngineOptions,
+                 on_progress: Callable[[int, int], None] = lambda blocks, cells: None) -> None:
+        self.build_profiles = build_profiles
+        self.n_edges = n_edges
+        self.n_columns = n_columns
+        self.width = width
+        self.params = params
+        self.k = k
+        self.use_cpu = use_cpu
+        self.gpu_scorers = list(gpu_scorers)
+        self.options = options
+        self.on_progress = on_progress
+        self.consumers: list[ConsumerStats] = []
+        self.build_seconds = 0.0
+        self.scoring_seconds = 0.0
+        self._queue = WorkQueue(options.queue_capacity)
+        self._batches: dict[int, _Batch] = {}
+        self._done: stdlib_queue.Queue[int] = stdlib_queue.Queue()
+        self._slots = threading.Semaphore(max(1, options.batches_in_flight))
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._cpu_threads: list[threading.Thread] = []
+        self._gpu_stats: list[ConsumerStats] = []
+        self._fatal: BaseException | None = None
+        self._started = 0.0
+        self._blocks: dict[int, Block] = {}
+
+    # -- the caller's side ------------------------------------------------------------------
+
+    def run(self, make_batch: Callable[[int], ReadBatch], batch_residues: Sequence[int]) -> Iterator[tuple[int, Candidates]]:
+        """Score batch b = make_batch(b) for every b; yields (b, candidates) as batches finish.
+
+        `batch_residues[b]` must be batch b's residue count (it sizes the work for balancing
+        before the batch is made). Close the generator (or exhaust it) to stop the threads.
+        """
+        n_batches = len(batch_residues)
+        self._started = time.perf_counter()
+        self._queue.plan(int(sum(batch_residues)) * self.n_edges * self.n_columns)
+        for scorer in self.gpu_scorers:
+            self._start(scorer, is_gpu=True)
+        for _ in range(self.options.cpu_workers if self.use_cpu else 0):
+            self._start(CpuScorer(), is_gpu=False)
+        master = threading.Thread(target=self._master, args=(make_batch, n_batches), name="papara-master",
+                                  daemon=True)
+        master.start()
+        finished = False
         try:
-            if is_gpu and options.fail_after_chunks is not None and chunks >= options.fail_after_chunks:
-                raise _InjectedFault(f"injected fault after {chunks} chunks")
-            if options.jitter_seconds:
-                time.sleep(rng.uniform(0, options.jitter_seconds))
+            for _ in range(n_batches):
+                index = self._next_done()
+                batch = self._batches.pop(index)
+                yield index, batch.candidates
+                self._slots.release()
+            finished = True
+        finally:
+            if not finished:
+                self._queue.cancel()
+            master.join(timeout=None if finished else 1.0)
+            for thread in self._threads:
+                thread.join(timeout=None if finished else 1.0)
+            self._report_faults()
+
+    def _next_done(self) -> int:
+        """The next finished batch; meanwhile watch for fatal errors and dead GPUs."""
+        while True:
+            if self._fatal is not None:
+                raise self._fatal
+            try:
+                return self._done.get(timeout=0.1)
+            except stdlib_queue.Empty:
+                self._restart_cpu_if_needed()
+
+    def _restart_cpu_if_needed(self) -> None:
+        """Every GPU failed and no CPU worker is left: start CPU workers to finish the queue."""
+        if not self._gpu_stats or not all(s.error for s in self._gpu_stats):
+            return
+        if any(t.is_alive() for t in self._cpu_threads):
+            return
+        for _ in range(max(1, self.options.cpu_workers)):
+            self._start(CpuScorer(), is_gpu=False, may_yield=False)
+
+    def _report_faults(self) -> None:
+        for record in self._gpu_stats:
+            if record.error:
+                print(f"papara-py: GPU consumer {record.name} failed ({record.error}); its blocks were "
+                      f"returned to the queue and finished by the CPU workers", file=sys.stderr)
+
+    # -- the master ------------------------------------------------------------------------
+
+    def _master(self, make_batch: Callable[[int], ReadBatch], n_batches: int) -> None:
+        """Build every batch's blocks in order and queue them; waits for a free batch slot."""
+        try:
+            n_blocks = block_count(self.n_edges, self.width)
+            cache = n_blocks * self.width * self.n_columns <= self.options.block_cache_bytes
+            for index in range(n_batches):
+                while not self._slots.acquire(timeout=0.1):
+                    if self._queue.cancelled:
+                        return
+                reads = make_batch(index)
+                self._batches[index] = _Batch(reads, Candidates.empty(reads.count, self.k), n_blocks)
+                for block_index in range(n_blocks):
+                    block = self._block(block_index, cache)
+                    cells = block.n_edges * reads.residues * self.n_columns
+                    if not self._queue.put(WorkItem(index, block, cells)):
+                        return
+                self._queue.seal(index)
+            self._queue.close()
+        except BaseException as error:  # noqa: B902 - handed to the caller's thread
+            self._fail(error)
+
+    def _block(self, index: int, cache: bool) -> Block:
+        """Block `index`, built from the profiles (kept for later batches when they fit)."""
+        block = self._blocks.get(index)
+        if block is None:
             started = time.perf_counter()
-            local.add(scorer.score(blocks, reads, params, k))
-            stats.busy_seconds += time.perf_counter() - started
-        except Exception as error:  # a device fault: hand the blocks back, stop this consumer
-            if not is_gpu:
-                raise
-            queue.put_back(blocks)
-            stats.error = f"{type(error).__name__}: {error}"
-            break
-        chunks += 1
-        queue.finished(len(blocks))
-        edges = sum(b.n_edges for b in blocks)
-        stats.blocks += len(blocks)
-        stats.edges += edges
-        on_progress(len(blocks), edges)
-    results.append(local)
+            first = index * self.width
+            edge_ids = np.arange(first, min(first + self.width, self.n_edges))
+            block = make_block(index, first, self.build_profiles(edge_ids), self.width)
+            self.build_seconds += time.perf_counter() - started
+            if cache:
+                self._blocks[index] = block
+        return block
+
+    # -- the consumers -----------------------------------------------------------------------
+
+    def _start(self, scorer: Scorer, is_gpu: bool, may_yield: bool = True) -> None:
+        record = ConsumerStats(name=scorer.name)
+        self.consumers.append(record)
+        thread = threading.Thread(target=self._consume, args=(scorer, record, is_gpu, may_yield),
+                                  name=f"papara-{scorer.name}", daemon=True)
+        self._threads.append(thread)
+        if is_gpu:
+            self._gpu_stats.append(record)
+        else:
+            self._cpu_threads.append(thread)
+        thread.start()
+
+    def _consume(self, scorer: Scorer, stats: ConsumerStats, is_gpu: bool, may_yield: bool) -> None:
+        """Consumer loop: take blocks of one batch, score them, fold into the batch's lists."""
+        rng = random.Random(f"{self.options.jitter_seed}:{stats.name}")
+        chunks = 0
+        try:
+            while True:
+                items = self._queue.take(scorer.max_blocks, fill=is_gpu)
+                if not items:
+                    return
+                if not is_gpu and may_yield and self._leave_to_gpus(items, stats):
+                    self._queue.put_back(items)
+                    return
+                batch = self._batches[items[0].batch]
+                try:
+                    if is_gpu and self.options.fail_after_chunks is not None \
+                            and chunks >= self.options.fail_after_chunks:
+                        raise _InjectedFault(f"injected fault after {chunks} chunks")
+                    if self.options.jitter_seconds:
+                        time.sleep(rng.uniform(0, self.options.jitter_seconds))
+                    started = time.perf_counter()
+                    result = scorer.score([item.block for item in items], batch.reads, self.params, self.k)
+                    stats.busy_seconds += time.perf_counter() - started
+                except Exception as error:  # a device fault: hand the blocks back, stop this consumer
+                    if not is_gpu:
+                        raise
+                    self._queue.put_back(items)
+                    stats.error = f"{type(error).__name__}: {error}"
+                    return
+                chunks += 1
+                stats.blocks += len(items)
+                stats.edges += sum(item.block.n_edges for item in items)
+                stats.cells += sum(item.cells for item in items)
+                self._fold(items[0].batch, batch, result, len(items))
+                self._queue.finished(len(items))
+                with self._lock:
+                    self.on_progress(len(items), sum(item.cells for item in items))
+        except BaseException as error:  # noqa: B902 - handed to the caller's thread
+            self._fail(error)
+
+    def _leave_to_gpus(self, items: list[WorkItem], stats: ConsumerStats) -> bool:
+        """True if the live GPUs would finish all untaken work before this worker finishes `items`."""
+        if not self.options.balance_tail:
+            return False
+        gpu_rate = sum(s.rate() for s in self._gpu_stats if not s.error)
+        return leave_to_gpus(sum(item.cells for item in items), stats.rate(), gpu_rate,
+                             self._queue.untaken_cells())
+
+    def _fold(self, index: int, batch: _Batch, result: Candidates, n_blocks: int) -> None:
+        with batch.lock:
+            batch.candidates.add(result)
+            batch.blocks_left -= n_blocks
+            done = batch.blocks_left == 0
+        if done:
+            self.scoring_seconds = time.perf_counter() - self._started
+            self._done.put(index)
+
+    def _fail(self, error: BaseException) -> None:
+        if self._fatal is None:
+            self._fatal = error
+        self._queue.cancel()
+
+
+def leave_to_gpus(cells: float, own_rate: float, gpu_rate: float, untaken_cells: float) -> bool:
+    """The tail rule: a CPU worker leaves `cells` to the GPUs if they would score every untaken
+    cell (at `gpu_rate` cells/s) before it scored `cells` at `own_rate`; never while a rate is
+    still unknown (0)."""
+    if own_rate <= 0 or gpu_rate <= 0:
+        return False
+    return cells / own_rate > untaken_cells / gpu_rate
 
 
 def run_engine(build_profiles: Callable[[np.ndarray], np.ndarray], n_edges: int, width: int,
                reads: ReadBatch, params: ScoringParams, k: int, use_cpu: bool,
-               gpu_scorers: list[Scorer], options: EngineOptions,
-               on_progress: Callable[[int, int], None] = lambda blocks, edges: None) -> EngineResult:
-    """Score every read against every edge; returns each read's k best (score, edge) pairs.
-
-    `build_profiles(edge_ids)` returns uint8 [len, m] profiles (profiles.ProfileBuilder.profiles).
-    `use_cpu` False means GPU only, with CPU workers started only if every GPU fails.
-    """
+               gpu_scorers: Sequence[Scorer], options: EngineOptions,
+               on_progress: Callable[[int, int], None] = lambda blocks, cells: None) -> EngineResult:
+    """Score one batch of reads against every edge; each read's k best (score, edge) pairs."""
+    n_columns = build_profiles(np.arange(1)).shape[1]
+    engine = Engine(build_profiles, n_edges, n_columns, width, params, k, use_cpu, gpu_scorers, options,
+                    on_progress)
     started = time.perf_counter()
-    queue = BlockQueue(options.queue_capacity)
-    results: list[Candidates] = []
-    stats: list[ConsumerStats] = []
-    threads: list[threading.Thread] = []
-    lock = threading.Lock()
-
-    def progress(blocks: int, edges: int) -> None:
-        with lock:
-            on_progress(blocks, edges)
-
-    def start(scorer: Scorer, is_gpu: bool) -> None:
-        record = ConsumerStats(name=scorer.name)
-        stats.append(record)
-        thread = threading.Thread(
-            target=_consume, name=f"papara-{scorer.name}", daemon=True,
-            args=(queue, scorer, reads, params, k, record, results, options, is_gpu, progress),
-        )
-        threads.append(thread)
-        thread.start()
-
-    cpu_workers = options.cpu_workers if use_cpu else 0
-    for scorer in gpu_scorers:
-        start(scorer, is_gpu=True)
-    for _ in range(cpu_workers):
-        start(CpuScorer(), is_gpu=False)
-    try:
-        build_seconds = 0.0
-        for index in range(block_count(n_edges, width)):
-            first = index * width
-            t0 = time.perf_counter()
-            edge_ids = np.arange(first, min(first + width, n_edges))
-            block = make_block(index, first, build_profiles(edge_ids), width)
-            build_seconds += time.perf_counter() - t0
-            if not queue.put(block):
-                break
-        queue.close()
-        fallback_started = cpu_workers > 0
-        while any(t.is_alive() for t in threads):
-            for t in threads:
-                t.join(timeout=0.1)
-            if not fallback_started and gpu_scorers and all(s.error for s in stats):
-                # every GPU failed and no CPU worker runs: CPU workers finish the queue
-                fallback_started = True
-                for _ in range(max(1, options.cpu_workers)):
-                    start(CpuScorer(), is_gpu=False)
-    except BaseException:
-        queue.cancel()
-        raise
-    for record in stats:
-        if record.error:
-            print(f"papara-py: GPU consumer {record.name} failed ({record.error}); its blocks were "
-                  f"returned to the queue and finished by the CPU workers", file=sys.stderr)
-    merged = Candidates.empty(reads.count, k)
-    for local in results:
-        merged.add(local)
-    return EngineResult(candidates=merged, consumers=stats, build_seconds=build_seconds,
+    [(_, candidates)] = list(engine.run(lambda index: reads, [reads.residues]))
+    return EngineResult(candidates=candidates, consumers=engine.consumers, build_seconds=engine.build_seconds,
                         wall_seconds=time.perf_counter() - started)

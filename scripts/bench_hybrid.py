@@ -1,0 +1,101 @@
+"""Run the main job with --device cpu, gpu and hybrid on the same data; prints GCUPS and shares.
+
+    python3 scripts/bench_hybrid.py DATA_DIR [--devices cpu,gpu,hybrid] [-j N] [--out DIR]
+
+DATA_DIR holds tree.nwk, ref.phy and reads.fa (scripts/simulate.py writes that layout). Each
+device runs as its own `python -m papara_py` process (each pays its own start-up, JIT cache
+loads and OpenCL build, as a user's run does). From each run file's /run record it prints:
+scoring GCUPS (DESIGN 4), the share of blocks and cells each consumer kind took, the stage
+timings, T_all (the run from reading inputs to the closed output file) and T_all / T_scoring,
+and the process wall time. Then it checks that every per-read dataset is identical across the
+devices (exit status 1 if not) and, for hybrid, compares its GCUPS with cpu + gpu.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+COMPARED = ["status", "best_edge", "score", "start", "cigar", "strand", "candidates/edge", "candidates/score"]
+
+
+def run_device(data: Path, device: str, threads: int, out: Path, extra: list[str]) -> dict:
+    """One run of the main job; returns its /run record plus the process wall time."""
+    output = out / f"run-{device}.h5"
+    command = [sys.executable, "-m", "papara_py", "-t", str(data / "tree.nwk"), "-s", str(data / "ref.phy"),
+               "-r", str(data / "reads.fa"), "-o", str(output), "--device", device, "-j", str(threads), *extra]
+    started = time.perf_counter()
+    subprocess.run(command, check=True)
+    wall = time.perf_counter() - started
+    with h5py.File(output, "r") as handle:
+        attrs = handle["run"].attrs
+        record = {key: (json.loads(value) if isinstance(value, str) and value[:1] in "{[" else value)
+                  for key, value in attrs.items()}
+    record["process_wall_seconds"] = wall
+    record["file"] = str(output)
+    return record
+
+
+def shares(record: dict) -> dict[str, float]:
+    """Fraction of the cells each consumer kind (cpu, gpu) scored."""
+    totals: dict[str, float] = {}
+    for name, stats in record["consumers"].items():
+        kind = name.split("-")[0]
+        totals[kind] = totals.get(kind, 0) + stats.get("cells", stats["edges"])
+    whole = sum(totals.values()) or 1
+    return {kind: value / whole for kind, value in sorted(totals.items())}
+
+
+def identical(files: list[str]) -> list[str]:
+    """Per-read datasets that differ between the run files (empty when all agree)."""
+    differ = []
+    with h5py.File(files[0], "r") as first:
+        for name in COMPARED + ["aligned"]:
+            want = first["reads"][name][()]
+            for other in files[1:]:
+                with h5py.File(other, "r") as handle:
+                    if not np.array_equal(handle["reads"][name][()], want):
+                        differ.append(f"{name} ({other})")
+    return differ
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data", type=Path)
+    parser.add_argument("--devices", default="cpu,gpu,hybrid")
+    parser.add_argument("-j", "--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--out", type=Path, default=Path("/tmp/bench_hybrid"))
+    parser.add_argument("extra", nargs="*", help="more options for papara-py, after --")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    records = {}
+    for device in args.devices.split(","):
+        record = run_device(args.data, device, args.threads, args.out, ["-q", *args.extra])
+        records[device] = record
+        t = record["timings_seconds"]
+        total = t.get("total", sum(t.values()))
+        print(f"{device:7s} GCUPS {record['gcups']:8.1f}  scoring {t['scoring']:8.2f} s  T_all {total:8.2f} s  "
+              f"T_all/T_scoring {total / t['scoring']:.3f}  process {record['process_wall_seconds']:.1f} s  "
+              f"shares {json.dumps({k: round(v, 4) for k, v in shares(record).items()})}", flush=True)
+        print(f"        timings {json.dumps({k: round(v, 3) for k, v in t.items()})}", flush=True)
+        print(f"        consumers {json.dumps(record['consumers'])}", flush=True)
+    if {"cpu", "gpu", "hybrid"} <= records.keys():
+        both = records["cpu"]["gcups"] + records["gpu"]["gcups"]
+        print(f"hybrid / (cpu + gpu) = {records['hybrid']['gcups']:.1f} / {both:.1f} = "
+              f"{records['hybrid']['gcups'] / both:.3f}")
+    differ = identical([r["file"] for r in records.values()])
+    print("per-read datasets identical across devices" if not differ else f"DIFFER: {differ}")
+    (args.out / "bench_hybrid.json").write_text(json.dumps(records, indent=1, default=str))
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""A killed or interrupted run never leaves a truncated output (DESIGN 7, 9).
+
+The main job runs in a subprocess on the bundled example and is hit, at moments spread over its
+whole run, with SIGKILL (nothing can clean up: the previous complete file must survive
+byte for byte, or no file exist) or SIGINT (Ctrl-C: exit status 130 promptly, no output, no
+temporary file left).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import h5py
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
+
+
+def main_job(output: Path) -> list[str]:
+    # small batches: the run spends its time in many score / trace back / write rounds
+    return [sys.executable, "-m", "papara_py", "-t", str(EXAMPLE / "tree.nwk"), "-s", str(EXAMPLE / "ref.phy"),
+            "-r", str(EXAMPLE / "reads.fa"), "-o", str(output), "--device", "cpu", "-j", "1",
+            "--batch-reads", "10", "-q"]
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def complete_run(tmp_path_factory) -> tuple[Path, float]:
+    """A complete run file and how long the run took (to spread the signals over)."""
+    output = tmp_path_factory.mktemp("complete") / "run.h5"
+    subprocess.run(main_job(output), check=True)  # the first run may fill the JIT cache
+    started = time.perf_counter()
+    subprocess.run(main_job(output), check=True)
+    return output, time.perf_counter() - started
+
+
+def assert_complete_run(path: Path, reference: Path) -> None:
+    """`path` is a whole run file: readable, with the run record and the same results as `reference`."""
+    with h5py.File(path, "r") as handle, h5py.File(reference, "r") as want:
+        assert "status_counts" in handle["run"].attrs
+        for name in ("best_edge", "score", "cigar"):
+            assert (handle["reads"][name][()] == want["reads"][name][()]).all()
+
+
+def interrupt_at(command: list[str], delay: float, sig: int) -> subprocess.CompletedProcess:
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    process.send_signal(sig)
+    try:
+        _, stderr = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise AssertionError(f"the run did not stop within 30 s of signal {sig}")
+    return subprocess.CompletedProcess(command, process.returncode, "", stderr)
+
+
+@pytest.mark.parametrize("fraction", [0.15, 0.35, 0.55, 0.75, 0.9, 0.97])
+def test_sigkill_leaves_the_previous_complete_file(fraction, complete_run, tmp_path):
+    complete, seconds = complete_run
+    output = tmp_path / "run.h5"
+    output.write_bytes(complete.read_bytes())
+    before = digest(output)
+    result = interrupt_at(main_job(output), fraction * seconds, signal.SIGKILL)
+    assert output.exists()
+    assert result.returncode in (0, -signal.SIGKILL)
+    # the old file byte for byte, or (the kill came after the rename) the new complete one
+    if digest(output) != before:
+        assert_complete_run(output, complete)
+    # whatever the kill left behind is a hidden temporary file, never the output's name
+    for leftover in tmp_path.iterdir():
+        assert leftover == output or (leftover.name.startswith(".run.h5.") and leftover.name.endswith(".partial"))
+
+
+@pytest.mark.parametrize("fraction", [0.05, 0.3, 0.6, 0.85])
+def test_sigkill_without_a_previous_file_leaves_no_output(fraction, complete_run, tmp_path):
+    complete, seconds = complete_run
+    output = tmp_path / "run.h5"
+    interrupt_at(main_job(output), fraction * seconds, signal.SIGKILL)
+    if output.exists():  # only ever the complete file, renamed into place before the kill
+        assert_complete_run(output, complete)
+
+
+@pytest.mark.parametrize("fraction", [0.1, 0.4, 0.7])
+def test_ctrl_c_exits_130_promptly_and_leaves_nothing(fraction, complete_run, tmp_path):
+    _, seconds = complete_run
+    output = tmp_path / "run.h5"
+    delay = fraction * seconds
+    for _ in range(4):  # a loaded machine may run faster than the timed run: aim earlier
+        started = time.perf_counter()
+        result = interrupt_at(main_job(output), delay, signal.SIGINT)
+        if not output.exists():
+            break
+        output.unlink()
+        delay /= 2
+    else:
+        pytest.fail("every run finished before Ctrl-C arrived")
+    assert result.returncode == 130, result.stderr
+    assert "interrupted" in result.stderr and "Traceback" not in result.stderr
+    assert time.perf_counter() - started < delay + 10
+    assert list(tmp_path.iterdir()) == [], "Ctrl-C must leave neither the output nor a temporary file"
