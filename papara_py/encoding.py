@@ -58,6 +58,11 @@ COMPLEMENT_ASCII[ord("U")] = ord("A")
 COMPLEMENT_ASCII[ord("u")] = ord("a")
 
 
+def reverse_complement(ascii_bytes: np.ndarray) -> np.ndarray:
+    """The reverse complement of a sequence (uint8 ASCII, IUPAC codes complemented, case kept)."""
+    return COMPLEMENT_ASCII[ascii_bytes[::-1]]
+
+
 def encode_read(ascii_bytes: np.ndarray) -> np.ndarray:
     """Encode read residues (uint8 ASCII) to state sets; invalid bytes come back as 0."""
     return READ_CODE[ascii_bytes]

@@ -5,6 +5,11 @@ reference columns, insertion columns are added (as many as the longest insertion
 gaps in every other row, and each read's inserted residues fill them from the left.
 epa: the aligned reads only, in reference columns (insertions removed), as EPA-ng expects queries.
 
+Orientation: every export shows each read as it was aligned, i.e. reverse-complemented where
+/reads/strand is "-". /reads/aligned, /reads/start and /reads/cigar already describe that oriented
+read; /reads/sequence holds the read as given in the input, so its inserted residues are taken
+from its reverse complement for "-" reads (`oriented_sequence`).
+
 Reads without an alignment (status other than "aligned") have no row to export; they are
 counted in a notice on stderr, never dropped silently.
 """
@@ -17,6 +22,7 @@ from typing import IO, Iterator
 import h5py
 import numpy as np
 
+from papara_py.encoding import reverse_complement
 from papara_py.errors import InputError
 from papara_py.outputs import FORMAT_NAME, atomic_path
 from papara_py.reads import STATUS_ALIGNED
@@ -37,6 +43,12 @@ def insertion_runs(start: int, cigar: str) -> Iterator[tuple[int, int, int]]:
             offset += length
         else:
             column += length
+
+
+def oriented_sequence(sequence: str, strand: str) -> np.ndarray:
+    """The read as aligned (uint8 ASCII): `sequence` as given, reverse-complemented for strand "-"."""
+    residues = np.frombuffer(sequence.encode("ascii"), dtype=np.uint8)
+    return reverse_complement(residues) if strand == "-" else residues
 
 
 def _aligned_rows(reads: h5py.Group, ids: np.ndarray, chunk: int = 4096) -> Iterator[np.ndarray]:
@@ -96,6 +108,7 @@ def _write_extended(run: h5py.File, aligned_ids: np.ndarray, read_names, fmt: st
     starts = reads["start"][:]
     cigars = reads["cigar"].asstr()[:]
     sequences = reads["sequence"].asstr()
+    strands = reads["strand"].asstr()[:]
     widest = np.zeros(m + 1, dtype=np.int64)  # insertion columns before reference column p
     for q in aligned_ids:
         for position, _, length in insertion_runs(int(starts[q]), cigars[q]):
@@ -115,7 +128,7 @@ def _write_extended(run: h5py.File, aligned_ids: np.ndarray, read_names, fmt: st
         for q, aligned in zip(aligned_ids, _aligned_rows(reads, aligned_ids)):
             extended = np.full(width, GAP, dtype=np.uint8)
             extended[column_at] = aligned
-            residues = np.frombuffer(sequences[q].encode("ascii"), dtype=np.uint8)
+            residues = oriented_sequence(sequences[q], strands[q])
             for position, offset, length in insertion_runs(int(starts[q]), cigars[q]):
                 first = insert_at[position]
                 extended[first:first + length] = residues[offset:offset + length]

@@ -12,7 +12,7 @@ from typing import Iterable
 
 import numpy as np
 
-from papara_py.encoding import COMPLEMENT_ASCII, READ_CODE
+from papara_py.encoding import READ_CODE, reverse_complement
 
 STATUS_ALIGNED = "aligned"
 STATUS_EMPTY = "empty"
@@ -71,4 +71,4 @@ class ReadSet:
     def oriented(self, q: int, reverse: bool) -> np.ndarray:
         """Read q's residues (uint8 ASCII), reverse-complemented when `reverse`."""
         residues = self.residues[self.offsets[q]:self.offsets[q + 1]]
-        return COMPLEMENT_ASCII[residues[::-1]] if reverse else residues
+        return reverse_complement(residues) if reverse else residues

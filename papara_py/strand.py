@@ -1,0 +1,206 @@
+"""Which strand of each read to align: decided from shared k-mers, before the dynamic programming.
+
+Why: shotgun reads come from both strands, but the scoring of DESIGN 4 compares a read with the
+reference as written; a read from the other strand scores like random sequence (on the real pyrG
+data half the reads do). Aligning every read both ways doubles the scoring work, so `auto` first
+asks a cheap question: does the read, or its reverse complement, share more exact k-mers with
+the reference sequences?
+
+Evidence rule (`decide`): let f and r be how many of the read's k-mer windows (k = `K`, windows
+with an ambiguity code skipped) occur in some reference row (gaps removed), for the read and for
+its reverse complement. The orientation with more hits wins outright only when
+
+    lead = |f - r| >= MIN_LEAD + Z * sqrt(2 * lam)   and   max(f, r) >= FOLD * min(f, r),
+
+where lam = density * windows is the number of hits a random read of that length would get
+(density: the share of all 4^K k-mers present in the reference; f - r of a read unrelated to
+the reference has standard deviation about sqrt(2 * lam)). Otherwise the evidence is weak
+(too divergent, too short, repetitive, or not from the reference at all) and the read is scored
+in both orientations, the better best score winning (ties: forward), exactly as with
+`--strand both`.
+
+The decision uses only the read and the reference, never the batch or read order, so shards of
+a run and a single run decide alike. It is symmetric: the reverse complement of a read gets the
+opposite decision (f and r swap), and undecided stays undecided.
+
+`StrandPlan` turns per-read decisions into what the engine scores (each read once in its
+decided orientation, undecided reads a second time reverse-complemented) and picks per read the
+orientation whose best score is smaller (ties: forward); the read's candidate list comes entirely
+from the chosen orientation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from papara_py.encoding import IS_GAP
+from papara_py.engine.topk import Candidates
+from papara_py.errors import InputError
+from papara_py.reads import ReadSet
+
+STRAND_MODES = ("auto", "both", "forward")
+
+#: k-mer length: 4^12 = 16.7 M possible k-mers, a 2 MiB bitmap; long enough that a reference of
+#: 100 k distinct k-mers covers under 1% of them, short enough that reads ~15% divergent from the
+#: nearest reference still share several exact k-mers.
+K = 12
+#: Smallest lead of the winning orientation, in k-mer hits, when the background is empty.
+MIN_LEAD = 3
+#: Background allowance: standard deviations of (f - r) for a read unrelated to the reference.
+Z = 4.0
+#: The winning orientation needs at least this many times the loser's hits.
+FOLD = 3
+
+FORWARD, UNDECIDED, REVERSE = 1, 0, -1
+
+#: ASCII -> 2-bit base (A0 C1 G2 T3, U is T); 255 for anything else (ambiguity codes, gaps).
+_BASE = np.full(256, 255, dtype=np.uint8)
+for _i, _letters in enumerate(("Aa", "Cc", "Gg", "TtUu")):
+    for _letter in _letters:
+        _BASE[ord(_letter)] = _i
+
+
+def _windows(ascii: np.ndarray, offsets: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every k-mer window lying inside one sequence and free of non-ACGT characters.
+
+    `ascii` is the concatenation of sequences delimited by `offsets` (int64 [S + 1], from 0 to
+    len(ascii); empty sequences allowed). Returns the
+    window's 2-bit packed code, the packed code of its reverse complement (both uint32, first
+    base in the high bits) and the sequence it belongs to (int64).
+    """
+    n = len(ascii)
+    if n < k:
+        empty = np.empty(0, dtype=np.uint32)
+        return empty, empty, np.empty(0, dtype=np.int64)
+    base = _BASE[ascii]
+    n_windows = n - k + 1
+    bad = np.concatenate(([0], np.cumsum(base == 255)))
+    lengths = np.diff(offsets)
+    owner = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)[:n_windows]
+    first = np.arange(n_windows, dtype=np.int64)
+    valid = (first + k <= offsets[1:][owner]) & (bad[first + k] == bad[first])
+    bits = (base & 3).astype(np.uint32)
+    forward = np.zeros(n_windows, dtype=np.uint32)
+    reverse = np.zeros(n_windows, dtype=np.uint32)
+    for i in range(k):
+        window_base = bits[i:i + n_windows]
+        forward = (forward << 2) | window_base
+        reverse |= (3 - window_base) << np.uint32(2 * i)
+    return forward[valid], reverse[valid], owner[valid]
+
+
+def _gather(reads: ReadSet, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The residues (ASCII, as given) of reads `indices`, concatenated, and their offsets."""
+    lengths = reads.lengths[indices]
+    offsets = np.zeros(len(indices) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    position = np.repeat(reads.offsets[indices] - offsets[:-1], lengths) + np.arange(offsets[-1])
+    return reads.residues[position], offsets
+
+
+class ReferenceKmers:
+    """The set of k-mers of the reference rows (gaps removed), as a bitmap over all 4^k codes."""
+
+    def __init__(self, rows: np.ndarray, k: int = K, rows_per_chunk: int = 512) -> None:
+        """`rows`: the reference alignment, uint8 ASCII [N, m]; chunked to bound memory."""
+        if not 1 <= k <= 16:
+            raise ValueError(f"k must be in 1..16 (codes are uint32), got {k}")
+        self.k = k
+        present = np.zeros(4 ** k, dtype=bool)
+        for lo in range(0, rows.shape[0], rows_per_chunk):
+            chunk = rows[lo:lo + rows_per_chunk]
+            residue = ~IS_GAP[chunk]
+            offsets = np.concatenate(([0], np.cumsum(residue.sum(axis=1)))).astype(np.int64)
+            forward, _, _ = _windows(chunk[residue], offsets, k)
+            present[forward] = True
+        self.distinct = int(np.count_nonzero(present))
+        self._bitmap = np.packbits(present, bitorder="little")
+
+    @property
+    def density(self) -> float:
+        """Share of all 4^k k-mers that occur in the reference (a random k-mer's hit chance)."""
+        return self.distinct / 4 ** self.k
+
+    def _contains(self, codes: np.ndarray) -> np.ndarray:
+        return ((self._bitmap[codes >> 3] >> (codes & 7).astype(np.uint8)) & 1).astype(bool)
+
+    def hits(self, ascii: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per sequence: (forward hits, reverse-complement hits, windows), int64 [S] each."""
+        forward, reverse, owner = _windows(ascii, offsets, self.k)
+        n = len(offsets) - 1
+        return (np.bincount(owner[self._contains(forward)], minlength=n),
+                np.bincount(owner[self._contains(reverse)], minlength=n),
+                np.bincount(owner, minlength=n))
+
+
+def decide(forward_hits: np.ndarray, reverse_hits: np.ndarray, windows: np.ndarray,
+           density: float) -> np.ndarray:
+    """The evidence rule of the module docstring: int8 FORWARD, REVERSE or UNDECIDED per read."""
+    f = np.asarray(forward_hits, dtype=np.int64)
+    r = np.asarray(reverse_hits, dtype=np.int64)
+    needed = MIN_LEAD + Z * np.sqrt(2.0 * density * np.asarray(windows, dtype=np.float64))
+    lead = np.abs(f - r)
+    strong = (lead >= needed) & (np.maximum(f, r) >= FOLD * np.minimum(f, r))
+    return np.where(strong, np.where(f > r, FORWARD, REVERSE), UNDECIDED).astype(np.int8)
+
+
+def check_mode(mode: str) -> str:
+    """`mode` if it is one of STRAND_MODES; InputError otherwise."""
+    if mode not in STRAND_MODES:
+        raise InputError("--strand", f"must be one of {', '.join(STRAND_MODES)}; got {mode!r}")
+    return mode
+
+
+def orient(mode: str, reads: ReadSet, indices: np.ndarray, kmers: ReferenceKmers | None) -> np.ndarray:
+    """int8 decision per read of `indices`: forward -> all FORWARD, both -> all UNDECIDED,
+    auto -> `decide` on the k-mer evidence (`kmers` required)."""
+    check_mode(mode)
+    if mode == "forward":
+        return np.full(len(indices), FORWARD, dtype=np.int8)
+    if mode == "both":
+        return np.full(len(indices), UNDECIDED, dtype=np.int8)
+    if kmers is None:
+        raise ValueError("--strand auto needs the reference k-mers")
+    f, r, windows = kmers.hits(*_gather(reads, indices))
+    return decide(f, r, windows, kmers.density)
+
+
+@dataclass(frozen=True)
+class StrandPlan:
+    """What to score for one batch, and how to pick each read's orientation from the scores.
+
+    `reads[:n]` are the batch's reads in order, each in its decided orientation (forward when
+    undecided); `reads[n:]` the undecided ones again, reverse-complemented. `reverse` flags the
+    slots scored reverse-complemented (ReadSet.select's argument).
+    """
+
+    reads: np.ndarray     # int64 [S] read ids, S = n + undecided
+    reverse: np.ndarray   # bool [S]
+    n: int
+    second: np.ndarray    # int64 [undecided]: batch positions of the reads scored twice
+
+    @classmethod
+    def for_batch(cls, indices: np.ndarray, decision: np.ndarray) -> "StrandPlan":
+        indices = np.asarray(indices, dtype=np.int64)
+        second = np.flatnonzero(decision == UNDECIDED)
+        return cls(reads=np.concatenate((indices, indices[second])),
+                   reverse=np.concatenate((decision == REVERSE, np.ones(len(second), dtype=bool))),
+                   n=len(indices), second=second)
+
+    def pick(self, scored: Candidates) -> tuple[np.ndarray, Candidates]:
+        """(reverse bool [n], candidates [n, K]) from the candidates of every scored slot.
+
+        A read scored twice takes the reverse complement only if its best score is strictly
+        smaller than the forward one's; on equal scores it stays forward, whatever the edges.
+        """
+        reverse = self.reverse[:self.n].copy()
+        score, edge = scored.score[:self.n].copy(), scored.edge[:self.n].copy()
+        if len(self.second):
+            better = scored.score[self.n:, 0] < score[self.second, 0]
+            take = self.second[better]
+            reverse[take] = True
+            score[take] = scored.score[self.n:][better]
+            edge[take] = scored.edge[self.n:][better]
+        return reverse, Candidates(score=score, edge=edge)
