@@ -1,0 +1,156 @@
+"""Edge profiles computed once (`papara-py prepare`) and shared by every shard (`--profiles`).
+
+Why: every array task would otherwise repeat the two tree passes and hold 2 x E x m bytes of
+directional sets. `prepare` stores the final profiles, uint8 [E, m], in an HDF5 file; a shard
+opens it instead of building them.
+
+File layout (format "papara-py-profiles", format_version 1):
+
+    /                       attrs: format, format_version, version, command_line,
+                            checksums_sha256 (JSON: tree, alignment), inputs (JSON: paths),
+                            n_edges, n_columns
+    /tree/newick_numbered   string: the tree whose edges the rows are numbered by
+    /profiles               uint8 [E, m]: row e is edge e's profile (ProfileBuilder.profiles)
+
+The profiles are stored contiguous and uncompressed so that a shard can memory-map them: the
+memory cost is E x m bytes of page cache, shared by every shard on a node and paged in as the
+engine builds blocks, instead of 2 x E x m private bytes per process for the directional sets.
+(Where the dataset cannot be mapped, e.g. a file rewritten with compression by another tool,
+it is read into memory: E x m private bytes.)
+
+A shard trusts the file only if it was made from the very tree and alignment the shard was given
+(sha256 of each, plus edge count, column count and numbered Newick) by the same papara-py
+version; anything else is an InputError naming the profiles file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Protocol
+
+import h5py
+import numpy as np
+
+from papara_py import __version__
+from papara_py.errors import InputError
+from papara_py.outputs import STRINGS, atomic_path
+from papara_py.profiles import ProfileBuilder
+from papara_py.tree import EdgeTree
+
+FORMAT_NAME = "papara-py-profiles"
+FORMAT_VERSION = 1
+#: Edges written per step by `prepare` (bounds the temporary profile array to this many rows).
+_WRITE_EDGES = 1024
+
+
+class EdgeProfiles(Protocol):
+    """What the engine and the traceback need of the edge profiles (ProfileBuilder has it too)."""
+
+    @property
+    def n_edges(self) -> int: ...
+
+    def profiles(self, edge_ids: np.ndarray) -> np.ndarray: ...
+
+
+class PreparedProfiles:
+    """Edge profiles read from a prepared file; `profiles(edge_ids)` like ProfileBuilder's.
+
+    Read-only after construction, so any number of engine threads may call `profiles` at once.
+    """
+
+    def __init__(self, table: np.ndarray, path: str) -> None:
+        self._table = table
+        self.path = path
+
+    @property
+    def n_edges(self) -> int:
+        return int(self._table.shape[0])
+
+    @property
+    def n_columns(self) -> int:
+        return int(self._table.shape[1])
+
+    @property
+    def memory_mapped(self) -> bool:
+        return isinstance(self._table, np.memmap)
+
+    def profiles(self, edge_ids: np.ndarray) -> np.ndarray:
+        """uint8 [len(edge_ids), m] profile bytes of these edges (a copy)."""
+        ids = np.asarray(edge_ids, dtype=np.intp).reshape(-1)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.n_edges):
+            raise IndexError(f"edge ids must lie in 0..{self.n_edges - 1}")
+        return np.asarray(self._table[ids])
+
+
+def input_checksums(tree: str, alignment: str) -> dict[str, str]:
+    """sha256 of the tree and alignment files, the identity a prepared file is checked by."""
+    from papara_py.pipeline import sha256_file  # pipeline imports this module
+
+    return {"tree": sha256_file(tree), "alignment": sha256_file(alignment)}
+
+
+def prepare(tree: str, alignment: str, output: str, command_line: str = "") -> int:
+    """Compute every edge profile of (tree, alignment) and write them to `output` atomically.
+
+    Returns the number of edges. Input problems raise InputError exactly as the main job would.
+    """
+    from papara_py.inputs import match_tips, read_alignment, read_tree
+
+    edge_tree = EdgeTree.from_dendropy(read_tree(tree))
+    aligned = read_alignment(alignment)
+    builder = ProfileBuilder(edge_tree, match_tips(edge_tree.tip_names, aligned, tree).tip_rows)
+    m = builder.n_columns
+    with atomic_path(output) as tmp_path, h5py.File(tmp_path, "w") as handle:
+        handle.attrs.update({
+            "format": FORMAT_NAME, "format_version": FORMAT_VERSION, "version": __version__,
+            "command_line": command_line, "n_edges": builder.n_edges, "n_columns": m,
+            "checksums_sha256": json.dumps(input_checksums(tree, alignment), sort_keys=True),
+            "inputs": json.dumps({"tree": os.path.abspath(tree), "alignment": os.path.abspath(alignment)},
+                                 sort_keys=True),
+        })
+        handle.create_dataset("tree/newick_numbered", data=edge_tree.numbered_newick, dtype=STRINGS)
+        table = handle.create_dataset("profiles", (builder.n_edges, m), dtype=np.uint8)  # contiguous: mappable
+        for first in range(0, builder.n_edges, _WRITE_EDGES):
+            edges = np.arange(first, min(builder.n_edges, first + _WRITE_EDGES))
+            table[first:first + len(edges)] = builder.profiles(edges)
+    return builder.n_edges
+
+
+def open_prepared(path: str, edge_tree: EdgeTree, n_columns: int, checksums: dict[str, str]) -> PreparedProfiles:
+    """Open `path` for a run on `edge_tree` / an m = `n_columns` alignment whose files hash to
+    `checksums` (keys tree, alignment); InputError naming `path` when it belongs to other inputs."""
+    try:
+        handle = h5py.File(path, "r")
+    except OSError as exc:
+        raise InputError(path, f"cannot open the prepared profiles (made by `papara-py prepare`): {exc}") from None
+    with handle:
+        attrs = handle.attrs
+        if attrs.get("format") != FORMAT_NAME or "profiles" not in handle:
+            raise InputError(path, "this is not a profiles file made by `papara-py prepare`")
+        if attrs.get("format_version") != FORMAT_VERSION or attrs.get("version") != __version__:
+            raise InputError(path, f"the profiles were prepared by papara-py {attrs.get('version')} (profiles format "
+                                   f"{attrs.get('format_version')}); this is papara-py {__version__}: run "
+                                   f"`papara-py prepare` again with this version")
+        stored = json.loads(attrs.get("checksums_sha256", "{}"))
+        for name in ("tree", "alignment"):
+            if stored.get(name) != checksums[name]:
+                made_from = json.loads(attrs.get("inputs", "{}")).get(name, "?")
+                raise InputError(path, f"the profiles were prepared from a different {name} ({made_from}, sha256 "
+                                       f"{str(stored.get(name))[:12]}...) than the one given (sha256 "
+                                       f"{checksums[name][:12]}...); run `papara-py prepare` on these inputs")
+        table = handle["profiles"]
+        newick = handle["tree/newick_numbered"].asstr()[()] if "tree/newick_numbered" in handle else None
+        if table.shape != (edge_tree.n_edges, n_columns) or table.dtype != np.uint8 \
+                or newick != edge_tree.numbered_newick:
+            raise InputError(path, f"the stored profiles ({table.shape[0]} edges x {table.shape[1]} columns) do not "
+                                   f"fit this tree and alignment ({edge_tree.n_edges} edges x {n_columns} columns); "
+                                   f"run `papara-py prepare` again")
+        offset = table.id.get_offset() if table.chunks is None and table.compression is None else None
+        if offset is not None and table.size:
+            try:
+                return PreparedProfiles(np.memmap(path, dtype=np.uint8, mode="r", offset=offset,
+                                                  shape=table.shape), path)
+            except (OSError, ValueError):
+                pass  # a filesystem that cannot map files: read them instead
+        return PreparedProfiles(table[()], path)  # E x m private bytes
