@@ -30,6 +30,9 @@ EPA-ng query file.
 Other commands:
   papara-py export RUN.h5 --format phylip|fasta|epa -o FILE
   papara-py devices          list the OpenCL devices papara-py sees
+  papara-py prepare -t TREE -s REF -o PROFILES.h5      edge profiles once, for every shard (--profiles)
+  papara-py merge SHARD.h5... -o RUN.h5                 shards of an array job -> one run file
+  papara-py report RUN.h5 -o REPORT.html [--png DIR]    the run at a glance: tree, coverage, fit
 """
 
 _EPILOG = """\
@@ -84,8 +87,20 @@ def build_parser() -> argparse.ArgumentParser:
                         help="edges per block (default: the CPU's int16 vector width)")
     engine.add_argument("--candidates", type=_positive_int, default=5, metavar="K",
                         help="best K branches kept per read, for placement tools (default: %(default)s)")
+    engine.add_argument("--strand", choices=["auto", "both", "forward"], default="auto",
+                        help="read orientation: auto decides from shared k-mers with the reference and scores "
+                             "both orientations where that evidence is weak; both always scores both and keeps "
+                             "the better (ties: forward); forward takes reads as given (default: %(default)s)")
     engine.add_argument("--batch-reads", type=_positive_int, default=50_000, metavar="N",
                         help="reads scored per batch; bounds memory (default: %(default)s)")
+    cluster = parser.add_argument_group("cluster array jobs (README: Running at cluster scale)")
+    cluster.add_argument("--shard", metavar="K/N", default=None,
+                         help="align slice K of N (0 <= K < N; read q is in slice q mod N) into a self-contained "
+                              "shard file for `papara-py merge`; when absent, taken from SLURM_ARRAY_TASK_* or "
+                              "SGE_TASK_* in an array job; `none` ignores those variables")
+    cluster.add_argument("--profiles", metavar="PROFILES.h5", default=None,
+                         help="edge profiles made by `papara-py prepare` from the same tree and alignment "
+                              "(checked by sha256), instead of computing them")
     chatter = parser.add_mutually_exclusive_group()
     chatter.add_argument("-q", "--quiet", action="store_true", help="no notices, no progress bars")
     chatter.add_argument("-v", "--verbose", action="store_true", help="more detail on stderr")
@@ -95,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _main_job(argv: list[str]) -> int:
     from papara_py.params import ScoringParams
     from papara_py.pipeline import RunConfig, run
+    from papara_py.shards import resolve_shard
 
     args = build_parser().parse_args(argv)
     _check_output_path(args.output)
@@ -102,8 +118,8 @@ def _main_job(argv: list[str]) -> int:
         tree=args.tree, alignment=args.alignment, reads=args.reads, output=args.output,
         params=ScoringParams(args.mismatch, args.cgap, args.gap_open, args.gap_extend, args.insertion),
         threads=args.threads, device=args.device, gpu_chunk=args.gpu_chunk, candidates=args.candidates,
-        lanes=args.lanes, batch_reads=args.batch_reads, quiet=args.quiet, verbose=args.verbose,
-        command_line=shlex.join(["papara-py", *argv]),
+        strand=args.strand, lanes=args.lanes, batch_reads=args.batch_reads, quiet=args.quiet, verbose=args.verbose,
+        command_line=shlex.join(["papara-py", *argv]), shard=resolve_shard(args.shard), profiles=args.profiles,
     )
     run(config)
     return 0
@@ -143,7 +159,65 @@ def _devices(argv: list[str]) -> int:
     return 0
 
 
-SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {"export": _export, "devices": _devices}
+def _prepare(argv: list[str]) -> int:
+    from papara_py.prepared import prepare
+
+    parser = argparse.ArgumentParser(
+        prog="papara-py prepare",
+        description="Compute the edge profiles of a tree and alignment once, for every shard of an array job "
+                    "to load with --profiles (each shard checks they come from its tree and alignment).")
+    parser.add_argument("-t", "--tree", required=True, metavar="TREE.nwk")
+    parser.add_argument("-s", "--alignment", required=True, metavar="REF.phy")
+    parser.add_argument("-o", "--output", required=True, metavar="PROFILES.h5")
+    args = parser.parse_args(argv)
+    _check_output_path(args.output)
+    edges = prepare(args.tree, args.alignment, args.output, shlex.join(["papara-py", "prepare", *argv]))
+    print(f"papara-py: {edges} edge profiles written to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _merge(argv: list[str]) -> int:
+    from papara_py.merge import merge
+
+    parser = argparse.ArgumentParser(
+        prog="papara-py merge",
+        description="Merge the shard files of an array job (--shard K/N) into one run file equal to a "
+                    "single-machine run; refuses shards of different inputs, settings or versions, and "
+                    "missing or duplicated slices.")
+    parser.add_argument("shards", nargs="+", metavar="SHARD.h5")
+    parser.add_argument("-o", "--output", required=True, metavar="RUN.h5")
+    args = parser.parse_args(argv)
+    _check_output_path(args.output)
+    reads = merge(args.shards, args.output, shlex.join(["papara-py", "merge", *argv]))
+    print(f"papara-py: merged {len(args.shards)} shards, {reads} reads, into {args.output}", file=sys.stderr)
+    return 0
+
+
+def _report(argv: list[str]) -> int:
+    from papara_py.report import DEFAULT_MAX_TIPS, write_report
+
+    parser = argparse.ArgumentParser(
+        prog="papara-py report",
+        description="Draw a run at a glance: where on the tree the reads landed, which reference columns "
+                    "they cover, how well they fit (outliers listed), how sure the best branch is, and the "
+                    "run record; as one self-contained HTML file (-o) and/or PNG figures (--png DIR).")
+    parser.add_argument("run", metavar="RUN.h5")
+    parser.add_argument("-o", "--output", metavar="REPORT.html", help="the HTML report (images embedded)")
+    parser.add_argument("--png", metavar="DIR", help="write the figures as DIR/tree.png, coverage.png, ...")
+    parser.add_argument("--max-tips", type=_positive_int, default=DEFAULT_MAX_TIPS, metavar="N",
+                        help="rows of the tree drawing; larger trees are collapsed (default: %(default)s)")
+    args = parser.parse_args(argv)
+    if args.output is None and args.png is None:
+        parser.error("give -o REPORT.html, --png DIR, or both")
+    if args.output is not None:
+        _check_output_path(args.output)
+    write_report(args.run, args.output, args.png, args.max_tips)
+    return 0
+
+
+SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {"export": _export, "devices": _devices,
+                                                      "prepare": _prepare, "merge": _merge,
+                                                      "report": _report}
 
 
 def main(argv: list[str] | None = None) -> int:

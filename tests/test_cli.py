@@ -12,6 +12,7 @@ import pytest
 from bad_inputs import CATALOGUE
 
 from papara_py import __version__
+from papara_py.export import oriented_sequence
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
 
@@ -61,6 +62,7 @@ def test_example_run_and_exports(tmp_path):
         assert f"{{{n_edges - 1}}}" in newick
         aligned = run["reads/aligned"][:]
         sequences = run["reads/sequence"].asstr()[:]
+        strands = run["reads/strand"].asstr()[:]
     for fmt in ("phylip", "fasta", "epa"):
         target = tmp_path / f"out.{fmt}"
         result = papara("export", str(out), "--format", fmt, "-o", str(target))
@@ -71,9 +73,9 @@ def test_example_run_and_exports(tmp_path):
     rows = dict(zip([h[1:] for h in fasta[0::2]], fasta[1::2]))
     widths = {len(r) for r in rows.values()}
     assert len(widths) == 1 and widths.pop() >= m
-    # every read row holds exactly the read's residues, in order, and nothing else
-    for name, sequence in zip(run_names(out), sequences):
-        assert rows[name].replace("-", "") == sequence
+    # every read row holds exactly the read's residues as aligned (oriented), in order, and nothing else
+    for name, sequence, strand in zip(run_names(out), sequences, strands):
+        assert rows[name].replace("-", "") == oriented_sequence(sequence, strand).tobytes().decode()
     phylip = (tmp_path / "out.phylip").read_text().split("\n")
     assert phylip[0] == f"{len(rows)} {len(next(iter(rows.values())))}"
 
