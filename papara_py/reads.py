@@ -60,13 +60,20 @@ class ReadSet:
 
         Returns (codes uint8 [total], offsets int64 [len(indices) + 1]) for the kernels.
         """
+        residues, offsets = self.select_residues(indices, reverse)
+        return READ_CODE[residues], offsets
+
+    def select_residues(self, indices: np.ndarray,
+                        reverse: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Like `select`, but the oriented residues as upper-case ASCII (what the output shows)."""
         lengths = self.lengths[indices]
         offsets = np.zeros(len(indices) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        codes = np.empty(int(offsets[-1]), dtype=np.uint8)
+        residues = np.empty(int(offsets[-1]), dtype=np.uint8)
         for slot, q in enumerate(indices.tolist()):
-            codes[offsets[slot]:offsets[slot + 1]] = READ_CODE[self.oriented(q, bool(reverse[slot]) if reverse is not None else False)]
-        return codes, offsets
+            flip = bool(reverse[slot]) if reverse is not None else False
+            residues[offsets[slot]:offsets[slot + 1]] = self.oriented(q, flip)
+        return residues, offsets
 
     def oriented(self, q: int, reverse: bool) -> np.ndarray:
         """Read q's residues (uint8 ASCII), reverse-complemented when `reverse`."""

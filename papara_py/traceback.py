@@ -23,6 +23,7 @@ from papara_py.scoring import column_penalties, fill_band
 
 OP_M, OP_D, OP_I = 0, 1, 2
 _OP_LETTER = "MDI"
+_OP_BYTES = np.frombuffer(_OP_LETTER.encode(), np.uint8).copy()
 
 
 @dataclass(frozen=True)
@@ -75,14 +76,49 @@ def _trace(read: np.ndarray, profile: np.ndarray, p: np.ndarray):
     return score, k, ops[:count][::-1].copy()
 
 
+@njit(cache=True, nogil=True)
+def _encode_cigar(ops: np.ndarray, out: np.ndarray, pos: int) -> int:
+    """Run-length encode `ops` as ASCII CIGAR bytes into out[pos:]; returns the end position.
+
+    A run of L ops takes digits(L) + 1 <= L + 1 bytes, so 2 * len(ops) bytes always suffice.
+    """
+    i = 0
+    while i < ops.shape[0]:
+        j = i
+        while j < ops.shape[0] and ops[j] == ops[i]:
+            j += 1
+        length = j - i
+        digits = 1
+        while length >= 10 ** digits:
+            digits += 1
+        for d in range(digits):
+            out[pos + digits - 1 - d] = 48 + (length // 10 ** d) % 10
+        pos += digits
+        out[pos] = _OP_BYTES[ops[i]]
+        pos += 1
+        i = j
+    return pos
+
+
 def cigar_string(ops: np.ndarray) -> str:
     """Run-length encode an op array (OP_M / OP_D / OP_I) as a CIGAR string."""
-    if ops.size == 0:
-        return ""
-    change = np.flatnonzero(np.diff(ops)) + 1
-    starts = np.concatenate(([0], change))
-    lengths = np.diff(np.concatenate((starts, [ops.size])))
-    return "".join(f"{length}{_OP_LETTER[ops[s]]}" for s, length in zip(starts, lengths))
+    out = np.empty(2 * ops.size, np.uint8)
+    return out[:_encode_cigar(ops, out, 0)].tobytes().decode()
+
+
+@njit(cache=True, nogil=True)
+def _place_ops(ops: np.ndarray, start: int, residues: np.ndarray, row: np.ndarray) -> None:
+    """Write residues into row at their M columns (D columns keep their gap, I residues go)."""
+    column, position = start, 0
+    for op in ops:
+        if op == OP_M:
+            row[column] = residues[position]
+            column += 1
+            position += 1
+        elif op == OP_D:
+            column += 1
+        else:
+            position += 1
 
 
 def align(read: np.ndarray, profile: np.ndarray, params: ScoringParams) -> ReadAlignment:
@@ -92,6 +128,51 @@ def align(read: np.ndarray, profile: np.ndarray, params: ScoringParams) -> ReadA
         raise ValueError(f"read length {n} cannot be aligned to {m} columns (need 0 < n < m)")
     score, start, ops = _trace(read, profile, params.as_array())
     return ReadAlignment(score=int(score), start=int(start), cigar=cigar_string(ops))
+
+
+@njit(cache=True, nogil=True)
+def _align_many(codes, residues, offsets, edge_slot, profiles, p, scores, starts, rows, cigar_bytes, cigar_ends):
+    """Trace every read of a batch against its profile, GIL released for the whole batch.
+
+    Read r is codes/residues[offsets[r]:offsets[r + 1]] against profiles[edge_slot[r]]; its
+    aligned row goes to rows[r] (pre-filled with gaps) and its CIGAR to
+    cigar_bytes[cigar_ends[r - 1]:cigar_ends[r]].
+    """
+    pos = 0
+    for r in range(offsets.shape[0] - 1):
+        a, b = offsets[r], offsets[r + 1]
+        score, start, ops = _trace(codes[a:b], profiles[edge_slot[r]], p)
+        scores[r] = score
+        starts[r] = start
+        _place_ops(ops, start, residues[a:b], rows[r])
+        pos = _encode_cigar(ops, cigar_bytes, pos)
+        cigar_ends[r] = pos
+
+
+def align_many(codes: np.ndarray, residues: np.ndarray, offsets: np.ndarray, edge_slot: np.ndarray,
+               profiles: np.ndarray, params: ScoringParams, gap: int = ord("-")):
+    """Align a batch of reads (each 0 < n < m) to their profiles in one GIL-free call.
+
+    codes: encoded reads, residues: the same reads as ASCII (what the rows show), both cut by
+    offsets; edge_slot[r] picks read r's profile. Returns (scores int32, starts int32, CIGAR
+    strings, aligned rows uint8 [reads, m]); each equals what `align` and `place_read` give.
+    """
+    count, m = offsets.size - 1, profiles.shape[1]
+    scores = np.empty(count, np.int32)
+    starts = np.empty(count, np.int32)
+    rows = np.full((count, m), gap, np.uint8)
+    # a path has n M/I ops and at most m D ops; 2 bytes per op bound the CIGAR (see _encode_cigar)
+    cigar_bytes = np.empty(2 * (int(offsets[-1]) + count * m), np.uint8)
+    cigar_ends = np.empty(count, np.int64)
+    _align_many(codes, residues, offsets, edge_slot, profiles, params.as_array(), scores, starts, rows,
+                cigar_bytes, cigar_ends)
+    text = cigar_bytes[:cigar_ends[-1] if count else 0].tobytes().decode()
+    bounds = np.concatenate(([0], cigar_ends)).tolist()
+    cigars = [text[bounds[r]:bounds[r + 1]] for r in range(count)]
+    return scores, starts, cigars, rows
+
+
+_OP_CODE = {"M": OP_M, "D": OP_D, "I": OP_I}
 
 
 def parse_cigar(cigar: str) -> list[tuple[int, str]]:
@@ -113,15 +194,7 @@ def place_read(residues: bytes, start: int, cigar: str, m: int, gap: int = ord("
     Inserted residues (I) have no reference column and are left out, as DESIGN 7 specifies for
     /reads/aligned and the EPA export.
     """
+    ops = np.array([_OP_CODE[op] for length, op in parse_cigar(cigar) for _ in range(length)], np.uint8)
     row = np.full(m, gap, dtype=np.uint8)
-    column, position = start, 0
-    for length, op in parse_cigar(cigar):
-        if op == "M":
-            row[column:column + length] = np.frombuffer(residues, np.uint8, length, position)
-            column += length
-            position += length
-        elif op == "D":
-            column += length
-        else:
-            position += length
+    _place_ops(ops, start, np.frombuffer(residues, np.uint8), row)
     return row

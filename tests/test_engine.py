@@ -127,6 +127,31 @@ def test_batches_stream_through_the_hybrid_engine_unchanged(in_flight, opencl_de
     assert 0 < engine.scoring_seconds
 
 
+def test_cpu_scores_in_read_slices_and_hands_the_rest_of_a_block_to_the_gpu(opencl_device):
+    # slices of one read with a delay before each: a CPU item takes ~0.5 s, while the GPU drains
+    # the rest of the queue in a few chunks; once nothing is untaken, the tail rule sends the
+    # CPU's unscored reads back, and the GPU must score a partial read range correctly
+    params = ScoringParams(mismatch=2, cgap=1, gap_open=3, gap_extend=1, insertion=2)
+    profiles, reads, batch = random_case(11, n_edges=80, n_reads=24)
+    want_score, want_edge = expected(profiles, reads, params)
+    scorer = gpu(opencl_device)
+    launches: list[int] = []
+    score_chunk = scorer.score
+
+    def recording(blocks, launch_reads, launch_params, k):
+        launches.append(launch_reads.count)
+        return score_chunk(blocks, launch_reads, launch_params, k)
+
+    scorer.score = recording
+    result = run(profiles, batch, params, True, [scorer],
+                 EngineOptions(cpu_workers=2, jitter_seconds=0.04, cpu_first_slice_cells=1, cpu_slice_seconds=1e-9))
+    assert np.array_equal(result.candidates.edge, want_edge)
+    assert np.array_equal(result.candidates.score, want_score)
+    assert sum(c.cells for c in result.consumers) == profiles.shape[0] * batch.residues * profiles.shape[1]
+    assert sum(c.edges for c in result.consumers) == profiles.shape[0]
+    assert any(count < batch.count for count in launches), launches
+
+
 def test_cpu_leaves_the_tail_only_when_the_gpus_would_finish_first():
     # one CPU block: 1e9 cells at 1e9 cells/s = 1 s; the GPUs drain the rest at 1e10 cells/s
     assert not leave_to_gpus(1e9, 1e9, 1e10, untaken_cells=2e10)   # GPUs need 2 s: keep working

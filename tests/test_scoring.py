@@ -8,7 +8,7 @@ from literal_dp import literal_score, rescore_cigar
 
 from papara_py.params import ScoringParams
 from papara_py.scoring import score_reference
-from papara_py.traceback import align, parse_cigar, place_read
+from papara_py.traceback import align, align_many, parse_cigar, place_read
 
 states = st.integers(1, 15)
 parameter = st.sampled_from([0, 1, 2, 3, 5, 1000])
@@ -81,3 +81,26 @@ def test_traceback_prefers_diagonal_then_deletion_then_insertion():
 def test_place_read_drops_insertions_and_fills_gaps():
     row = place_read(b"ACGT", 2, "1M1D1I2M", 8)
     assert row.tobytes() == b"--A-GT--"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(cases(), min_size=1, max_size=6), st.integers(0, 2 ** 32 - 1))
+def test_batched_traceback_equals_one_read_at_a_time(batch, seed):
+    """align_many (the pipeline's GIL-free batch path) gives align's score, start, CIGAR and the
+    row place_read builds, read for read; reads of different lengths share one profile stack."""
+    m = max(len(profile) for _, profile, _ in batch)
+    params = batch[0][2]
+    rng = np.random.default_rng(seed)
+    # pad every profile to m columns (and keep each read shorter than m) so one stack holds all
+    profiles = np.stack([np.array(p + list(rng.integers(1, 32, m - len(p))), np.uint8) for _, p, _ in batch])
+    reads = [np.array(r, np.uint8) for r, _, _ in batch]
+    letters = np.frombuffer(b"ACGTRYKMSWBDHVN", np.uint8)
+    residues = [letters[rng.integers(0, letters.size, len(r))] for r in reads]
+    offsets = np.concatenate(([0], np.cumsum([len(r) for r in reads]))).astype(np.int64)
+    slots = rng.permutation(len(batch))
+    scores, starts, cigars, rows = align_many(np.concatenate(reads), np.concatenate(residues), offsets, slots,
+                                              profiles, params)
+    for q, read in enumerate(reads):
+        one = align(read, profiles[slots[q]], params)
+        assert (scores[q], starts[q], cigars[q]) == (one.score, one.start, one.cigar)
+        assert np.array_equal(rows[q], place_read(residues[q].tobytes(), one.start, one.cigar, m))

@@ -47,7 +47,7 @@ def test_block_merges_in_any_order_give_the_sorted_topk(n_reads, n_edges, k, wid
 
 
 def _item(index: int, batch: int = 0) -> WorkItem:
-    return WorkItem(batch, make_block(index, index * 4, np.ones((4, 10), np.uint8), 4), cells=100)
+    return WorkItem(batch, make_block(index, index * 4, np.ones((4, 10), np.uint8), 4), cells=100, reads=(0, 10))
 
 
 def test_queue_waits_for_blocks_in_flight_that_may_come_back():

@@ -1,7 +1,9 @@
 """The one shared work queue of DESIGN 6: the master pushes work items, consumers compete.
 
-A work item is one block of W edges for one batch of reads. CPU workers take one item at a
-time, a GPU thread up to `--gpu-chunk` items of one batch (one kernel launch scores one batch).
+A work item is one block of W edges for a range of reads of one batch (the whole batch when the
+master puts it; a CPU worker that stops part way hands back the rest). CPU workers take one item
+at a time, a GPU thread up to `--gpu-chunk` items of one batch and read range (one kernel launch
+scores one set of reads).
 Items of several batches may be queued at once, so that CPU workers can start on the next batch
 while the previous one is traced back and written.
 
@@ -21,11 +23,20 @@ from papara_py.engine.layout import Block
 
 @dataclass(frozen=True)
 class WorkItem:
-    """One block of edges to score against read batch `batch`; `cells` = E_block x residues x m."""
+    """One block of edges to score against reads [first, end) of batch `batch`.
+
+    `cells` = E_block x residues of those reads x m (DESIGN 4).
+    """
 
     batch: int
     block: Block
     cells: int
+    reads: tuple[int, int]
+
+    @property
+    def launch_key(self) -> tuple[int, tuple[int, int]]:
+        """Items with one key can share a GPU launch: same batch, same reads."""
+        return self.batch, self.reads
 
 
 class WorkQueue:
@@ -100,7 +111,7 @@ class WorkQueue:
             return self._untaken_cells
 
     def take(self, max_items: int, fill: bool = False) -> list[WorkItem]:
-        """Up to `max_items` items of the batch at the head; waits for at least one.
+        """Up to `max_items` items with the head item's launch key; waits for at least one.
 
         Returns [] when the queue is finished: closed, empty and nothing in flight (while another
         consumer holds items it might hand back after a failure, an idle consumer waits for
@@ -119,8 +130,8 @@ class WorkQueue:
             if self._cancelled:
                 return []
             taken: list[WorkItem] = []
-            while self._items and len(taken) < max_items and self._items[0].batch == (
-                    taken[0].batch if taken else self._items[0].batch):
+            key = self._items[0].launch_key if self._items else None
+            while self._items and len(taken) < max_items and self._items[0].launch_key == key:
                 taken.append(self._items.popleft())
             self._in_flight += len(taken)
             self._untaken_cells -= sum(item.cells for item in taken)

@@ -9,11 +9,13 @@ whose last block is scored is handed to the caller (`Engine.run` yields it) whil
 go on with the next batch, so traceback and output overlap scoring; at most
 `batches_in_flight` batches are held at once, which bounds memory.
 
-Balancing: a CPU worker scores a block in seconds where a GPU takes milliseconds, so near the end
-of the run one CPU block can outlast the GPU's whole remaining queue. A CPU worker therefore
-hands its block back and stops when the GPUs (at their measured rate) would finish everything not
-yet taken before it would finish that block. Correctness never depends on it: any block may be
-scored by any consumer.
+Balancing: one block against a batch of 50,000 reads is half a minute for a CPU core and tens of
+milliseconds for a GPU, so a CPU worker scores its block in read slices of about
+`cpu_slice_seconds` (measured on the H100 host: without slices, 16 workers each held one block for
+30 s while the GPU finished all the rest in 7 s). Before each slice it asks the tail rule: when the
+GPUs (at their measured rate) would finish everything not yet taken before it finished the slice,
+it hands the rest of its block back and stops. Correctness never depends on it: any block and
+any read range may be scored by any consumer.
 
 A GPU consumer that fails (build error, lost device, out of memory) hands its blocks back and
 stops; if then no CPU worker runs (gpu-only mode, or all have stopped), CPU workers are started
@@ -54,6 +56,13 @@ class ReadBatch:
     def residues(self) -> int:
         return int(self.offsets[-1] - self.offsets[0])
 
+    def slice(self, first: int, end: int) -> "ReadBatch":
+        """Reads [first, end) as a batch of their own (codes shared, offsets from 0)."""
+        if (first, end) == (0, self.count):
+            return self
+        start = self.offsets[first]
+        return ReadBatch(self.codes[start:self.offsets[end]], self.offsets[first:end + 1] - start)
+
 
 class Scorer(Protocol):
     """What a consumer runs on the blocks it took: returns candidates for the whole batch."""
@@ -89,6 +98,8 @@ class EngineOptions:
     queue_capacity: int = 64
     batches_in_flight: int = 2
     balance_tail: bool = True
+    cpu_slice_seconds: float = 0.5
+    cpu_first_slice_cells: int = 500_000_000
     block_cache_bytes: int = 256 << 20
     jitter_seconds: float = 0.0
     jitter_seed: int = 0
@@ -111,7 +122,7 @@ class _InjectedFault(RuntimeError):
 class _Batch:
     reads: ReadBatch
     candidates: Candidates
-    blocks_left: int
+    cells_left: int
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -225,11 +236,12 @@ class Engine:
                     if self._queue.cancelled:
                         return
                 reads = make_batch(index)
-                self._batches[index] = _Batch(reads, Candidates.empty(reads.count, self.k), n_blocks)
+                self._batches[index] = _Batch(reads, Candidates.empty(reads.count, self.k),
+                                              self.n_edges * reads.residues * self.n_columns)
                 for block_index in range(n_blocks):
                     block = self._block(block_index, cache)
                     cells = block.n_edges * reads.residues * self.n_columns
-                    if not self._queue.put(WorkItem(index, block, cells)):
+                    if not self._queue.put(WorkItem(index, block, cells, (0, reads.count))):
                         return
                 self._queue.seal(index)
             self._queue.close()
@@ -264,7 +276,7 @@ class Engine:
         thread.start()
 
     def _consume(self, scorer: Scorer, stats: ConsumerStats, is_gpu: bool, may_yield: bool) -> None:
-        """Consumer loop: take blocks of one batch, score them, fold into the batch's lists."""
+        """Consumer loop: take items of one launch key, score them, fold into the batch's lists."""
         rng = random.Random(f"{self.options.jitter_seed}:{stats.name}")
         chunks = 0
         try:
@@ -272,49 +284,86 @@ class Engine:
                 items = self._queue.take(scorer.max_blocks, fill=is_gpu)
                 if not items:
                     return
-                if not is_gpu and may_yield and self._leave_to_gpus(items, stats):
-                    self._queue.put_back(items)
-                    return
+                if not is_gpu:
+                    if not self._consume_cpu_item(scorer, stats, items[0], may_yield, rng):
+                        return
+                    continue
                 batch = self._batches[items[0].batch]
+                reads = batch.reads.slice(*items[0].reads)
                 try:
-                    if is_gpu and self.options.fail_after_chunks is not None \
-                            and chunks >= self.options.fail_after_chunks:
+                    if self.options.fail_after_chunks is not None and chunks >= self.options.fail_after_chunks:
                         raise _InjectedFault(f"injected fault after {chunks} chunks")
-                    if self.options.jitter_seconds:
-                        time.sleep(rng.uniform(0, self.options.jitter_seconds))
-                    started = time.perf_counter()
-                    result = scorer.score([item.block for item in items], batch.reads, self.params, self.k)
-                    stats.busy_seconds += time.perf_counter() - started
+                    result = self._timed_score(scorer, stats, [item.block for item in items], reads, rng)
                 except Exception as error:  # a device fault: hand the blocks back, stop this consumer
-                    if not is_gpu:
-                        raise
                     self._queue.put_back(items)
                     stats.error = f"{type(error).__name__}: {error}"
                     return
                 chunks += 1
-                stats.blocks += len(items)
-                stats.edges += sum(item.block.n_edges for item in items)
-                stats.cells += sum(item.cells for item in items)
-                self._fold(items[0].batch, batch, result, len(items))
+                self._fold(stats, batch, items[0].batch, result, items[0].reads[0], items)
                 self._queue.finished(len(items))
-                with self._lock:
-                    self.on_progress(len(items), sum(item.cells for item in items))
         except BaseException as error:  # noqa: B902 - handed to the caller's thread
             self._fail(error)
 
-    def _leave_to_gpus(self, items: list[WorkItem], stats: ConsumerStats) -> bool:
-        """True if the live GPUs would finish all untaken work before this worker finishes `items`."""
+    def _consume_cpu_item(self, scorer: Scorer, stats: ConsumerStats, item: WorkItem, may_yield: bool,
+                          rng: random.Random) -> bool:
+        """Score one item in read slices of about `cpu_slice_seconds`; False if the worker stops.
+
+        Before each slice the tail rule is asked; when the GPUs would finish all untaken work
+        before this slice, the rest of the item goes back to the queue and the worker stops.
+        """
+        batch = self._batches[item.batch]
+        first, end = item.reads
+        cells_per_residue = item.block.n_edges * self.n_columns
+        offsets = batch.reads.offsets
+        while first < end:
+            rate = stats.rate()
+            target = rate * self.options.cpu_slice_seconds if rate > 0 else self.options.cpu_first_slice_cells
+            stop = int(np.searchsorted(offsets, offsets[first] + target / cells_per_residue, side="left"))
+            stop = min(end, max(first + 1, stop))
+            rest = WorkItem(item.batch, item.block, int(offsets[end] - offsets[first]) * cells_per_residue,
+                            (first, end))
+            piece = WorkItem(item.batch, item.block, int(offsets[stop] - offsets[first]) * cells_per_residue,
+                             (first, stop))
+            if may_yield and self._leave_to_gpus(piece, stats):
+                self._queue.put_back([rest])
+                return False
+            result = self._timed_score(scorer, stats, [item.block], batch.reads.slice(first, stop), rng)
+            self._fold(stats, batch, item.batch, result, first, [piece], block_done=stop == end)
+            first = stop
+        self._queue.finished(1)
+        return True
+
+    def _timed_score(self, scorer: Scorer, stats: ConsumerStats, blocks: list[Block], reads: ReadBatch,
+                     rng: random.Random) -> Candidates:
+        if self.options.jitter_seconds:
+            time.sleep(rng.uniform(0, self.options.jitter_seconds))
+        started = time.perf_counter()
+        result = scorer.score(blocks, reads, self.params, self.k)
+        stats.busy_seconds += time.perf_counter() - started
+        return result
+
+    def _leave_to_gpus(self, piece: WorkItem, stats: ConsumerStats) -> bool:
+        """True if the live GPUs would finish all untaken work before this worker finishes `piece`."""
         if not self.options.balance_tail:
             return False
         gpu_rate = sum(s.rate() for s in self._gpu_stats if not s.error)
-        return leave_to_gpus(sum(item.cells for item in items), stats.rate(), gpu_rate,
-                             self._queue.untaken_cells())
+        return leave_to_gpus(piece.cells, stats.rate(), gpu_rate, self._queue.untaken_cells())
 
-    def _fold(self, index: int, batch: _Batch, result: Candidates, n_blocks: int) -> None:
+    def _fold(self, stats: ConsumerStats, batch: _Batch, index: int, result: Candidates, first_read: int,
+              pieces: list[WorkItem], block_done: bool = True) -> None:
+        """Merge a result for reads from `first_read` on into batch `index`; count the work in
+        `stats` (a block counts for whoever scores its last reads); hand over finished batches."""
+        cells = sum(piece.cells for piece in pieces)
+        stats.cells += cells
+        if block_done:
+            stats.blocks += len(pieces)
+            stats.edges += sum(piece.block.n_edges for piece in pieces)
         with batch.lock:
-            batch.candidates.add(result)
-            batch.blocks_left -= n_blocks
-            done = batch.blocks_left == 0
+            batch.candidates.add(result, first_read)
+            batch.cells_left -= cells
+            done = batch.cells_left == 0
+        with self._lock:
+            self.on_progress(len(pieces) if block_done else 0, cells)
         if done:
             self.scoring_seconds = time.perf_counter() - self._started
             self._done.put(index)

@@ -65,6 +65,7 @@ class Candidates:
         """Fold a block's score matrix (int32 [Q, W], lanes past n_edges ignored) into the lists."""
         _merge_block(self.score, self.edge, block_scores, first_edge, n_edges)
 
-    def add(self, other: "Candidates") -> None:
-        """Fold another candidate set for the same reads into this one."""
-        _merge_lists(self.score, self.edge, other.score, other.edge)
+    def add(self, other: "Candidates", first_read: int = 0) -> None:
+        """Fold another candidate set, for this set's reads from `first_read` on, into this one."""
+        end = first_read + other.score.shape[0]
+        _merge_lists(self.score[first_read:end], self.edge[first_read:end], other.score, other.edge)
