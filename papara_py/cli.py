@@ -71,11 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
     inputs.add_argument("-o", "--output", default="papara.h5", metavar="RUN.h5",
                         help="HDF5 output file (default: %(default)s); written atomically")
     scoring = parser.add_argument_group("scoring (penalties, minimised; PaPaRa's defaults)")
-    scoring.add_argument("--mismatch", type=_penalty, default=3, help="read residue not in the branch's state set (default: 3)")
-    scoring.add_argument("--cgap", type=_penalty, default=3, help="read residue in a column the tree says is a gap (default: 3)")
-    scoring.add_argument("--gap-open", type=_penalty, default=3, help="opening a gap in the read (default: 3)")
-    scoring.add_argument("--gap-extend", type=_penalty, default=1, help="extending a gap in the read (default: 1)")
-    scoring.add_argument("--insertion", type=_penalty, default=3, help="read residue between reference columns (default: 3)")
+    for flag, default, meaning in [
+            ("--mismatch", 3, "read residue not in the branch's state set"),
+            ("--cgap", 3, "read residue in a column the tree says is a gap"),
+            ("--gap-open", 3, "opening a gap in the read"),
+            ("--gap-extend", 1, "extending a gap in the read"),
+            ("--insertion", 3, "read residue between reference columns")]:
+        scoring.add_argument(flag, type=_penalty, default=default, help=f"{meaning} (default: {default})")
     engine = parser.add_argument_group("engine")
     engine.add_argument("-j", "--threads", type=_positive_int, default=os.cpu_count() or 1,
                         help="CPU worker threads (default: all cores, %(default)s here)")

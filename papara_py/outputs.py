@@ -35,6 +35,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+    # mkstemp makes the file 0600; give it the permissions a plain open() would (0666 - umask)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)
     os.close(fd)
     tmp_path = Path(tmp)
     try:

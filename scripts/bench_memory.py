@@ -2,7 +2,7 @@
 
     python3 scripts/bench_memory.py [--counts 10000,100000,1000000] [--out DIR] [-- papara-py options]
 
-Simulates one reference (500 taxa, ~1500 columns) and 10,000 reads of 150 bp with
+Simulates one reference (default 500 taxa, ~1500 columns; --taxa/--root-columns for others) and 10,000 reads of 150 bp with
 scripts/simulate.py, then makes the larger read files by repeating those reads under new names
 (memory depends on how many reads there are and how long, not on what they say). Each count runs
 as its own `python -m papara_py` process; its peak RSS comes from the kernel (wait4 rusage).
@@ -20,15 +20,17 @@ import sys
 import time
 from pathlib import Path
 
+import h5py
+
 HERE = Path(__file__).resolve().parent
 
 
-def simulate(out: Path, reads: int) -> None:
+def simulate(out: Path, reads: int, taxa: int, root_columns: int) -> None:
     if (out / "reads.fa").exists():
         return
     subprocess.run([sys.executable, str(HERE / "simulate.py"), "--out", str(out), "--seed", "15",
-                    "--taxa", "500", "--held-out", "50", "--columns", "975", "--reads", str(reads),
-                    "--read-length", "150"], check=True)
+                    "--taxa", str(taxa), "--held-out", str(max(3, taxa // 10)), "--columns", str(root_columns),
+                    "--reads", str(reads), "--read-length", "150"], check=True)
 
 
 def repeated_reads(source: Path, target: Path, count: int) -> tuple[int, int]:
@@ -60,11 +62,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--counts", default="10000,100000,1000000")
     parser.add_argument("--out", type=Path, default=Path("/tmp/bench_memory"))
+    parser.add_argument("--taxa", type=int, default=500, help="reference taxa (default 500)")
+    parser.add_argument("--root-columns", type=int, default=975,
+                        help="simulated root length (default 975, which gives ~1500 alignment columns)")
     parser.add_argument("extra", nargs="*", help="more options for papara-py, after --")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     base = args.out / "sim"
-    simulate(base, 10_000)
+    simulate(base, 10_000, args.taxa, args.root_columns)
     rows = []
     print("| reads | peak RSS MiB | compact reads MiB | output MiB | RSS - compact reads MiB | wall s |")
     print("|---|---|---|---|---|---|")
@@ -78,9 +83,13 @@ def main() -> int:
         compact = names + 49 * count + residues + 8 * (count + 1)
         size = output.stat().st_size
         mib = 1 << 20
-        rows.append({"reads": count, "peak_rss": rss, "compact_reads": compact, "output": size, "wall": wall})
+        with h5py.File(output, "r") as handle:
+            timings = json.loads(handle["run"].attrs["timings_seconds"])
+        rows.append({"reads": count, "peak_rss": rss, "compact_reads": compact, "output": size, "wall": wall,
+                     "timings_seconds": timings})
         print(f"| {count} | {rss / mib:.0f} | {compact / mib:.0f} | {size / mib:.0f} | "
               f"{(rss - compact) / mib:.0f} | {wall:.1f} |", flush=True)
+        print(f"  stages (s): {json.dumps({k: round(v, 1) for k, v in timings.items()})}", flush=True)
         output.unlink()
         reads.unlink()
     (args.out / "bench_memory.json").write_text(json.dumps(rows, indent=1))

@@ -167,7 +167,8 @@ class Engine:
 
     # -- the caller's side ------------------------------------------------------------------
 
-    def run(self, make_batch: Callable[[int], ReadBatch], batch_residues: Sequence[int]) -> Iterator[tuple[int, Candidates]]:
+    def run(self, make_batch: Callable[[int], ReadBatch],
+            batch_residues: Sequence[int]) -> Iterator[tuple[int, Candidates]]:
         """Score batch b = make_batch(b) for every b; yields (b, candidates) as batches finish.
 
         `batch_residues[b]` must be batch b's residue count (it sizes the work for balancing
