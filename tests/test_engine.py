@@ -8,14 +8,15 @@ blocks go back to the queue, the CPU finishes them, the answer is unchanged.
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 
 from papara_py.engine.consumers import GpuChunkScorer
 from papara_py.engine.opencl_devices import discover_devices
-import threading
-
-from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch, leave_to_gpus, run_engine
+from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch, leave_to_gpus
 from papara_py.params import ScoringParams
 from papara_py.scoring import score_matrix_reference
 
@@ -51,6 +52,20 @@ def gpu(opencl_device, chunk: int = 2):
     from papara_py.engine.gpu import GpuScorer
 
     return GpuChunkScorer(GpuScorer(opencl_device), "gpu-0:test", chunk)
+
+
+@dataclass
+class OneBatch:
+    candidates: object
+    consumers: list
+
+
+def run_engine(build_profiles, n_edges, width, batch, params, k, use_cpu, gpus, options) -> OneBatch:
+    """One batch through the engine: its candidates and the consumers' records."""
+    n_columns = build_profiles(np.arange(1)).shape[1]
+    engine = Engine(build_profiles, n_edges, n_columns, width, params, k, use_cpu, gpus, options)
+    [(_, candidates)] = list(engine.run(lambda index: batch, [batch.residues]))
+    return OneBatch(candidates, engine.consumers)
 
 
 def run(profiles, batch, params, use_cpu, gpus, options, width=8):

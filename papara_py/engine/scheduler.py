@@ -106,14 +106,6 @@ class EngineOptions:
     fail_after_chunks: int | None = None
 
 
-@dataclass
-class EngineResult:
-    candidates: Candidates
-    consumers: list[ConsumerStats] = field(default_factory=list)
-    build_seconds: float = 0.0
-    wall_seconds: float = 0.0
-
-
 class _InjectedFault(RuntimeError):
     """Raised by the fault-injection hook of EngineOptions.fail_after_chunks."""
 
@@ -240,9 +232,7 @@ class Engine:
                 self._batches[index] = _Batch(reads, Candidates.empty(reads.count, self.k),
                                               self.n_edges * reads.residues * self.n_columns)
                 for block_index in range(n_blocks):
-                    block = self._block(block_index, cache)
-                    cells = block.n_edges * reads.residues * self.n_columns
-                    if not self._queue.put(WorkItem(index, block, cells, (0, reads.count))):
+                    if not self._queue.put(self._item(index, self._block(block_index, cache), 0, reads.count)):
                         return
                 self._queue.seal(index)
             self._queue.close()
@@ -321,18 +311,21 @@ class Engine:
             target = rate * self.options.cpu_slice_seconds if rate > 0 else self.options.cpu_first_slice_cells
             stop = int(np.searchsorted(offsets, offsets[first] + target / cells_per_residue, side="left"))
             stop = min(end, max(first + 1, stop))
-            rest = WorkItem(item.batch, item.block, int(offsets[end] - offsets[first]) * cells_per_residue,
-                            (first, end))
-            piece = WorkItem(item.batch, item.block, int(offsets[stop] - offsets[first]) * cells_per_residue,
-                             (first, stop))
+            piece = self._item(item.batch, item.block, first, stop)
             if may_yield and self._leave_to_gpus(piece, stats):
-                self._queue.put_back([rest])
+                self._queue.put_back([self._item(item.batch, item.block, first, end)])
                 return False
             result = self._timed_score(scorer, stats, [item.block], batch.reads.slice(first, stop), rng)
             self._fold(stats, batch, item.batch, result, first, [piece], block_done=stop == end)
             first = stop
         self._queue.finished(1)
         return True
+
+    def _item(self, index: int, block: Block, first: int, end: int) -> WorkItem:
+        """The work of `block` against reads [first, end) of batch `index`, with its cell count."""
+        offsets = self._batches[index].reads.offsets
+        return WorkItem(index, block, block.n_edges * int(offsets[end] - offsets[first]) * self.n_columns,
+                        (first, end))
 
     def _timed_score(self, scorer: Scorer, stats: ConsumerStats, blocks: list[Block], reads: ReadBatch,
                      rng: random.Random) -> Candidates:
@@ -383,16 +376,3 @@ def leave_to_gpus(cells: float, own_rate: float, gpu_rate: float, untaken_cells:
         return False
     return cells / own_rate > untaken_cells / gpu_rate
 
-
-def run_engine(build_profiles: Callable[[np.ndarray], np.ndarray], n_edges: int, width: int,
-               reads: ReadBatch, params: ScoringParams, k: int, use_cpu: bool,
-               gpu_scorers: Sequence[Scorer], options: EngineOptions,
-               on_progress: Callable[[int, int], None] = lambda blocks, cells: None) -> EngineResult:
-    """Score one batch of reads against every edge; each read's k best (score, edge) pairs."""
-    n_columns = build_profiles(np.arange(1)).shape[1]
-    engine = Engine(build_profiles, n_edges, n_columns, width, params, k, use_cpu, gpu_scorers, options,
-                    on_progress)
-    started = time.perf_counter()
-    [(_, candidates)] = list(engine.run(lambda index: reads, [reads.residues]))
-    return EngineResult(candidates=candidates, consumers=engine.consumers, build_seconds=engine.build_seconds,
-                        wall_seconds=time.perf_counter() - started)
