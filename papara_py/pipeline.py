@@ -3,6 +3,12 @@
 Reads are scored and traced in batches (input order), and each batch's rows go straight into the
 output file, so memory holds the compact reads, one batch's working arrays and the profiles of
 one queue's worth of edge blocks, whatever the read count.
+
+Only the first batch's preparation and the last batch's traceback and writing stand outside the
+scoring: a batch's strand decision runs on the engine's master thread while earlier batches are
+scored, and its traceback and rows (with the names and sequences of its stretch of the input)
+are written while later ones are. A run is cut into at least MIN_BATCHES batches where the reads
+allow it, so that the last batch is a small part of the whole.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from papara_py.outputs import RunWriter, run_writer
 from papara_py.params import ScoringParams
 from papara_py.profiles import ProfileBuilder
 from papara_py.prepared import EdgeProfiles, open_prepared
-from papara_py.reads import STATUS_ALIGNED, ReadSet
+from papara_py.reads import STATUS_ALIGNED, STATUSES, ReadSet
 from papara_py.shards import Shard
 from papara_py.strand import ReferenceKmers, StrandPlan, check_mode, orient
 from papara_py.traceback import align_many
@@ -38,6 +44,11 @@ from papara_py.tree import EdgeTree
 # reads per GIL-free traceback call: large enough that Python overhead is noise, small enough
 # that a batch spreads over every thread
 TRACEBACK_SLICE = 256
+#: Batches a run is cut into at least (each at most --batch-reads), so that the traceback and
+#: writing of the last batch, which nothing overlaps, is a small part of the run ...
+MIN_BATCHES = 8
+#: ... but no batch below this many reads, which keep a GPU launch of 40 blocks over a full device.
+MIN_BATCH_READS = 2_000
 
 @dataclass
 class RunConfig:
@@ -204,28 +215,26 @@ def run(config: RunConfig) -> RunSummary:
     # each GPU thread keeps a core for its host side (the paper's hybrid: 3 CPU workers + 1 GPU
     # thread on 4 cores); gpu-only runs start CPU workers only if every GPU fails
     options = config.engine_options or EngineOptions(cpu_workers=max(1, config.threads - len(gpu_scorers)))
-    statuses = np.array(reads.statuses(m), dtype=object)
-    alignable = np.flatnonzero(statuses == STATUS_ALIGNED)
+    statuses = reads.status_codes(m)
+    alignable = np.flatnonzero(statuses == STATUSES.index(STATUS_ALIGNED))
     reporter.detail(f"{edge_tree.n_tips} taxa, {builder.n_edges} edges, {m} columns, {len(reads)} reads "
                     f"({len(alignable)} alignable), {width} lanes, device {config.device}")
 
     k = max(1, config.candidates)
-    batches = [alignable[first:first + config.batch_reads] for first in range(0, len(alignable), config.batch_reads)]
+    batches = split_batches(alignable, config.batch_reads)
+    stretches = input_stretches(batches, len(reads))
     t0 = time.perf_counter()
     # each read's orientation depends only on the read and the reference (sharded runs agree)
     kmers = ReferenceKmers(match.tip_rows) if config.strand == "auto" else None
-    plans = [StrandPlan.for_batch(batch, orient(config.strand, reads, batch, kmers)) for batch in batches]
     timings["strand"] = time.perf_counter() - t0
-    residues = [int(reads.lengths[plan.reads].sum()) for plan in plans]
-    cells = sum(residues) * builder.n_edges * m
-    strand_counts = {"+": 0, "-": 0, "scored_both": sum(len(plan.second) for plan in plans)}
-    reporter.detail(f"--strand {config.strand}: {strand_counts['scored_both']} of {len(alignable)} reads "
-                    f"scored in both orientations ({timings['strand']:.3f} s)")
+    plans: dict[int, StrandPlan] = {}
+    strand_counts = {"+": 0, "-": 0, "scored_both": 0}
     timings["traceback"] = timings["output"] = 0.0
     with run_writer(config.output, len(reads), m, k, config.command_line) as writer:
         t0 = time.perf_counter()
         writer.write_reference(alignment.names, alignment.rows, edge_tree.numbered_newick)
-        _write_read_identities(writer, reads, statuses, config.batch_reads)
+        if not batches:  # nothing to score: every read's identity now
+            _write_read_identities(writer, reads, statuses, 0, len(reads))
         timings["output"] += time.perf_counter() - t0
         with reporter.bar(block_count(builder.n_edges, width) * len(batches), "block", "scoring") as bar:
             scored = 0
@@ -239,12 +248,17 @@ def run(config: RunConfig) -> RunSummary:
                 bar.set_postfix_str(f"{scored / elapsed / 1e9:.1f} GCUPS", refresh=False)
 
             def make_batch(index: int) -> ReadBatch:
-                return ReadBatch(*reads.select(plans[index].reads, plans[index].reverse))
+                """Batch `index` in its orientations (on the engine's master thread)."""
+                started = time.perf_counter()
+                plan = StrandPlan.for_batch(batches[index], orient(config.strand, reads, batches[index], kmers))
+                plans[index] = plan
+                timings["strand"] += time.perf_counter() - started
+                return ReadBatch(*reads.select(plan.reads, plan.reverse))
 
             engine = Engine(builder.profiles, builder.n_edges, m, width, config.params, k, use_cpu, gpu_scorers,
                             options, progress)
             # batches arrive as they finish; tracing back and writing one overlaps scoring the next
-            with closing(engine.run(make_batch, residues)) as finished:
+            with closing(engine.run(make_batch, len(batches))) as finished:
                 for index, candidates in finished:
                     batch = batches[index]
                     reverse, candidates = plans[index].pick(candidates)
@@ -257,6 +271,7 @@ def run(config: RunConfig) -> RunSummary:
                         raise RuntimeError("internal error: traceback score differs from the engine's score")
                     timings["traceback"] += time.perf_counter() - t0
                     t0 = time.perf_counter()
+                    _write_read_identities(writer, reads, statuses, *stretches[index])
                     _write_batch(writer, batch, reverse, candidates, scores, starts, cigars, rows)
                     timings["output"] += time.perf_counter() - t0
         timings["scoring"] = engine.scoring_seconds
@@ -265,8 +280,13 @@ def run(config: RunConfig) -> RunSummary:
                                         "busy_seconds": stats.busy_seconds,
                                         **({"error": stats.error} if stats.error else {})}
                            for stats in engine.consumers}
+        cells = sum(int(reads.lengths[plan.reads].sum()) for plan in plans.values()) * builder.n_edges * m
         gcups = cells / timings["scoring"] / 1e9 if timings["scoring"] > 0 else 0.0
-        counts = {s: int(np.count_nonzero(statuses == s)) for s in sorted(set(statuses.tolist()))}
+        strand_counts["scored_both"] = sum(len(plan.second) for plan in plans.values())
+        reporter.detail(f"--strand {config.strand}: {strand_counts['scored_both']} of {len(alignable)} reads "
+                        f"scored in both orientations ({timings['strand']:.3f} s)")
+        counts = {name: n for name, n in sorted(zip(STATUSES, np.bincount(statuses, minlength=len(STATUSES))
+                                                         .tolist())) if n}
         writer.write_run_record({
             "parameters": asdict(config.params),
             "checksums_sha256": checksums,
@@ -289,18 +309,35 @@ def run(config: RunConfig) -> RunSummary:
     return RunSummary(len(reads), len(alignable), counts, timings, gcups)
 
 
-def _write_read_identities(writer: RunWriter, reads: ReadSet, statuses: np.ndarray, chunk: int) -> None:
-    """Names, statuses and sequences (as given) of every read, `chunk` reads at a time (bounded memory).
+def split_batches(alignable: np.ndarray, batch_reads: int) -> list[np.ndarray]:
+    """The alignable reads (input order) in equal batches of at most `batch_reads` reads: at
+    least MIN_BATCHES of them where each keeps MIN_BATCH_READS reads (see the module docstring)."""
+    n = len(alignable)
+    if n == 0:
+        return []
+    count = max(-(-n // batch_reads), min(MIN_BATCHES, n // MIN_BATCH_READS), 1)
+    return np.array_split(alignable, count)
 
-    Strand starts as "+" for all; aligned reads get their chosen strand in `_write_batch`.
+
+def input_stretches(batches: list[np.ndarray], n_reads: int) -> list[tuple[int, int]]:
+    """Per batch, the input rows [lo, hi) whose identities are written with it: from its first
+    read to the next batch's (the first batch from row 0, the last to the end), so the rows of
+    reads that are not aligned are written too, each once."""
+    starts = [0] + [int(batch[0]) for batch in batches[1:]]
+    return list(zip(starts, starts[1:] + [n_reads]))
+
+
+def _write_read_identities(writer: RunWriter, reads: ReadSet, statuses: np.ndarray, lo: int, hi: int) -> None:
+    """Names, statuses and sequences (as given) of input rows [lo, hi).
+
+    Strand starts as "+"; aligned reads get their chosen strand in `_write_batch`, afterwards.
     """
-    for lo in range(0, len(reads), chunk):
-        hi = min(len(reads), lo + chunk)
-        writer.write_reads(lo, {"names": np.array(reads.names[lo:hi], dtype=object), "status": statuses[lo:hi],
-                                "strand": np.full(hi - lo, "+", dtype=object),
-                                "cigar": np.full(hi - lo, "", dtype=object),
-                                "sequence": np.array([reads.sequence(q).decode("ascii") for q in range(lo, hi)],
-                                                     dtype=object)})
+    writer.write_reads(lo, {"names": np.array(reads.names[lo:hi], dtype=object),
+                            "status": np.array(STATUSES, dtype=object)[statuses[lo:hi]],
+                            "strand": np.full(hi - lo, "+", dtype=object),
+                            "cigar": np.full(hi - lo, "", dtype=object),
+                            "sequence": np.array([reads.sequence(q).decode("ascii") for q in range(lo, hi)],
+                                                 dtype=object)})
 
 
 def _write_batch(writer: RunWriter, batch: np.ndarray, reverse: np.ndarray, candidates: Candidates, scores, starts,

@@ -17,6 +17,8 @@ from papara_py.encoding import READ_CODE, reverse_complement
 STATUS_ALIGNED = "aligned"
 STATUS_EMPTY = "empty"
 STATUS_TOO_LONG = "too_long"
+#: The status strings of the output, in the order `ReadSet.status_codes` numbers them.
+STATUSES = (STATUS_ALIGNED, STATUS_EMPTY, STATUS_TOO_LONG)
 
 
 @dataclass
@@ -50,10 +52,14 @@ class ReadSet:
     def sequence(self, q: int) -> bytes:
         return self.residues[self.offsets[q]:self.offsets[q + 1]].tobytes()
 
-    def statuses(self, n_columns: int) -> list[str]:
-        """Why each read can or cannot be aligned against `n_columns` reference columns."""
-        return [STATUS_EMPTY if n == 0 else STATUS_TOO_LONG if n >= n_columns else STATUS_ALIGNED
-                for n in self.lengths.tolist()]
+    def status_codes(self, n_columns: int) -> np.ndarray:
+        """Why each read can or cannot be aligned against `n_columns` reference columns, as an
+        index into STATUSES per read (one byte a read: a million Python strings would not be)."""
+        lengths = self.lengths
+        codes = np.full(len(lengths), STATUSES.index(STATUS_ALIGNED), dtype=np.uint8)
+        codes[lengths >= n_columns] = STATUSES.index(STATUS_TOO_LONG)
+        codes[lengths == 0] = STATUSES.index(STATUS_EMPTY)
+        return codes
 
     def select(self, indices: np.ndarray, reverse: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Encoded residues and offsets of a subset of reads, reverse-complemented where flagged.

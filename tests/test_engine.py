@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from papara_py.engine.consumers import GpuChunkScorer
+from papara_py.engine.layout import make_block
 from papara_py.engine.opencl_devices import discover_devices
-from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch, leave_to_gpus
+from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch, even_chunk, leave_to_gpus
 from papara_py.params import ScoringParams
 from papara_py.scoring import score_matrix_reference
 
@@ -33,9 +34,9 @@ def random_case(seed: int, n_edges: int = 45, m: int = 60, n_reads: int = 9):
     return profiles, reads, ReadBatch(np.concatenate(reads), offsets)
 
 
-def expected(profiles, reads, params):
+def expected(profiles, reads, params, k=K):
     matrix = score_matrix_reference(reads, profiles, params)
-    order = [sorted(range(matrix.shape[1]), key=lambda e: (matrix[q, e], e))[:K] for q in range(len(reads))]
+    order = [sorted(range(matrix.shape[1]), key=lambda e: (matrix[q, e], e))[:k] for q in range(len(reads))]
     edges = np.array(order, np.int32)
     return np.take_along_axis(matrix, edges, axis=1).astype(np.int32), edges
 
@@ -64,7 +65,7 @@ def run_engine(build_profiles, n_edges, width, batch, params, k, use_cpu, gpus, 
     """One batch through the engine: its candidates and the consumers' records."""
     n_columns = build_profiles(np.arange(1)).shape[1]
     engine = Engine(build_profiles, n_edges, n_columns, width, params, k, use_cpu, gpus, options)
-    [(_, candidates)] = list(engine.run(lambda index: batch, [batch.residues]))
+    [(_, candidates)] = list(engine.run(lambda index: batch, 1))
     return OneBatch(candidates, engine.consumers)
 
 
@@ -131,7 +132,7 @@ def test_batches_stream_through_the_hybrid_engine_unchanged(in_flight, opencl_de
                     [gpu(opencl_device)], EngineOptions(cpu_workers=2, queue_capacity=3, batches_in_flight=in_flight,
                                                         jitter_seconds=0.01, jitter_seed=in_flight))
     seen = []
-    for index, candidates in engine.run(lambda b: batches[b], [b.residues for b in batches]):
+    for index, candidates in engine.run(lambda b: batches[b], len(batches)):
         group = reads[index * 4:index * 4 + 4]
         want_score, want_edge = expected(profiles, group, params)
         assert np.array_equal(candidates.edge, want_edge)
@@ -180,7 +181,7 @@ def test_closing_a_run_early_stops_every_thread():
     batches = batches_of(reads, 2)
     engine = Engine(lambda ids: profiles[ids], 64, profiles.shape[1], 8, ScoringParams(), K, True, [],
                     EngineOptions(cpu_workers=2, jitter_seconds=0.02))
-    stream = engine.run(lambda b: batches[b], [b.residues for b in batches])
+    stream = engine.run(lambda b: batches[b], len(batches))
     next(stream)
     stream.close()
     for thread in threading.enumerate():
@@ -199,3 +200,54 @@ def test_an_error_in_the_master_reaches_the_caller():
 
     with pytest.raises(MemoryError, match="do not fit"):
         run_engine(broken, profiles.shape[0], 8, batch, ScoringParams(), K, True, [], EngineOptions(cpu_workers=2))
+
+
+def test_gpu_launches_split_a_batch_evenly():
+    assert even_chunk(82, 40) == 28
+    assert even_chunk(81, 40) == 27
+    assert even_chunk(80, 40) == 40
+    assert even_chunk(864, 40) == 40
+    assert even_chunk(3, 40) == 3
+    assert even_chunk(1, 1) == 1
+
+
+def test_gpu_scores_the_handed_back_rests_of_a_batch_in_one_launch(opencl_device):
+    # three CPU workers score their blocks a read at a time and hand the rest back as soon as
+    # the GPU's first launch is done (the tail rule itself is tested above), each at its own
+    # read. The GPU, held back a moment before each later take, then finds the rests queued and
+    # scores them as one launch over the union of their ranges: pairs scored twice must not
+    # show up twice in the candidate lists (k is every edge, so a duplicate would push a pair out)
+    params = ScoringParams(mismatch=3, cgap=1, gap_open=2, gap_extend=1, insertion=2)
+    profiles, reads, batch = random_case(13, n_edges=40, n_reads=60)
+    k = profiles.shape[0]
+    want_score, want_edge = expected(profiles, reads, params, k)
+    scorer = gpu(opencl_device, chunk=3)
+    scorer.score([make_block(0, 0, profiles[:8], 8)], batch.slice(0, 1), params, k)  # build the programs
+    launches: list[tuple[int, int]] = []
+    first_launch_done = threading.Event()
+    score_chunk = scorer.score
+
+    def recording(blocks, launch_reads, launch_params, launch_k):
+        launches.append((len(blocks), launch_reads.count))
+        result = score_chunk(blocks, launch_reads, launch_params, launch_k)
+        first_launch_done.set()
+        return result
+
+    scorer.score = recording
+    engine = Engine(lambda ids: profiles[ids], profiles.shape[0], profiles.shape[1], 8, params, k, True, [scorer],
+                    EngineOptions(cpu_workers=3, jitter_seconds=0.02, cpu_first_slice_cells=1,
+                                  cpu_slice_seconds=1e-9))
+    engine._leave_to_gpus = lambda piece, stats: first_launch_done.is_set()
+    take = engine._queue.take
+
+    def delayed_take(*args, **kwargs):
+        if first_launch_done.is_set():
+            threading.Event().wait(0.4)
+        return take(*args, **kwargs)
+
+    engine._queue.take = delayed_take
+    [(_, candidates)] = list(engine.run(lambda index: batch, 1))
+    assert np.array_equal(candidates.edge, want_edge)
+    assert np.array_equal(candidates.score, want_score)
+    assert sum(c.cells for c in engine.consumers) == profiles.shape[0] * batch.residues * profiles.shape[1]
+    assert any(n_blocks >= 2 and count < batch.count for n_blocks, count in launches), launches

@@ -4,6 +4,13 @@ A work item is one block of W edges for a range of reads of one batch (the whole
 master puts it; a CPU worker that stops part way hands back the rest). CPU workers take one item
 at a time, a GPU thread up to `--gpu-chunk` items of one batch and read range (one kernel launch
 scores one set of reads).
+
+Items a CPU worker handed back at a batch's tail are for the GPUs: CPU workers skip them (else
+the worker that just left one would take it again) until `release_handed_back` says no GPU is
+left. A GPU takes all handed-back items of one batch together, as one launch over the union of
+their read ranges: the workers stopped at nearly the same read, and one wide launch costs far
+less than one launch per block. The few reads a block then scores twice give the same pairs
+again, which the candidate merge ignores (engine/topk.py).
 Items of several batches may be queued at once, so that CPU workers can start on the next batch
 while the previous one is traced back and written.
 
@@ -32,11 +39,17 @@ class WorkItem:
     block: Block
     cells: int
     reads: tuple[int, int]
+    handed_back: bool = False  # the unscored rest of a CPU worker's item, left to the GPUs
 
     @property
     def launch_key(self) -> tuple[int, tuple[int, int]]:
         """Items with one key can share a GPU launch: same batch, same reads."""
         return self.batch, self.reads
+
+
+def launch_reads(items: list[WorkItem]) -> tuple[int, int]:
+    """The read range one launch over `items` (one batch) must score: the union of theirs."""
+    return min(item.reads[0] for item in items), max(item.reads[1] for item in items)
 
 
 class WorkQueue:
@@ -49,13 +62,15 @@ class WorkQueue:
         self._cancelled = False
         self._sealed_batches: set[int] = set()  # batches whose every item has been put
         self._in_flight = 0  # taken, neither finished nor handed back: may still come back
-        self._untaken_cells = 0  # cells of planned items not taken yet (queued or still to build)
+        self._untaken_cells: dict[int, int] = {}  # per batch: cells planned but not taken yet
+        self._handed_back_for_all = False
         self._changed = threading.Condition()
 
-    def plan(self, cells: int) -> None:
-        """Announce work the master will put, so consumers can judge what remains."""
+    def plan(self, batch: int, cells: int) -> None:
+        """Announce the cells of `batch` before putting its items, so consumers can judge what
+        remains of it."""
         with self._changed:
-            self._untaken_cells += cells
+            self._untaken_cells[batch] = self._untaken_cells.get(batch, 0) + cells
 
     def put(self, item: WorkItem) -> bool:
         """Add an item, waiting while the queue is full; False if the run was cancelled."""
@@ -79,7 +94,13 @@ class WorkQueue:
         with self._changed:
             self._items.extendleft(reversed(items))
             self._in_flight -= len(items)
-            self._untaken_cells += sum(item.cells for item in items)
+            self._count_untaken(items, +1)
+            self._changed.notify_all()
+
+    def release_handed_back(self) -> None:
+        """No GPU is left: CPU workers may take items handed back to the GPUs from now on."""
+        with self._changed:
+            self._handed_back_for_all = True
             self._changed.notify_all()
 
     def finished(self, count: int) -> None:
@@ -105,38 +126,74 @@ class WorkQueue:
     def cancelled(self) -> bool:
         return self._cancelled
 
-    def untaken_cells(self) -> int:
-        """Cells of the work nobody has taken yet, built or not."""
+    def untaken_cells(self, through_batch: int) -> int:
+        """Cells of batches up to `through_batch` that nobody has taken yet, built or not."""
         with self._changed:
-            return self._untaken_cells
+            return sum(cells for batch, cells in self._untaken_cells.items() if batch <= through_batch)
 
     def take(self, max_items: int, fill: bool = False) -> list[WorkItem]:
-        """Up to `max_items` items with the head item's launch key; waits for at least one.
+        """Up to `max_items` items for one GPU launch; waits for at least one.
 
-        Returns [] when the queue is finished: closed, empty and nothing in flight (while another
-        consumer holds items it might hand back after a failure, an idle consumer waits for
-        them). With `fill`, waits until `max_items` of the head batch are queued, unless that
-        batch is sealed, the queue is full or closed: a GPU launch should not go out half empty
-        just because the master is a moment behind.
+        The items share the head item's launch key, or are all handed-back items of its batch
+        (see the module docstring; `launch_reads` gives the range to score). Returns [] when the
+        queue is finished: closed, empty and nothing in flight (while another consumer holds
+        items it might hand back after a failure, an idle consumer waits for them). With `fill`,
+        waits until `max_items` of the head batch are queued, unless that batch is sealed, the
+        queue is full or closed: a GPU launch should not go out half empty just because the
+        master is a moment behind.
         """
         with self._changed:
-            while not self._cancelled:
-                if self._items:
-                    if not fill or self._head_ready(max_items):
-                        break
-                elif self._closed and not self._in_flight:
-                    break
-                self._changed.wait()
-            if self._cancelled:
+            if not self._wait_for(lambda: bool(self._items) and (not fill or self._head_ready(max_items))):
                 return []
-            taken: list[WorkItem] = []
-            key = self._items[0].launch_key if self._items else None
-            while self._items and len(taken) < max_items and self._items[0].launch_key == key:
-                taken.append(self._items.popleft())
-            self._in_flight += len(taken)
-            self._untaken_cells -= sum(item.cells for item in taken)
-            self._changed.notify_all()
-            return taken
+            head = self._items[0]
+            if head.handed_back:
+                taken = [item for item in self._items if item.handed_back and item.batch == head.batch]
+                self._remove(taken[:max_items])
+                taken = taken[:max_items]
+            else:
+                taken = []
+                while self._items and len(taken) < max_items and self._items[0].launch_key == head.launch_key:
+                    taken.append(self._items.popleft())
+            return self._hand_out(taken)
+
+    def take_for_cpu(self) -> WorkItem | None:
+        """The first item a CPU worker may take (not one handed back to the GPUs, while one is
+        left); waits for it; None when the queue is finished."""
+        def first() -> WorkItem | None:
+            return next((item for item in self._items
+                         if not item.handed_back or self._handed_back_for_all), None)
+
+        with self._changed:
+            if not self._wait_for(lambda: first() is not None):
+                return None
+            item = first()
+            self._remove([item])
+            return self._hand_out([item])[0]
+
+    def _wait_for(self, ready) -> bool:
+        """Wait (holding the lock) until `ready()`; False if cancelled or finished first."""
+        while not self._cancelled:
+            if ready():
+                return True
+            if not self._items and self._closed and not self._in_flight:
+                return False
+            self._changed.wait()
+        return False
+
+    def _remove(self, items: list[WorkItem]) -> None:
+        """Remove these very items (by identity: items compare by value, blocks hold arrays)."""
+        ids = {id(item) for item in items}
+        self._items = deque(item for item in self._items if id(item) not in ids)
+
+    def _hand_out(self, taken: list[WorkItem]) -> list[WorkItem]:
+        self._in_flight += len(taken)
+        self._count_untaken(taken, -1)
+        self._changed.notify_all()
+        return taken
+
+    def _count_untaken(self, items: list[WorkItem], sign: int) -> None:
+        for item in items:
+            self._untaken_cells[item.batch] = self._untaken_cells.get(item.batch, 0) + sign * item.cells
 
     def _head_ready(self, max_items: int) -> bool:
         head = self._items[0].batch

@@ -13,13 +13,17 @@ Balancing: one block against a batch of 50,000 reads is half a minute for a CPU 
 milliseconds for a GPU, so a CPU worker scores its block in read slices of about
 `cpu_slice_seconds` (measured on the H100 host: without slices, 16 workers each held one block for
 30 s while the GPU finished all the rest in 7 s). Before each slice it asks the tail rule: when the
-GPUs (at their measured rate) would finish everything not yet taken before it finished the slice,
-it hands the rest of its block back and stops. Correctness never depends on it: any block and
-any read range may be scored by any consumer.
+GPUs (at their measured rate) would finish everything of this batch and the earlier ones not yet
+taken before it finished the slice, it hands the rest of its block back to the GPUs and takes an
+item of a later batch. Each batch thus ends when the GPUs end it, and its traceback overlaps the
+next batch's scoring (with one rule for the whole run, the workers held the first batch's blocks
+to the very end). The GPUs take the handed-back items of a batch as one launch (engine/queue.py).
+Correctness never depends on any of this: any block and any read range may be scored by any
+consumer, and scoring a pair twice changes nothing.
 
 A GPU consumer that fails (build error, lost device, out of memory) hands its blocks back and
-stops; if then no CPU worker runs (gpu-only mode, or all have stopped), CPU workers are started
-to finish the queue.
+stops; when none is left, CPU workers may take handed-back items too, and if no CPU worker runs
+(gpu-only mode) CPU workers are started to finish the queue.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ import numpy as np
 
 from papara_py.engine.consumers import CpuScorer
 from papara_py.engine.layout import Block, block_count, make_block
-from papara_py.engine.queue import WorkItem, WorkQueue
+from papara_py.engine.queue import WorkItem, WorkQueue, launch_reads
 from papara_py.engine.topk import Candidates
 from papara_py.params import ScoringParams
 
@@ -159,16 +163,12 @@ class Engine:
 
     # -- the caller's side ------------------------------------------------------------------
 
-    def run(self, make_batch: Callable[[int], ReadBatch],
-            batch_residues: Sequence[int]) -> Iterator[tuple[int, Candidates]]:
-        """Score batch b = make_batch(b) for every b; yields (b, candidates) as batches finish.
-
-        `batch_residues[b]` must be batch b's residue count (it sizes the work for balancing
-        before the batch is made). Close the generator (or exhaust it) to stop the threads.
+    def run(self, make_batch: Callable[[int], ReadBatch], n_batches: int) -> Iterator[tuple[int, Candidates]]:
+        """Score batch b = make_batch(b) for b in 0 .. n_batches-1; yields (b, candidates) as
+        batches finish. `make_batch` runs on the master thread, overlapping the scoring of the
+        batches before. Close the generator (or exhaust it) to stop the threads.
         """
-        n_batches = len(batch_residues)
         self._started = time.perf_counter()
-        self._queue.plan(int(sum(batch_residues)) * self.n_edges * self.n_columns)
         for scorer in self.gpu_scorers:
             self._start(scorer, is_gpu=True)
         for _ in range(self.options.cpu_workers if self.use_cpu else 0):
@@ -204,7 +204,7 @@ class Engine:
 
     def _restart_cpu_if_needed(self) -> None:
         """Every GPU failed and no CPU worker is left: start CPU workers to finish the queue."""
-        if not self._gpu_stats or not all(s.error for s in self._gpu_stats):
+        if not self._gpus_failed():
             return
         if any(t.is_alive() for t in self._cpu_threads):
             return
@@ -229,8 +229,9 @@ class Engine:
                     if self._queue.cancelled:
                         return
                 reads = make_batch(index)
-                self._batches[index] = _Batch(reads, Candidates.empty(reads.count, self.k),
-                                              self.n_edges * reads.residues * self.n_columns)
+                cells = self.n_edges * reads.residues * self.n_columns
+                self._batches[index] = _Batch(reads, Candidates.empty(reads.count, self.k), cells)
+                self._queue.plan(index, cells)
                 for block_index in range(n_blocks):
                     if not self._queue.put(self._item(index, self._block(block_index, cache), 0, reads.count)):
                         return
@@ -271,36 +272,45 @@ class Engine:
         rng = random.Random(f"{self.options.jitter_seed}:{stats.name}")
         chunks = 0
         try:
+            while not is_gpu:
+                item = self._queue.take_for_cpu()
+                if item is None:
+                    return
+                self._consume_cpu_item(scorer, stats, item, may_yield, rng)
+            chunk = even_chunk(block_count(self.n_edges, self.width), scorer.max_blocks)
             while True:
-                items = self._queue.take(scorer.max_blocks, fill=is_gpu)
+                items = self._queue.take(chunk, fill=True)
                 if not items:
                     return
-                if not is_gpu:
-                    if not self._consume_cpu_item(scorer, stats, items[0], may_yield, rng):
-                        return
-                    continue
                 batch = self._batches[items[0].batch]
-                reads = batch.reads.slice(*items[0].reads)
+                first, end = launch_reads(items)
                 try:
                     if self.options.fail_after_chunks is not None and chunks >= self.options.fail_after_chunks:
                         raise _InjectedFault(f"injected fault after {chunks} chunks")
-                    result = self._timed_score(scorer, stats, [item.block for item in items], reads, rng)
+                    result = self._timed_score(scorer, stats, [item.block for item in items],
+                                               batch.reads.slice(first, end), rng)
                 except Exception as error:  # a device fault: hand the blocks back, stop this consumer
-                    self._queue.put_back(items)
                     stats.error = f"{type(error).__name__}: {error}"
+                    if self._gpus_failed():
+                        self._queue.release_handed_back()
+                    self._queue.put_back(items)
                     return
                 chunks += 1
-                self._fold(stats, batch, items[0].batch, result, items[0].reads[0], items)
+                self._fold(stats, batch, items[0].batch, result, first, items)
                 self._queue.finished(len(items))
         except BaseException as error:  # noqa: B902 - handed to the caller's thread
             self._fail(error)
 
-    def _consume_cpu_item(self, scorer: Scorer, stats: ConsumerStats, item: WorkItem, may_yield: bool,
-                          rng: random.Random) -> bool:
-        """Score one item in read slices of about `cpu_slice_seconds`; False if the worker stops.
+    def _gpus_failed(self) -> bool:
+        return bool(self._gpu_stats) and all(s.error for s in self._gpu_stats)
 
-        Before each slice the tail rule is asked; when the GPUs would finish all untaken work
-        before this slice, the rest of the item goes back to the queue and the worker stops.
+    def _consume_cpu_item(self, scorer: Scorer, stats: ConsumerStats, item: WorkItem, may_yield: bool,
+                          rng: random.Random) -> None:
+        """Score one item in read slices of about `cpu_slice_seconds`.
+
+        Before each slice the tail rule is asked; when the GPUs would finish the untaken work of
+        this batch (and earlier ones) before this slice, the rest of the item goes back to the
+        queue for the GPUs.
         """
         batch = self._batches[item.batch]
         first, end = item.reads
@@ -313,19 +323,18 @@ class Engine:
             stop = min(end, max(first + 1, stop))
             piece = self._item(item.batch, item.block, first, stop)
             if may_yield and self._leave_to_gpus(piece, stats):
-                self._queue.put_back([self._item(item.batch, item.block, first, end)])
-                return False
+                self._queue.put_back([self._item(item.batch, item.block, first, end, handed_back=True)])
+                return
             result = self._timed_score(scorer, stats, [item.block], batch.reads.slice(first, stop), rng)
             self._fold(stats, batch, item.batch, result, first, [piece], block_done=stop == end)
             first = stop
         self._queue.finished(1)
-        return True
 
-    def _item(self, index: int, block: Block, first: int, end: int) -> WorkItem:
+    def _item(self, index: int, block: Block, first: int, end: int, handed_back: bool = False) -> WorkItem:
         """The work of `block` against reads [first, end) of batch `index`, with its cell count."""
         offsets = self._batches[index].reads.offsets
         return WorkItem(index, block, block.n_edges * int(offsets[end] - offsets[first]) * self.n_columns,
-                        (first, end))
+                        (first, end), handed_back)
 
     def _timed_score(self, scorer: Scorer, stats: ConsumerStats, blocks: list[Block], reads: ReadBatch,
                      rng: random.Random) -> Candidates:
@@ -337,11 +346,12 @@ class Engine:
         return result
 
     def _leave_to_gpus(self, piece: WorkItem, stats: ConsumerStats) -> bool:
-        """True if the live GPUs would finish all untaken work before this worker finishes `piece`."""
+        """True if the live GPUs would finish the untaken work of `piece`'s batch and the ones
+        before it before this worker finishes `piece`."""
         if not self.options.balance_tail:
             return False
         gpu_rate = sum(s.rate() for s in self._gpu_stats if not s.error)
-        return leave_to_gpus(piece.cells, stats.rate(), gpu_rate, self._queue.untaken_cells())
+        return leave_to_gpus(piece.cells, stats.rate(), gpu_rate, self._queue.untaken_cells(piece.batch))
 
     def _fold(self, stats: ConsumerStats, batch: _Batch, index: int, result: Candidates, first_read: int,
               pieces: list[WorkItem], block_done: bool = True) -> None:
@@ -366,6 +376,14 @@ class Engine:
         if self._fatal is None:
             self._fatal = error
         self._queue.cancel()
+
+
+def even_chunk(n_blocks: int, max_blocks: int) -> int:
+    """Blocks per GPU launch: at most `max_blocks`, and as even as the batch's blocks allow
+    (82 blocks with --gpu-chunk 40 go as 28 + 27 + 27, not 40 + 40 + a launch of 2 that leaves
+    most of the device idle)."""
+    launches = -(-n_blocks // max(1, max_blocks))
+    return max(1, -(-n_blocks // max(1, launches)))
 
 
 def leave_to_gpus(cells: float, own_rate: float, gpu_rate: float, untaken_cells: float) -> bool:

@@ -3,7 +3,9 @@
 A read's best edge is the lexicographic minimum of (score, edge number) (DESIGN 4), and the K
 candidates are the K smallest pairs in that order (DESIGN 7). Keeping each list sorted by that
 total order makes every merge associative and commutative: whichever consumer scored whichever
-block, in whatever order, the merged lists are identical. Empty slots hold (EMPTY_SCORE, -1).
+block, in whatever order, the merged lists are identical. A merge is a set union: a pair that
+arrives twice (a GPU launch over a read range that a CPU worker partly scored) is kept once.
+Empty slots hold (EMPTY_SCORE, -1).
 """
 
 from __future__ import annotations
@@ -18,16 +20,19 @@ EMPTY_SCORE = np.iinfo(np.int32).max
 
 @njit(cache=True, nogil=True, inline="always")
 def _insert(scores, edges, q, s, e):
-    """Insert (s, e) into row q's sorted list if it beats the last entry."""
+    """Insert (s, e) into row q's sorted list if it beats the last entry and is not in it yet."""
     k = scores.shape[1]
     last = k - 1
     if s > scores[q, last] or (s == scores[q, last] and e >= edges[q, last] and edges[q, last] >= 0):
         return
     pos = last
     while pos > 0 and (s < scores[q, pos - 1] or (s == scores[q, pos - 1] and e < edges[q, pos - 1])):
-        scores[q, pos] = scores[q, pos - 1]
-        edges[q, pos] = edges[q, pos - 1]
         pos -= 1
+    if pos > 0 and s == scores[q, pos - 1] and e == edges[q, pos - 1]:
+        return  # the pair came twice (a read range scored by two consumers): keep one
+    for slot in range(last, pos, -1):
+        scores[q, slot] = scores[q, slot - 1]
+        edges[q, slot] = edges[q, slot - 1]
     scores[q, pos] = s
     edges[q, pos] = e
 
