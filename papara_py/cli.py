@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="read orientation: auto decides from shared k-mers with the reference and scores "
                              "both orientations where that evidence is weak; both always scores both and keeps "
                              "the better (ties: forward); forward takes reads as given (default: %(default)s)")
-    engine.add_argument("--batch-reads", type=_positive_int, default=50_000, metavar="N",
+    engine.add_argument("--batch-reads", type=_positive_int, default=12_500, metavar="N",
                         help="reads scored per batch; bounds memory (default: %(default)s)")
     cluster = parser.add_argument_group("cluster array jobs (README: Running at cluster scale)")
     cluster.add_argument("--shard", metavar="K/N", default=None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import itertools
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -24,6 +24,7 @@ FORMAT_NAME = "papara-py"
 FORMAT_VERSION = 1
 STRINGS = h5py.string_dtype("utf-8")
 _ALIGNED_CHUNK_ROWS = 256
+_temporary_numbers = itertools.count()
 
 
 @contextmanager
@@ -31,22 +32,20 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside `path`; rename it over `path` only if the block succeeds.
 
     The temporary file lives in the same directory so the final rename is atomic; on any
-    exception (Ctrl-C included) it is removed and `path` is left as it was.
+    exception (Ctrl-C included) it is removed and `path` is left as it was. Its name holds this
+    process's id and a counter, and is chosen before it is created inside the `try`, so a Ctrl-C
+    at any moment cannot leave it behind (with mkstemp, one landing between the file's creation
+    and the `try` did). Only a dead process can have left a file of that name, so removing one
+    is always safe. Created by a plain open, it gets the umask's permissions.
     """
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
-    # mkstemp makes the file 0600; give it the permissions a plain open() would (0666 - umask)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.fchmod(fd, 0o666 & ~umask)
-    os.close(fd)
-    tmp_path = Path(tmp)
+    tmp_path = target.parent / f".{target.name}.{os.getpid()}.{next(_temporary_numbers)}.partial"
     try:
+        os.close(os.open(tmp_path, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o666))
         yield tmp_path
         os.replace(tmp_path, target)
     finally:
-        if tmp_path.exists():
-            tmp_path.unlink()
+        tmp_path.unlink(missing_ok=True)
 
 
 @contextmanager

@@ -65,7 +65,7 @@ class RunConfig:
     candidates: int = 5
     strand: str = "auto"  # auto | both | forward (papara_py/strand.py)
     lanes: int | None = None
-    batch_reads: int = 50_000
+    batch_reads: int = 12_500
     quiet: bool = False
     verbose: bool = False
     command_line: str = ""
@@ -227,8 +227,9 @@ def run(config: RunConfig) -> RunSummary:
     # each read's orientation depends only on the read and the reference (sharded runs agree)
     kmers = ReferenceKmers(match.tip_rows) if config.strand == "auto" else None
     timings["strand"] = time.perf_counter() - t0
-    plans: dict[int, StrandPlan] = {}
+    plans: dict[int, StrandPlan] = {}  # batches made and not yet traced back
     strand_counts = {"+": 0, "-": 0, "scored_both": 0}
+    scored_residues = 0
     timings["traceback"] = timings["output"] = 0.0
     with run_writer(config.output, len(reads), m, k, config.command_line) as writer:
         t0 = time.perf_counter()
@@ -261,7 +262,10 @@ def run(config: RunConfig) -> RunSummary:
             with closing(engine.run(make_batch, len(batches))) as finished:
                 for index, candidates in finished:
                     batch = batches[index]
-                    reverse, candidates = plans[index].pick(candidates)
+                    plan = plans.pop(index)
+                    scored_residues += int(reads.lengths[plan.reads].sum())
+                    strand_counts["scored_both"] += len(plan.second)
+                    reverse, candidates = plan.pick(candidates)
                     strand_counts["-"] += int(np.count_nonzero(reverse))
                     strand_counts["+"] += int(len(reverse) - np.count_nonzero(reverse))
                     t0 = time.perf_counter()
@@ -280,9 +284,8 @@ def run(config: RunConfig) -> RunSummary:
                                         "busy_seconds": stats.busy_seconds,
                                         **({"error": stats.error} if stats.error else {})}
                            for stats in engine.consumers}
-        cells = sum(int(reads.lengths[plan.reads].sum()) for plan in plans.values()) * builder.n_edges * m
+        cells = scored_residues * builder.n_edges * m
         gcups = cells / timings["scoring"] / 1e9 if timings["scoring"] > 0 else 0.0
-        strand_counts["scored_both"] = sum(len(plan.second) for plan in plans.values())
         reporter.detail(f"--strand {config.strand}: {strand_counts['scored_both']} of {len(alignable)} reads "
                         f"scored in both orientations ({timings['strand']:.3f} s)")
         counts = {name: n for name, n in sorted(zip(STATUSES, np.bincount(statuses, minlength=len(STATUSES))

@@ -7,6 +7,7 @@ user supplied) and int64 offsets. Encoded state sets are derived on demand.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -31,16 +32,19 @@ class ReadSet:
 
     @classmethod
     def from_sequences(cls, records: Iterable[tuple[str, bytes]]) -> "ReadSet":
-        """Collect (name, sequence) pairs; sequences are upper-cased."""
+        """Collect (name, sequence) pairs; sequences are upper-cased.
+
+        The arrays wrap the buffers they were collected in: a copy at the end would double the
+        peak memory of a run with millions of reads (a list of Python ints would cost 36 bytes a
+        read for the offsets)."""
         names: list[str] = []
-        chunks = bytearray()
-        offsets = [0]
+        residues = bytearray()
+        offsets = array("q", [0])
         for name, sequence in records:
             names.append(name)
-            chunks += sequence.upper()
-            offsets.append(len(chunks))
-        return cls(names, np.frombuffer(bytes(chunks), dtype=np.uint8).copy(),
-                   np.asarray(offsets, dtype=np.int64))
+            residues += sequence.upper()
+            offsets.append(len(residues))
+        return cls(names, np.frombuffer(residues, dtype=np.uint8), np.frombuffer(offsets, dtype=np.int64))
 
     def __len__(self) -> int:
         return len(self.names)

@@ -86,14 +86,22 @@ def run_names(path: Path) -> list[str]:
 
 
 def test_unaligned_reads_are_kept_with_a_status(tmp_path):
+    # one read per batch, unaligned reads between them: each batch writes the identities of its
+    # stretch of the input, so every row must be written exactly as given
     reads = tmp_path / "reads.fa"
     long_read = "A" * 600
-    reads.write_text(f">empty\n>long\n{long_read}\n>fine\nACGTACGTACGTAAAACCCGGT\n")
+    records = [("empty", ""), ("fine1", "ACGTACGTACGTAAAACCCGGT"), ("long", long_read),
+               ("fine2", "TTGACCGTAGGCTAACGT"), ("fine3", "GGCATTACCGATACGATT")]
+    reads.write_text("".join(f">{name}\n{sequence}\n" if sequence else f">{name}\n" for name, sequence in records))
     out = tmp_path / "run.h5"
     result = papara("-t", str(EXAMPLE / "tree.nwk"), "-s", str(EXAMPLE / "ref.phy"), "-r", str(reads),
-                    "-o", str(out), "--device", "cpu")
+                    "-o", str(out), "--device", "cpu", "--batch-reads", "1")
     assert result.returncode == 0, result.stderr
     with h5py.File(out) as run:
-        assert list(run["reads/status"].asstr()[:]) == ["empty", "too_long", "aligned"]
-        assert list(run["reads/best_edge"][:2]) == [-1, -1] and run["reads/best_edge"][2] >= 0
+        assert list(run["reads/status"].asstr()[:]) == ["empty", "aligned", "too_long", "aligned", "aligned"]
+        assert list(run["reads/names"].asstr()[:]) == [name for name, _ in records]
+        assert list(run["reads/sequence"].asstr()[:]) == [sequence for _, sequence in records]
+        best = run["reads/best_edge"][:]
+        assert list(best[[0, 2]]) == [-1, -1] and all(best[[1, 3, 4]] >= 0)
+        assert [bool(c) for c in run["reads/cigar"].asstr()[:]] == [False, True, False, True, True]
     assert "2 too_long" not in result.stderr and "1 empty" in result.stderr and "1 too_long" in result.stderr

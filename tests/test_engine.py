@@ -17,7 +17,7 @@ import pytest
 from papara_py.engine.consumers import GpuChunkScorer
 from papara_py.engine.layout import make_block
 from papara_py.engine.opencl_devices import discover_devices
-from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch, even_chunk, leave_to_gpus
+from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch, leave_to_gpus
 from papara_py.params import ScoringParams
 from papara_py.scoring import score_matrix_reference
 
@@ -200,15 +200,6 @@ def test_an_error_in_the_master_reaches_the_caller():
 
     with pytest.raises(MemoryError, match="do not fit"):
         run_engine(broken, profiles.shape[0], 8, batch, ScoringParams(), K, True, [], EngineOptions(cpu_workers=2))
-
-
-def test_gpu_launches_split_a_batch_evenly():
-    assert even_chunk(82, 40) == 28
-    assert even_chunk(81, 40) == 27
-    assert even_chunk(80, 40) == 40
-    assert even_chunk(864, 40) == 40
-    assert even_chunk(3, 40) == 3
-    assert even_chunk(1, 1) == 1
 
 
 def test_gpu_scores_the_handed_back_rests_of_a_batch_in_one_launch(opencl_device):

@@ -109,8 +109,8 @@ def test_queue_cancel_wakes_a_blocked_producer():
 
 def test_queue_take_stops_at_a_batch_boundary_and_tracks_untaken_cells_per_batch():
     queue = WorkQueue(capacity=8)
-    queue.plan(0, 200)
-    queue.plan(1, 300)
+    queue.plan(0, 2, 200)
+    queue.plan(1, 3, 300)
     for i, batch in enumerate([0, 0, 1, 1, 1]):
         queue.put(_item(i, batch))
     assert [b.block.index for b in queue.take(4)] == [0, 1]
@@ -129,8 +129,8 @@ def _handed_back(index: int, batch: int, first: int) -> WorkItem:
 
 def test_handed_back_items_go_to_the_gpus_together_and_to_cpus_only_when_no_gpu_is_left():
     queue = WorkQueue(capacity=8)
-    queue.plan(0, 200)
-    queue.plan(1, 200)
+    queue.plan(0, 2, 200)
+    queue.plan(1, 2, 200)
     for index, batch in [(0, 0), (5, 1), (1, 0), (2, 1)]:
         queue.put(_item(index, batch))
     queue.close()
@@ -167,3 +167,19 @@ def test_queue_fill_waits_for_a_full_launch_until_the_batch_is_sealed():
     queue.seal(0)
     taker.join(timeout=5)
     assert got == [[0, 1]]
+
+
+def test_gpu_launches_split_what_is_left_of_a_batch_evenly():
+    queue = WorkQueue(capacity=100)
+    queue.plan(0, 82, 8200)
+    for i in range(82):
+        queue.put(_item(i))
+    queue.seal(0)
+    assert [len(queue.take(40, fill=True)) for _ in range(3)] == [28, 27, 27]
+    queue.plan(1, 82, 8200)
+    for i in range(82):
+        queue.put(_item(i, batch=1))
+    cpu_items = [queue.take_for_cpu() for _ in range(15)]
+    assert [len(queue.take(40, fill=True)) for _ in range(2)] == [34, 33]
+    queue.put_back([WorkItem(1, item.block, 50, (5, 10), handed_back=True) for item in cpu_items])
+    assert len(queue.take(40, fill=True)) == 15

@@ -63,13 +63,15 @@ class WorkQueue:
         self._sealed_batches: set[int] = set()  # batches whose every item has been put
         self._in_flight = 0  # taken, neither finished nor handed back: may still come back
         self._untaken_cells: dict[int, int] = {}  # per batch: cells planned but not taken yet
+        self._untaken_items: dict[int, int] = {}  # per batch: items planned but not taken yet
         self._handed_back_for_all = False
         self._changed = threading.Condition()
 
-    def plan(self, batch: int, cells: int) -> None:
-        """Announce the cells of `batch` before putting its items, so consumers can judge what
-        remains of it."""
+    def plan(self, batch: int, items: int, cells: int) -> None:
+        """Announce the items of `batch` and their cells before putting them, so consumers can
+        judge what remains of it."""
         with self._changed:
+            self._untaken_items[batch] = self._untaken_items.get(batch, 0) + items
             self._untaken_cells[batch] = self._untaken_cells.get(batch, 0) + cells
 
     def put(self, item: WorkItem) -> bool:
@@ -132,27 +134,37 @@ class WorkQueue:
             return sum(cells for batch, cells in self._untaken_cells.items() if batch <= through_batch)
 
     def take(self, max_items: int, fill: bool = False) -> list[WorkItem]:
-        """Up to `max_items` items for one GPU launch; waits for at least one.
+        """Items for one GPU launch, at most `max_items`; waits for at least one.
 
         The items share the head item's launch key, or are all handed-back items of its batch
-        (see the module docstring; `launch_reads` gives the range to score). Returns [] when the
-        queue is finished: closed, empty and nothing in flight (while another consumer holds
-        items it might hand back after a failure, an idle consumer waits for them). With `fill`,
-        waits until `max_items` of the head batch are queued, unless that batch is sealed, the
-        queue is full or closed: a GPU launch should not go out half empty just because the
-        master is a moment behind.
+        (see the module docstring; `launch_reads` gives the range to score). What is left of the
+        head's batch goes out in even launches: 67 items with max_items 40 as 34 + 33, not
+        40 + 27, and 82 as 28 + 27 + 27, not 40 + 40 + 2 (a small launch leaves most of a GPU
+        idle, and each launch costs a fixed time). Returns [] when the queue is finished:
+        closed, empty and nothing in flight (while another consumer holds items it might hand
+        back after a failure, an idle consumer waits for them). With `fill`, waits until the
+        launch's items are queued, unless the head's batch is sealed, the queue is full or
+        closed: a GPU launch should not go out half empty just because the master is a moment
+        behind.
         """
+        def launch_size() -> int:
+            left = self._untaken_items.get(self._items[0].batch, 0)
+            if left < 1:  # a batch put without a plan (tests): no even split
+                return max_items
+            return -(-left // -(-left // max(1, max_items)))
+
         with self._changed:
-            if not self._wait_for(lambda: bool(self._items) and (not fill or self._head_ready(max_items))):
+            if not self._wait_for(lambda: bool(self._items) and (not fill or self._head_ready(launch_size()))):
                 return []
             head = self._items[0]
+            count = launch_size()
             if head.handed_back:
                 taken = [item for item in self._items if item.handed_back and item.batch == head.batch]
-                self._remove(taken[:max_items])
                 taken = taken[:max_items]
+                self._remove(taken)
             else:
                 taken = []
-                while self._items and len(taken) < max_items and self._items[0].launch_key == head.launch_key:
+                while self._items and len(taken) < count and self._items[0].launch_key == head.launch_key:
                     taken.append(self._items.popleft())
             return self._hand_out(taken)
 
@@ -193,6 +205,7 @@ class WorkQueue:
 
     def _count_untaken(self, items: list[WorkItem], sign: int) -> None:
         for item in items:
+            self._untaken_items[item.batch] = self._untaken_items.get(item.batch, 0) + sign
             self._untaken_cells[item.batch] = self._untaken_cells.get(item.batch, 0) + sign * item.cells
 
     def _head_ready(self, max_items: int) -> bool:

@@ -9,10 +9,10 @@ whose last block is scored is handed to the caller (`Engine.run` yields it) whil
 go on with the next batch, so traceback and output overlap scoring; at most
 `batches_in_flight` batches are held at once, which bounds memory.
 
-Balancing: one block against a batch of 50,000 reads is half a minute for a CPU core and tens of
-milliseconds for a GPU, so a CPU worker scores its block in read slices of about
-`cpu_slice_seconds` (measured on the H100 host: without slices, 16 workers each held one block for
-30 s while the GPU finished all the rest in 7 s). Before each slice it asks the tail rule: when the
+Balancing: one block against a batch of 12,500 reads of 100 bp and 1000 columns is several seconds
+for a CPU core and ~15 ms for a GPU, so a CPU worker scores its block in read slices of about
+`cpu_slice_seconds` (measured on the H100 host with batches of 50,000 reads: without slices, 16
+workers each held one block for 30 s while the GPU finished all the rest in 7 s). Before each slice it asks the tail rule: when the
 GPUs (at their measured rate) would finish everything of this batch and the earlier ones not yet
 taken before it finished the slice, it hands the rest of its block back to the GPUs and takes an
 item of a later batch. Each batch thus ends when the GPUs end it, and its traceback overlaps the
@@ -231,7 +231,7 @@ class Engine:
                 reads = make_batch(index)
                 cells = self.n_edges * reads.residues * self.n_columns
                 self._batches[index] = _Batch(reads, Candidates.empty(reads.count, self.k), cells)
-                self._queue.plan(index, cells)
+                self._queue.plan(index, n_blocks, cells)
                 for block_index in range(n_blocks):
                     if not self._queue.put(self._item(index, self._block(block_index, cache), 0, reads.count)):
                         return
@@ -277,9 +277,8 @@ class Engine:
                 if item is None:
                     return
                 self._consume_cpu_item(scorer, stats, item, may_yield, rng)
-            chunk = even_chunk(block_count(self.n_edges, self.width), scorer.max_blocks)
             while True:
-                items = self._queue.take(chunk, fill=True)
+                items = self._queue.take(scorer.max_blocks, fill=True)
                 if not items:
                     return
                 batch = self._batches[items[0].batch]
@@ -310,7 +309,9 @@ class Engine:
 
         Before each slice the tail rule is asked; when the GPUs would finish the untaken work of
         this batch (and earlier ones) before this slice, the rest of the item goes back to the
-        queue for the GPUs.
+        queue for the GPUs. (Slices that shrink as the GPUs near that point, so that the rest is
+        queued before a GPU looks for it, were tried: the busier CPU workers slowed the GPU
+        thread by more than they scored; BENCHMARKS.md, Hybrid.)
         """
         batch = self._batches[item.batch]
         first, end = item.reads
@@ -376,14 +377,6 @@ class Engine:
         if self._fatal is None:
             self._fatal = error
         self._queue.cancel()
-
-
-def even_chunk(n_blocks: int, max_blocks: int) -> int:
-    """Blocks per GPU launch: at most `max_blocks`, and as even as the batch's blocks allow
-    (82 blocks with --gpu-chunk 40 go as 28 + 27 + 27, not 40 + 40 + a launch of 2 that leaves
-    most of the device idle)."""
-    launches = -(-n_blocks // max(1, max_blocks))
-    return max(1, -(-n_blocks // max(1, launches)))
 
 
 def leave_to_gpus(cells: float, own_rate: float, gpu_rate: float, untaken_cells: float) -> bool:
