@@ -12,10 +12,10 @@ go on with the next batch, so traceback and output overlap scoring; at most
 Balancing: one block against a batch of 12,500 reads of 100 bp and 1000 columns is several seconds
 for a CPU core and ~15 ms for a GPU, so a CPU worker scores its block in read slices of about
 `cpu_slice_seconds` (measured on the H100 host with batches of 50,000 reads: without slices, 16
-workers each held one block for 30 s while the GPU finished all the rest in 7 s). Before each slice it asks the tail rule: when the
-GPUs (at their measured rate) would finish everything of this batch and the earlier ones not yet
-taken before it finished the slice, it hands the rest of its block back to the GPUs and takes an
-item of a later batch. Each batch thus ends when the GPUs end it, and its traceback overlaps the
+workers each held one block for 30 s while the GPU finished all the rest in 7 s). Before each
+slice it asks the tail rule: when the GPUs (at their measured rate) would finish everything of
+this batch and the earlier ones not yet taken before it finished the slice, it hands the rest of
+its block back to the GPUs and takes an item of a later batch. Each batch thus ends when the GPUs end it, and its traceback overlaps the
 next batch's scoring (with one rule for the whole run, the workers held the first batch's blocks
 to the very end). The GPUs take the handed-back items of a batch as one launch (engine/queue.py).
 Correctness never depends on any of this: any block and any read range may be scored by any
@@ -268,15 +268,15 @@ class Engine:
         thread.start()
 
     def _consume(self, scorer: Scorer, stats: ConsumerStats, is_gpu: bool, may_yield: bool) -> None:
-        """Consumer loop: take items of one launch key, score them, fold into the batch's lists."""
+        """Consumer loop: a CPU worker takes one item at a time, a GPU thread one launch's items;
+        each scores them and folds the result into the batch's lists."""
         rng = random.Random(f"{self.options.jitter_seed}:{stats.name}")
         chunks = 0
         try:
-            while not is_gpu:
-                item = self._queue.take_for_cpu()
-                if item is None:
-                    return
-                self._consume_cpu_item(scorer, stats, item, may_yield, rng)
+            if not is_gpu:
+                while (item := self._queue.take_for_cpu()) is not None:
+                    self._consume_cpu_item(scorer, stats, item, may_yield, rng)
+                return
             while True:
                 items = self._queue.take(scorer.max_blocks, fill=True)
                 if not items:
