@@ -161,7 +161,9 @@ def resolve_scorers(config: RunConfig, reporter: Reporter):
             return True, []
         raise InputError("--device", f"--device {config.device} needs an OpenCL GPU and none was found; "
                          "run `papara-py devices` to see what OpenCL reports")
-    scorers = [GpuChunkScorer(GpuScorer(d), f"gpu-{i}:{d.name}", config.gpu_chunk) for i, d in enumerate(devices)]
+    # profiling events cost nothing measurable and give the run record each GPU's device time
+    scorers = [GpuChunkScorer(GpuScorer(d, profiling=True), f"gpu-{i}:{d.name}", config.gpu_chunk)
+               for i, d in enumerate(devices)]
     return config.device != "gpu", scorers
 
 
@@ -280,8 +282,11 @@ def run(config: RunConfig) -> RunSummary:
                     timings["output"] += time.perf_counter() - t0
         timings["scoring"] = engine.scoring_seconds
         timings["build_blocks"] = engine.build_seconds
+        device_seconds = {scorer.name: scorer.device_seconds for scorer in gpu_scorers}
         consumer_totals = {stats.name: {"blocks": stats.blocks, "edges": stats.edges, "cells": stats.cells,
                                         "busy_seconds": stats.busy_seconds,
+                                        **({"device_seconds": device_seconds[stats.name]}
+                                           if stats.name in device_seconds else {}),
                                         **({"error": stats.error} if stats.error else {})}
                            for stats in engine.consumers}
         cells = scored_residues * builder.n_edges * m

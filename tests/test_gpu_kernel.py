@@ -269,3 +269,24 @@ def test_waiting_sleeps_instead_of_spinning(scorers) -> None:
     wall = perf_counter() - wall
     assert used["cpu"] < 0.2 * wall, (used, wall)
 
+
+
+def test_device_time_is_recorded_within_the_wall_time(device) -> None:
+    """The run record's device seconds (profiling events) lie between the band kernel's own time
+    and the wall time of the chunk, and add up over a consumer's launches."""
+    from papara_py.engine.consumers import GpuChunkScorer
+    from papara_py.engine.layout import make_block
+    from papara_py.engine.scheduler import ReadBatch
+
+    rng = np.random.default_rng(3)
+    profiles = random_profiles(rng, 40, 300)
+    codes, offsets = pack_reads([rng.choice(READ_STATES, size=int(n)) for n in rng.integers(20, 80, 12)])
+    consumer = GpuChunkScorer(GpuScorer(device, profiling=True), "gpu-0:test", 5)
+    blocks = [make_block(b, b * 8, profiles[b * 8:(b + 1) * 8], 8) for b in range(5)]
+    seen = []
+    for _ in range(2):
+        consumer.score(blocks, ReadBatch(codes, offsets), ScoringParams(), 3)
+        stats = consumer.gpu.stats
+        assert 0 < stats.kernel_seconds <= stats.device_seconds <= stats.wall_seconds
+        seen.append(stats.device_seconds)
+    assert consumer.device_seconds == pytest.approx(sum(seen))

@@ -36,6 +36,9 @@ class GpuChunkScorer:
         self.gpu = gpu_scorer
         self.name = name
         self.max_blocks = max_blocks
+        #: device time of all launches (with a profiling GpuScorer): against the consumer's busy
+        #: time it shows how long the device waited for this thread's host side
+        self.device_seconds = 0.0
 
     def score(self, blocks: list[Block], reads, params: ScoringParams, k: int) -> Candidates:
         import numpy as np
@@ -50,6 +53,7 @@ class GpuChunkScorer:
                 n_edges = sum(b.n_edges for b in run)
                 score, edge = self.gpu.score_chunk(lanes, run[0].first_edge, n_edges,
                                                    reads.codes, reads.offsets, params, k)
+                self.device_seconds += self.gpu.stats.device_seconds
                 result.add(Candidates(score=score, edge=edge))
                 run = []
             if block is not None:

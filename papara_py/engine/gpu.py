@@ -63,12 +63,15 @@ class Variant:
 
 @dataclass
 class ChunkStats:
-    """What the last score_chunk did, for benchmarks: device seconds need `profiling=True`."""
+    """What the last score_chunk did, for benchmarks and the run record. kernel_seconds (band_score
+    only) and device_seconds (band_score start to top_k end, per batch) need `profiling=True`;
+    wall_seconds minus device_seconds is the time the device waited for the host."""
 
     batches: int = 0
     packed_reads: int = 0
     wide_reads: int = 0
     kernel_seconds: float = 0.0
+    device_seconds: float = 0.0
     wall_seconds: float = 0.0
 
 
@@ -251,10 +254,12 @@ class GpuScorer:
         topk = cl.Kernel(topk_prog, "top_k")
         topk.set_args(scores_buf, np.int32(row_lanes), np.int32(n_edges), np.int32(first_edge),
                       np.int32(k), np.int32(n_batch), top_score_buf, top_edge_buf)
-        self._wait(cl.enqueue_nd_range_kernel(self.queue, topk, (_round_up(n_batch, 64),), None))
+        topk_done = cl.enqueue_nd_range_kernel(self.queue, topk, (_round_up(n_batch, 64),), None)
+        self._wait(topk_done)
         band_done.wait()  # returns at once; raises if band_score failed
         if self.profiling:
             self.stats.kernel_seconds += (band_done.profile.end - band_done.profile.start) * 1e-9
+            self.stats.device_seconds += (topk_done.profile.end - band_done.profile.start) * 1e-9
         top_score = np.empty((n_batch, k), np.int32)
         top_edge = np.empty((n_batch, k), np.int32)
         cl.enqueue_copy(self.queue, top_score, top_score_buf)
