@@ -237,7 +237,7 @@ def run(config: RunConfig) -> RunSummary:
         t0 = time.perf_counter()
         writer.write_reference(alignment.names, alignment.rows, edge_tree.numbered_newick)
         if not batches:  # nothing to score: every read's identity now
-            _write_read_identities(writer, reads, statuses, 0, len(reads))
+            _write_read_identities(writer, reads, statuses, 0, len(reads), config.batch_reads)
         timings["output"] += time.perf_counter() - t0
         with reporter.bar(block_count(builder.n_edges, width) * len(batches), "block", "scoring") as bar:
             scored = 0
@@ -277,7 +277,7 @@ def run(config: RunConfig) -> RunSummary:
                         raise RuntimeError("internal error: traceback score differs from the engine's score")
                     timings["traceback"] += time.perf_counter() - t0
                     t0 = time.perf_counter()
-                    _write_read_identities(writer, reads, statuses, *stretches[index])
+                    _write_read_identities(writer, reads, statuses, *stretches[index], config.batch_reads)
                     _write_batch(writer, batch, reverse, candidates, scores, starts, cigars, rows)
                     timings["output"] += time.perf_counter() - t0
         timings["scoring"] = engine.scoring_seconds
@@ -335,17 +335,21 @@ def input_stretches(batches: list[np.ndarray], n_reads: int) -> list[tuple[int, 
     return list(zip(starts, starts[1:] + [n_reads]))
 
 
-def _write_read_identities(writer: RunWriter, reads: ReadSet, statuses: np.ndarray, lo: int, hi: int) -> None:
-    """Names, statuses and sequences (as given) of input rows [lo, hi).
+def _write_read_identities(writer: RunWriter, reads: ReadSet, statuses: np.ndarray, lo: int, hi: int,
+                           chunk: int) -> None:
+    """Names, statuses and sequences (as given) of input rows [lo, hi), `chunk` rows at a time
+    (a stretch may hold any number of reads that are not aligned; memory stays bounded).
 
     Strand starts as "+"; aligned reads get their chosen strand in `_write_batch`, afterwards.
     """
-    writer.write_reads(lo, {"names": np.array(reads.names[lo:hi], dtype=object),
-                            "status": np.array(STATUSES, dtype=object)[statuses[lo:hi]],
-                            "strand": np.full(hi - lo, "+", dtype=object),
-                            "cigar": np.full(hi - lo, "", dtype=object),
-                            "sequence": np.array([reads.sequence(q).decode("ascii") for q in range(lo, hi)],
-                                                 dtype=object)})
+    for first in range(lo, hi, chunk):
+        end = min(hi, first + chunk)
+        writer.write_reads(first, {"names": np.array(reads.names[first:end], dtype=object),
+                                   "status": np.array(STATUSES, dtype=object)[statuses[first:end]],
+                                   "strand": np.full(end - first, "+", dtype=object),
+                                   "cigar": np.full(end - first, "", dtype=object),
+                                   "sequence": np.array([reads.sequence(q).decode("ascii")
+                                                         for q in range(first, end)], dtype=object)})
 
 
 def _write_batch(writer: RunWriter, batch: np.ndarray, reverse: np.ndarray, candidates: Candidates, scores, starts,
