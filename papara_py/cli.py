@@ -85,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="auto: CPU and GPU together when an OpenCL GPU is present, else CPU (default)")
     engine.add_argument("--gpu-chunk", type=_positive_int, default=40, metavar="BLOCKS",
                         help="edge blocks the GPU takes per kernel launch (default: %(default)s)")
+    engine.add_argument("--gpu-profile", action="store_true",
+                        help="time each GPU launch on the device (OpenCL profiling events) and store it in the "
+                             "run record as device_seconds per GPU, beside its busy_seconds: the difference is "
+                             "how long the device waited for the host")
     engine.add_argument("--lanes", type=_positive_int, default=None,
                         help="edges per block (default: the CPU's int16 vector width)")
     engine.add_argument("--candidates", type=_positive_int, default=5, metavar="K",
@@ -119,7 +123,8 @@ def _main_job(argv: list[str]) -> int:
     config = RunConfig(
         tree=args.tree, alignment=args.alignment, reads=args.reads, output=args.output,
         params=ScoringParams(args.mismatch, args.cgap, args.gap_open, args.gap_extend, args.insertion),
-        threads=args.threads, device=args.device, gpu_chunk=args.gpu_chunk, candidates=args.candidates,
+        threads=args.threads, device=args.device, gpu_chunk=args.gpu_chunk, gpu_profile=args.gpu_profile,
+        candidates=args.candidates,
         strand=args.strand, lanes=args.lanes, batch_reads=args.batch_reads, quiet=args.quiet, verbose=args.verbose,
         command_line=shlex.join(["papara-py", *argv]), shard=resolve_shard(args.shard), profiles=args.profiles,
     )

@@ -62,6 +62,7 @@ class RunConfig:
     threads: int = 1
     device: str = "cpu"
     gpu_chunk: int = 40
+    gpu_profile: bool = False  # device time per GPU in the run record (OpenCL profiling events)
     candidates: int = 5
     strand: str = "auto"  # auto | both | forward (papara_py/strand.py)
     lanes: int | None = None
@@ -161,8 +162,7 @@ def resolve_scorers(config: RunConfig, reporter: Reporter):
             return True, []
         raise InputError("--device", f"--device {config.device} needs an OpenCL GPU and none was found; "
                          "run `papara-py devices` to see what OpenCL reports")
-    # profiling events cost nothing measurable and give the run record each GPU's device time
-    scorers = [GpuChunkScorer(GpuScorer(d, profiling=True), f"gpu-{i}:{d.name}", config.gpu_chunk)
+    scorers = [GpuChunkScorer(GpuScorer(d, profiling=config.gpu_profile), f"gpu-{i}:{d.name}", config.gpu_chunk)
                for i, d in enumerate(devices)]
     return config.device != "gpu", scorers
 
@@ -282,7 +282,7 @@ def run(config: RunConfig) -> RunSummary:
                     timings["output"] += time.perf_counter() - t0
         timings["scoring"] = engine.scoring_seconds
         timings["build_blocks"] = engine.build_seconds
-        device_seconds = {scorer.name: scorer.device_seconds for scorer in gpu_scorers}
+        device_seconds = {scorer.name: scorer.device_seconds for scorer in gpu_scorers if config.gpu_profile}
         consumer_totals = {stats.name: {"blocks": stats.blocks, "edges": stats.edges, "cells": stats.cells,
                                         "busy_seconds": stats.busy_seconds,
                                         **({"device_seconds": device_seconds[stats.name]}
