@@ -91,15 +91,6 @@ def _windows(ascii: np.ndarray, offsets: np.ndarray, k: int) -> tuple[np.ndarray
     return forward[valid], reverse[valid], owner[valid]
 
 
-def _gather(reads: ReadSet, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The residues (ASCII, as given) of reads `indices`, concatenated, and their offsets."""
-    lengths = reads.lengths[indices]
-    offsets = np.zeros(len(indices) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    position = np.repeat(reads.offsets[indices] - offsets[:-1], lengths) + np.arange(offsets[-1])
-    return reads.residues[position], offsets
-
-
 class ReferenceKmers:
     """The set of k-mers of the reference rows (gaps removed), as a bitmap over all 4^k codes."""
 
@@ -163,7 +154,7 @@ def orient(mode: str, reads: ReadSet, indices: np.ndarray, kmers: ReferenceKmers
         return np.full(len(indices), UNDECIDED, dtype=np.int8)
     if kmers is None:
         raise ValueError("--strand auto needs the reference k-mers")
-    f, r, windows = kmers.hits(*_gather(reads, indices))
+    f, r, windows = kmers.hits(*reads.select_residues(indices))
     return decide(f, r, windows, kmers.density)
 
 
