@@ -11,7 +11,6 @@ from pathlib import Path
 import dendropy
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
 from bad_inputs import BASE, CATALOGUE, BadInput
 
 from papara_py.errors import InputError
@@ -318,21 +317,3 @@ def test_catalogue_case_raises_a_named_input_error(tmp_path: Path, case: BadInpu
     message = str(error).lower()
     missing = [fragment for fragment in case.expect if fragment not in message]
     assert not missing, f"message {str(error)!r} lacks {missing}"
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(alphabet="ACGTNRYacgt-*", max_size=12), max_size=8), st.data())
-def test_selecting_reads_equals_orienting_each_read(sequences, data):
-    """`ReadSet.select_residues` (one gather) equals concatenating `oriented` per read."""
-    from papara_py.reads import ReadSet
-
-    reads = ReadSet.from_sequences((f"r{i}", s.encode()) for i, s in enumerate(sequences))
-    indices = np.array(data.draw(st.lists(st.integers(0, max(0, len(sequences) - 1)),
-                                          max_size=10 if sequences else 0)), dtype=np.int64)
-    reverse = np.array(data.draw(st.lists(st.booleans(), min_size=len(indices), max_size=len(indices))), dtype=bool)
-    for flips in (reverse, None):
-        residues, offsets = reads.select_residues(indices, flips)
-        pieces = [reads.oriented(int(q), bool(flips[i]) if flips is not None else False)
-                  for i, q in enumerate(indices)]
-        assert residues.tobytes() == b"".join(p.tobytes() for p in pieces)
-        assert offsets.tolist() == np.cumsum([0] + [len(p) for p in pieces]).tolist()
