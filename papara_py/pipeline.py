@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import threading
 import time
 from contextlib import closing
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +29,7 @@ from papara_py.encoding import IS_GAP, READ_CODE
 from papara_py.engine.cpu import default_lane_width
 from papara_py.engine.layout import block_count
 from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch
-from papara_py.engine.topk import Candidates
+from papara_py.engine.topk import Candidates, load_merges
 from papara_py.errors import InputError
 from papara_py.inputs import iter_reads, match_tips, read_alignment, read_tree
 from papara_py.outputs import RunWriter, run_writer
@@ -196,6 +197,9 @@ def run(config: RunConfig) -> RunSummary:
     check_mode(config.strand)
     timings: dict[str, float] = {}
     run_started = t0 = time.perf_counter()
+    # numba's JIT starts while the inputs are read, not on a consumer thread (engine/topk.py)
+    jit_loader = threading.Thread(target=load_merges, name="papara-jit", daemon=True)
+    jit_loader.start()
     tree = read_tree(config.tree)
     alignment = read_alignment(config.alignment)
     edge_tree = EdgeTree.from_dendropy(tree)
@@ -258,6 +262,9 @@ def run(config: RunConfig) -> RunSummary:
                 timings["strand"] += time.perf_counter() - started
                 return ReadBatch(*reads.select(plan.reads, plan.reverse))
 
+            t0 = time.perf_counter()
+            jit_loader.join()  # left to wait only when the inputs were read in less time
+            timings["jit_wait"] = time.perf_counter() - t0
             engine = Engine(builder.profiles, builder.n_edges, m, width, config.params, k, use_cpu, gpu_scorers,
                             options, progress)
             # batches arrive as they finish; tracing back and writing one overlaps scoring the next

@@ -7,7 +7,11 @@ to `gpu_chunk` blocks of one batch. Results are folded into the batch's candidat
 is order-independent (engine/topk.py), so the result does not depend on the schedule. A batch
 whose last block is scored is handed to the caller (`Engine.run` yields it) while the consumers
 go on with the next batch, so traceback and output overlap scoring; at most
-`batches_in_flight` batches are held at once, which bounds memory.
+`batches_in_flight` batches are held at once, which bounds memory. Three, not two: with two, the
+master could make batch b + 2 only once batch b was traced back and written, and on the H100 host
+that took as long as the GPU took to score batch b + 1, so the GPU waited for work (up to 1 s at a
+time, 2.7 s of a 10 s hybrid run; BENCHMARKS.md, Hybrid). A batch in flight holds its reads and
+candidate lists, a few MB; the traceback's working memory is per batch traced back, not here.
 
 Balancing: one block against a batch of 12,500 reads of 100 bp and 1000 columns is several seconds
 for a CPU core and ~15 ms for a GPU, so a CPU worker scores its block in read slices of about
@@ -100,7 +104,7 @@ class EngineOptions:
 
     cpu_workers: int = 1
     queue_capacity: int = 64
-    batches_in_flight: int = 2
+    batches_in_flight: int = 3
     balance_tail: bool = True
     cpu_slice_seconds: float = 0.5
     cpu_first_slice_cells: int = 500_000_000
