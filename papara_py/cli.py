@@ -86,9 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     engine.add_argument("--gpu-chunk", type=_positive_int, default=40, metavar="BLOCKS",
                         help="edge blocks the GPU takes per kernel launch (default: %(default)s)")
     engine.add_argument("--gpu-profile", action="store_true",
-                        help="time each GPU launch on the device (OpenCL profiling events) and store it in the "
-                             "run record as device_seconds per GPU, beside its busy_seconds: the difference is "
-                             "how long the device waited for the host")
+                        help="time each GPU launch on the device (OpenCL profiling events) and store the "
+                             "sum per GPU in the run record (gpu_device_seconds); against the scoring time it "
+                             "shows how long the device waited for the host")
     engine.add_argument("--lanes", type=_positive_int, default=None,
                         help="edges per block (default: the CPU's int16 vector width)")
     engine.add_argument("--candidates", type=_positive_int, default=5, metavar="K",

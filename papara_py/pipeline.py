@@ -289,11 +289,8 @@ def run(config: RunConfig) -> RunSummary:
                     timings["output"] += time.perf_counter() - t0
         timings["scoring"] = engine.scoring_seconds
         timings["build_blocks"] = engine.build_seconds
-        device_seconds = {scorer.name: scorer.device_seconds for scorer in gpu_scorers if config.gpu_profile}
         consumer_totals = {stats.name: {"blocks": stats.blocks, "edges": stats.edges, "cells": stats.cells,
                                         "busy_seconds": stats.busy_seconds,
-                                        **({"device_seconds": device_seconds[stats.name]}
-                                           if stats.name in device_seconds else {}),
                                         **({"error": stats.error} if stats.error else {})}
                            for stats in engine.consumers}
         cells = scored_residues * builder.n_edges * m
@@ -309,6 +306,8 @@ def run(config: RunConfig) -> RunSummary:
                        "reads": os.path.abspath(config.reads)},
             "timings_seconds": timings, "gcups": gcups, "cells": cells, "lanes": width,
             "device": config.device, "consumers": consumer_totals, "candidates_k": k,
+            **({"gpu_device_seconds": {scorer.name: scorer.device_seconds for scorer in gpu_scorers}}
+               if config.gpu_profile else {}),
             "status_counts": counts, "n_edges": builder.n_edges, "n_columns": m,
             "strand": config.strand, "strand_counts": strand_counts,
         })

@@ -98,6 +98,21 @@ def test_hybrid_matches_reference_under_random_scheduling(seed, opencl_device):
     assert {c.name.split("-")[0] for c in result.consumers} == {"cpu", "gpu"}
 
 
+@pytest.mark.parametrize("feeders", [1, 2, 3])
+def test_gpu_feeder_threads_share_one_device_without_changing_results(feeders, opencl_device):
+    # feeder threads take, prepare and merge launches concurrently and take turns on the device;
+    # whatever the interleaving, the lists are the reference's and each feeder has its record
+    params = ScoringParams(mismatch=1, cgap=3, gap_open=3, gap_extend=1, insertion=2)
+    profiles, reads, batch = random_case(300 + feeders, n_edges=90)
+    want_score, want_edge = expected(profiles, reads, params)
+    result = run(profiles, batch, params, False, [gpu(opencl_device, chunk=1)],
+                 EngineOptions(gpu_feeders=feeders, jitter_seconds=0.01, jitter_seed=feeders))
+    assert np.array_equal(result.candidates.edge, want_edge)
+    assert np.array_equal(result.candidates.score, want_score)
+    assert [c.name for c in result.consumers] == [f"gpu-0:test/feeder-{i}" for i in range(feeders)]
+    assert sum(c.edges for c in result.consumers) == profiles.shape[0]
+
+
 @pytest.mark.parametrize("use_cpu", [True, False], ids=["hybrid", "gpu-only"])
 def test_gpu_fault_hands_blocks_back_and_cpu_finishes(use_cpu, opencl_device, capsys):
     params = ScoringParams()
@@ -206,7 +221,9 @@ def test_gpu_scores_the_handed_back_rests_of_a_batch_in_one_launch(opencl_device
     # three CPU workers score their blocks a read at a time and hand the rest back as soon as
     # the GPU's first launch is done (the tail rule itself is tested above), each at its own
     # read. The GPU, held back a moment before each later take, then finds the rests queued and
-    # scores them as one launch over the union of their ranges: pairs scored twice must not
+    # scores them as one launch over the union of their ranges (one feeder thread: a second one,
+    # idle, would take each rest as it comes, which is right for it and not what is tested
+    # here): pairs scored twice must not
     # show up twice in the candidate lists (k is every edge, so a duplicate would push a pair out)
     params = ScoringParams(mismatch=3, cgap=1, gap_open=2, gap_extend=1, insertion=2)
     profiles, reads, batch = random_case(13, n_edges=40, n_reads=60)
@@ -226,7 +243,7 @@ def test_gpu_scores_the_handed_back_rests_of_a_batch_in_one_launch(opencl_device
 
     scorer.score = recording
     engine = Engine(lambda ids: profiles[ids], profiles.shape[0], profiles.shape[1], 8, params, k, True, [scorer],
-                    EngineOptions(cpu_workers=3, jitter_seconds=0.02, cpu_first_slice_cells=1,
+                    EngineOptions(cpu_workers=3, gpu_feeders=1, jitter_seconds=0.02, cpu_first_slice_cells=1,
                                   cpu_slice_seconds=1e-9))
     engine._leave_to_gpus = lambda piece, stats: first_launch_done.is_set()
     take = engine._queue.take

@@ -28,22 +28,25 @@ class CpuScorer:
                              block.first_edge, block.n_edges)
         return result
 
+    @property
+    def device_seconds(self) -> float:
+        """Device time of all launches so far (with a profiling GpuScorer)."""
+        return self.gpu.device_seconds
+
 
 class GpuChunkScorer:
-    """One GPU thread: scores up to `max_blocks` blocks per kernel launch, top-k on the device."""
+    """One GPU: scores up to `max_blocks` blocks per kernel launch, top-k on the device. Safe to
+    call from several threads (the engine's feeders); launches take turns on the device."""
 
     def __init__(self, gpu_scorer, name: str, max_blocks: int) -> None:
         self.gpu = gpu_scorer
         self.name = name
         self.max_blocks = max_blocks
-        #: device time of all launches (with a profiling GpuScorer): against the consumer's busy
-        #: time it shows how long the device waited for this thread's host side
-        self.device_seconds = 0.0
 
     def score(self, blocks: list[Block], reads, params: ScoringParams, k: int) -> Candidates:
         import numpy as np
 
-        result = Candidates.empty(reads.count, k)
+        results: list[Candidates] = []
         ordered = sorted(blocks, key=lambda b: b.first_edge)
         # a launch needs consecutive edges; blocks handed back by a failed consumer may break runs
         run: list[Block] = []
@@ -53,9 +56,18 @@ class GpuChunkScorer:
                 n_edges = sum(b.n_edges for b in run)
                 score, edge = self.gpu.score_chunk(lanes, run[0].first_edge, n_edges,
                                                    reads.codes, reads.offsets, params, k)
-                self.device_seconds += self.gpu.stats.device_seconds
-                result.add(Candidates(score=score, edge=edge))
+                results.append(Candidates(score=score, edge=edge))
                 run = []
             if block is not None:
                 run.append(block)
-        return result
+        if len(results) == 1:  # the usual case: one run of blocks, lists already sorted
+            return results[0]
+        merged = Candidates.empty(reads.count, k)
+        for result in results:
+            merged.add(result)
+        return merged
+
+    @property
+    def device_seconds(self) -> float:
+        """Device time of all launches so far (with a profiling GpuScorer)."""
+        return self.gpu.device_seconds

@@ -17,13 +17,17 @@ Why the host side looks the way it does:
   batches are queued, spin a CPU core, which the hybrid engine's CPU workers need.
 - Programs are built once per (device, kernel, options) and kept for the process; pyopencl also
   caches the binaries on disk.
+- A chunk is prepared on the host (`_plan`: read sorting, packing, padded profiles; no OpenCL
+  call) before the device lock is taken, so a second thread can prepare the next chunk while
+  the device runs this one; between two chunks the device then waits only for the uploads and
+  the launch, not for numpy work and result merging (engine/scheduler.py, GPU feeders).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.resources import files
 
 import numpy as np
@@ -63,9 +67,9 @@ class Variant:
 
 @dataclass
 class ChunkStats:
-    """What the last score_chunk did, for benchmarks and the run record. kernel_seconds (band_score
-    only) and device_seconds (band_score start to top_k end, per batch) need `profiling=True`;
-    wall_seconds minus device_seconds is the time the device waited for the host."""
+    """What the last score_chunk did, for benchmarks. kernel_seconds (band_score only) and
+    device_seconds (band_score start to top_k end, per batch) need `profiling=True`; wall_seconds
+    runs from the call to its return, the host-side preparation included."""
 
     batches: int = 0
     packed_reads: int = 0
@@ -95,6 +99,27 @@ def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
 
+def _padded_profile(lanes: np.ndarray, variant: Variant) -> np.ndarray:
+    """A chunk's profiles as [m, units * lanes] bytes, zero-padded to whole work-groups."""
+    m, n_edges = lanes.shape
+    units = _round_up(-(-n_edges // variant.lanes), WG_UNITS)
+    padded = np.zeros((m, units * variant.lanes), np.uint8)
+    padded[:, :n_edges] = lanes
+    return padded
+
+
+@dataclass
+class _ChunkPlan:
+    """What `GpuScorer._plan` prepares on the host for one chunk, and where its results go."""
+
+    score: np.ndarray  # int32 [Q, k], filled by the device side
+    edge: np.ndarray
+    n_columns: int
+    sorted_codes: np.ndarray | None = None
+    profiles: dict = field(default_factory=dict)  # packed? -> padded profile bytes
+    batches: list = field(default_factory=list)   # (variant, reads, starts, lengths) per kernel batch
+
+
 class GpuScorer:
     """Scores chunks of edge blocks on one OpenCL device; safe to call from a worker thread.
 
@@ -118,6 +143,9 @@ class GpuScorer:
         self.profiling = profiling
         self.band_budget = int(min(device.max_alloc_bytes, device.global_mem_bytes * memory_fraction))
         self.stats = ChunkStats()
+        #: device time of every chunk so far (with profiling): the GPU's own clock, whichever
+        #: thread fed it
+        self.device_seconds = 0.0
         self._band: cl.Buffer | None = None
         self._lock = threading.Lock()
 
@@ -141,48 +169,57 @@ class GpuScorer:
             raise ValueError(f"n_edges must be in 1..{nb * width}, got {n_edges}")
         if k < 1:
             raise ValueError(f"k must be positive, got {k}")
-        with self._lock:
-            return self._score(blocks, first_edge, n_edges, np.asarray(codes, np.uint8),
-                               np.asarray(offsets, np.int64), params, k)
-
-    def _score(self, blocks, first_edge, n_edges, codes, offsets, params, k):
         started = time.perf_counter()
+        plan = self._plan(blocks, n_edges, np.asarray(codes, np.uint8), np.asarray(offsets, np.int64), params, k)
+        with self._lock:
+            self._run_plan(plan, first_edge, n_edges, params, k, started)
+        return plan.score, plan.edge
+
+    def _plan(self, blocks, n_edges, codes, offsets, params, k) -> "_ChunkPlan":
+        """The host side of a chunk, no OpenCL call: another thread may prepare its chunk while
+        this device still runs the last one (engine/scheduler.py, GPU feeders)."""
         m = blocks.shape[1]
         lengths = np.diff(offsets)
         n_reads = lengths.size
-        score = np.full((n_reads, k), EMPTY_SCORE, np.int32)
-        edge = np.full((n_reads, k), -1, np.int32)
-        self.stats = ChunkStats()
+        plan = _ChunkPlan(np.full((n_reads, k), EMPTY_SCORE, np.int32), np.full((n_reads, k), -1, np.int32), m)
         order = np.flatnonzero((lengths > 0) & (lengths < m))
         order = order[np.argsort(-lengths[order], kind="stable")]
         if order.size == 0:
-            return score, edge
-
+            return plan
         # the reads in processing order, padded by a stripe: the last stripe loads ROWS residues
         sorted_lengths = lengths[order]
         starts = np.concatenate([[0], np.cumsum(sorted_lengths)[:-1]])
         gather = np.arange(int(sorted_lengths.sum())) + np.repeat(offsets[order] - starts, sorted_lengths)
-        sorted_codes = np.concatenate([codes[gather], np.zeros(self.packed_variant.rows, np.uint8)])
-        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
-        codes_buf = cl.Buffer(self.context, flags, hostbuf=sorted_codes)
-        starts = starts.astype(np.int32)
+        plan.sorted_codes = np.concatenate([codes[gather], np.zeros(self.packed_variant.rows, np.uint8)])
         lanes = np.moveaxis(blocks, 1, 0).reshape(m, -1)[:, :n_edges]
-
-        profiles: dict[bool, tuple[cl.Buffer, int]] = {}
         for variant, slots in self._batches(order, lengths, m, n_edges, params):
-            if variant.packed not in profiles:
-                profiles[variant.packed] = self._upload_profile(lanes, variant)
-            profile_buf, units = profiles[variant.packed]
+            if variant.packed not in plan.profiles:
+                plan.profiles[variant.packed] = _padded_profile(lanes, variant)
             reads = order[slots]
-            score[reads], edge[reads] = self._run_batch(variant, profile_buf, units, m, n_edges, first_edge,
-                                                        codes_buf, starts[slots], lengths[reads], params, k)
+            plan.batches.append((variant, reads, starts[slots].astype(np.int32), lengths[reads].astype(np.int32)))
+        return plan
+
+    def _run_plan(self, plan: "_ChunkPlan", first_edge, n_edges, params, k, started: float) -> None:
+        """The device side of a chunk (under the lock): uploads, kernels, results into `plan`."""
+        self.stats = ChunkStats()
+        if not plan.batches:
+            return
+        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
+        codes_buf = cl.Buffer(self.context, flags, hostbuf=plan.sorted_codes)
+        profile_bufs = {packed: cl.Buffer(self.context, flags, hostbuf=padded)
+                        for packed, padded in plan.profiles.items()}
+        for variant, reads, starts, lengths in plan.batches:
+            units = plan.profiles[variant.packed].shape[1] // variant.lanes
+            plan.score[reads], plan.edge[reads] = self._run_batch(
+                variant, profile_bufs[variant.packed], units, plan.n_columns, n_edges, first_edge, codes_buf,
+                starts, lengths, params, k)
             self.stats.batches += 1
             if variant.packed:
-                self.stats.packed_reads += slots.size
+                self.stats.packed_reads += reads.size
             else:
-                self.stats.wide_reads += slots.size
+                self.stats.wide_reads += reads.size
+        self.device_seconds += self.stats.device_seconds
         self.stats.wall_seconds = time.perf_counter() - started
-        return score, edge
 
     def _batches(self, order, lengths, m, n_edges, params):
         """(variant, slots into `order`) per batch: longest reads first, each batch within memory."""
@@ -206,15 +243,6 @@ class GpuScorer:
             n_batches = -(-(hi - lo) // (self.band_budget // per_read))
             # equal batches: a small last one would leave most of the device idle for a full pass
             yield from ((variant, slots) for slots in np.array_split(np.arange(lo, hi), n_batches))
-
-    def _upload_profile(self, lanes: np.ndarray, variant: Variant) -> tuple[cl.Buffer, int]:
-        """The chunk's profiles as [m, units * lanes] bytes, zero-padded to whole work-groups."""
-        m, n_edges = lanes.shape
-        units = _round_up(-(-n_edges // variant.lanes), WG_UNITS)
-        padded = np.zeros((m, units * variant.lanes), np.uint8)
-        padded[:, :n_edges] = lanes
-        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
-        return cl.Buffer(self.context, flags, hostbuf=padded), units
 
     def _band_buffer(self, nbytes: int) -> cl.Buffer:
         """The band rows, kept between calls and grown when a batch needs more."""

@@ -25,6 +25,12 @@ to the very end). The GPUs take the handed-back items of a batch as one launch (
 Correctness never depends on any of this: any block and any read range may be scored by any
 consumer, and scoring a pair twice changes nothing.
 
+Each GPU is fed by `gpu_feeders` threads (two): while one waits for its launch, the other takes
+its items and prepares its launch on the host, then waits for the device (engine/gpu.py), and
+merges its result after handing the device on. With one thread, the device idled during all of
+that host work, 20 ms per launch, twice as long when 15 CPU workers shared the cores
+(BENCHMARKS.md, Hybrid).
+
 A GPU consumer that fails (build error, lost device, out of memory) hands its blocks back and
 stops; when none is left, CPU workers may take handed-back items too, and if no CPU worker runs
 (gpu-only mode) CPU workers are started to finish the queue.
@@ -103,6 +109,7 @@ class EngineOptions:
     """Scheduling knobs; `jitter_seconds` and `fail_after_chunks` exist for tests only."""
 
     cpu_workers: int = 1
+    gpu_feeders: int = 2
     queue_capacity: int = 64
     batches_in_flight: int = 3
     balance_tail: bool = True
@@ -173,8 +180,10 @@ class Engine:
         batches before. Close the generator (or exhaust it) to stop the threads.
         """
         self._started = time.perf_counter()
+        feeders = max(1, self.options.gpu_feeders)
         for scorer in self.gpu_scorers:
-            self._start(scorer, is_gpu=True)
+            for feeder in range(feeders):
+                self._start(scorer, is_gpu=True, name=f"{scorer.name}/feeder-{feeder}")
         for _ in range(self.options.cpu_workers if self.use_cpu else 0):
             self._start(CpuScorer(), is_gpu=False)
         master = threading.Thread(target=self._master, args=(make_batch, n_batches), name="papara-master",
@@ -259,11 +268,11 @@ class Engine:
 
     # -- the consumers -----------------------------------------------------------------------
 
-    def _start(self, scorer: Scorer, is_gpu: bool, may_yield: bool = True) -> None:
-        record = ConsumerStats(name=scorer.name)
+    def _start(self, scorer: Scorer, is_gpu: bool, may_yield: bool = True, name: str | None = None) -> None:
+        record = ConsumerStats(name=name or scorer.name)
         self.consumers.append(record)
         thread = threading.Thread(target=self._consume, args=(scorer, record, is_gpu, may_yield),
-                                  name=f"papara-{scorer.name}", daemon=True)
+                                  name=f"papara-{record.name}", daemon=True)
         self._threads.append(thread)
         if is_gpu:
             self._gpu_stats.append(record)
