@@ -109,6 +109,21 @@ def _padded_profile(lanes: np.ndarray, variant: Variant) -> np.ndarray:
 
 
 @dataclass
+class _Launch:
+    """One kernel batch in the device queue: its events, where its results are copied, and every
+    object its commands use (held until they complete)."""
+
+    reads: np.ndarray  # rows of the chunk's result lists this batch fills
+    packed: bool
+    band_done: cl.Event
+    topk_done: cl.Event
+    copied: cl.Event  # the last result copy; the queue is in order
+    top_score: np.ndarray
+    top_edge: np.ndarray
+    held: tuple
+
+
+@dataclass
 class _ChunkPlan:
     """What `GpuScorer._plan` prepares on the host for one chunk, and where its results go."""
 
@@ -126,11 +141,14 @@ class GpuScorer:
     narrow: allow the packed 16-bit path (False forces 32-bit everywhere, e.g. for testing).
     ptx: use NVIDIA inline PTX; None chooses it on NVIDIA devices of compute capability >= 9.
     memory_fraction: share of the device's global memory the band buffers may take.
+    queue_depth: chunks queued or running on the device at once, from any number of threads
+    (engine/scheduler.py runs two feeder threads per GPU): with 2, the next chunk's commands
+    wait in the queue while the current one runs, and the device never waits for the host.
     """
 
     def __init__(self, device: DeviceInfo, *, narrow: bool = True, ptx: bool | None = None,
                  rows: int = 32, memory_fraction: float = 0.5,
-                 profiling: bool = False) -> None:
+                 profiling: bool = False, queue_depth: int = 2) -> None:
         if ptx is None:
             ptx = device.is_nvidia and (device.nv_compute_capability or (0, 0)) >= (9, 0)
         self.device = device
@@ -148,6 +166,7 @@ class GpuScorer:
         self.device_seconds = 0.0
         self._band: cl.Buffer | None = None
         self._lock = threading.Lock()
+        self._on_device = threading.BoundedSemaphore(max(1, queue_depth))
 
     def build(self, variant: Variant, k: int) -> tuple[cl.Program, cl.Program]:
         """The band_score program of `variant` and the top_k program for lists of k (built once)."""
@@ -171,8 +190,16 @@ class GpuScorer:
             raise ValueError(f"k must be positive, got {k}")
         started = time.perf_counter()
         plan = self._plan(blocks, n_edges, np.asarray(codes, np.uint8), np.asarray(offsets, np.int64), params, k)
+        stats = ChunkStats()
+        if plan.batches:
+            with self._on_device:  # at most queue_depth chunks queued or running on the device
+                with self._lock:  # one chunk's commands enter the queue together
+                    launches = self._enqueue(plan, first_edge, n_edges, params, k)
+                self._collect(plan, launches, stats)
+        stats.wall_seconds = time.perf_counter() - started
         with self._lock:
-            self._run_plan(plan, first_edge, n_edges, params, k, started)
+            self.stats = stats
+            self.device_seconds += stats.device_seconds
         return plan.score, plan.edge
 
     def _plan(self, blocks, n_edges, codes, offsets, params, k) -> "_ChunkPlan":
@@ -199,27 +226,39 @@ class GpuScorer:
             plan.batches.append((variant, reads, starts[slots].astype(np.int32), lengths[reads].astype(np.int32)))
         return plan
 
-    def _run_plan(self, plan: "_ChunkPlan", first_edge, n_edges, params, k, started: float) -> None:
-        """The device side of a chunk (under the lock): uploads, kernels, results into `plan`."""
-        self.stats = ChunkStats()
-        if not plan.batches:
-            return
-        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
-        codes_buf = cl.Buffer(self.context, flags, hostbuf=plan.sorted_codes)
-        profile_bufs = {packed: cl.Buffer(self.context, flags, hostbuf=padded)
-                        for packed, padded in plan.profiles.items()}
+    def _enqueue(self, plan: "_ChunkPlan", first_edge, n_edges, params, k) -> list["_Launch"]:
+        """Queue a chunk's uploads, kernels and result copies (called under the lock)."""
+        codes_buf = self._upload(plan.sorted_codes)
+        profile_bufs = {packed: self._upload(padded) for packed, padded in plan.profiles.items()}
+        launches = []
         for variant, reads, starts, lengths in plan.batches:
             units = plan.profiles[variant.packed].shape[1] // variant.lanes
-            plan.score[reads], plan.edge[reads] = self._run_batch(
-                variant, profile_bufs[variant.packed], units, plan.n_columns, n_edges, first_edge, codes_buf,
-                starts, lengths, params, k)
-            self.stats.batches += 1
-            if variant.packed:
-                self.stats.packed_reads += reads.size
+            launches.append(self._enqueue_batch(variant, profile_bufs[variant.packed], units, plan.n_columns,
+                                                n_edges, first_edge, codes_buf, reads, starts, lengths, params, k))
+        self.queue.flush()
+        return launches
+
+    def _collect(self, plan: "_ChunkPlan", launches: list["_Launch"], stats: ChunkStats) -> None:
+        """Wait for a chunk's launches and put their results into `plan`."""
+        for launch in launches:
+            self._wait(launch.copied)
+            launch.band_done.wait()  # returns at once; raises if band_score failed
+            if self.profiling:
+                stats.kernel_seconds += (launch.band_done.profile.end - launch.band_done.profile.start) * 1e-9
+                stats.device_seconds += (launch.topk_done.profile.end - launch.band_done.profile.start) * 1e-9
+            plan.score[launch.reads], plan.edge[launch.reads] = launch.top_score, launch.top_edge
+            stats.batches += 1
+            if launch.packed:
+                stats.packed_reads += launch.reads.size
             else:
-                self.stats.wide_reads += reads.size
-        self.device_seconds += self.stats.device_seconds
-        self.stats.wall_seconds = time.perf_counter() - started
+                stats.wide_reads += launch.reads.size
+
+    def _upload(self, host: np.ndarray) -> cl.Buffer:
+        """A device copy of `host`, queued (not a host-pointer buffer, which NVIDIA's runtime may
+        create only once the running kernel ends); `host` must live until the chunk completes."""
+        buffer = cl.Buffer(self.context, cl.mem_flags.READ_ONLY, host.nbytes)
+        cl.enqueue_copy(self.queue, buffer, host, is_blocking=False)
+        return buffer
 
     def _batches(self, order, lengths, m, n_edges, params):
         """(variant, slots into `order`) per batch: longest reads first, each batch within memory."""
@@ -247,24 +286,26 @@ class GpuScorer:
     def _band_buffer(self, nbytes: int) -> cl.Buffer:
         """The band rows, kept between calls and grown when a batch needs more."""
         if self._band is None or self._band.size < nbytes:
-            self._band = None  # release the old one first: both may not fit
-            self._band = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, nbytes)
+            # release the old one first (a chunk still queued keeps it until it completes); a
+            # quarter more than asked, within the budget, so that batches a few reads longer
+            # than the first do not each replace it
+            self._band = None
+            self._band = cl.Buffer(self.context, cl.mem_flags.READ_WRITE,
+                                   max(nbytes, min(self.band_budget, nbytes * 5 // 4)))
         return self._band
 
-    def _run_batch(self, variant, profile_buf, units, m, n_edges, first_edge, codes_buf, starts, lens,
-                   params, k) -> tuple[np.ndarray, np.ndarray]:
-        """band_score then top_k for one batch; returns its k best (score, edge) pairs per read.
+    def _enqueue_batch(self, variant, profile_buf, units, m, n_edges, first_edge, codes_buf, reads, starts, lens,
+                       params, k) -> "_Launch":
+        """Queue band_score, top_k and the copy of each read's k best (score, edge) for one batch.
 
-        One batch at a time, each OpenCL object held until its commands completed: with several
-        batches queued, or with objects released while in use, NVIDIA's runtime spins a CPU core
-        until the queue drains (BENCHMARKS.md, GPU section); batches are large, so the device
-        idles only for the few milliseconds between two of them.
+        Every OpenCL object a command uses is held in the returned launch until the command has
+        completed: NVIDIA's runtime spins a CPU core until the queue drains when one is released
+        while in use (BENCHMARKS.md, GPU section).
         """
         band_prog, topk_prog = self.build(variant, k)
         n_batch = starts.size
-        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
-        starts_buf = cl.Buffer(self.context, flags, hostbuf=starts)
-        lens_buf = cl.Buffer(self.context, flags, hostbuf=lens.astype(np.int32))
+        starts_buf = self._upload(starts)
+        lens_buf = self._upload(lens)
         band_buf = self._band_buffer(n_batch * units * (m + 1) * 4)
         row_lanes = units * variant.lanes
         scores_buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, n_batch * row_lanes * 4)
@@ -283,16 +324,13 @@ class GpuScorer:
         topk.set_args(scores_buf, np.int32(row_lanes), np.int32(n_edges), np.int32(first_edge),
                       np.int32(k), np.int32(n_batch), top_score_buf, top_edge_buf)
         topk_done = cl.enqueue_nd_range_kernel(self.queue, topk, (_round_up(n_batch, 64),), None)
-        self._wait(topk_done)
-        band_done.wait()  # returns at once; raises if band_score failed
-        if self.profiling:
-            self.stats.kernel_seconds += (band_done.profile.end - band_done.profile.start) * 1e-9
-            self.stats.device_seconds += (topk_done.profile.end - band_done.profile.start) * 1e-9
         top_score = np.empty((n_batch, k), np.int32)
         top_edge = np.empty((n_batch, k), np.int32)
-        cl.enqueue_copy(self.queue, top_score, top_score_buf)
-        cl.enqueue_copy(self.queue, top_edge, top_edge_buf)
-        return top_score, top_edge
+        cl.enqueue_copy(self.queue, top_score, top_score_buf, is_blocking=False)
+        copied = cl.enqueue_copy(self.queue, top_edge, top_edge_buf, is_blocking=False)
+        return _Launch(reads, variant.packed, band_done, topk_done, copied, top_score, top_edge,
+                       (codes_buf, profile_buf, starts, lens, starts_buf, lens_buf, band_buf, scores_buf,
+                        top_score_buf, top_edge_buf, band, topk))
 
     def _wait(self, event: cl.Event) -> None:
         """Sleep until `event` completes, looking at its status every 2 ms at most.
