@@ -271,6 +271,28 @@ def test_waiting_sleeps_instead_of_spinning(scorers) -> None:
 
 
 
+def test_a_chunk_on_the_device_leaves_the_gil_to_other_threads(scorers) -> None:
+    """While a chunk runs, other Python threads run: the engine's CPU workers, the other GPU
+    feeder and the traceback need the GIL. (A non-blocking result download held it for the
+    whole kernel on PoCL: 12 s of a 12 s kernel.)"""
+    rng = np.random.default_rng(4)
+    profiles = random_profiles(rng, 256, 400)
+    codes, offsets = pack_reads([rng.choice(READ_STATES, size=100) for _ in range(100)])
+    blocks = as_chunk(profiles, 32, 0)
+    scorer = scorers[True, 32]
+    scorer.score_chunk(blocks[:1], 0, 32, codes[:offsets[1]], offsets[:2], ScoringParams(), 3)  # programs built
+    worker = threading.Thread(target=scorer.score_chunk, args=(blocks, 0, 256, codes, offsets, ScoringParams(), 3))
+    longest_pause, wall = 0.0, perf_counter()
+    worker.start()
+    while worker.is_alive():
+        before = perf_counter()
+        threading.Event().wait(0.001)  # wakes up only with the GIL
+        longest_pause = max(longest_pause, perf_counter() - before)
+    wall = perf_counter() - wall
+    assert wall > 0.2, "the chunk should keep the device busy for a while"
+    assert longest_pause < 0.5 * wall, (longest_pause, wall)
+
+
 def test_device_time_is_recorded_within_the_wall_time(device) -> None:
     """The run record's device seconds (profiling events) lie between the band kernel's own time
     and the wall time of the chunk, and add up over a consumer's launches."""

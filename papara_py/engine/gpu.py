@@ -12,9 +12,13 @@ Why the host side looks the way it does:
   its longest read, with one 32-bit lane otherwise; both give identical scores.
 - On NVIDIA sm_90+ the 16-bit lane arithmetic is inline PTX (add/min.u16x2, fused into DPX
   instructions); elsewhere portable OpenCL C. Tests hold the two against each other.
-- Waiting for the device sleeps in short steps between status queries, with one batch in
-  flight: NVIDIA's blocking waits and completion callbacks, and its runtime whenever several
-  batches are queued, spin a CPU core, which the hybrid engine's CPU workers need.
+- Waiting for the device sleeps in short steps between status queries: NVIDIA's blocking waits
+  and completion callbacks spin a CPU core, which the hybrid engine's CPU workers need.
+- Two chunks may be on the device at once (`queue_depth`): the next one's kernels wait in the
+  queue while the current one runs, so the device does not idle while the host collects one
+  result and launches the next. Uploads and downloads are blocking calls on a second queue:
+  pyopencl releases the GIL only in blocking calls, and a non-blocking download queued behind
+  a running kernel held the GIL until that kernel ended (PoCL).
 - Programs are built once per (device, kernel, options) and kept for the process; pyopencl also
   caches the binaries on disk.
 - A chunk is prepared on the host (`_plan`: read sorting, packing, padded profiles; no OpenCL
@@ -110,16 +114,16 @@ def _padded_profile(lanes: np.ndarray, variant: Variant) -> np.ndarray:
 
 @dataclass
 class _Launch:
-    """One kernel batch in the device queue: its events, where its results are copied, and every
-    object its commands use (held until they complete)."""
+    """One kernel batch in the device queue: its events, its result buffers, and every object its
+    commands use (held until they complete)."""
 
     reads: np.ndarray  # rows of the chunk's result lists this batch fills
     packed: bool
     band_done: cl.Event
     topk_done: cl.Event
-    copied: cl.Event  # the last result copy; the queue is in order
-    top_score: np.ndarray
-    top_edge: np.ndarray
+    top_shape: tuple[int, int]  # [reads, k]
+    top_score_buf: cl.Buffer
+    top_edge_buf: cl.Buffer
     held: tuple
 
 
@@ -158,6 +162,9 @@ class GpuScorer:
         self.context = _context(device.cl_device)
         properties = cl.command_queue_properties.PROFILING_ENABLE if profiling else 0
         self.queue = cl.CommandQueue(self.context, device.cl_device, properties=properties)
+        #: uploads and result downloads, as blocking calls (pyopencl releases the GIL for those
+        #: only) on a queue of their own, so they need not wait for the kernels of another chunk
+        self.transfers = cl.CommandQueue(self.context, device.cl_device)
         self.profiling = profiling
         self.band_budget = int(min(device.max_alloc_bytes, device.global_mem_bytes * memory_fraction))
         self.stats = ChunkStats()
@@ -192,9 +199,10 @@ class GpuScorer:
         plan = self._plan(blocks, n_edges, np.asarray(codes, np.uint8), np.asarray(offsets, np.int64), params, k)
         stats = ChunkStats()
         if plan.batches:
+            inputs = self._upload_inputs(plan)  # while another chunk's kernels may run
             with self._on_device:  # at most queue_depth chunks queued or running on the device
-                with self._lock:  # one chunk's commands enter the queue together
-                    launches = self._enqueue(plan, first_edge, n_edges, params, k)
+                with self._lock:
+                    launches = self._enqueue(plan, inputs, first_edge, n_edges, params, k)
                 self._collect(plan, launches, stats)
         stats.wall_seconds = time.perf_counter() - started
         with self._lock:
@@ -226,27 +234,36 @@ class GpuScorer:
             plan.batches.append((variant, reads, starts[slots].astype(np.int32), lengths[reads].astype(np.int32)))
         return plan
 
-    def _enqueue(self, plan: "_ChunkPlan", first_edge, n_edges, params, k) -> list["_Launch"]:
-        """Queue a chunk's uploads, kernels and result copies (called under the lock)."""
-        codes_buf = self._upload(plan.sorted_codes)
-        profile_bufs = {packed: self._upload(padded) for packed, padded in plan.profiles.items()}
+    def _upload_inputs(self, plan: "_ChunkPlan") -> dict:
+        """Device copies of a chunk's reads, profiles and per-batch read tables."""
+        return {"codes": self._upload(plan.sorted_codes),
+                "profiles": {packed: self._upload(padded) for packed, padded in plan.profiles.items()},
+                "tables": [(self._upload(starts), self._upload(lengths)) for _, _, starts, lengths in plan.batches]}
+
+    def _enqueue(self, plan: "_ChunkPlan", inputs: dict, first_edge, n_edges, params, k) -> list["_Launch"]:
+        """Queue the kernels of a chunk's batches (called under the lock: they share the band rows)."""
         launches = []
-        for variant, reads, starts, lengths in plan.batches:
+        for (variant, reads, _, _), (starts_buf, lens_buf) in zip(plan.batches, inputs["tables"]):
             units = plan.profiles[variant.packed].shape[1] // variant.lanes
-            launches.append(self._enqueue_batch(variant, profile_bufs[variant.packed], units, plan.n_columns,
-                                                n_edges, first_edge, codes_buf, reads, starts, lengths, params, k))
+            launches.append(self._enqueue_batch(variant, inputs["profiles"][variant.packed], units, plan.n_columns,
+                                                n_edges, first_edge, inputs["codes"], reads, starts_buf, lens_buf,
+                                                params, k, inputs))
         self.queue.flush()
         return launches
 
     def _collect(self, plan: "_ChunkPlan", launches: list["_Launch"], stats: ChunkStats) -> None:
-        """Wait for a chunk's launches and put their results into `plan`."""
+        """Wait for a chunk's launches and download their results into `plan`."""
         for launch in launches:
-            self._wait(launch.copied)
+            self._wait(launch.topk_done)
             launch.band_done.wait()  # returns at once; raises if band_score failed
             if self.profiling:
                 stats.kernel_seconds += (launch.band_done.profile.end - launch.band_done.profile.start) * 1e-9
                 stats.device_seconds += (launch.topk_done.profile.end - launch.band_done.profile.start) * 1e-9
-            plan.score[launch.reads], plan.edge[launch.reads] = launch.top_score, launch.top_edge
+            top_score = np.empty(launch.top_shape, np.int32)
+            top_edge = np.empty(launch.top_shape, np.int32)
+            cl.enqueue_copy(self.transfers, top_score, launch.top_score_buf)
+            cl.enqueue_copy(self.transfers, top_edge, launch.top_edge_buf)
+            plan.score[launch.reads], plan.edge[launch.reads] = top_score, top_edge
             stats.batches += 1
             if launch.packed:
                 stats.packed_reads += launch.reads.size
@@ -254,10 +271,10 @@ class GpuScorer:
                 stats.wide_reads += launch.reads.size
 
     def _upload(self, host: np.ndarray) -> cl.Buffer:
-        """A device copy of `host`, queued (not a host-pointer buffer, which NVIDIA's runtime may
-        create only once the running kernel ends); `host` must live until the chunk completes."""
+        """A device copy of `host`: a blocking write on the transfer queue, which returns while
+        the kernel queue is busy (a non-blocking one, on PoCL, waits for it with the GIL held)."""
         buffer = cl.Buffer(self.context, cl.mem_flags.READ_ONLY, host.nbytes)
-        cl.enqueue_copy(self.queue, buffer, host, is_blocking=False)
+        cl.enqueue_copy(self.transfers, buffer, host)
         return buffer
 
     def _batches(self, order, lengths, m, n_edges, params):
@@ -294,18 +311,16 @@ class GpuScorer:
                                    max(nbytes, min(self.band_budget, nbytes * 5 // 4)))
         return self._band
 
-    def _enqueue_batch(self, variant, profile_buf, units, m, n_edges, first_edge, codes_buf, reads, starts, lens,
-                       params, k) -> "_Launch":
-        """Queue band_score, top_k and the copy of each read's k best (score, edge) for one batch.
+    def _enqueue_batch(self, variant, profile_buf, units, m, n_edges, first_edge, codes_buf, reads, starts_buf,
+                       lens_buf, params, k, inputs: dict) -> "_Launch":
+        """Queue band_score and top_k for one batch (its read table already on the device).
 
         Every OpenCL object a command uses is held in the returned launch until the command has
         completed: NVIDIA's runtime spins a CPU core until the queue drains when one is released
         while in use (BENCHMARKS.md, GPU section).
         """
         band_prog, topk_prog = self.build(variant, k)
-        n_batch = starts.size
-        starts_buf = self._upload(starts)
-        lens_buf = self._upload(lens)
+        n_batch = reads.size
         band_buf = self._band_buffer(n_batch * units * (m + 1) * 4)
         row_lanes = units * variant.lanes
         scores_buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, n_batch * row_lanes * 4)
@@ -324,13 +339,8 @@ class GpuScorer:
         topk.set_args(scores_buf, np.int32(row_lanes), np.int32(n_edges), np.int32(first_edge),
                       np.int32(k), np.int32(n_batch), top_score_buf, top_edge_buf)
         topk_done = cl.enqueue_nd_range_kernel(self.queue, topk, (_round_up(n_batch, 64),), None)
-        top_score = np.empty((n_batch, k), np.int32)
-        top_edge = np.empty((n_batch, k), np.int32)
-        cl.enqueue_copy(self.queue, top_score, top_score_buf, is_blocking=False)
-        copied = cl.enqueue_copy(self.queue, top_edge, top_edge_buf, is_blocking=False)
-        return _Launch(reads, variant.packed, band_done, topk_done, copied, top_score, top_edge,
-                       (codes_buf, profile_buf, starts, lens, starts_buf, lens_buf, band_buf, scores_buf,
-                        top_score_buf, top_edge_buf, band, topk))
+        return _Launch(reads, variant.packed, band_done, topk_done, (n_batch, k), top_score_buf, top_edge_buf,
+                       (inputs, band_buf, scores_buf, band, topk))
 
     def _wait(self, event: cl.Event) -> None:
         """Sleep until `event` completes, looking at its status every 2 ms at most.
