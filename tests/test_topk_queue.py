@@ -183,3 +183,20 @@ def test_gpu_launches_split_what_is_left_of_a_batch_evenly():
     assert [len(queue.take(40, fill=True)) for _ in range(2)] == [34, 33]
     queue.put_back([WorkItem(1, item.block, 50, (5, 10), handed_back=True) for item in cpu_items])
     assert len(queue.take(40, fill=True)) == 15
+
+
+def test_handed_back_rests_queue_behind_their_batch_and_a_failed_consumers_items_in_front():
+    queue = WorkQueue(capacity=16)
+    queue.plan(0, 4, 400)
+    queue.plan(1, 1, 100)
+    for index, batch in [(0, 0), (1, 0), (2, 0), (3, 0), (9, 1)]:
+        queue.put(_item(index, batch))
+    queue.seal(0)
+    queue.seal(1)
+    cpu_item = queue.take_for_cpu()
+    gpu_items = queue.take(1)
+    queue.put_back([_handed_back(cpu_item.block.index, 0, first=6)])
+    queue.put_back([_handed_back(7, 0, first=3)])
+    queue.put_back(gpu_items)  # the GPU failed
+    launches = [[item.block.index for item in queue.take(8, fill=True)] for _ in range(3)]
+    assert launches == [[1, 2, 3], [0, 7], [9]]

@@ -92,9 +92,18 @@ class WorkQueue:
             self._changed.notify_all()
 
     def put_back(self, items: list[WorkItem]) -> None:
-        """Return items a consumer did not finish; they are taken first."""
+        """Return items a consumer did not finish. A failed consumer's items are taken first; a
+        CPU worker's handed-back rest goes behind the queued items of its batch, so that the
+        GPUs launch those first and the rests handed back meanwhile join one launch (queued
+        first, they went out one or two at a time, as small launches that left the device
+        idle between them; BENCHMARKS.md, Hybrid)."""
         with self._changed:
-            self._items.extendleft(reversed(items))
+            for item in items:
+                if item.handed_back:
+                    later = next((i for i, queued in enumerate(self._items) if queued.batch > item.batch),
+                                 len(self._items))
+                    self._items.insert(later, item)
+            self._items.extendleft(reversed([item for item in items if not item.handed_back]))
             self._in_flight -= len(items)
             self._count_untaken(items, +1)
             self._changed.notify_all()
