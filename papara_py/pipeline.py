@@ -218,7 +218,7 @@ def run(config: RunConfig) -> RunSummary:
     timings["profiles"] = time.perf_counter() - t0
     use_cpu, gpu_scorers = resolve_scorers(config, reporter)
     width = config.lanes or default_lane_width()
-    # each GPU thread keeps a core for its host side (the paper's hybrid: 3 CPU workers + 1 GPU
+    # each GPU keeps a core for its feeder threads (the paper's hybrid: 3 CPU workers + 1 GPU
     # thread on 4 cores); gpu-only runs start CPU workers only if every GPU fails
     options = config.engine_options or EngineOptions(cpu_workers=max(1, config.threads - len(gpu_scorers)))
     statuses = reads.status_codes(m)

@@ -2,8 +2,8 @@
 
 A work item is one block of W edges for a range of reads of one batch (the whole batch when the
 master puts it; a CPU worker that stops part way hands back the rest). CPU workers take one item
-at a time, a GPU thread up to `--gpu-chunk` items of one batch and read range (one kernel launch
-scores one set of reads).
+at a time, a GPU feeder thread up to `--gpu-chunk` items of one batch and read range (one kernel
+launch scores one set of reads).
 
 Items a CPU worker handed back at a batch's tail are for the GPUs: CPU workers skip them (else
 the worker that just left one would take it again) until `release_handed_back` says no GPU is

@@ -2,16 +2,16 @@
 
 A master thread builds blocks of W edge profiles (lazily, from the directional sets) for one
 batch of reads after another and pushes them onto one bounded queue while the consumers, each in
-its own thread, already drain it. CPU workers take one block at a time; each GPU thread takes up
+its own thread, already drain it. CPU workers take one block at a time; each GPU feeder takes up
 to `gpu_chunk` blocks of one batch. Results are folded into the batch's candidate lists; the fold
 is order-independent (engine/topk.py), so the result does not depend on the schedule. A batch
 whose last block is scored is handed to the caller (`Engine.run` yields it) while the consumers
 go on with the next batch, so traceback and output overlap scoring; at most
-`batches_in_flight` batches are held at once, which bounds memory. Three, not two: with two, the
-master could make batch b + 2 only once batch b was traced back and written, and on the H100 host
-that took as long as the GPU took to score batch b + 1, so the GPU waited for work (up to 1 s at a
-time, 2.7 s of a 10 s hybrid run; BENCHMARKS.md, Hybrid). A batch in flight holds its reads and
-candidate lists, a few MB; the traceback's working memory is per batch traced back, not here.
+`batches_in_flight` batches are held at once, which bounds memory. Three: the master may
+prepare batch b + 2 while batch b is traced back and b + 1 scored. Against two it measured the
+same on the H100 (BENCHMARKS.md, Hybrid, third round), and every later measurement, the
+paper-scale run included, used three; one more batch in flight holds its reads and candidate
+lists, a few MB (the traceback's working memory is per batch traced back, not here).
 
 Balancing: one block against a batch of 12,500 reads of 100 bp and 1000 columns is several seconds
 for a CPU core and ~15 ms for a GPU, so a CPU worker scores its block in read slices of about
@@ -28,8 +28,8 @@ consumer, and scoring a pair twice changes nothing.
 Each GPU is fed by `gpu_feeders` threads (two): while one waits for its launch, the other takes
 its items and prepares its launch on the host, then waits for the device (engine/gpu.py), and
 merges its result after handing the device on. With one thread, the device idled during all of
-that host work, 20 ms per launch, twice as long when 15 CPU workers shared the cores
-(BENCHMARKS.md, Hybrid).
+that host work: 10-24 ms (median) per launch on the H100 host (BENCHMARKS.md, Hybrid, third
+round).
 
 A GPU consumer that fails (build error, lost device, out of memory) hands its blocks back and
 stops; when none is left, CPU workers may take handed-back items too, and if no CPU worker runs
