@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+
 from papara_py.engine.layout import Block
 from papara_py.engine.topk import Candidates
 from papara_py.params import ScoringParams
@@ -28,11 +30,6 @@ class CpuScorer:
                              block.first_edge, block.n_edges)
         return result
 
-    @property
-    def device_seconds(self) -> float:
-        """Device time of all launches so far (with a profiling GpuScorer)."""
-        return self.gpu.device_seconds
-
 
 class GpuChunkScorer:
     """One GPU: scores up to `max_blocks` blocks per kernel launch, top-k on the device. Safe to
@@ -44,8 +41,6 @@ class GpuChunkScorer:
         self.max_blocks = max_blocks
 
     def score(self, blocks: list[Block], reads, params: ScoringParams, k: int) -> Candidates:
-        import numpy as np
-
         results: list[Candidates] = []
         ordered = sorted(blocks, key=lambda b: b.first_edge)
         # a launch needs consecutive edges; blocks handed back by a failed consumer may break runs
