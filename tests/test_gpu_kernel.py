@@ -37,11 +37,8 @@ READ_STATES = np.array([1, 2, 4, 8, 1, 2, 4, 8, 5, 6, 15], np.uint8)
 
 
 @pytest.fixture(scope="module")
-def device() -> opencl_devices.DeviceInfo:
-    devices = opencl_devices.discover_devices("any")
-    if not devices:
-        pytest.skip("no OpenCL device (install pocl-binary-distribution for a CPU one)")
-    return devices[0]
+def device(opencl_device) -> opencl_devices.DeviceInfo:
+    return opencl_device
 
 
 @pytest.fixture(scope="module")
