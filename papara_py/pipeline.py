@@ -290,7 +290,7 @@ def run(config: RunConfig) -> RunSummary:
         timings["scoring"] = engine.scoring_seconds
         timings["build_blocks"] = engine.build_seconds
         consumer_totals = {stats.name: {"blocks": stats.blocks, "edges": stats.edges, "cells": stats.cells,
-                                        "busy_seconds": stats.busy_seconds,
+                                        "calls": stats.calls, "busy_seconds": stats.busy_seconds,
                                         **({"error": stats.error} if stats.error else {})}
                            for stats in engine.consumers}
         cells = scored_residues * builder.n_edges * m

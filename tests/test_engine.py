@@ -9,15 +9,16 @@ blocks go back to the queue, the CPU finishes them, the answer is unchanged.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from papara_py.engine.consumers import GpuChunkScorer
 from papara_py.engine.layout import make_block
-from papara_py.engine.opencl_devices import discover_devices
-from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch, leave_to_gpus
+from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch, cpu_pieces, leave_to_gpus
 from papara_py.params import ScoringParams
 from papara_py.scoring import score_matrix_reference
 
@@ -39,14 +40,6 @@ def expected(profiles, reads, params, k=K):
     order = [sorted(range(matrix.shape[1]), key=lambda e: (matrix[q, e], e))[:k] for q in range(len(reads))]
     edges = np.array(order, np.int32)
     return np.take_along_axis(matrix, edges, axis=1).astype(np.int32), edges
-
-
-@pytest.fixture(scope="module")
-def opencl_device():
-    devices = discover_devices("any")
-    if not devices:
-        pytest.fail("no OpenCL device: the test extra installs PoCL, so CI always has one")
-    return devices[0]
 
 
 def gpu(opencl_device, chunk: int = 2):
@@ -79,7 +72,8 @@ def test_cpu_workers_with_random_delays_match_the_reference(seed):
     params = ScoringParams()
     profiles, reads, batch = random_case(seed)
     want_score, want_edge = expected(profiles, reads, params)
-    result = run(profiles, batch, params, True, [], EngineOptions(cpu_workers=3, queue_capacity=2,
+    # no block kept (block_cache_bytes=0): the queue is bounded, two items at most
+    result = run(profiles, batch, params, True, [], EngineOptions(cpu_workers=3, queue_capacity=2, block_cache_bytes=0,
                                                                   jitter_seconds=0.01, jitter_seed=seed))
     assert np.array_equal(result.candidates.edge, want_edge)
     assert np.array_equal(result.candidates.score, want_score)
@@ -145,6 +139,7 @@ def test_batches_stream_through_the_hybrid_engine_unchanged(in_flight, opencl_de
     batches = batches_of(reads, 4)
     engine = Engine(lambda ids: profiles[ids], profiles.shape[0], profiles.shape[1], 8, params, K, True,
                     [gpu(opencl_device)], EngineOptions(cpu_workers=2, queue_capacity=3, batches_in_flight=in_flight,
+                                                        block_cache_bytes=0 if in_flight == 2 else 256 << 20,
                                                         jitter_seconds=0.01, jitter_seed=in_flight))
     seen = []
     for index, candidates in engine.run(lambda b: batches[b], len(batches)):
@@ -158,10 +153,10 @@ def test_batches_stream_through_the_hybrid_engine_unchanged(in_flight, opencl_de
     assert 0 < engine.scoring_seconds
 
 
-def test_cpu_scores_in_read_slices_and_hands_the_rest_of_a_block_to_the_gpu(opencl_device):
-    # slices of one read with a delay before each: a CPU item takes ~0.5 s, while the GPU drains
-    # the rest of the queue in a few chunks; once nothing is untaken, the tail rule sends the
-    # CPU's unscored reads back, and the GPU must score a partial read range correctly
+def test_cpu_workers_score_the_last_reads_of_each_block_and_the_gpu_takes_the_pieces_they_leave(opencl_device):
+    # a first guess that gives the CPU nearly every read; each CPU worker scores one piece and
+    # then leaves the rest to the GPU, which must launch over those pieces (read ranges that do
+    # not start at the batch's first read) once it has taken the GPU part of every block
     params = ScoringParams(mismatch=2, cgap=1, gap_open=3, gap_extend=1, insertion=2)
     profiles, reads, batch = random_case(11, n_edges=80, n_reads=24)
     want_score, want_edge = expected(profiles, reads, params)
@@ -174,13 +169,36 @@ def test_cpu_scores_in_read_slices_and_hands_the_rest_of_a_block_to_the_gpu(open
         return score_chunk(blocks, launch_reads, launch_params, k)
 
     scorer.score = recording
-    result = run(profiles, batch, params, True, [scorer],
-                 EngineOptions(cpu_workers=2, jitter_seconds=0.04, cpu_first_slice_cells=1, cpu_slice_seconds=1e-9))
-    assert np.array_equal(result.candidates.edge, want_edge)
-    assert np.array_equal(result.candidates.score, want_score)
-    assert sum(c.cells for c in result.consumers) == profiles.shape[0] * batch.residues * profiles.shape[1]
-    assert sum(c.edges for c in result.consumers) == profiles.shape[0]
-    assert any(count < batch.count for count in launches), launches
+    engine = Engine(lambda ids: profiles[ids], profiles.shape[0], profiles.shape[1], 8, params, K, True, [scorer],
+                    EngineOptions(cpu_workers=2, jitter_seconds=0.01, cpu_first_cells=10**12))
+    engine._leave_to_gpus = lambda item, untaken, stats: stats.cells > 0
+    [(_, candidates)] = list(engine.run(lambda index: batch, 1))
+    assert np.array_equal(candidates.edge, want_edge)
+    assert np.array_equal(candidates.score, want_score)
+    assert sum(c.cells for c in engine.consumers) == profiles.shape[0] * batch.residues * profiles.shape[1]
+    assert sum(c.edges for c in engine.consumers) == profiles.shape[0]
+    cpu_cells = [c.cells for c in engine.consumers if c.name.startswith("cpu")]
+    assert all(cpu_cells) and not any(c.edges for c in engine.consumers if c.name.startswith("cpu"))
+    assert 1 in launches and any(1 < count < batch.count for count in launches), launches
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 50), min_size=1, max_size=40), st.floats(0, 3000), st.integers(1, 6))
+def test_cpu_pieces_are_the_last_reads_within_the_cpu_share_in_about_equal_parts(lengths, cpu_residues, pieces):
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    ranges = cpu_pieces(offsets, cpu_residues, pieces)
+    count = len(lengths)
+    if not ranges:  # not even the last read fits, or only the first read would be left
+        assert count == 1 or lengths[-1] > cpu_residues
+        return
+    first = ranges[0][0]
+    assert 1 <= first < count and ranges[-1][1] == count
+    assert all(a < b == c for (a, b), (c, _) in zip(ranges, ranges[1:] + [(count, None)]))
+    assert 1 <= len(ranges) <= pieces
+    assert offsets[count] - offsets[first] <= cpu_residues
+    assert first == 1 or offsets[count] - offsets[first - 1] > cpu_residues  # as many reads as fit
+    share = (offsets[count] - offsets[first]) / pieces
+    assert all(offsets[b] - offsets[a] <= share + max(lengths) for a, b in ranges)
 
 
 def test_cpu_leaves_the_tail_only_when_the_gpus_would_finish_first():
@@ -217,45 +235,33 @@ def test_an_error_in_the_master_reaches_the_caller():
         run_engine(broken, profiles.shape[0], 8, batch, ScoringParams(), K, True, [], EngineOptions(cpu_workers=2))
 
 
-def test_gpu_scores_the_handed_back_rests_of_a_batch_in_one_launch(opencl_device):
-    # three CPU workers score their blocks a read at a time and hand the rest back as soon as
-    # the GPU's first launch is done (the tail rule itself is tested above), each at its own
-    # read. The GPU, held back a moment before each later take, then finds the rests queued and
-    # scores them as one launch over the union of their ranges (one feeder thread: a second one,
-    # idle, would take each rest as it comes, which is right for it and not what is tested
-    # here): pairs scored twice must not
-    # show up twice in the candidate lists (k is every edge, so a duplicate would push a pair out)
-    params = ScoringParams(mismatch=3, cgap=1, gap_open=2, gap_extend=1, insertion=2)
-    profiles, reads, batch = random_case(13, n_edges=40, n_reads=60)
-    k = profiles.shape[0]
-    want_score, want_edge = expected(profiles, reads, params, k)
-    scorer = gpu(opencl_device, chunk=3)
-    scorer.score([make_block(0, 0, profiles[:8], 8)], batch.slice(0, 1), params, k)  # build the programs
-    launches: list[tuple[int, int]] = []
-    first_launch_done = threading.Event()
-    score_chunk = scorer.score
+def test_cpu_workers_take_nothing_while_the_caller_holds_a_batch(opencl_device):
+    # the caller (the pipeline's traceback) holds each yielded batch for a while; CPU workers
+    # may finish what they hold but take no new item meanwhile, and the results stay exact
+    params = ScoringParams(mismatch=2, cgap=3, gap_open=2, gap_extend=1, insertion=3)
+    profiles, reads, _ = random_case(17, n_edges=48, n_reads=18)
+    batches = batches_of(reads, 3)
+    engine = Engine(lambda ids: profiles[ids], profiles.shape[0], profiles.shape[1], 8, params, K, True,
+                    [gpu(opencl_device)], EngineOptions(cpu_workers=3, jitter_seconds=0.01, cpu_first_cells=10**12))
+    taken: list[float] = []
+    take = engine._queue.take_for_cpu
 
-    def recording(blocks, launch_reads, launch_params, launch_k):
-        launches.append((len(blocks), launch_reads.count))
-        result = score_chunk(blocks, launch_reads, launch_params, launch_k)
-        first_launch_done.set()
-        return result
+    def recording(accept):
+        item = take(accept)
+        if item is not None:
+            taken.append(time.perf_counter())
+        return item
 
-    scorer.score = recording
-    engine = Engine(lambda ids: profiles[ids], profiles.shape[0], profiles.shape[1], 8, params, k, True, [scorer],
-                    EngineOptions(cpu_workers=3, gpu_feeders=1, jitter_seconds=0.02, cpu_first_slice_cells=1,
-                                  cpu_slice_seconds=1e-9))
-    engine._leave_to_gpus = lambda piece, stats: first_launch_done.is_set()
-    take = engine._queue.take
-
-    def delayed_take(*args, **kwargs):
-        if first_launch_done.is_set():
-            threading.Event().wait(0.4)
-        return take(*args, **kwargs)
-
-    engine._queue.take = delayed_take
-    [(_, candidates)] = list(engine.run(lambda index: batch, 1))
-    assert np.array_equal(candidates.edge, want_edge)
-    assert np.array_equal(candidates.score, want_score)
-    assert sum(c.cells for c in engine.consumers) == profiles.shape[0] * batch.residues * profiles.shape[1]
-    assert any(n_blocks >= 2 and count < batch.count for n_blocks, count in launches), launches
+    engine._queue.take_for_cpu = recording
+    holds = []
+    for index, candidates in engine.run(lambda b: batches[b], len(batches)):
+        started = time.perf_counter()
+        time.sleep(0.15)
+        holds.append((started, time.perf_counter()))
+        group = reads[index * 3:index * 3 + 3]
+        want_score, want_edge = expected(profiles, group, params)
+        assert np.array_equal(candidates.edge, want_edge)
+        assert np.array_equal(candidates.score, want_score)
+    assert taken, "the CPU workers took pieces between the holds"
+    # a worker that passed the check just before a hold began may return a moment into it
+    assert not [t for t in taken for first, end in holds if first + 0.02 < t < end], (holds, taken)

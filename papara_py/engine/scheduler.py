@@ -1,29 +1,36 @@
 """The hybrid engine of DESIGN 6: a master builds edge blocks, CPU and GPU consumers compete.
 
 A master thread builds blocks of W edge profiles (lazily, from the directional sets) for one
-batch of reads after another and pushes them onto one bounded queue while the consumers, each in
-its own thread, already drain it. CPU workers take one block at a time; each GPU feeder takes up
-to `gpu_chunk` blocks of one batch. Results are folded into the batch's candidate lists; the fold
-is order-independent (engine/topk.py), so the result does not depend on the schedule. A batch
-whose last block is scored is handed to the caller (`Engine.run` yields it) while the consumers
-go on with the next batch, so traceback and output overlap scoring; at most
-`batches_in_flight` batches are held at once, which bounds memory. Three: the master may
-prepare batch b + 2 while batch b is traced back and b + 1 scored. Against two it measured the
-same on the H100 (BENCHMARKS.md, Hybrid, third round), and every later measurement, the
-paper-scale run included, used three; one more batch in flight holds its reads and candidate
-lists, a few MB (the traceback's working memory is per batch traced back, not here).
+batch of reads after another and pushes them onto one queue while the consumers, each in its
+own thread, already drain it. CPU workers take one item at a time; each GPU feeder takes up to
+`gpu_chunk` blocks of one batch and read range. Results are folded into the batch's candidate
+lists; the fold is order-independent (engine/topk.py), so the result does not depend on the
+schedule. A batch whose last block is scored is handed to the caller (`Engine.run` yields it)
+while the consumers go on with the next batch, so traceback and output overlap scoring; at most
+`batches_in_flight` batches are held at once (made, scored or with the caller), which bounds
+memory. Five: the master makes a batch only when the caller hands one back, so the GPUs run
+dry whenever the caller's traceback and output of one batch take longer than the GPUs' scoring
+of the others in flight. Measured on the H100 host with batches of ~1 s of GPU work (BENCHMARKS.md,
+Hybrid, fourth round): with three, the GPU waited for the master 0.6-1.0 s of a 8.4 s GPU-only
+run and 1.4-2.0 s in hybrid; with five, 0.45-0.54 s and 0.72-0.82 s. A batch in flight holds its
+reads and candidate lists, a few MB (the traceback's working memory is per batch traced back,
+not here).
 
 Balancing: one block against a batch of 12,500 reads of 100 bp and 1000 columns is several seconds
-for a CPU core and ~15 ms for a GPU, so a CPU worker scores its block in read slices of about
-`cpu_slice_seconds` (measured on the H100 host with batches of 50,000 reads: without slices, 16
-workers each held one block for 30 s while the GPU finished all the rest in 7 s). Before each
-slice it asks the tail rule: when the GPUs (at their measured rate) would finish everything of
-this batch and the earlier ones not yet taken before it finished the slice, it hands the rest of
-its block back to the GPUs and takes an item of a later batch. Each batch thus ends when the GPUs end it, and its traceback overlaps the
-next batch's scoring (with one rule for the whole run, the workers held the first batch's blocks
-to the very end). The GPUs take the handed-back items of a batch as one launch (engine/queue.py).
-Correctness never depends on any of this: any block and any read range may be scored by any
-consumer, and scoring a pair twice changes nothing.
+for a CPU core and ~15 ms for a GPU, and a GPU scores ~30 times as many cells as 15 CPU cores. So
+with GPUs, the CPU workers never take whole blocks: when the GPUs come to a batch, the queue
+divides it (`Engine._divider`): the last reads of the batch, as many as the CPU workers would
+score while the GPUs score the rest (from the rates measured so far), are the CPU part, cut into
+pieces of one block each; the GPUs launch over the rest. CPU pieces the workers have not taken
+when the GPUs run out of the batch's other items go to the GPUs as one launch, and a worker
+leaves a piece to the GPUs when they would finish all that is left of its batch first (the tail
+rule, `leave_to_gpus`). The GPUs thus never wait for a CPU worker, every GPU launch scores one
+read range, and each batch ends when the GPUs end it, so its traceback overlaps the next batch's
+scoring. (Before, CPU workers took whole blocks in read slices and handed the rest back at the
+tail: those rests came back as short launches over mixed read ranges and the hybrid lost 5-15%
+of the GPU-only rate; BENCHMARKS.md, Hybrid.) Before any rate is known the CPU part is a first
+guess of `cpu_first_cells` per worker. Correctness never depends on any of this: any block and any
+read range may be scored by any consumer.
 
 Each GPU is fed by `gpu_feeders` threads (two): while one waits for its launch, the other takes
 its items and prepares its launch on the host, then waits for the device (engine/gpu.py), and
@@ -32,8 +39,8 @@ that host work: 10-24 ms (median) per launch on the H100 host (BENCHMARKS.md, Hy
 round).
 
 A GPU consumer that fails (build error, lost device, out of memory) hands its blocks back and
-stops; when none is left, CPU workers may take handed-back items too, and if no CPU worker runs
-(gpu-only mode) CPU workers are started to finish the queue.
+stops; when none is left, CPU workers may take any item, and if no CPU worker runs (gpu-only
+mode) CPU workers are started to finish the queue.
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ import numpy as np
 
 from papara_py.engine.consumers import CpuScorer
 from papara_py.engine.layout import Block, block_count, make_block
-from papara_py.engine.queue import WorkItem, WorkQueue, launch_reads
+from papara_py.engine.queue import Divider, WorkItem, WorkQueue
 from papara_py.engine.topk import Candidates
 from papara_py.params import ScoringParams
 
@@ -96,6 +103,7 @@ class ConsumerStats:
     blocks: int = 0
     edges: int = 0
     cells: int = 0
+    calls: int = 0  # scorer calls: GPU launches, or items a CPU worker scored
     busy_seconds: float = 0.0
     error: str | None = None
 
@@ -110,11 +118,11 @@ class EngineOptions:
 
     cpu_workers: int = 1
     gpu_feeders: int = 2
-    queue_capacity: int = 64
-    batches_in_flight: int = 3
+    queue_capacity: int = 64  # items queued at most when the blocks are not all kept
+    batches_in_flight: int = 5
     balance_tail: bool = True
-    cpu_slice_seconds: float = 0.5
-    cpu_first_slice_cells: int = 500_000_000
+    cpu_yields_to_caller: bool = True  # with GPUs, CPU workers take nothing while the caller holds a batch
+    cpu_first_cells: int = 5_000_000_000  # per CPU worker, a batch's CPU part before rates are known
     block_cache_bytes: int = 256 << 20
     jitter_seconds: float = 0.0
     jitter_seed: int = 0
@@ -160,13 +168,19 @@ class Engine:
         self.consumers: list[ConsumerStats] = []
         self.build_seconds = 0.0
         self.scoring_seconds = 0.0
-        self._queue = WorkQueue(options.queue_capacity)
+        self._n_blocks = block_count(n_edges, width)
+        # with every block kept, queued items hold no memory of their own: the batch slots bound them
+        self._cache_blocks = self._n_blocks * width * n_columns <= options.block_cache_bytes
+        self._queue = WorkQueue(None if self._cache_blocks else options.queue_capacity, self._divider)
         self._batches: dict[int, _Batch] = {}
         self._done: stdlib_queue.Queue[int] = stdlib_queue.Queue()
         self._slots = threading.Semaphore(max(1, options.batches_in_flight))
+        self._caller_idle = threading.Event()  # clear while the caller holds a yielded batch
+        self._caller_idle.set()
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._cpu_threads: list[threading.Thread] = []
+        self._cpu_stats: list[ConsumerStats] = []
         self._gpu_stats: list[ConsumerStats] = []
         self._fatal: BaseException | None = None
         self._started = 0.0
@@ -180,6 +194,8 @@ class Engine:
         batches before. Close the generator (or exhaust it) to stop the threads.
         """
         self._started = time.perf_counter()
+        if not self.gpu_scorers:
+            self._queue.release_to_cpus()
         feeders = max(1, self.options.gpu_feeders)
         for scorer in self.gpu_scorers:
             for feeder in range(feeders):
@@ -194,10 +210,15 @@ class Engine:
             for _ in range(n_batches):
                 index = self._next_done()
                 batch = self._batches.pop(index)
+                self._caller_idle.clear()
                 yield index, batch.candidates
+                self._caller_idle.set()
+                self._queue.reconsider()
                 self._slots.release()
             finished = True
         finally:
+            self._caller_idle.set()
+            self._queue.reconsider()
             if not finished:
                 self._queue.cancel()
             master.join(timeout=None if finished else 1.0)
@@ -222,7 +243,7 @@ class Engine:
         if any(t.is_alive() for t in self._cpu_threads):
             return
         for _ in range(max(1, self.options.cpu_workers)):
-            self._start(CpuScorer(), is_gpu=False, may_yield=False)
+            self._start(CpuScorer(), is_gpu=False)
 
     def _report_faults(self) -> None:
         for record in self._gpu_stats:
@@ -235,8 +256,6 @@ class Engine:
     def _master(self, make_batch: Callable[[int], ReadBatch], n_batches: int) -> None:
         """Build every batch's blocks in order and queue them; waits for a free batch slot."""
         try:
-            n_blocks = block_count(self.n_edges, self.width)
-            cache = n_blocks * self.width * self.n_columns <= self.options.block_cache_bytes
             for index in range(n_batches):
                 while not self._slots.acquire(timeout=0.1):
                     if self._queue.cancelled:
@@ -244,16 +263,16 @@ class Engine:
                 reads = make_batch(index)
                 cells = self.n_edges * reads.residues * self.n_columns
                 self._batches[index] = _Batch(reads, Candidates.empty(reads.count, self.k), cells)
-                self._queue.plan(index, n_blocks, cells)
-                for block_index in range(n_blocks):
-                    if not self._queue.put(self._item(index, self._block(block_index, cache), 0, reads.count)):
+                self._queue.plan(index, self._n_blocks, cells)
+                for block_index in range(self._n_blocks):
+                    if not self._queue.put(self._item(index, self._block(block_index), 0, reads.count)):
                         return
                 self._queue.seal(index)
             self._queue.close()
         except BaseException as error:  # noqa: B902 - handed to the caller's thread
             self._fail(error)
 
-    def _block(self, index: int, cache: bool) -> Block:
+    def _block(self, index: int) -> Block:
         """Block `index`, built from the profiles (kept for later batches when they fit)."""
         block = self._blocks.get(index)
         if block is None:
@@ -262,93 +281,106 @@ class Engine:
             edge_ids = np.arange(first, min(first + self.width, self.n_edges))
             block = make_block(index, first, self.build_profiles(edge_ids), self.width)
             self.build_seconds += time.perf_counter() - started
-            if cache:
+            if self._cache_blocks:
                 self._blocks[index] = block
         return block
 
     # -- the consumers -----------------------------------------------------------------------
 
-    def _start(self, scorer: Scorer, is_gpu: bool, may_yield: bool = True, name: str | None = None) -> None:
+    def _start(self, scorer: Scorer, is_gpu: bool, name: str | None = None) -> None:
         record = ConsumerStats(name=name or scorer.name)
         self.consumers.append(record)
-        thread = threading.Thread(target=self._consume, args=(scorer, record, is_gpu, may_yield),
+        thread = threading.Thread(target=self._consume, args=(scorer, record, is_gpu),
                                   name=f"papara-{record.name}", daemon=True)
         self._threads.append(thread)
         if is_gpu:
             self._gpu_stats.append(record)
         else:
+            self._cpu_stats.append(record)
             self._cpu_threads.append(thread)
         thread.start()
 
-    def _consume(self, scorer: Scorer, stats: ConsumerStats, is_gpu: bool, may_yield: bool) -> None:
-        """Consumer loop: a CPU worker takes one item at a time, a GPU thread one launch's items;
-        each scores them and folds the result into the batch's lists."""
+    def _consume(self, scorer: Scorer, stats: ConsumerStats, is_gpu: bool) -> None:
+        """Consumer loop: a CPU worker takes one item at a time, a GPU thread one launch's items
+        (one read range); each scores them and folds the result into the batch's lists."""
         rng = random.Random(f"{self.options.jitter_seed}:{stats.name}")
         chunks = 0
         try:
             if not is_gpu:
-                while (item := self._queue.take_for_cpu()) is not None:
-                    self._consume_cpu_item(scorer, stats, item, may_yield, rng)
+                accept = lambda item, untaken: self._cpu_may_take(item, untaken, stats)  # noqa: E731
+                while (item := self._queue.take_for_cpu(accept)) is not None:
+                    batch = self._batches[item.batch]
+                    result = self._timed_score(scorer, stats, [item.block], batch.reads.slice(*item.reads), rng)
+                    self._fold(stats, batch, item.batch, result, [item])
+                    self._queue.finished(1)
                 return
             while True:
                 items = self._queue.take(scorer.max_blocks, fill=True)
                 if not items:
                     return
                 batch = self._batches[items[0].batch]
-                first, end = launch_reads(items)
                 try:
                     if self.options.fail_after_chunks is not None and chunks >= self.options.fail_after_chunks:
                         raise _InjectedFault(f"injected fault after {chunks} chunks")
                     result = self._timed_score(scorer, stats, [item.block for item in items],
-                                               batch.reads.slice(first, end), rng)
+                                               batch.reads.slice(*items[0].reads), rng)
                 except Exception as error:  # a device fault: hand the blocks back, stop this consumer
                     stats.error = f"{type(error).__name__}: {error}"
                     if self._gpus_failed():
-                        self._queue.release_handed_back()
+                        self._queue.release_to_cpus()
                     self._queue.put_back(items)
                     return
                 chunks += 1
-                self._fold(stats, batch, items[0].batch, result, first, items)
+                self._fold(stats, batch, items[0].batch, result, items)
                 self._queue.finished(len(items))
         except BaseException as error:  # noqa: B902 - handed to the caller's thread
             self._fail(error)
 
+    def _cpu_may_take(self, item: WorkItem, untaken_cells: int, stats: ConsumerStats) -> bool:
+        """Whether a CPU worker takes `item` now. Not while the caller holds a yielded batch
+        (with GPUs alive): the caller's traceback uses every core, and the GPUs wait for the
+        caller, who hands back the slot for the master's next batch. Scoring beside it, 15
+        workers slowed the traceback by half and left the GPU idle 2.0-2.5 s of a 10 s run, for
+        1% of the cells (BENCHMARKS.md, Hybrid, fourth round). Nor when the GPUs would finish
+        what is left first (the tail rule)."""
+        if self.options.cpu_yields_to_caller and self.gpu_scorers and not self._gpus_failed() \
+                and not self._caller_idle.is_set():
+            return False
+        return not self._leave_to_gpus(item, untaken_cells, stats)
+
     def _gpus_failed(self) -> bool:
         return bool(self._gpu_stats) and all(s.error for s in self._gpu_stats)
 
-    def _consume_cpu_item(self, scorer: Scorer, stats: ConsumerStats, item: WorkItem, may_yield: bool,
-                          rng: random.Random) -> None:
-        """Score one item in read slices of about `cpu_slice_seconds`.
+    def _divider(self, index: int) -> Divider | None:
+        """How batch `index` is divided between the GPUs and the CPU workers (module docstring),
+        or None when it is not (no CPU worker, or no GPU)."""
+        if not (self.use_cpu and self.options.cpu_workers > 0 and self.gpu_scorers) or self._gpus_failed():
+            return None
+        offsets = self._batches[index].reads.offsets
+        residues = int(offsets[-1] - offsets[0])
+        # cells per second of the run so far, pauses included: what each side really delivers
+        elapsed = max(time.perf_counter() - self._started, 1e-9)
+        cpu_rate = sum(s.cells for s in self._cpu_stats) / elapsed
+        gpu_rate = sum(s.cells for s in self._gpu_stats if not s.error) / elapsed
+        if cpu_rate > 0 and gpu_rate > 0:
+            cpu_residues = residues * cpu_rate / (cpu_rate + gpu_rate)
+        else:
+            cpu_residues = self.options.cpu_workers * self.options.cpu_first_cells / (self.n_edges * self.n_columns)
+        pieces = cpu_pieces(offsets, cpu_residues, -(-2 * self.options.cpu_workers // self._n_blocks))
+        if not pieces:
+            return None
+        first_cpu_read = pieces[0][0]
 
-        Before each slice the tail rule is asked; when the GPUs would finish the untaken work of
-        this batch (and earlier ones) before this slice, the rest of the item goes back to the
-        queue for the GPUs. (Slices that shrink as the GPUs near that point, so that the rest is
-        queued before a GPU looks for it, were tried: the busier CPU workers slowed the GPU
-        thread by more than they scored; BENCHMARKS.md, Hybrid.)
-        """
-        batch = self._batches[item.batch]
-        first, end = item.reads
-        cells_per_residue = item.block.n_edges * self.n_columns
-        offsets = batch.reads.offsets
-        while first < end:
-            rate = stats.rate()
-            target = rate * self.options.cpu_slice_seconds if rate > 0 else self.options.cpu_first_slice_cells
-            stop = int(np.searchsorted(offsets, offsets[first] + target / cells_per_residue, side="left"))
-            stop = min(end, max(first + 1, stop))
-            piece = self._item(item.batch, item.block, first, stop)
-            if may_yield and self._leave_to_gpus(piece, stats):
-                self._queue.put_back([self._item(item.batch, item.block, first, end, handed_back=True)])
-                return
-            result = self._timed_score(scorer, stats, [item.block], batch.reads.slice(first, stop), rng)
-            self._fold(stats, batch, item.batch, result, first, [piece], block_done=stop == end)
-            first = stop
-        self._queue.finished(1)
+        def divide(item: WorkItem) -> tuple[WorkItem, list[WorkItem]]:
+            return (self._item(index, item.block, item.reads[0], first_cpu_read),
+                    [self._item(index, item.block, first, end, cpu_piece=True) for first, end in pieces])
+        return divide
 
-    def _item(self, index: int, block: Block, first: int, end: int, handed_back: bool = False) -> WorkItem:
+    def _item(self, index: int, block: Block, first: int, end: int, cpu_piece: bool = False) -> WorkItem:
         """The work of `block` against reads [first, end) of batch `index`, with its cell count."""
         offsets = self._batches[index].reads.offsets
         return WorkItem(index, block, block.n_edges * int(offsets[end] - offsets[first]) * self.n_columns,
-                        (first, end), handed_back)
+                        (first, end), cpu_piece)
 
     def _timed_score(self, scorer: Scorer, stats: ConsumerStats, blocks: list[Block], reads: ReadBatch,
                      rng: random.Random) -> Candidates:
@@ -357,31 +389,33 @@ class Engine:
         started = time.perf_counter()
         result = scorer.score(blocks, reads, self.params, self.k)
         stats.busy_seconds += time.perf_counter() - started
+        stats.calls += 1
         return result
 
-    def _leave_to_gpus(self, piece: WorkItem, stats: ConsumerStats) -> bool:
-        """True if the live GPUs would finish the untaken work of `piece`'s batch and the ones
-        before it before this worker finishes `piece`."""
+    def _leave_to_gpus(self, item: WorkItem, untaken_cells: int, stats: ConsumerStats) -> bool:
+        """True if the live GPUs would finish `untaken_cells` (what is left of `item`'s batch
+        and the ones before it) before this worker finished `item`."""
         if not self.options.balance_tail:
             return False
         gpu_rate = sum(s.rate() for s in self._gpu_stats if not s.error)
-        return leave_to_gpus(piece.cells, stats.rate(), gpu_rate, self._queue.untaken_cells(piece.batch))
+        return leave_to_gpus(item.cells, stats.rate(), gpu_rate, untaken_cells)
 
-    def _fold(self, stats: ConsumerStats, batch: _Batch, index: int, result: Candidates, first_read: int,
-              pieces: list[WorkItem], block_done: bool = True) -> None:
-        """Merge a result for reads from `first_read` on into batch `index`; count the work in
-        `stats` (a block counts for whoever scores its last reads); hand over finished batches."""
-        cells = sum(piece.cells for piece in pieces)
+    def _fold(self, stats: ConsumerStats, batch: _Batch, index: int, result: Candidates,
+              items: list[WorkItem]) -> None:
+        """Merge a result for the items' reads into batch `index`; count the work in `stats` (a
+        block counts for whoever scores the item that is not a CPU piece); hand over finished
+        batches."""
+        cells = sum(item.cells for item in items)
+        blocks = [item for item in items if not item.cpu_piece]
         stats.cells += cells
-        if block_done:
-            stats.blocks += len(pieces)
-            stats.edges += sum(piece.block.n_edges for piece in pieces)
+        stats.blocks += len(blocks)
+        stats.edges += sum(item.block.n_edges for item in blocks)
         with batch.lock:
-            batch.candidates.add(result, first_read)
+            batch.candidates.add(result, items[0].reads[0])
             batch.cells_left -= cells
             done = batch.cells_left == 0
         with self._lock:
-            self.on_progress(len(pieces) if block_done else 0, cells)
+            self.on_progress(len(blocks), cells)
         if done:
             self.scoring_seconds = time.perf_counter() - self._started
             self._done.put(index)
@@ -390,6 +424,19 @@ class Engine:
         if self._fatal is None:
             self._fatal = error
         self._queue.cancel()
+
+
+def cpu_pieces(offsets: np.ndarray, cpu_residues: float, pieces: int) -> list[tuple[int, int]]:
+    """The CPU part of a batch with read `offsets`: the last reads, holding at most
+    `cpu_residues` residues, as `pieces` read ranges of about equal residues (fewer where reads
+    are too few). Empty when not one read fits; the first read always stays with the GPUs."""
+    count = offsets.shape[0] - 1
+    first = max(1, int(np.searchsorted(offsets, offsets[-1] - cpu_residues, side="left")))
+    if first >= count:
+        return []
+    cuts = np.searchsorted(offsets, offsets[first] + (offsets[-1] - offsets[first]) * np.arange(1, pieces) / pieces)
+    bounds = sorted({first, count, *(int(c) for c in cuts if first < c < count)})
+    return list(zip(bounds[:-1], bounds[1:]))
 
 
 def leave_to_gpus(cells: float, own_rate: float, gpu_rate: float, untaken_cells: float) -> bool:
