@@ -1,6 +1,6 @@
 """Run the main job with --device cpu, gpu and hybrid on the same data; prints GCUPS and shares.
 
-    python3 scripts/bench_hybrid.py DATA_DIR [--devices cpu,gpu,hybrid] [-j N] [--out DIR]
+    python3 scripts/bench_hybrid.py DATA_DIR [--devices cpu,gpu,hybrid] [-j N] [--out DIR] [-- PAPARA_OPTIONS]
 
 DATA_DIR holds tree.nwk, ref.phy and reads.fa (scripts/simulate.py writes that layout). Each
 device runs as its own `python -m papara_py` process (each pays its own start-up, JIT cache
@@ -73,8 +73,11 @@ def main() -> int:
     parser.add_argument("--devices", default="cpu,gpu,hybrid")
     parser.add_argument("-j", "--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", type=Path, default=Path("/tmp/bench_hybrid"))
-    parser.add_argument("extra", nargs="*", help="more options for papara-py, after --")
-    args = parser.parse_args()
+    parser.epilog = "Options for papara-py itself follow a lone --, e.g. -- --gpu-profile."
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    args.extra = argv[split + 1:]
     args.out.mkdir(parents=True, exist_ok=True)
     records = {}
     for device in args.devices.split(","):
