@@ -177,6 +177,7 @@ class Engine:
         self._slots = threading.Semaphore(max(1, options.batches_in_flight))
         self._caller_idle = threading.Event()  # clear while the caller holds a yielded batch
         self._caller_idle.set()
+        self._caller_seconds = 0.0  # how long the caller held batches so far
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._cpu_threads: list[threading.Thread] = []
@@ -211,7 +212,9 @@ class Engine:
                 index = self._next_done()
                 batch = self._batches.pop(index)
                 self._caller_idle.clear()
+                held = time.perf_counter()
                 yield index, batch.candidates
+                self._caller_seconds += time.perf_counter() - held
                 self._caller_idle.set()
                 self._queue.reconsider()
                 self._slots.release()
@@ -358,10 +361,13 @@ class Engine:
             return None
         offsets = self._batches[index].reads.offsets
         residues = int(offsets[-1] - offsets[0])
-        # cells per second of the run so far, pauses included: what each side really delivers
+        # what each side can score per second: the workers' own speed over the share of the run
+        # they may work (not while the caller holds a batch). Cells delivered so far would not
+        # do: a side given little delivers little and would be given less and less.
         elapsed = max(time.perf_counter() - self._started, 1e-9)
-        cpu_rate = sum(s.cells for s in self._cpu_stats) / elapsed
-        gpu_rate = sum(s.cells for s in self._gpu_stats if not s.error) / elapsed
+        workable = 1.0 - min(self._caller_seconds / elapsed, 0.95) if self.options.cpu_yields_to_caller else 1.0
+        cpu_rate = sum(s.rate() for s in self._cpu_stats) * workable
+        gpu_rate = sum(s.rate() for s in self._gpu_stats if not s.error)
         if cpu_rate > 0 and gpu_rate > 0:
             cpu_residues = residues * cpu_rate / (cpu_rate + gpu_rate)
         else:
