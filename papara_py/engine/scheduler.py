@@ -20,16 +20,17 @@ Balancing: one block against a batch of 12,500 reads of 100 bp and 1000 columns 
 for a CPU core and ~15 ms for a GPU, and a GPU scores ~30 times as many cells as 15 CPU cores. So
 with GPUs, the CPU workers never take whole blocks: when the GPUs come to a batch, the queue
 divides it (`Engine._divider`): the last reads of the batch, as many as the CPU workers would
-score while the GPUs score the rest (from the rates measured so far), are the CPU part, cut into
+score while the GPUs score the rest (from each side's speed while it works), are the CPU part, cut into
 pieces of one block each; the GPUs launch over the rest. CPU pieces the workers have not taken
 when the GPUs run out of the batch's other items go to the GPUs as one launch, and a worker
 leaves a piece to the GPUs when they would finish all that is left of its batch first (the tail
 rule, `leave_to_gpus`). The GPUs thus never wait for a CPU worker, every GPU launch scores one
 read range, and each batch ends when the GPUs end it, so its traceback overlaps the next batch's
 scoring. (Before, CPU workers took whole blocks in read slices and handed the rest back at the
-tail: those rests came back as short launches over mixed read ranges and the hybrid lost 5-15%
-of the GPU-only rate; BENCHMARKS.md, Hybrid.) Before any rate is known the CPU part is a first
-guess of `cpu_first_cells` per worker. Correctness never depends on any of this: any block and any
+tail: those rests came back as short launches over mixed read ranges, 0.4-0.5 s more device time
+in a 10 s run; BENCHMARKS.md, Hybrid, fourth round.) Before any rate is known the CPU part is a
+first guess of `cpu_first_cells` per worker. While the caller holds a batch (its traceback), CPU
+workers take nothing (`_cpu_may_take`). Correctness never depends on any of this: any block and any
 read range may be scored by any consumer.
 
 Each GPU is fed by `gpu_feeders` threads (two): while one waits for its launch, the other takes
