@@ -127,6 +127,35 @@ def test_queue_take_stops_at_a_batch_boundary_and_tracks_untaken_cells_per_batch
     assert seen == [(1, 100)]
 
 
+def test_queue_fill_waits_for_a_full_launch_until_the_batch_is_sealed():
+    queue = WorkQueue(capacity=8)
+    queue.put(_item(0))
+    got: list[list[int]] = []
+    taker = threading.Thread(target=lambda: got.append([b.block.index for b in queue.take(3, fill=True)]))
+    taker.start()
+    taker.join(timeout=0.2)
+    assert taker.is_alive(), "a filling consumer waits for more items of the head batch"
+    queue.put(_item(1))
+    queue.seal(0)
+    taker.join(timeout=5)
+    assert got == [[0, 1]]
+
+
+def test_gpu_launches_split_what_is_left_of_a_batch_evenly():
+    queue = WorkQueue(capacity=None)
+    queue.plan(0, 82, 8200)
+    for i in range(82):
+        queue.put(_item(i))
+    queue.seal(0)
+    assert [len(queue.take(40, fill=True)) for _ in range(3)] == [28, 27, 27]
+    queue.plan(1, 82, 8200)
+    for i in range(82):
+        queue.put(_item(i, batch=1))
+    queue.release_to_cpus()  # CPU workers take whole items too (as after a GPU failure)
+    assert [queue.take_for_cpu().block.index for _ in range(15)] == list(range(15))
+    assert [len(queue.take(40, fill=True)) for _ in range(2)] == [34, 33]
+
+
 def test_even_launches():
     assert [even_launch(82, 40), even_launch(67, 40), even_launch(40, 40), even_launch(3, 40)] == [28, 34, 40, 3]
     assert even_launch(0, 40) == 40

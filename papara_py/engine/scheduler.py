@@ -368,7 +368,7 @@ class Engine:
         elapsed = max(time.perf_counter() - self._started, 1e-9)
         workable = 1.0 - min(self._caller_seconds / elapsed, 0.95) if self.options.cpu_yields_to_caller else 1.0
         cpu_rate = sum(s.rate() for s in self._cpu_stats) * workable
-        gpu_rate = sum(s.rate() for s in self._gpu_stats if not s.error)
+        gpu_rate = self._gpu_rate()
         if cpu_rate > 0 and gpu_rate > 0:
             cpu_residues = residues * cpu_rate / (cpu_rate + gpu_rate)
         else:
@@ -404,8 +404,11 @@ class Engine:
         and the ones before it) before this worker finished `item`."""
         if not self.options.balance_tail:
             return False
-        gpu_rate = sum(s.rate() for s in self._gpu_stats if not s.error)
-        return leave_to_gpus(item.cells, stats.rate(), gpu_rate, untaken_cells)
+        return leave_to_gpus(item.cells, stats.rate(), self._gpu_rate(), untaken_cells)
+
+    def _gpu_rate(self) -> float:
+        """Cells per second of the live GPUs while they work (their feeders' rates add up)."""
+        return sum(s.rate() for s in self._gpu_stats if not s.error)
 
     def _fold(self, stats: ConsumerStats, batch: _Batch, index: int, result: Candidates,
               items: list[WorkItem]) -> None:
