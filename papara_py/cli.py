@@ -114,9 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _main_job(argv: list[str]) -> int:
-    from papara_py.params import ScoringParams
+    from papara_py.cluster.shards import resolve_shard
+    from papara_py.pairwise.params import ScoringParams
     from papara_py.pipeline import RunConfig, run
-    from papara_py.shards import resolve_shard
 
     args = build_parser().parse_args(argv)
     _check_output_path(args.output)
@@ -143,7 +143,7 @@ def _check_output_path(path: str) -> None:
 
 
 def _export(argv: list[str]) -> int:
-    from papara_py.export import export
+    from papara_py.io.export import export
 
     parser = argparse.ArgumentParser(prog="papara-py export",
                                      description="Write a run's alignment as PHYLIP/FASTA (reference + reads, "
@@ -167,7 +167,7 @@ def _devices(argv: list[str]) -> int:
 
 
 def _prepare(argv: list[str]) -> int:
-    from papara_py.prepared import prepare
+    from papara_py.cluster.prepared import prepare
 
     parser = argparse.ArgumentParser(
         prog="papara-py prepare",
@@ -184,7 +184,7 @@ def _prepare(argv: list[str]) -> int:
 
 
 def _merge(argv: list[str]) -> int:
-    from papara_py.merge import merge
+    from papara_py.cluster.merge import merge
 
     parser = argparse.ArgumentParser(
         prog="papara-py merge",
@@ -201,7 +201,7 @@ def _merge(argv: list[str]) -> int:
 
 
 def _report(argv: list[str]) -> int:
-    from papara_py.report import DEFAULT_MAX_TIPS, write_report
+    from papara_py.report.page import DEFAULT_MAX_TIPS, write_report
 
     parser = argparse.ArgumentParser(
         prog="papara-py report",

@@ -13,34 +13,34 @@ allow it, so that the last batch is a small part of the whole.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import threading
 import time
-from contextlib import closing
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from tqdm import tqdm
 
-from papara_py.encoding import IS_GAP, READ_CODE
+from papara_py.cluster.prepared import EdgeProfiles, open_prepared
+from papara_py.cluster.shards import Shard
 from papara_py.engine.cpu import default_lane_width
 from papara_py.engine.layout import block_count
 from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch
-from papara_py.engine.topk import Candidates, load_merges
 from papara_py.errors import InputError
-from papara_py.inputs import iter_reads, match_tips, read_alignment, read_tree
-from papara_py.outputs import RunWriter, run_writer
-from papara_py.params import ScoringParams
-from papara_py.profiles import ProfileBuilder
-from papara_py.prepared import EdgeProfiles, open_prepared
-from papara_py.reads import STATUS_ALIGNED, STATUSES, ReadSet
-from papara_py.shards import Shard
-from papara_py.strand import ReferenceKmers, StrandPlan, check_mode, orient
-from papara_py.traceback import align_many
-from papara_py.tree import EdgeTree
+from papara_py.io.checksums import sha256_file
+from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
+from papara_py.io.reads import STATUS_ALIGNED, STATUSES, ReadSet
+from papara_py.io.run_writer import RunWriter, run_writer
+from papara_py.pairwise.candidates import Candidates, load_merges
+from papara_py.pairwise.params import ScoringParams
+from papara_py.pairwise.strand import ReferenceKmers, StrandPlan, check_mode, orient
+from papara_py.pairwise.traceback import align_many
+from papara_py.phylo.encoding import IS_GAP, READ_CODE
+from papara_py.phylo.profiles import ProfileBuilder
+from papara_py.phylo.tree import EdgeTree
 
 # reads per GIL-free traceback call: large enough that Python overhead is noise, small enough
 # that a batch spreads over every thread
@@ -65,15 +65,15 @@ class RunConfig:
     gpu_chunk: int = 40
     gpu_profile: bool = False  # device time per GPU in the run record (OpenCL profiling events)
     candidates: int = 5
-    strand: str = "auto"  # auto | both | forward (papara_py/strand.py)
+    strand: str = "auto"  # auto | both | forward (papara_py/pairwise/strand.py)
     lanes: int | None = None
     batch_reads: int = 12_500
     quiet: bool = False
     verbose: bool = False
     command_line: str = ""
     engine_options: EngineOptions | None = None
-    shard: Shard | None = None  # align only this slice of the reads (papara_py/shards.py)
-    profiles: str | None = None  # edge profiles from `papara-py prepare` (papara_py/prepared.py)
+    shard: Shard | None = None  # align only this slice of the reads (papara_py/cluster/shards.py)
+    profiles: str | None = None  # edge profiles from `papara-py prepare` (papara_py/cluster/prepared.py)
 
 
 @dataclass
@@ -105,21 +105,13 @@ class Reporter:
                     disable=True if self.quiet else None, dynamic_ncols=True)
 
 
-def sha256_file(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def load_reads(reads_path: str, alignment, extra_rows: list[int], reporter: Reporter,
                shard: Shard | None = None) -> tuple[ReadSet, int]:
     """Reads from the file, then alignment taxa absent from the tree (gaps removed, DESIGN 9).
 
     Returns (the reads kept, the total read count). With a shard, every read is still parsed and
     validated (so bad input fails every shard alike) but only the shard's slice is kept in memory
-    (papara_py/shards.py); without one, all reads are kept.
+    (papara_py/cluster/shards.py); without one, all reads are kept.
     """
     extra_names = {alignment.names[row] for row in extra_rows}
     total = 0
@@ -153,8 +145,8 @@ def resolve_scorers(config: RunConfig, reporter: Reporter):
     if config.device == "cpu":
         return True, []
     from papara_py.engine.consumers import GpuChunkScorer
-    from papara_py.engine.opencl_devices import discover_devices
     from papara_py.engine.gpu import GpuScorer
+    from papara_py.engine.opencl_devices import discover_devices
 
     devices = discover_devices("gpu")
     if not devices:
@@ -197,7 +189,7 @@ def run(config: RunConfig) -> RunSummary:
     check_mode(config.strand)
     timings: dict[str, float] = {}
     run_started = t0 = time.perf_counter()
-    # numba's JIT starts while the inputs are read, not on a consumer thread (engine/topk.py)
+    # numba's JIT starts while the inputs are read, not on a consumer thread (pairwise/candidates.py)
     jit_loader = threading.Thread(target=load_merges, name="papara-jit", daemon=True)
     jit_loader.start()
     tree = read_tree(config.tree)
@@ -311,7 +303,7 @@ def run(config: RunConfig) -> RunSummary:
             "status_counts": counts, "n_edges": builder.n_edges, "n_columns": m,
             "strand": config.strand, "strand_counts": strand_counts,
         })
-        if config.shard is not None:  # the slice, for `papara-py merge` (papara_py/shards.py)
+        if config.shard is not None:  # the slice, for `papara-py merge` (papara_py/cluster/shards.py)
             writer.write_run_record({"shard": config.shard.record(n_reads_total)})
         if config.profiles:
             writer.write_run_record({"profiles": os.path.abspath(config.profiles)})

@@ -75,7 +75,7 @@ def time_blocks(blocks, codes, offsets, params, threads: int, strip: int) -> flo
 
 def run(args: argparse.Namespace) -> None:
     from papara_py.engine.cpu import DEFAULT_STRIP, default_lane_width
-    from papara_py.params import ScoringParams
+    from papara_py.pairwise.params import ScoringParams
 
     width = args.lanes or default_lane_width()
     strip = args.strip or DEFAULT_STRIP
@@ -105,7 +105,7 @@ def hot_loop_instructions() -> None:
     running best score); LLVM may unroll them, so a block can hold several steps.
     """
     from papara_py.engine import cpu
-    from papara_py.params import ScoringParams
+    from papara_py.pairwise.params import ScoringParams
 
     width = cpu.default_lane_width()
     lanes = np.full((40, width), 15, dtype=np.uint8)

@@ -34,8 +34,8 @@ from numba import njit
 from papara_py.engine.gpu import GpuScorer, Variant
 from papara_py.engine.layout import block_count, make_block
 from papara_py.engine.opencl_devices import describe_devices, discover_devices
-from papara_py.params import ScoringParams
-from papara_py.scoring import score_matrix_reference
+from papara_py.pairwise.params import ScoringParams
+from papara_py.pairwise.reference_scorer import score_matrix_reference
 
 PARAMS = ScoringParams()
 BLOCK_WIDTH = 16

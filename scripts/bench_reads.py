@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from papara_py.reads import ReadSet
+from papara_py.io.reads import ReadSet
 
 
 def main() -> None:

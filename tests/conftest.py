@@ -19,7 +19,7 @@ def pyrg_dir() -> Path:
     return path
 
 
-#: Variables by which a cluster scheduler marks an array task (papara_py/shards.py reads them).
+#: Variables by which a cluster scheduler marks an array task (papara_py/cluster/shards.py reads them).
 ARRAY_TASK_VARIABLES = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN",
                         "SLURM_ARRAY_TASK_MAX", "SLURM_ARRAY_TASK_STEP", "SGE_TASK_ID", "SGE_TASK_FIRST",
                         "SGE_TASK_LAST", "SGE_TASK_STEPSIZE", "PBS_ARRAY_INDEX", "PBS_ARRAYID")

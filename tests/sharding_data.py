@@ -13,8 +13,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from papara_py.encoding import reverse_complement
-from papara_py.merge import RUN_RECORD_EQUAL, datasets_below
+from papara_py.cluster.merge import RUN_RECORD_EQUAL, datasets_below
+from papara_py.phylo.encoding import reverse_complement
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
 SCHEDULER_VARIABLES = [

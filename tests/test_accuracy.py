@@ -10,13 +10,12 @@ import csv
 from pathlib import Path
 
 import h5py
-import numpy as np
 import pytest
 
-from papara_py.inputs import read_tree
+from papara_py.io.cigar import parse_cigar
+from papara_py.io.inputs import read_tree
+from papara_py.phylo.tree import EdgeTree
 from papara_py.pipeline import RunConfig, run
-from papara_py.traceback import parse_cigar
-from papara_py.tree import EdgeTree
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
 MIN_COLUMN_ACCURACY = 0.99  # measured 0.9969 (2026-11-22)

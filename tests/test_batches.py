@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from papara_py.pipeline import MIN_BATCH_READS, MIN_BATCHES, input_stretches, split_batches
+from papara_py.pipeline import (
+    MIN_BATCH_READS,
+    MIN_BATCHES,
+    input_stretches,
+    split_batches,
+)
 
 
 @settings(max_examples=100, deadline=None)

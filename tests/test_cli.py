@@ -12,7 +12,7 @@ import pytest
 from bad_inputs import CATALOGUE
 
 from papara_py import __version__
-from papara_py.export import oriented_sequence
+from papara_py.io.export import oriented_sequence
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
 

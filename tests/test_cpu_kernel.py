@@ -13,14 +13,20 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from papara_py.encoding import CGAP_BIT, READ_CODE
 from papara_py.engine import cpu
-from papara_py.engine.cpu import DEFAULT_STRIP, default_lane_width, native_lane_width, score_block
+from papara_py.engine.cpu import (
+    DEFAULT_STRIP,
+    default_lane_width,
+    native_lane_width,
+    score_block,
+)
 from papara_py.engine.layout import make_block
-from papara_py.params import ScoringParams
-from papara_py.scoring import score_matrix_reference
+from papara_py.pairwise.params import ScoringParams
+from papara_py.pairwise.reference_scorer import score_matrix_reference
+from papara_py.phylo.encoding import CGAP_BIT, READ_CODE
 
 parameter = st.sampled_from([0, 1, 2, 3, 5, 1000])
 
@@ -142,9 +148,9 @@ def test_threads_scoring_blocks_at_once_agree_with_one_thread():
 
 
 def test_real_reads_against_real_edge_profiles(pyrg_dir):
-    from papara_py.inputs import iter_reads, read_alignment, read_tree
-    from papara_py.profiles import ProfileBuilder
-    from papara_py.tree import EdgeTree
+    from papara_py.io.inputs import iter_reads, read_alignment, read_tree
+    from papara_py.phylo.profiles import ProfileBuilder
+    from papara_py.phylo.tree import EdgeTree
 
     edge_tree = EdgeTree.from_dendropy(read_tree(pyrg_dir / "tree.nwk"))
     alignment = read_alignment(pyrg_dir / "ref.phy")

@@ -14,13 +14,19 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from papara_py.engine.consumers import GpuChunkScorer
-from papara_py.engine.layout import make_block
-from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch, cpu_pieces, leave_to_gpus
-from papara_py.params import ScoringParams
-from papara_py.scoring import score_matrix_reference
+from papara_py.engine.scheduler import (
+    Engine,
+    EngineOptions,
+    ReadBatch,
+    cpu_pieces,
+    leave_to_gpus,
+)
+from papara_py.pairwise.params import ScoringParams
+from papara_py.pairwise.reference_scorer import score_matrix_reference
 
 K = 4
 

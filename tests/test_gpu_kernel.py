@@ -22,11 +22,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from papara_py.encoding import CGAP_BIT, READ_CODE
 from papara_py.engine import opencl_devices
 from papara_py.engine.layout import block_count, make_block
-from papara_py.params import ScoringParams
-from papara_py.scoring import score_matrix_reference
+from papara_py.pairwise.params import ScoringParams
+from papara_py.pairwise.reference_scorer import score_matrix_reference
+from papara_py.phylo.encoding import CGAP_BIT, READ_CODE
 
 cl = pytest.importorskip("pyopencl")
 from papara_py.engine.gpu import INF32, GpuScorer  # noqa: E402  (needs pyopencl)
@@ -190,9 +190,9 @@ def test_scores_beyond_the_32_bit_range_are_refused(scorers) -> None:
 
 def test_real_pyrg_profiles_and_reads(pyrg_dir: Path, scorers) -> None:
     """Real edge profiles (pyrG tree and alignment, 2054 columns) and real reads."""
-    from papara_py.inputs import iter_reads, match_tips, read_alignment, read_tree
-    from papara_py.profiles import ProfileBuilder
-    from papara_py.tree import EdgeTree
+    from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
+    from papara_py.phylo.profiles import ProfileBuilder
+    from papara_py.phylo.tree import EdgeTree
 
     tree = EdgeTree.from_dendropy(read_tree(pyrg_dir / "tree.nwk"))
     tips = match_tips(tree.tip_names, read_alignment(pyrg_dir / "ref.phy"), "tree.nwk")

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from papara_py.errors import InputError
-from papara_py.inputs import iter_reads, read_alignment, read_tree
+from papara_py.io.inputs import iter_reads, read_alignment, read_tree
 
 PARSERS: dict[str, Callable[[str], object]] = {
     "tree": read_tree,

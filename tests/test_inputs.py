@@ -14,7 +14,7 @@ import pytest
 from bad_inputs import BASE, CATALOGUE, BadInput
 
 from papara_py.errors import InputError
-from papara_py.inputs import iter_reads, match_tips, read_alignment, read_tree
+from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
 
 
 def _write(directory: Path, name: str, content: str | bytes) -> Path:

@@ -116,7 +116,7 @@ def test_ctrl_c_exits_130_promptly_and_leaves_nothing(fraction, complete_run, tm
 
 def test_atomic_output_gets_the_permissions_of_a_plain_file(tmp_path):
     """The temporary file behind an atomic write is made 0600; the finished output must not be."""
-    from papara_py.outputs import atomic_path
+    from papara_py.io.run_writer import atomic_path
 
     plain = tmp_path / "plain"
     plain.write_bytes(b"x")

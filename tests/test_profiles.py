@@ -1,6 +1,6 @@
 """Edge profiles against a brute-force Sankoff parsimony with the root placed on each edge.
 
-The brute force below shares nothing with papara_py.profiles: it walks an undirected graph
+The brute force below shares nothing with papara_py.phylo.profiles: it walks an undirected graph
 recursively with full cost vectors (unit cost, every pair of states), roots the tree on the
 edge under test and keeps the root states of minimal total cost. The only things it takes from
 the package are the character -> state-set table and EdgeTree.edge_split, to find which of its
@@ -18,9 +18,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_tree import RandomTree, random_trees
 
-from papara_py.encoding import CGAP_BIT, IS_GAP, REF_CODE, STATE_MASK
-from papara_py.profiles import ProfileBuilder, combine_all_but_one, combine_many, combine_two
-from papara_py.tree import EdgeTree
+from papara_py.phylo.encoding import CGAP_BIT, IS_GAP, REF_CODE, STATE_MASK
+from papara_py.phylo.profiles import (
+    ProfileBuilder,
+    combine_all_but_one,
+    combine_many,
+    combine_two,
+)
+from papara_py.phylo.tree import EdgeTree
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 ALIGNMENT_CHARACTERS = "ACGTUacgtRYSWKMBDHVNn-.?"

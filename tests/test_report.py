@@ -25,12 +25,16 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from papara_py.inputs import read_tree  # noqa: E402
-from papara_py.outputs import run_writer  # noqa: E402
-from papara_py.report import (build_report, find_outliers, placement_confidence,  # noqa: E402
-                              write_report)
-from papara_py.report_tree import NumberedTree, split_numbered_newick  # noqa: E402
-from papara_py.tree import EdgeTree  # noqa: E402
+from papara_py.io.inputs import read_tree  # noqa: E402
+from papara_py.io.run_writer import run_writer  # noqa: E402
+from papara_py.phylo.tree import EdgeTree  # noqa: E402
+from papara_py.report.page import (  # noqa: E402
+    build_report,
+    find_outliers,
+    placement_confidence,
+    write_report,
+)
+from papara_py.report.tree_drawing import NumberedTree, split_numbered_newick  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
 EMBEDDED_PNG = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"')

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from literal_dp import literal_score, rescore_cigar
 
-from papara_py.params import ScoringParams
-from papara_py.scoring import score_reference
-from papara_py.traceback import align, align_many, parse_cigar, place_read
+from papara_py.io.cigar import parse_cigar
+from papara_py.pairwise.params import ScoringParams
+from papara_py.pairwise.reference_scorer import score_reference
+from papara_py.pairwise.traceback import align, align_many, place_read
 
 states = st.integers(1, 15)
 parameter = st.sampled_from([0, 1, 2, 3, 5, 1000])

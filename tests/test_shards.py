@@ -14,14 +14,18 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-
 from sharding_data import SCHEDULER_VARIABLES, assert_same_run, inputs_args, make_inputs
 
 from papara_py.cli import main
+from papara_py.cluster.prepared import open_prepared
+from papara_py.cluster.shards import (
+    Shard,
+    parse_shard,
+    resolve_shard,
+    shard_from_environment,
+)
 from papara_py.errors import InputError
-from papara_py.prepared import open_prepared
-from papara_py.profiles import ProfileBuilder
-from papara_py.shards import Shard, parse_shard, resolve_shard, shard_from_environment
+from papara_py.phylo.profiles import ProfileBuilder
 
 FAST = ["--device", "cpu", "-j", "1", "-q"]
 
@@ -131,9 +135,9 @@ def test_scheduler_variables_that_cannot_give_a_slice_are_refused(env, message):
 # --- prepared profiles --------------------------------------------------------------------------
 
 def test_prepared_profiles_equal_the_builder_and_are_memory_mapped(work):
-    from papara_py.inputs import match_tips, read_alignment, read_tree
-    from papara_py.prepared import input_checksums
-    from papara_py.tree import EdgeTree
+    from papara_py.cluster.prepared import input_checksums
+    from papara_py.io.inputs import match_tips, read_alignment, read_tree
+    from papara_py.phylo.tree import EdgeTree
 
     paths = work["inputs"]
     edge_tree = EdgeTree.from_dendropy(read_tree(str(paths["tree"])))
@@ -205,7 +209,7 @@ def test_merge_copies_every_per_read_dataset_generically(work, tmp_path, monkeyp
             shard.create_dataset("reads/future/global_index", data=np.stack([rows, -rows], axis=1))
     merged = tmp_path / "all.h5"
     # blocks of 7 reads: block edges fall inside every shard's stride, none aligned to N = 3
-    monkeypatch.setattr("papara_py.merge._block_rows", lambda dataset: 7)
+    monkeypatch.setattr("papara_py.cluster.merge._block_rows", lambda dataset: 7)
     assert main(["merge", *map(str, shards), "-o", str(merged)]) == 0
     with h5py.File(merged) as run:
         assert np.array_equal(run["reads/future/global_index"][()],

@@ -1,4 +1,4 @@
-"""Read orientation (--strand auto|both|forward, papara_py/strand.py) and its use downstream.
+"""Read orientation (--strand auto|both|forward, papara_py/pairwise/strand.py) and its use downstream.
 
 Unit properties of the k-mer evidence, then end-to-end runs: a read and its reverse complement
 must come out alike, simulated reads with known strands must be oriented correctly, and on the
@@ -15,20 +15,30 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, example, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from test_accuracy import residue_columns
 from test_simulate import sim_mod
 
 from papara_py.cli import build_parser
-from papara_py.encoding import IS_GAP, reverse_complement
-from papara_py.engine.topk import Candidates
 from papara_py.errors import InputError
-from papara_py.export import export, oriented_sequence
-from papara_py.inputs import read_alignment
+from papara_py.io.export import export, oriented_sequence
+from papara_py.io.inputs import read_alignment
+from papara_py.io.reads import ReadSet
+from papara_py.pairwise.candidates import Candidates
+from papara_py.pairwise.strand import (
+    FORWARD,
+    REVERSE,
+    STRAND_MODES,
+    UNDECIDED,
+    ReferenceKmers,
+    StrandPlan,
+    _windows,
+    decide,
+    orient,
+)
+from papara_py.phylo.encoding import IS_GAP, reverse_complement
 from papara_py.pipeline import RunConfig, run
-from papara_py.reads import ReadSet
-from papara_py.strand import (FORWARD, REVERSE, STRAND_MODES, UNDECIDED, ReferenceKmers, StrandPlan, _windows,
-                              decide, orient)
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
 #: Simulated reads, half reverse-complemented, from taxa 0.5 substitutions/site apart on average:

@@ -1,7 +1,7 @@
 """EdgeTree: unrooting, jplace post-order edge numbers, splits and the numbered Newick.
 
 The random trees here are generated as plain undirected graphs, so their true bipartitions and
-branch lengths are known independently of papara_py.tree, then written as Newick from a random
+branch lengths are known independently of papara_py.phylo.tree, then written as Newick from a random
 top node or with a bifurcating root on a random edge (tip edges included). test_profiles.py
 reuses `random_trees` for its brute-force Sankoff check.
 """
@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from papara_py.errors import InputError
-from papara_py.tree import EdgeTree
+from papara_py.phylo.tree import EdgeTree
 
 HYPOTHESIS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -1,0 +1,11 @@
+"""The scoring engine: every read against every edge, on CPU workers and OpenCL GPUs at once.
+
+- `layout`: blocks of W edges in the inter-reference structure-of-arrays layout.
+- `queue`: the shared work queue and how a batch is divided between GPUs and CPU workers.
+- `scheduler`: `Engine`, which runs the master thread, the CPU workers and the GPU feeders.
+- `consumers`: the CPU and GPU scorers as the scheduler sees them.
+- `cpu`: the numba lane-parallel kernel; `gpu`: the OpenCL kernels' host side;
+  `opencl_devices`: discovery and probing of OpenCL devices.
+
+Layer: imports `papara_py.errors`, `papara_py.phylo` and `papara_py.pairwise`.
+"""

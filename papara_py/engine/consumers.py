@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 
 from papara_py.engine.layout import Block
-from papara_py.engine.topk import Candidates
-from papara_py.params import ScoringParams
+from papara_py.pairwise.candidates import Candidates
+from papara_py.pairwise.params import ScoringParams
 
 _cpu_ids = itertools.count()
 

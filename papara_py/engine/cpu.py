@@ -59,8 +59,8 @@ from numba.core import cgutils
 from numba.core import config as numba_config
 from numba.extending import intrinsic
 
-from papara_py.encoding import CGAP_BIT
-from papara_py.params import ScoringParams
+from papara_py.pairwise.params import ScoringParams
+from papara_py.phylo.encoding import CGAP_BIT
 
 INT32_MAX = 2**31 - 1
 

@@ -38,7 +38,7 @@ import numpy as np
 import pyopencl as cl
 
 from papara_py.engine.opencl_devices import DeviceInfo
-from papara_py.params import ScoringParams
+from papara_py.pairwise.params import ScoringParams
 
 EMPTY_SCORE = np.iinfo(np.int32).max
 #: Stand-in for +infinity on the 32-bit path: finite cells must stay below it (checked per batch).

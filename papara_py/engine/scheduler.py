@@ -4,7 +4,7 @@ A master thread builds blocks of W edge profiles (lazily, from the directional s
 batch of reads after another and pushes them onto one queue while the consumers, each in its
 own thread, already drain it. CPU workers take one item at a time; each GPU feeder takes up to
 `gpu_chunk` blocks of one batch and read range. Results are folded into the batch's candidate
-lists; the fold is order-independent (engine/topk.py), so the result does not depend on the
+lists; the fold is order-independent (pairwise/candidates.py), so the result does not depend on the
 schedule. A batch whose last block is scored is handed to the caller (`Engine.run` yields it)
 while the consumers go on with the next batch, so traceback and output overlap scoring; at most
 `batches_in_flight` batches are held at once (made, scored or with the caller), which bounds
@@ -59,8 +59,8 @@ import numpy as np
 from papara_py.engine.consumers import CpuScorer
 from papara_py.engine.layout import Block, block_count, make_block
 from papara_py.engine.queue import Divider, WorkItem, WorkQueue
-from papara_py.engine.topk import Candidates
-from papara_py.params import ScoringParams
+from papara_py.pairwise.candidates import Candidates
+from papara_py.pairwise.params import ScoringParams
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from papara_py.encoding import STATE_MASK
-from papara_py.params import ScoringParams
-from papara_py.scoring import column_penalties, fill_band
+from papara_py.io.cigar import parse_cigar
+from papara_py.pairwise.params import ScoringParams
+from papara_py.pairwise.reference_scorer import column_penalties, fill_band
+from papara_py.phylo.encoding import STATE_MASK
 
 OP_M, OP_D, OP_I = 0, 1, 2
 _OP_LETTER = "MDI"
@@ -173,19 +174,6 @@ def align_many(codes: np.ndarray, residues: np.ndarray, offsets: np.ndarray, edg
 
 
 _OP_CODE = {"M": OP_M, "D": OP_D, "I": OP_I}
-
-
-def parse_cigar(cigar: str) -> list[tuple[int, str]]:
-    """Split a CIGAR string into (length, op) pairs."""
-    pairs = []
-    number = ""
-    for ch in cigar:
-        if ch.isdigit():
-            number += ch
-        else:
-            pairs.append((int(number), ch))
-            number = ""
-    return pairs
 
 
 def place_read(residues: bytes, start: int, cigar: str, m: int, gap: int = ord("-")) -> np.ndarray:

@@ -8,9 +8,9 @@ filled batch by batch, so memory does not grow with the read count.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-import itertools
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator

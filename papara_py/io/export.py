@@ -22,11 +22,11 @@ from typing import IO, Iterator
 import h5py
 import numpy as np
 
-from papara_py.encoding import reverse_complement
 from papara_py.errors import InputError
-from papara_py.outputs import FORMAT_NAME, atomic_path
-from papara_py.reads import STATUS_ALIGNED
-from papara_py.traceback import parse_cigar
+from papara_py.io.cigar import parse_cigar
+from papara_py.io.reads import STATUS_ALIGNED
+from papara_py.io.run_writer import FORMAT_NAME, atomic_path
+from papara_py.phylo.encoding import reverse_complement
 
 GAP = ord("-")
 

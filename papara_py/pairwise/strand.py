@@ -35,10 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from papara_py.encoding import IS_GAP
-from papara_py.engine.topk import Candidates
 from papara_py.errors import InputError
-from papara_py.reads import ReadSet
+from papara_py.io.reads import ReadSet
+from papara_py.pairwise.candidates import Candidates
+from papara_py.phylo.encoding import IS_GAP
 
 STRAND_MODES = ("auto", "both", "forward")
 

@@ -12,7 +12,7 @@ Where shards disagree, the value most of them share is taken as right and the ot
 
 The merged file is laid out by outputs.RunWriter like any run; every dataset under /reads that
 the shards have is copied (generically: datasets added later are merged without changes here),
-rows interleaved back into input order (row i of shard K is read K + i*N, papara_py.shards), a
+rows interleaved back into input order (row i of shard K is read K + i*N, papara_py.cluster.shards), a
 block of reads at a time, so memory stays bounded whatever the read count.
 
 What equals a single-machine run of the same inputs and settings: every dataset; the root attrs
@@ -33,9 +33,9 @@ from dataclasses import dataclass
 import h5py
 import numpy as np
 
+from papara_py.cluster.shards import Shard
 from papara_py.errors import InputError
-from papara_py.outputs import FORMAT_NAME, FORMAT_VERSION, run_writer
-from papara_py.shards import Shard
+from papara_py.io.run_writer import FORMAT_NAME, FORMAT_VERSION, run_writer
 
 #: /run attrs that decide the results; every shard must agree and the merged file copies them.
 IDENTITY_KEYS = ("checksums_sha256", "parameters", "candidates_k", "strand", "n_edges", "n_columns")

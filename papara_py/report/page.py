@@ -23,11 +23,11 @@ from typing import Iterator
 import h5py
 import numpy as np
 
-from papara_py import report_figures as figures
-from papara_py.encoding import IS_GAP
 from papara_py.errors import InputError
-from papara_py.outputs import FORMAT_NAME, atomic_path
-from papara_py.report_tree import NumberedTree
+from papara_py.io.run_writer import FORMAT_NAME, atomic_path
+from papara_py.phylo.encoding import IS_GAP
+from papara_py.report import figures
+from papara_py.report.tree_drawing import NumberedTree
 
 #: Rows of the tree drawing; larger trees are collapsed to this many (see NumberedTree.display).
 DEFAULT_MAX_TIPS = 150

@@ -14,7 +14,7 @@ from typing import Iterable
 
 import numpy as np
 
-from papara_py.encoding import READ_CODE, reverse_complement
+from papara_py.phylo.encoding import READ_CODE, reverse_complement
 
 STATUS_ALIGNED = "aligned"
 STATUS_EMPTY = "empty"

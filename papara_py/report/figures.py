@@ -1,6 +1,6 @@
 """The figures of `papara-py report`, drawn with matplotlib (and Bio.Phylo for the tree).
 
-Each function takes plain arrays (computed by `report.py`) and returns a matplotlib `Figure`
+Each function takes plain arrays (computed by `page.py`) and returns a matplotlib `Figure`
 built without pyplot, so drawing is headless, backend-independent and leaves no global figure
 state behind; `png_bytes` renders one with the Agg canvas. Captions and the meaning of colours
 are put into the figures themselves as well as the HTML, because PNGs get copied into slides
@@ -21,7 +21,7 @@ from matplotlib.colors import LogNorm, to_hex
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from papara_py.report_tree import DisplayTree, postorder
+from papara_py.report.tree_drawing import DisplayTree, postorder
 
 #: Reads per branch: light orange (one read) to dark red (most); grey means none.
 READS_CMAP = matplotlib.colormaps["YlOrRd"].resampled(256)

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from papara_py.encoding import CGAP_BIT, IS_GAP, REF_CODE, STATE_MASK
-from papara_py.tree import EdgeTree
+from papara_py.phylo.encoding import CGAP_BIT, IS_GAP, REF_CODE, STATE_MASK
+from papara_py.phylo.tree import EdgeTree
 
 GAP_STATE = 0x10
 RESIDUE_STATE = 0x20

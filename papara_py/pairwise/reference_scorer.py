@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from papara_py.encoding import CGAP_BIT, STATE_MASK
-from papara_py.params import ScoringParams
+from papara_py.pairwise.params import ScoringParams
+from papara_py.phylo.encoding import CGAP_BIT, STATE_MASK
 
 #: Stand-in for +infinity in int64: far above any score, far below wrap-around.
 INF64 = np.int64(1) << 40

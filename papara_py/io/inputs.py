@@ -27,8 +27,8 @@ import numpy as np
 from dendropy.dataio.newickreader import NewickReader
 from dendropy.utility.error import DataParseError
 
-from papara_py.encoding import IS_GAP, READ_CODE, REF_CODE
 from papara_py.errors import InputError
+from papara_py.phylo.encoding import IS_GAP, READ_CODE, REF_CODE
 
 PathLike = str | os.PathLike
 

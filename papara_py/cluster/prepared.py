@@ -34,9 +34,10 @@ import numpy as np
 
 from papara_py import __version__
 from papara_py.errors import InputError
-from papara_py.outputs import STRINGS, atomic_path
-from papara_py.profiles import ProfileBuilder
-from papara_py.tree import EdgeTree
+from papara_py.io.checksums import sha256_file
+from papara_py.io.run_writer import STRINGS, atomic_path
+from papara_py.phylo.profiles import ProfileBuilder
+from papara_py.phylo.tree import EdgeTree
 
 FORMAT_NAME = "papara-py-profiles"
 FORMAT_VERSION = 1
@@ -85,7 +86,6 @@ class PreparedProfiles:
 
 def input_checksums(tree: str, alignment: str) -> dict[str, str]:
     """sha256 of the tree and alignment files, the identity a prepared file is checked by."""
-    from papara_py.pipeline import sha256_file  # pipeline imports this module
 
     return {"tree": sha256_file(tree), "alignment": sha256_file(alignment)}
 
@@ -95,7 +95,7 @@ def prepare(tree: str, alignment: str, output: str, command_line: str = "") -> i
 
     Returns the number of edges. Input problems raise InputError exactly as the main job would.
     """
-    from papara_py.inputs import match_tips, read_alignment, read_tree
+    from papara_py.io.inputs import match_tips, read_alignment, read_tree
 
     edge_tree = EdgeTree.from_dendropy(read_tree(tree))
     aligned = read_alignment(alignment)

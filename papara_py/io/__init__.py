@@ -1,0 +1,13 @@
+"""Files in and out: parsing and validating the inputs, the HDF5 run file, and the exports.
+
+- `inputs`: tree (Newick), alignment (PHYLIP, FASTA) and reads (FASTA, FASTQ, gzip) readers that
+  report bad input as `InputError` (file, line or sequence, what is wrong).
+- `reads`: `ReadSet`, the compact in-memory read store, and the read statuses.
+- `checksums`: SHA-256 of the inputs for the run record and the cluster guards.
+- `cigar`: the CIGAR text of a read's path.
+- `run_writer`: `RunWriter` and `atomic_path` (a file appears under its name only when complete).
+- `run_file`: `RunFile`, the one reader of run files (format checks, lazy chunked access).
+- `export`: PHYLIP / FASTA / EPA query exports; `jplace`: the jplace v3 placement export.
+
+Layer: imports `papara_py.errors` and `papara_py.phylo`.
+"""

@@ -1,0 +1,10 @@
+"""Pairwise alignment of one read to one edge profile: the model (Eq. 1 of DESIGN 4) and what surrounds it.
+
+- `params`: `ScoringParams`, the five penalties and what integer width they fit.
+- `reference_scorer`: the plain, slow scorer every fast path is checked against bit for bit.
+- `candidates`: `Candidates`, each read's K best (score, edge) pairs, merged deterministically.
+- `traceback`: the alignment path (start column, CIGAR, the row in reference columns).
+- `strand`: the read orientation of `--strand auto|both|forward`.
+
+Layer: imports `papara_py.errors`, `papara_py.phylo` and `papara_py.io`.
+"""

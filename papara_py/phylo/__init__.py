@@ -1,0 +1,8 @@
+"""Phylogeny: the reference tree with numbered edges, the state encodings, and edge profiles.
+
+- `encoding`: read and reference characters as nucleotide state sets (DESIGN 2), the CGAP bit.
+- `tree`: `EdgeTree`, the unrooted tree with jplace edge numbers (DESIGN 3).
+- `profiles`: `ProfileBuilder`, the Sankoff state sets and CGAP flag of every edge (DESIGN 3).
+
+Layer: imports `papara_py.errors` only (and numpy, numba, dendropy).
+"""
