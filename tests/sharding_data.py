@@ -13,7 +13,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from papara_py.cluster.merge import RUN_RECORD_EQUAL, datasets_below
+from papara_py.cluster.merge import RUN_RECORD_EQUAL
+from papara_py.io.run_file import datasets_below
 from papara_py.phylo.encoding import reverse_complement
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"

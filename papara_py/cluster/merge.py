@@ -10,7 +10,7 @@ Merge refuses (InputError naming the culprit file) unless the shards provably be
 - each shard holds exactly its slice's rows, and all hold the same per-read datasets.
 Where shards disagree, the value most of them share is taken as right and the others are named.
 
-The merged file is laid out by outputs.RunWriter like any run; every dataset under /reads that
+The merged file is laid out by io.run_writer.RunWriter like any run; every dataset under /reads that
 the shards have is copied (generically: datasets added later are merged without changes here),
 rows interleaved back into input order (row i of shard K is read K + i*N, papara_py.cluster.shards), a
 block of reads at a time, so memory stays bounded whatever the read count.
@@ -35,7 +35,8 @@ import numpy as np
 
 from papara_py.cluster.shards import Shard
 from papara_py.errors import InputError
-from papara_py.io.run_writer import FORMAT_NAME, FORMAT_VERSION, run_writer
+from papara_py.io.run_file import RunFile, datasets_below
+from papara_py.io.run_writer import FORMAT_VERSION, run_writer
 
 #: /run attrs that decide the results; every shard must agree and the merged file copies them.
 IDENTITY_KEYS = ("checksums_sha256", "parameters", "candidates_k", "strand", "n_edges", "n_columns")
@@ -51,8 +52,8 @@ _BLOCK_ROWS = 1 << 16
 @dataclass
 class _ShardFile:
     path: str
-    handle: h5py.File
-    run: dict  # /run attrs, raw (nested values are JSON strings)
+    file: RunFile
+    run: dict  # the run record (/run attrs)
     shard: Shard
     n_reads_total: int
     rule: str
@@ -71,22 +72,17 @@ def _decoded(value):
 
 
 def _open_shard(path: str) -> _ShardFile:
+    run_file = RunFile(path)
     try:
-        handle = h5py.File(path, "r")
-    except OSError as exc:
-        raise InputError(path, f"cannot open this shard as HDF5: {exc}") from None
-    try:
-        if handle.attrs.get("format") != FORMAT_NAME or "reads" not in handle or "run" not in handle:
-            raise InputError(path, "this is not a papara-py run file")
-        run = dict(handle["run"].attrs)
-        if "shard" not in run:
+        if "shard" not in run_file.record:
             raise InputError(path, "this run file is not a shard (it was written without --shard or array-job "
                                    "variables); a whole run needs no merge")
-        record = _decoded(run["shard"])
+        record = _decoded(run_file.record["shard"])
         shard = Shard(int(record["index"]), int(record["count"]), path)
-        return _ShardFile(path, handle, run, shard, int(record["n_reads_total"]), str(record["rule"]))
+        return _ShardFile(path, run_file, dict(run_file.record), shard, int(record["n_reads_total"]),
+                          str(record["rule"]))
     except BaseException:
-        handle.close()
+        run_file.close()
         raise
 
 
@@ -108,29 +104,17 @@ def _require_same(shards: list[_ShardFile], what: str, value_of) -> None:
                                     f"settings and papara-py version")
 
 
-def datasets_below(group: h5py.Group) -> dict[str, h5py.Dataset]:
-    """Every dataset below `group`, by path relative to it (e.g. "candidates/edge"), sorted."""
-    found: dict[str, h5py.Dataset] = {}
-
-    def visit(name: str, obj) -> None:  # returning anything but None would stop visititems
-        if isinstance(obj, h5py.Dataset):
-            found[name] = obj
-
-    group.visititems(visit)
-    return dict(sorted(found.items()))
-
-
 def _per_read_datasets(shard: _ShardFile) -> dict[str, h5py.Dataset]:
-    return datasets_below(shard.handle["reads"])
+    return shard.file.read_datasets()
 
 
 def check_shards(shards: list[_ShardFile]) -> None:
     """Everything merge refuses on (module docstring), each as an InputError naming the culprit."""
-    _require_same(shards, "format version", lambda s: int(s.handle.attrs.get("format_version", -1)))
-    _require_same(shards, "papara-py version", lambda s: str(s.handle.attrs.get("version")))
-    if int(shards[0].handle.attrs.get("format_version", -1)) != FORMAT_VERSION:
+    _require_same(shards, "format version", lambda s: int(s.file.attrs.get("format_version", -1)))
+    _require_same(shards, "papara-py version", lambda s: str(s.file.attrs.get("version")))
+    if int(shards[0].file.attrs.get("format_version", -1)) != FORMAT_VERSION:
         raise InputError(shards[0].path, f"the shards are run files of format version "
-                                         f"{shards[0].handle.attrs.get('format_version')}; this papara-py reads and "
+                                         f"{shards[0].file.attrs.get('format_version')}; this papara-py reads and "
                                          f"writes version {FORMAT_VERSION}: merge with the papara-py that wrote them")
     for key in IDENTITY_KEYS:
         what = "inputs (sha256 of tree, alignment, reads)" if key == "checksums_sha256" else f"setting {key!r}"
@@ -178,12 +162,12 @@ def _block_rows(dataset: h5py.Dataset) -> int:
 def _interleave(name: str, shards: list[_ShardFile], lo: int, hi: int) -> np.ndarray:
     """Global rows [lo, hi) of /reads/name, gathered from the shards (read q is in shard q mod N)."""
     count = shards[0].shard.count
-    first = shards[0].handle["reads"][name]
+    first = shards[0].file.dataset(f"reads/{name}")
     is_string = h5py.check_string_dtype(first.dtype) is not None
     out = np.empty((hi - lo,) + first.shape[1:], dtype=object if is_string else first.dtype)
     for s in shards:
         k = s.shard.index
-        dataset = s.handle["reads"][name]
+        dataset = s.file.dataset(f"reads/{name}")
         i0 = max(0, -(-(lo - k) // count))
         i1 = min(dataset.shape[0], -(-(hi - k) // count))
         if i1 <= i0:
@@ -227,20 +211,19 @@ def merge(paths: list[str], output: str, command_line: str = "") -> int:
         _write_merged(shards, output, command_line, started)
     finally:
         for s in shards:
-            s.handle.close()
+            s.file.close()
     return shards[0].n_reads_total
 
 
 def _write_merged(shards: list[_ShardFile], output: str, command_line: str, started: float) -> None:
     first = shards[0]
     total = first.n_reads_total
-    reference = first.handle["reference/alignment"]
+    reference = first.file.dataset("reference/alignment")
     datasets = _per_read_datasets(first)
     k = int(_decoded(first.run["candidates_k"]))
     with run_writer(output, total, reference.shape[1], k, command_line) as writer:
-        writer.file.attrs["version"] = first.handle.attrs["version"]  # the results' producer, not the merger
-        writer.write_reference(list(first.handle["reference/names"].asstr()[:]), reference[()],
-                               first.handle["tree/newick_numbered"].asstr()[()])
+        writer.file.attrs["version"] = first.file.attrs["version"]  # the results' producer, not the merger
+        writer.write_reference(first.file.reference_names, reference[()], first.file.newick_numbered)
         layout = datasets_below(writer.file["reads"])
         unfilled = sorted(set(layout) - set(datasets))
         if unfilled:
@@ -279,7 +262,7 @@ def _merged_record(shards: list[_ShardFile], started: float) -> dict:
     own = set(IDENTITY_KEYS) | set(ADDITIVE_KEYS) | {"inputs", "shard"}
     record["merged_shards"] = [
         {"file": os.path.abspath(s.path), "shard": _decoded(s.run["shard"]),
-         "command_line": _decoded(s.handle.attrs.get("command_line", "")),
+         "command_line": _decoded(s.file.attrs.get("command_line", "")),
          **{key: _decoded(value) for key, value in sorted(s.run.items()) if key not in own}}
         for s in shards]
     timings = [_decoded(s.run.get("timings_seconds", "{}")) for s in shards]

@@ -19,13 +19,12 @@ from __future__ import annotations
 import sys
 from typing import IO, Iterator
 
-import h5py
 import numpy as np
 
-from papara_py.errors import InputError
 from papara_py.io.cigar import parse_cigar
 from papara_py.io.reads import STATUS_ALIGNED
-from papara_py.io.run_writer import FORMAT_NAME, atomic_path
+from papara_py.io.run_file import RunFile
+from papara_py.io.run_writer import atomic_path
 from papara_py.phylo.encoding import reverse_complement
 
 GAP = ord("-")
@@ -51,64 +50,46 @@ def oriented_sequence(sequence: str, strand: str) -> np.ndarray:
     return reverse_complement(residues) if strand == "-" else residues
 
 
-def _aligned_rows(reads: h5py.Group, ids: np.ndarray, chunk: int = 4096) -> Iterator[np.ndarray]:
-    """/reads/aligned rows of `ids` (sorted), read a contiguous slab at a time, not row by row."""
-    for lo in range(0, len(ids), chunk):
-        part = ids[lo:lo + chunk]
-        slab = reads["aligned"][int(part[0]):int(part[-1]) + 1]
-        yield from slab[part - part[0]]
-
-
-def _open_run(path: str) -> h5py.File:
-    try:
-        handle = h5py.File(path, "r")
-    except (OSError, ValueError) as error:
-        raise InputError(path, f"cannot open as an HDF5 run file ({error})") from None
-    if handle.attrs.get("format") != FORMAT_NAME:
-        handle.close()
-        raise InputError(path, "not a papara-py run file (no format=\"papara-py\" attribute)")
-    return handle
-
-
-def _rows(names: list[str], rows: Iterator[bytes], fmt: str, n_rows: int, width: int, out: IO[bytes]) -> None:
+def _rows(named_rows: Iterator[tuple[str, bytes]], fmt: str, n_rows: int, width: int, out: IO[bytes]) -> None:
     if fmt == "phylip":
         out.write(f"{n_rows} {width}\n".encode())
-        for name, row in zip(names, rows):
+        for name, row in named_rows:
             out.write(name.encode() + b" " + row + b"\n")
     else:
-        for name, row in zip(names, rows):
+        for name, row in named_rows:
             out.write(b">" + name.encode() + b"\n" + row + b"\n")
 
 
 def export(run_path: str, fmt: str, output: str) -> None:
     """Write `run_path`'s alignment in `fmt` ("phylip", "fasta" or "epa") to `output`, atomically."""
-    with _open_run(run_path) as run:
-        reads = run["reads"]
-        status = reads["status"].asstr()[:]
-        aligned_ids = np.flatnonzero(status == STATUS_ALIGNED)
-        skipped = len(status) - len(aligned_ids)
-        read_names = reads["names"].asstr()[:]
-        m = run["reference/alignment"].shape[1]
+    with RunFile(run_path) as run:
+        aligned_ids = np.flatnonzero(run.column("status") == STATUS_ALIGNED)
+        skipped = run.n_reads - len(aligned_ids)
         with atomic_path(output) as tmp, open(tmp, "wb") as out:
             if fmt == "epa":
-                rows = (row.tobytes() for row in _aligned_rows(reads, aligned_ids))
-                _rows([read_names[q] for q in aligned_ids], rows, "fasta", len(aligned_ids), m, out)
+                names = run.names()[aligned_ids]
+                rows = zip(names, (row.tobytes() for row in run.aligned_rows(aligned_ids)))
+                _rows(rows, "fasta", len(aligned_ids), run.n_columns, out)
             else:
-                _write_extended(run, aligned_ids, read_names, fmt, out)
+                width, named_rows = extended_rows(run, aligned_ids)
+                _rows(named_rows, fmt, run.n_reference + len(aligned_ids), width, out)
     if skipped:
         print(f"papara-py: {skipped} reads without an alignment (status other than \"aligned\") "
               f"are not in {output}", file=sys.stderr)
 
 
-def _write_extended(run: h5py.File, aligned_ids: np.ndarray, read_names, fmt: str, out: IO[bytes]) -> None:
-    reads = run["reads"]
-    reference = run["reference/alignment"][:]
-    ref_names = list(run["reference/names"].asstr()[:])
-    m = reference.shape[1]
-    starts = reads["start"][:]
-    cigars = reads["cigar"].asstr()[:]
-    sequences = reads["sequence"].asstr()
-    strands = reads["strand"].asstr()[:]
+def extended_rows(run: RunFile, aligned_ids: np.ndarray) -> tuple[int, Iterator[tuple[str, bytes]]]:
+    """The extended alignment: its width and (name, row) for the reference, then reads `aligned_ids`.
+
+    Insertion columns are added wherever a read inserts residues (module docstring); rows are
+    produced one at a time, so only the reference and the per-read columns are held in memory.
+    """
+    reference = run.reference_alignment()
+    m = run.n_columns
+    starts = run.column("start")
+    cigars = run.column("cigar")
+    strands = run.column("strand")
+    read_names = run.names()
     widest = np.zeros(m + 1, dtype=np.int64)  # insertion columns before reference column p
     for q in aligned_ids:
         for position, _, length in insertion_runs(int(starts[q]), cigars[q]):
@@ -118,22 +99,18 @@ def _write_extended(run: h5py.File, aligned_ids: np.ndarray, read_names, fmt: st
     column_at = insert_at[:m] + widest[:m]
     width = int(m + widest.sum())
 
-    def reference_rows() -> Iterator[bytes]:
-        for row in reference:
+    def rows() -> Iterator[tuple[str, bytes]]:
+        for name, row in zip(run.reference_names, reference):
             extended = np.full(width, GAP, dtype=np.uint8)
             extended[column_at] = row
-            yield extended.tobytes()
-
-    def read_rows() -> Iterator[bytes]:
-        for q, aligned in zip(aligned_ids, _aligned_rows(reads, aligned_ids)):
+            yield name, extended.tobytes()
+        for q, aligned in zip(aligned_ids, run.aligned_rows(aligned_ids)):
             extended = np.full(width, GAP, dtype=np.uint8)
             extended[column_at] = aligned
-            residues = oriented_sequence(sequences[q], strands[q])
+            residues = oriented_sequence(run.column("sequence", int(q)), strands[q])
             for position, offset, length in insertion_runs(int(starts[q]), cigars[q]):
                 first = insert_at[position]
                 extended[first:first + length] = residues[offset:offset + length]
-            yield extended.tobytes()
+            yield read_names[q], extended.tobytes()
 
-    names = ref_names + [read_names[q] for q in aligned_ids]
-    rows = (row for part in (reference_rows(), read_rows()) for row in part)
-    _rows(names, rows, fmt, len(names), width, out)
+    return width, rows()

@@ -18,13 +18,12 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
 
-import h5py
 import numpy as np
 
 from papara_py.errors import InputError
-from papara_py.io.run_writer import FORMAT_NAME, atomic_path
+from papara_py.io.run_file import RunFile
+from papara_py.io.run_writer import atomic_path
 from papara_py.phylo.encoding import IS_GAP
 from papara_py.report import figures
 from papara_py.report.tree_drawing import NumberedTree
@@ -40,12 +39,7 @@ OUTLIER_CEILING = 0.25
 #: Rows of the outlier and branch tables in the HTML (all counts are still given).
 TABLE_ROWS = 200
 TOP_BRANCHES = 20
-#: Bytes of /reads/aligned (and the reference) read at once for coverage.
-_CHUNK_BYTES = 32 << 20
 _GAP_BYTE = ord("-")
-_REQUIRED = ("tree/newick_numbered", "reference/alignment", "reads/names", "reads/status",
-             "reads/best_edge", "reads/score", "reads/sequence", "reads/aligned",
-             "reads/candidates/edge", "reads/candidates/score")
 
 
 @dataclass
@@ -83,8 +77,8 @@ class RunView:
         if len(indices) == 0:
             return []
         order = np.argsort(indices)
-        with h5py.File(self.path, "r") as handle:
-            found = handle["reads/names"].asstr()[np.asarray(indices)[order]]
+        with RunFile(self.path) as run:
+            found = run.names(np.asarray(indices)[order])
         names = [""] * len(indices)
         for slot, name in zip(order, found):
             names[slot] = name
@@ -101,9 +95,9 @@ class RunView:
         """
         residues = np.zeros((n_groups, self.n_columns), dtype=np.int64)
         changes = np.zeros((n_groups, self.n_columns + 1), dtype=np.int64)
-        with h5py.File(self.path, "r") as handle:
+        with RunFile(self.path) as run:
             start = 0
-            for block in _row_blocks(handle["reads/aligned"]):
+            for block in run.row_blocks("reads/aligned"):
                 labels = group[start:start + len(block)]
                 start += len(block)
                 for g in range(n_groups):
@@ -115,80 +109,35 @@ class RunView:
         return residues, np.cumsum(changes, axis=1)[:, :-1]
 
 
-def _decode(value: object) -> object:
-    """An HDF5 attribute as plain Python: JSON strings parsed, numpy scalars unwrapped."""
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
-    if isinstance(value, str) and value[:1] in "{[":
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-def _row_blocks(dataset: h5py.Dataset) -> Iterator[np.ndarray]:
-    """A 2-D dataset in consecutive row blocks of about _CHUNK_BYTES (bounded memory)."""
-    rows, width = dataset.shape
-    step = max(1, _CHUNK_BYTES // max(1, width))
-    for start in range(0, rows, step):
-        yield dataset[start:start + step]
-
-
 def load_run(path: str | os.PathLike) -> RunView:
-    """Read what the report needs; an unreadable or foreign file is an InputError.
+    """Read what the report needs; an unreadable, foreign or damaged file is an InputError.
 
     The reference is scanned in chunks of about 32 MB; read names and /reads/aligned are not
     loaded (see `RunView.names` and `read_depth`), so memory stays bounded for millions of reads.
     """
-    source = str(path)
-    if not os.path.isfile(source):
-        raise InputError(source, "no such run file (write one with papara-py -t ... -o RUN.h5)")
-    try:
-        is_hdf5 = h5py.is_hdf5(source)
-    except OSError as error:
-        raise InputError(source, f"cannot read the run file ({error.strerror or error})") from None
-    if not is_hdf5:
-        raise InputError(source, "not an HDF5 file; expected a papara-py run file (papara-py ... -o RUN.h5)")
-    try:
-        with h5py.File(source, "r") as handle:
-            if _decode(handle.attrs.get("format")) != FORMAT_NAME:
-                raise InputError(source, "an HDF5 file, but not a papara-py run file (no format=\"papara-py\")")
-            missing = [name for name in _REQUIRED if name not in handle]
-            if missing:
-                raise InputError(source, f"the run file lacks {', '.join('/' + m for m in missing)}; "
-                                         "it is incomplete or from an incompatible version")
-            reads = handle["reads"]
-            sequence = reads["sequence"]
-            length = np.zeros(sequence.shape[0], dtype=np.int64)
-            step = 1 << 16  # strings: a bounded number at a time
-            for start in range(0, len(length), step):
-                length[start:start + step] = [len(s) for s in sequence[start:start + step]]
-            reference = handle["reference/alignment"]
-            filled = np.zeros(reference.shape[1], dtype=np.int64)
-            for block in _row_blocks(reference):
-                filled += np.count_nonzero(~IS_GAP[block], axis=0)
-            status = reads["status"].asstr()[:]
-            return RunView(
-                path=source,
-                file_attrs={key: _decode(value) for key, value in handle.attrs.items()},
-                run_attrs={key: _decode(value) for key, value in handle["run"].attrs.items()}
-                if "run" in handle else {},
-                newick_numbered=handle["tree/newick_numbered"].asstr()[()],
-                status=np.asarray(status, dtype=object),
-                best_edge=reads["best_edge"][:],
-                score=reads["score"][:],
-                length=length,
-                strand=np.asarray(reads["strand"].asstr()[:], dtype=object) if "strand" in reads
-                else np.full(len(status), "+", dtype=object),
-                candidate_edge=reads["candidates/edge"][:],
-                candidate_score=reads["candidates/score"][:],
-                occupancy=filled / max(1, reference.shape[0]),
-            )
-    except OSError as error:
-        raise InputError(source, f"cannot read the run file ({error})") from None
+    with RunFile(path) as run:
+        sequence = run.dataset("reads/sequence")
+        length = np.zeros(run.n_reads, dtype=np.int64)
+        step = 1 << 16  # strings: a bounded number at a time
+        for start in range(0, len(length), step):
+            length[start:start + step] = [len(s) for s in sequence[start:start + step]]
+        filled = np.zeros(run.n_columns, dtype=np.int64)
+        for block in run.row_blocks("reference/alignment"):
+            filled += np.count_nonzero(~IS_GAP[block], axis=0)
+        return RunView(
+            path=run.path,
+            file_attrs=run.attrs,
+            run_attrs=run.record,
+            newick_numbered=run.newick_numbered,
+            status=run.column("status"),
+            best_edge=run.column("best_edge"),
+            score=run.column("score"),
+            length=length,
+            strand=run.column("strand"),
+            candidate_edge=run.column("candidates/edge"),
+            candidate_score=run.column("candidates/score"),
+            occupancy=filled / max(1, run.n_reference),
+        )
 
 
 @dataclass

@@ -1,0 +1,243 @@
+"""`RunFile`: the one reader of papara-py run files (DESIGN 7).
+
+Every consumer of a run file (export, merge, report, the Python API, the tests) opens it here, so
+a file that is not a papara-py run, comes from a newer papara-py, or lacks a dataset is refused in
+one place with one message (an `InputError`: file and problem, exit status 2 in the CLI).
+
+Opening checks the whole structure before anything is read: the `format` attribute, the
+`format_version` (a newer one is refused, naming both versions), and every dataset the writer
+creates, with its rank, its length along the read axis and its kind (integer, string, bytes).
+Per-read data is read on demand: small columns whole, `/reads/aligned` and the reference in
+bounded row blocks, so a run of millions of reads is never loaded at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Iterator
+
+import h5py
+import numpy as np
+
+from papara_py import __version__
+from papara_py.errors import InputError
+from papara_py.io.run_writer import FORMAT_NAME, FORMAT_VERSION
+
+#: Bytes of a 2-D dataset read at once by `row_blocks`.
+ROW_BLOCK_BYTES = 32 << 20
+
+# Every dataset of a run file: (path, rank, kind, whose rows). kind: "i" integer, "s" string,
+# "u1" bytes (uint8). rows: "reads" = one row per read, "reference" = one per reference taxon.
+_LAYOUT = (
+    ("tree/newick_numbered", 0, "s", None),
+    ("reference/names", 1, "s", "reference"),
+    ("reference/alignment", 2, "u1", "reference"),
+    ("reads/names", 1, "s", "reads"),
+    ("reads/status", 1, "s", "reads"),
+    ("reads/best_edge", 1, "i", "reads"),
+    ("reads/score", 1, "i", "reads"),
+    ("reads/start", 1, "i", "reads"),
+    ("reads/cigar", 1, "s", "reads"),
+    ("reads/strand", 1, "s", "reads"),
+    ("reads/sequence", 1, "s", "reads"),
+    ("reads/aligned", 2, "u1", "reads"),
+    ("reads/candidates/edge", 2, "i", "reads"),
+    ("reads/candidates/score", 2, "i", "reads"),
+)
+
+
+def decode_attribute(value: object) -> object:
+    """An HDF5 attribute as plain Python: bytes decoded, JSON objects/lists parsed, numpy scalars unwrapped."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def datasets_below(group: h5py.Group) -> dict[str, h5py.Dataset]:
+    """Every dataset below `group`, by path relative to it (e.g. "candidates/edge"), sorted."""
+    found: dict[str, h5py.Dataset] = {}
+
+    def visit(name: str, obj) -> None:  # returning anything but None would stop visititems
+        if isinstance(obj, h5py.Dataset):
+            found[name] = obj
+
+    group.visititems(visit)
+    return dict(sorted(found.items()))
+
+
+def _kind_ok(dataset: h5py.Dataset, kind: str) -> bool:
+    if kind == "s":
+        return h5py.check_string_dtype(dataset.dtype) is not None
+    if kind == "u1":
+        return dataset.dtype == np.uint8
+    return np.issubdtype(dataset.dtype, np.integer)
+
+
+class RunFile:
+    """A papara-py run file, open for reading and checked. Use as a context manager or `close()`.
+
+    Attributes: `path`, `attrs` (the file's attributes), `record` (the run record, /run),
+    `n_reads`, `n_columns`, `k` (candidates per read), `n_reference`.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = str(path)
+        self._handle = self._open(self.path)
+        try:
+            self._check()
+        except BaseException:
+            self._handle.close()
+            raise
+
+    # -- opening and checking ---------------------------------------------------------------
+
+    @staticmethod
+    def _open(path: str) -> h5py.File:
+        if not os.path.exists(path):
+            raise InputError(path, "no such run file (write one with papara-py -t ... -o RUN.h5)")
+        if os.path.isdir(path):
+            raise InputError(path, "a directory, not a run file")
+        try:
+            is_hdf5 = h5py.is_hdf5(path)
+        except OSError as error:
+            raise InputError(path, f"cannot read the run file ({error.strerror or error})") from None
+        if not is_hdf5:
+            raise InputError(path, "not an HDF5 file; expected a papara-py run file (papara-py ... -o RUN.h5)")
+        try:
+            return h5py.File(path, "r")
+        except OSError as error:
+            raise InputError(path, f"cannot open the run file ({error})") from None
+
+    def _check(self) -> None:
+        handle, path = self._handle, self.path
+        try:
+            self.attrs = {key: decode_attribute(value) for key, value in handle.attrs.items()}
+        except OSError as error:
+            raise self.damaged(f"its attributes cannot be read ({error})") from None
+        if self.attrs.get("format") != FORMAT_NAME:
+            raise InputError(path, "an HDF5 file, but not a papara-py run file (no format=\"papara-py\" attribute)")
+        version = self.attrs.get("format_version")
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise self.damaged(f"its format_version is {version!r}, not a number")
+        if version > FORMAT_VERSION:
+            raise InputError(path, f"written in run-file format version {version} (by papara-py "
+                                   f"{self.attrs.get('version', '?')}); this papara-py {__version__} reads "
+                                   f"format versions up to {FORMAT_VERSION}: update papara-py to read it")
+        lengths: dict[str, int] = {}
+        for name, rank, kind, rows in _LAYOUT:
+            dataset = handle.get(name)
+            if not isinstance(dataset, h5py.Dataset):
+                raise self.damaged(f"/{name} is missing")
+            if dataset.ndim != rank or not _kind_ok(dataset, kind):
+                raise self.damaged(f"/{name} has shape {dataset.shape} and type {dataset.dtype}, not the "
+                                   f"{rank}-dimensional {dict(i='integer', s='string', u1='uint8')[kind]} "
+                                   "dataset the format specifies")
+            if rows is not None:
+                expected = lengths.setdefault(rows, dataset.shape[0])
+                if dataset.shape[0] != expected:
+                    raise self.damaged(f"/{name} has {dataset.shape[0]} rows where the other {rows} "
+                                       f"datasets have {expected}")
+        self.n_reads = lengths["reads"]
+        self.n_reference = lengths["reference"]
+        self.n_columns = int(handle["reference/alignment"].shape[1])
+        self.k = int(handle["reads/candidates/edge"].shape[1])
+        for name in ("reads/aligned",):
+            if handle[name].shape[1] != self.n_columns:
+                raise self.damaged(f"/{name} has {handle[name].shape[1]} columns, the reference {self.n_columns}")
+        if handle["reads/candidates/score"].shape[1] != self.k:
+            raise self.damaged("/reads/candidates/score and /reads/candidates/edge differ in width")
+        run = handle.get("run")
+        try:
+            self.record = {key: decode_attribute(value) for key, value in run.attrs.items()} \
+                if isinstance(run, h5py.Group) else {}
+        except OSError as error:
+            raise self.damaged(f"its run record cannot be read ({error})") from None
+
+    def damaged(self, problem: str) -> InputError:
+        """The error for a run file whose content is not what the format promises."""
+        return InputError(self.path, f"the run file is damaged or incomplete: {problem}")
+
+    # -- life cycle --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> "RunFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- content -----------------------------------------------------------------------------
+
+    def dataset(self, name: str) -> h5py.Dataset:
+        """The raw dataset at `name` (e.g. "reads/score"), for bulk copies (merge)."""
+        return self._handle[name]
+
+    def read_datasets(self) -> dict[str, h5py.Dataset]:
+        """Every dataset below /reads, by path relative to it (e.g. "candidates/edge"), sorted."""
+        return datasets_below(self._handle["reads"])
+
+    def _column(self, name: str, selection=slice(None)) -> np.ndarray:
+        dataset = self._handle[name]
+        try:
+            if h5py.check_string_dtype(dataset.dtype) is None:
+                return dataset[selection]
+            found = dataset.asstr()[selection]
+            return found if isinstance(found, str) else np.asarray(found, dtype=object)
+        except (OSError, ValueError) as error:
+            raise self.damaged(f"/{name} cannot be read ({error})") from None
+
+    @property
+    def newick_numbered(self) -> str:
+        """The unrooted tree with jplace `{n}` edge numbers."""
+        return self._column("tree/newick_numbered", ())
+
+    @property
+    def reference_names(self) -> list[str]:
+        return list(self._column("reference/names"))
+
+    def reference_alignment(self) -> np.ndarray:
+        """uint8 [N, m] ASCII, the whole reference (use `row_blocks` for a bounded scan)."""
+        return self._column("reference/alignment")
+
+    def names(self, selection=slice(None)) -> np.ndarray:
+        """Read names (object [Q] or of `selection`: a slice, or sorted indices)."""
+        return self._column("reads/names", selection)
+
+    def column(self, name: str, selection=slice(None)) -> np.ndarray:
+        """A per-read dataset below /reads ("status", "best_edge", "score", "start", "cigar",
+        "strand", "sequence", "candidates/edge", "candidates/score"), whole or at `selection`."""
+        return self._column(f"reads/{name}", selection)
+
+    def aligned_rows(self, ids: np.ndarray, chunk: int = 4096) -> Iterator[np.ndarray]:
+        """/reads/aligned rows (uint8 [m]) of the sorted read indices `ids`, one contiguous slab at a time."""
+        ids = np.asarray(ids)
+        dataset = self._handle["reads/aligned"]
+        for lo in range(0, len(ids), chunk):
+            part = ids[lo:lo + chunk]
+            try:
+                slab = dataset[int(part[0]):int(part[-1]) + 1]
+            except (OSError, ValueError) as error:
+                raise self.damaged(f"/reads/aligned cannot be read ({error})") from None
+            yield from slab[part - part[0]]
+
+    def row_blocks(self, name: str) -> Iterator[np.ndarray]:
+        """The 2-D dataset `name` in consecutive row blocks of about ROW_BLOCK_BYTES."""
+        dataset = self._handle[name]
+        rows, width = dataset.shape
+        step = max(1, ROW_BLOCK_BYTES // max(1, width * dataset.dtype.itemsize))
+        for start in range(0, rows, step):
+            try:
+                yield dataset[start:start + step]
+            except (OSError, ValueError) as error:
+                raise self.damaged(f"/{name} cannot be read ({error})") from None
+
