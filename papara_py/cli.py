@@ -56,20 +56,42 @@ def _penalty(text: str) -> int:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class OptionError(InputError):
+    """A command-line option (or a keyword of the Python API, which parses its options here) is wrong."""
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    """A parser that raises OptionError instead of printing usage and exiting (for the Python API)."""
+
+    def error(self, message: str):
+        raise OptionError("options", message)
+
+
+def _add_reference(group) -> None:
+    """-t and -s: the main job's and `prepare`'s reference (one definition for both)."""
+    group.add_argument("-t", "--tree", required=True, metavar="TREE.nwk",
+                       help="reference tree (Newick); its tips must all be in the alignment")
+    group.add_argument("-s", "--alignment", required=True, metavar="REF.phy",
+                       help="reference alignment (PHYLIP or FASTA, detected from the content)")
+
+
+def _add_output(group, metavar: str, what: str, default: str | None = None) -> None:
+    """-o: every command's output file (atomic), required where there is no default."""
+    group.add_argument("-o", "--output", required=default is None, default=default, metavar=metavar,
+                       help=f"{what}; written atomically" + (" (default: %(default)s)" if default else ""))
+
+
+def build_parser(raising: bool = False) -> argparse.ArgumentParser:
+    """The main job's options. `raising`: errors raise OptionError instead of exiting (the API)."""
+    parser = (_RaisingParser if raising else argparse.ArgumentParser)(
         prog="papara-py", description=_DESCRIPTION, epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"papara-py {__version__}")
     inputs = parser.add_argument_group("inputs and output")
-    inputs.add_argument("-t", "--tree", required=True, metavar="TREE.nwk",
-                        help="reference tree (Newick); its tips must all be in the alignment")
-    inputs.add_argument("-s", "--alignment", required=True, metavar="REF.phy",
-                        help="reference alignment (PHYLIP or FASTA, detected from the content)")
+    _add_reference(inputs)
     inputs.add_argument("-r", "--reads", required=True, metavar="READS.fa",
                         help="reads to align (FASTA or FASTQ, plain or gzipped)")
-    inputs.add_argument("-o", "--output", default="papara.h5", metavar="RUN.h5",
-                        help="HDF5 output file (default: %(default)s); written atomically")
+    _add_output(inputs, "RUN.h5", "HDF5 output file", default="papara.h5")
     scoring = parser.add_argument_group("scoring (penalties, minimised; PaPaRa's defaults)")
     for flag, default, meaning in [
             ("--mismatch", 3, "read residue not in the branch's state set"),
@@ -114,22 +136,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _main_job(argv: list[str]) -> int:
+    from papara_py.pipeline import run
+
+    run(main_job_config(build_parser().parse_args(argv), shlex.join(["papara-py", *argv])))
+    return 0
+
+
+def main_job_config(args: argparse.Namespace, command_line: str):
+    """The pipeline's RunConfig from parsed main-job options (the CLI's and the Python API's)."""
     from papara_py.cluster.shards import resolve_shard
     from papara_py.pairwise.params import ScoringParams
-    from papara_py.pipeline import RunConfig, run
+    from papara_py.pipeline import RunConfig
 
-    args = build_parser().parse_args(argv)
     _check_output_path(args.output)
-    config = RunConfig(
+    return RunConfig(
         tree=args.tree, alignment=args.alignment, reads=args.reads, output=args.output,
         params=ScoringParams(args.mismatch, args.cgap, args.gap_open, args.gap_extend, args.insertion),
         threads=args.threads, device=args.device, gpu_chunk=args.gpu_chunk, gpu_profile=args.gpu_profile,
         candidates=args.candidates,
         strand=args.strand, lanes=args.lanes, batch_reads=args.batch_reads, quiet=args.quiet, verbose=args.verbose,
-        command_line=shlex.join(["papara-py", *argv]), shard=resolve_shard(args.shard), profiles=args.profiles,
+        command_line=command_line, shard=resolve_shard(args.shard), profiles=args.profiles,
     )
-    run(config)
-    return 0
 
 
 def _check_output_path(path: str) -> None:
@@ -150,7 +177,7 @@ def _export(argv: list[str]) -> int:
                                                  "insertion columns added) or as EPA-ng query FASTA.")
     parser.add_argument("run", metavar="RUN.h5")
     parser.add_argument("--format", choices=["phylip", "fasta", "epa"], required=True)
-    parser.add_argument("-o", "--output", required=True, metavar="FILE")
+    _add_output(parser, "FILE", "the exported alignment")
     args = parser.parse_args(argv)
     _check_output_path(args.output)
     export(args.run, args.format, args.output)
@@ -173,9 +200,8 @@ def _prepare(argv: list[str]) -> int:
         prog="papara-py prepare",
         description="Compute the edge profiles of a tree and alignment once, for every shard of an array job "
                     "to load with --profiles (each shard checks they come from its tree and alignment).")
-    parser.add_argument("-t", "--tree", required=True, metavar="TREE.nwk")
-    parser.add_argument("-s", "--alignment", required=True, metavar="REF.phy")
-    parser.add_argument("-o", "--output", required=True, metavar="PROFILES.h5")
+    _add_reference(parser)
+    _add_output(parser, "PROFILES.h5", "the edge profiles (HDF5)")
     args = parser.parse_args(argv)
     _check_output_path(args.output)
     edges = prepare(args.tree, args.alignment, args.output, shlex.join(["papara-py", "prepare", *argv]))
@@ -192,7 +218,7 @@ def _merge(argv: list[str]) -> int:
                     "single-machine run; refuses shards of different inputs, settings or versions, and "
                     "missing or duplicated slices.")
     parser.add_argument("shards", nargs="+", metavar="SHARD.h5")
-    parser.add_argument("-o", "--output", required=True, metavar="RUN.h5")
+    _add_output(parser, "RUN.h5", "the merged run file")
     args = parser.parse_args(argv)
     _check_output_path(args.output)
     reads = merge(args.shards, args.output, shlex.join(["papara-py", "merge", *argv]))

@@ -19,8 +19,9 @@ LAYER = {
     "pairwise": 3,
     "engine": 4, "cluster": 4, "report": 4,
     "pipeline": 5,
-    "api": 6,
-    "cli": 7, "__main__": 7, "__init__": 7,
+    "cli": 6, "__main__": 6,
+    "api": 7,  # the Python API parses its options with the CLI's parser (one definition)
+    "__init__": 8,
 }
 
 
@@ -70,7 +71,9 @@ def test_imports_respect_the_layers(module):
 
 
 def test_no_import_cycle():
-    graph = {m: {i for i in _imports(m, p) if i in MODULES and i != m} for m, p in MODULES.items()}
+    # `from papara_py import __version__` is no edge: the string is bound before __init__ imports anything
+    graph = {m: {i for i in _imports(m, p) if i in MODULES and i not in (m, "papara_py")}
+             for m, p in MODULES.items()}
     state: dict[str, int] = {}
 
     def visit(node: str, trail: list[str]) -> None:

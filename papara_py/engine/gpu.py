@@ -128,6 +128,16 @@ class _Launch:
 
 
 @dataclass
+class _KernelBatch:
+    """The reads of one band_score + top_k launch, all of one kernel variant."""
+
+    variant: Variant
+    reads: np.ndarray    # int64 [n]: the chunk's read indices, longest first
+    starts: np.ndarray   # int32 [n]: offset of each read in the chunk's sorted codes
+    lengths: np.ndarray  # int32 [n]: residues of each read
+
+
+@dataclass
 class _ChunkPlan:
     """What `GpuScorer._plan` prepares on the host for one chunk, and where its results go."""
 
@@ -135,8 +145,17 @@ class _ChunkPlan:
     edge: np.ndarray
     n_columns: int
     sorted_codes: np.ndarray | None = None
-    profiles: dict = field(default_factory=dict)  # packed? -> padded profile bytes
-    batches: list = field(default_factory=list)   # (variant, reads, starts, lengths) per kernel batch
+    profiles: dict[bool, np.ndarray] = field(default_factory=dict)  # packed? -> padded profile bytes
+    batches: list[_KernelBatch] = field(default_factory=list)
+
+
+@dataclass
+class _ChunkBuffers:
+    """A chunk's inputs on the device (`GpuScorer._upload_inputs`), held until its launches complete."""
+
+    codes: cl.Buffer                     # the sorted read codes
+    profiles: dict[bool, cl.Buffer]      # packed? -> padded profile
+    tables: list[tuple[cl.Buffer, cl.Buffer]]  # per batch: (starts, lengths)
 
 
 class GpuScorer:
@@ -231,22 +250,24 @@ class GpuScorer:
             if variant.packed not in plan.profiles:
                 plan.profiles[variant.packed] = _padded_profile(lanes, variant)
             reads = order[slots]
-            plan.batches.append((variant, reads, starts[slots].astype(np.int32), lengths[reads].astype(np.int32)))
+            plan.batches.append(_KernelBatch(variant, reads, starts[slots].astype(np.int32),
+                                             lengths[reads].astype(np.int32)))
         return plan
 
-    def _upload_inputs(self, plan: "_ChunkPlan") -> dict:
+    def _upload_inputs(self, plan: _ChunkPlan) -> _ChunkBuffers:
         """Device copies of a chunk's reads, profiles and per-batch read tables."""
-        return {"codes": self._upload(plan.sorted_codes),
-                "profiles": {packed: self._upload(padded) for packed, padded in plan.profiles.items()},
-                "tables": [(self._upload(starts), self._upload(lengths)) for _, _, starts, lengths in plan.batches]}
+        return _ChunkBuffers(codes=self._upload(plan.sorted_codes),
+                             profiles={packed: self._upload(padded) for packed, padded in plan.profiles.items()},
+                             tables=[(self._upload(b.starts), self._upload(b.lengths)) for b in plan.batches])
 
-    def _enqueue(self, plan: "_ChunkPlan", inputs: dict, first_edge, n_edges, params, k) -> list["_Launch"]:
+    def _enqueue(self, plan: _ChunkPlan, inputs: _ChunkBuffers, first_edge, n_edges, params, k) -> list["_Launch"]:
         """Queue the kernels of a chunk's batches (called under the lock: they share the band rows)."""
         launches = []
-        for (variant, reads, _, _), (starts_buf, lens_buf) in zip(plan.batches, inputs["tables"]):
+        for batch, (starts_buf, lens_buf) in zip(plan.batches, inputs.tables):
+            variant = batch.variant
             units = plan.profiles[variant.packed].shape[1] // variant.lanes
-            launches.append(self._enqueue_batch(variant, inputs["profiles"][variant.packed], units, plan.n_columns,
-                                                n_edges, first_edge, inputs["codes"], reads, starts_buf, lens_buf,
+            launches.append(self._enqueue_batch(variant, inputs.profiles[variant.packed], units, plan.n_columns,
+                                                n_edges, first_edge, inputs.codes, batch.reads, starts_buf, lens_buf,
                                                 params, k, inputs))
         self.queue.flush()
         return launches
@@ -312,7 +333,7 @@ class GpuScorer:
         return self._band
 
     def _enqueue_batch(self, variant, profile_buf, units, m, n_edges, first_edge, codes_buf, reads, starts_buf,
-                       lens_buf, params, k, inputs: dict) -> "_Launch":
+                       lens_buf, params, k, inputs: _ChunkBuffers) -> "_Launch":
         """Queue band_score and top_k for one batch (its read table already on the device).
 
         Every OpenCL object a command uses is held in the returned launch until the command has

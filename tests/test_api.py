@@ -1,0 +1,168 @@
+"""The Python API (papara_py.align, open_run, Run) against the CLI and the run file itself."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import dendropy
+import numpy as np
+import pandas
+import pytest
+from Bio import SeqIO
+
+import papara_py
+from papara_py.cli import OptionError
+from papara_py.errors import InputError
+from papara_py.io.export import oriented_sequence
+from papara_py.io.inputs import read_alignment
+from papara_py.io.run_file import RunFile
+from papara_py.pairwise.traceback import place_read
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
+TREE, REF, READS = EXAMPLE / "tree.nwk", EXAMPLE / "ref.phy", EXAMPLE / "reads.fa"
+#: A fixed setting so the API and CLI runs compare like for like on any machine.
+OPTIONS = dict(device="cpu", threads=1, candidates=3, quiet=True)
+PER_READ = ("names", "status", "best_edge", "score", "start", "cigar", "strand", "candidates/edge",
+            "candidates/score")
+
+
+def _columns(path) -> dict[str, np.ndarray]:
+    with RunFile(path) as run:
+        found = {name: run.column(name) for name in PER_READ if name != "names"}
+        found["names"] = run.names()
+        found["aligned"] = np.stack(list(run.aligned_rows(np.arange(run.n_reads))))
+        return found
+
+
+def _assert_same_results(a, b) -> None:
+    left, right = _columns(a), _columns(b)
+    for name in left:
+        assert np.array_equal(left[name], right[name]), name
+
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("cli") / "run.h5"
+    subprocess.run([sys.executable, "-m", "papara_py", "-t", str(TREE), "-s", str(REF), "-r", str(READS),
+                    "-o", str(out), "--device", "cpu", "-j", "1", "--candidates", "3", "-q"], check=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def api_run(tmp_path_factory) -> papara_py.Run:
+    return papara_py.align(str(TREE), REF, READS, output=tmp_path_factory.mktemp("api") / "run.h5", **OPTIONS)
+
+
+def test_align_from_paths_equals_the_cli(api_run, cli_run):
+    _assert_same_results(api_run.path, cli_run)
+    assert api_run.command_line.startswith(f"papara_py.align(tree={str(TREE)!r}, alignment={str(REF)!r}")
+    assert "candidates=3" in api_run.command_line
+
+
+def test_align_from_memory_equals_the_files(tmp_path, cli_run):
+    reference = read_alignment(str(REF))
+    as_dict = {name: row.tobytes().decode() for name, row in zip(reference.names, reference.rows)}
+    reads = [(record.id, str(record.seq)) for record in SeqIO.parse(READS, "fasta")]
+    newick = TREE.read_text()
+    for tree, alignment, read_input in [
+            (newick, as_dict, reads),
+            (dendropy.Tree.get(data=newick, schema="newick", preserve_underscores=True),
+             list(SeqIO.parse(REF, "phylip-relaxed")), dict(reads))]:
+        run = papara_py.align(tree, alignment, read_input, **OPTIONS)
+        _assert_same_results(run.path, cli_run)
+        assert "alignment=<in memory>, reads=<in memory>" in run.command_line
+        run.close()
+
+
+def test_temporary_output_goes_with_the_run():
+    run = papara_py.align(TREE, REF, READS, **OPTIONS)
+    path = Path(run.path)
+    assert path.is_file()
+    run.close()
+    assert not path.exists() and not path.parent.exists()
+
+
+def test_options_are_the_clis(tmp_path):
+    run = papara_py.align(TREE, REF, READS, output=tmp_path / "r.h5", gap_open=2, mismatch=2, **OPTIONS)
+    assert run.parameters == {"mismatch": 2, "cgap": 3, "gap_open": 2, "gap_extend": 1, "insertion": 3}
+    with pytest.raises(OptionError, match="--lanes"):
+        papara_py.align(TREE, REF, READS, lanes=0)
+    with pytest.raises(OptionError, match="unrecognized arguments: --colour"):
+        papara_py.align(TREE, REF, READS, colour="red")
+    with pytest.raises(InputError, match="'help' is not an option"):
+        papara_py.align(TREE, REF, READS, help=True)
+    with pytest.raises(InputError, match="white space"):
+        papara_py.align(TREE, REF, {"bad name": "ACGT"})
+    with pytest.raises(InputError, match="no such file|does not exist|cannot"):
+        papara_py.align(TREE, REF, tmp_path / "absent.fa", **OPTIONS)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.h5"]
+
+
+def test_iteration_gives_each_reads_fields(api_run):
+    results = list(api_run)
+    columns = _columns(api_run.path)
+    assert len(results) == len(api_run) == len(columns["names"])
+    assert [r.name for r in results] == list(columns["names"])
+    m = api_run.n_columns
+    aligned = 0
+    for q, read in enumerate(results):
+        assert read.status == columns["status"][q]
+        if read.status != "aligned":
+            assert read.edge is None and read.aligned == ""
+            continue
+        aligned += 1
+        assert (read.edge, read.score, read.start) == (columns["best_edge"][q], columns["score"][q],
+                                                       columns["start"][q])
+        assert read.candidates[0] == (read.edge, read.score)
+        assert [e for e, _ in read.candidates] == [e for e in columns["candidates/edge"][q] if e >= 0]
+        residues = oriented_sequence(read.sequence, read.strand).tobytes()
+        assert read.aligned.encode() == place_read(residues, read.start, read.cigar, m).tobytes()
+    assert aligned > 0
+
+
+def test_iteration_crosses_chunks(api_run, monkeypatch):
+    monkeypatch.setattr(papara_py.api, "ITERATION_CHUNK", 7)
+    assert list(api_run) == list(papara_py.open_run(api_run.path))
+
+
+def test_to_alignment_is_the_fasta_export(api_run, tmp_path):
+    exported = tmp_path / "x.fasta"
+    subprocess.run([sys.executable, "-m", "papara_py", "export", api_run.path, "--format", "fasta",
+                    "-o", str(exported)], check=True, capture_output=True)
+    expected = [(r.id, str(r.seq)) for r in SeqIO.parse(exported, "fasta")]
+    msa = api_run.to_alignment()
+    assert [(r.id, str(r.seq)) for r in msa] == expected
+    reads_only = api_run.to_alignment(reference=False)
+    assert [r.id for r in reads_only] == [name for name, _ in expected[len(api_run.reference_names):]]
+
+
+def test_to_pandas(api_run):
+    frame = api_run.to_pandas()
+    columns = _columns(api_run.path)
+    assert list(frame["name"]) == list(columns["names"])
+    aligned = columns["status"] == "aligned"
+    assert list(frame["edge"][aligned]) == list(columns["best_edge"][aligned])
+    assert frame["edge"][~aligned].isna().all()
+    candidates = api_run.candidates_to_pandas()
+    assert len(candidates) == int((columns["candidates/edge"] >= 0).sum())
+    best = candidates[candidates["rank"] == 0].set_index("name")["edge"]
+    assert best.to_dict() == dict(zip(frame["name"][aligned], frame["edge"][aligned]))
+    assert isinstance(frame, pandas.DataFrame)
+
+
+def test_open_run_refuses_other_files(tmp_path):
+    other = tmp_path / "x.h5"
+    other.write_bytes(b"not hdf5")
+    with pytest.raises(InputError, match="not an HDF5 file"):
+        papara_py.open_run(other)
+
+
+def test_the_api_is_documented():
+    for name in ("align", "open_run", "Run", "ReadResult"):
+        assert getattr(papara_py, name).__doc__, name
+    assert "gap_open" in papara_py.align.__doc__
+    assert set(papara_py.__all__) >= {"align", "open_run", "Run"}
+    with pytest.raises(AttributeError):
+        papara_py.no_such_thing  # noqa: B018
