@@ -117,6 +117,17 @@ class Run:
                        for i, (name, row) in enumerate(rows) if reference or i >= run.n_reference]
         return MultipleSeqAlignment(records)
 
+    def reference_alignment(self):
+        """The reference alignment as the run stored it (Bio.Align.MultipleSeqAlignment): the
+        reference file EPA-ng takes beside the `export --format epa` queries."""
+        from Bio.Align import MultipleSeqAlignment
+        from Bio.Seq import Seq
+        from Bio.SeqRecord import SeqRecord
+
+        with RunFile(self.path) as run:
+            return MultipleSeqAlignment([SeqRecord(Seq(row.tobytes().decode("ascii")), id=name, description="")
+                                         for name, row in zip(run.reference_names, run.reference_alignment())])
+
     def to_pandas(self):
         """One row per read: name, status, edge, score, start, cigar, strand, length (pandas.DataFrame).
 

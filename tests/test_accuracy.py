@@ -9,11 +9,11 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-import h5py
 import pytest
 
 from papara_py.io.cigar import parse_cigar
 from papara_py.io.inputs import read_tree
+from papara_py.io.run_file import RunFile
 from papara_py.phylo.tree import EdgeTree
 from papara_py.pipeline import RunConfig, run
 
@@ -51,16 +51,16 @@ def measure(tmp_path: Path) -> tuple[float, float]:
     all_tips = frozenset(edge_tree.tip_names)
     first_tip = min(all_tips)
     correct_residues = total_residues = correct_edges = 0
-    with h5py.File(out) as run_file:
-        reads = run_file["reads"]
-        names = reads["names"].asstr()[:]
+    with RunFile(out) as run_file:
+        names = run_file.names()
+        starts, cigars, best = run_file.column("start"), run_file.column("cigar"), run_file.column("best_edge")
         for q, name in enumerate(names):
             want = truth[name]
             true_columns = [int(c) for c in want["true_columns"].split(",")]
-            got = residue_columns(int(reads["start"][q]), reads["cigar"].asstr()[q])
+            got = residue_columns(int(starts[q]), cigars[q])
             correct_residues += sum(int(a == b) for a, b in zip(got, true_columns))
             total_residues += len(true_columns)
-            split = edge_tree.edge_split(int(reads["best_edge"][q]))
+            split = edge_tree.edge_split(int(best[q]))
             side = split if first_tip not in split else all_tips - split
             correct_edges += int(",".join(sorted(side)) == want["true_split"])
     return correct_residues / total_residues, correct_edges / len(names)

@@ -138,6 +138,13 @@ def test_to_alignment_is_the_fasta_export(api_run, tmp_path):
     assert [r.id for r in reads_only] == [name for name, _ in expected[len(api_run.reference_names):]]
 
 
+def test_reference_alignment_is_the_input(api_run):
+    reference = read_alignment(str(REF))
+    msa = api_run.reference_alignment()
+    assert [r.id for r in msa] == reference.names
+    assert [str(r.seq).encode() for r in msa] == [row.tobytes() for row in reference.rows]
+
+
 def test_to_pandas(api_run):
     frame = api_run.to_pandas()
     columns = _columns(api_run.path)

@@ -13,6 +13,7 @@ from bad_inputs import CATALOGUE
 
 from papara_py import __version__
 from papara_py.io.export import oriented_sequence
+from papara_py.io.run_file import RunFile
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
 
@@ -81,8 +82,8 @@ def test_example_run_and_exports(tmp_path):
 
 
 def run_names(path: Path) -> list[str]:
-    with h5py.File(path) as run:
-        return list(run["reads/names"].asstr()[:])
+    with RunFile(path) as run:
+        return list(run.names())
 
 
 def test_unaligned_reads_are_kept_with_a_status(tmp_path):
@@ -97,11 +98,11 @@ def test_unaligned_reads_are_kept_with_a_status(tmp_path):
     result = papara("-t", str(EXAMPLE / "tree.nwk"), "-s", str(EXAMPLE / "ref.phy"), "-r", str(reads),
                     "-o", str(out), "--device", "cpu", "--batch-reads", "1")
     assert result.returncode == 0, result.stderr
-    with h5py.File(out) as run:
-        assert list(run["reads/status"].asstr()[:]) == ["empty", "aligned", "too_long", "aligned", "aligned"]
-        assert list(run["reads/names"].asstr()[:]) == [name for name, _ in records]
-        assert list(run["reads/sequence"].asstr()[:]) == [sequence for _, sequence in records]
-        best = run["reads/best_edge"][:]
+    with RunFile(out) as run:
+        assert list(run.column("status")) == ["empty", "aligned", "too_long", "aligned", "aligned"]
+        assert list(run.names()) == [name for name, _ in records]
+        assert list(run.column("sequence")) == [sequence for _, sequence in records]
+        best = run.column("best_edge")
         assert list(best[[0, 2]]) == [-1, -1] and all(best[[1, 3, 4]] >= 0)
-        assert [bool(c) for c in run["reads/cigar"].asstr()[:]] == [False, True, False, True, True]
+        assert [bool(c) for c in run.column("cigar")] == [False, True, False, True, True]
     assert "2 too_long" not in result.stderr and "1 empty" in result.stderr and "1 too_long" in result.stderr

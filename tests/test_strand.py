@@ -8,11 +8,9 @@ real pyrG reads orienting must turn high scores into near-zero ones.
 from __future__ import annotations
 
 import csv
-import json
 import tempfile
 from pathlib import Path
 
-import h5py
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -25,6 +23,7 @@ from papara_py.errors import InputError
 from papara_py.io.export import export, oriented_sequence
 from papara_py.io.inputs import read_alignment
 from papara_py.io.reads import ReadSet
+from papara_py.io.run_file import RunFile
 from papara_py.pairwise.candidates import Candidates
 from papara_py.pairwise.strand import (
     FORWARD,
@@ -187,13 +186,15 @@ def align_file(reads_path: Path, output: Path, strand: str, data: Path = EXAMPLE
     run(RunConfig(tree=str(data / tree), alignment=str(data / alignment), reads=str(reads_path),
                   output=str(output), threads=options.pop("threads", 1), device="cpu", quiet=True,
                   strand=strand, **options))
-    with h5py.File(output) as handle:
-        reads = handle["reads"]
-        result = {name: reads[name][:] for name in ("best_edge", "score", "start", "aligned")}
-        result.update({name: reads[name].asstr()[:] for name in ("names", "strand", "cigar", "sequence")})
-        result["candidates_edge"] = reads["candidates/edge"][:]
-        result["candidates_score"] = reads["candidates/score"][:]
-        result["strand_counts"] = json.loads(handle["run"].attrs["strand_counts"])
+    with RunFile(output) as handle:
+        result = {name: handle.column(name) for name in ("best_edge", "score", "start", "strand", "cigar",
+                                                          "sequence")}
+        result["names"] = handle.names()
+        result["aligned"] = np.stack(list(handle.aligned_rows(np.arange(handle.n_reads)))) if handle.n_reads \
+            else np.zeros((0, handle.n_columns), np.uint8)
+        result["candidates_edge"] = handle.column("candidates/edge")
+        result["candidates_score"] = handle.column("candidates/score")
+        result["strand_counts"] = handle.record["strand_counts"]
     return result
 
 
