@@ -24,11 +24,11 @@ Align short reads (FASTA/FASTQ, optionally gzipped) to a reference alignment (PH
 the phylogeny-aware way (PaPaRa): every read is aligned against the ancestral parsimony profile of
 every branch of the reference tree (Newick) and the best branch wins. The result is an HDF5 file
 with each read's alignment in reference columns, its best branch and score, and its next-best
-candidate branches; `papara-py export` turns it into an extended PHYLIP/FASTA alignment or an
-EPA-ng query file.
+candidate branches; `papara-py export` turns it into an extended PHYLIP/FASTA alignment, an
+EPA-ng query file or a jplace placement file.
 
 Other commands:
-  papara-py export RUN.h5 --format phylip|fasta|epa -o FILE
+  papara-py export RUN.h5 --format phylip|fasta|epa|jplace -o FILE
   papara-py devices          list the OpenCL devices papara-py sees
   papara-py prepare -t TREE -s REF -o PROFILES.h5      edge profiles once, for every shard (--profiles)
   papara-py merge SHARD.h5... -o RUN.h5                 shards of an array job -> one run file
@@ -174,10 +174,11 @@ def _export(argv: list[str]) -> int:
 
     parser = argparse.ArgumentParser(prog="papara-py export",
                                      description="Write a run's alignment as PHYLIP/FASTA (reference + reads, "
-                                                 "insertion columns added) or as EPA-ng query FASTA.")
+                                                 "insertion columns added) or as EPA-ng query FASTA, or "
+                                                 "its candidate branches as jplace (version 3) placements.")
     parser.add_argument("run", metavar="RUN.h5")
-    parser.add_argument("--format", choices=["phylip", "fasta", "epa"], required=True)
-    _add_output(parser, "FILE", "the exported alignment")
+    parser.add_argument("--format", choices=["phylip", "fasta", "epa", "jplace"], required=True)
+    _add_output(parser, "FILE", "the exported alignment or placements")
     args = parser.parse_args(argv)
     _check_output_path(args.output)
     export(args.run, args.format, args.output)

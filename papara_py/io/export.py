@@ -1,9 +1,10 @@
-"""Exports of a run file (DESIGN 7): PaPaRa-compatible extended alignment, EPA-ng queries.
+"""Exports of a run file (DESIGN 7): PaPaRa-compatible extended alignment, EPA-ng queries, jplace.
 
 phylip / fasta: reference rows then read rows. Wherever any read inserts residues between two
 reference columns, insertion columns are added (as many as the longest insertion there); they are
 gaps in every other row, and each read's inserted residues fill them from the left.
 epa: the aligned reads only, in reference columns (insertions removed), as EPA-ng expects queries.
+jplace: each aligned read's candidate edges as a jplace v3 placement document (`papara_py.io.jplace`).
 
 Orientation: every export shows each read as it was aligned, i.e. reverse-complemented where
 /reads/strand is "-". /reads/aligned, /reads/start and /reads/cigar already describe that oriented
@@ -22,6 +23,7 @@ from typing import IO, Iterator
 import numpy as np
 
 from papara_py.io.cigar import parse_cigar
+from papara_py.io.jplace import write_jplace
 from papara_py.io.reads import STATUS_ALIGNED
 from papara_py.io.run_file import RunFile
 from papara_py.io.run_writer import atomic_path
@@ -61,18 +63,22 @@ def _rows(named_rows: Iterator[tuple[str, bytes]], fmt: str, n_rows: int, width:
 
 
 def export(run_path: str, fmt: str, output: str) -> None:
-    """Write `run_path`'s alignment in `fmt` ("phylip", "fasta" or "epa") to `output`, atomically."""
+    """Write `run_path` in `fmt` ("phylip", "fasta", "epa" or "jplace") to `output`, atomically."""
     with RunFile(run_path) as run:
-        aligned_ids = np.flatnonzero(run.column("status") == STATUS_ALIGNED)
-        skipped = run.n_reads - len(aligned_ids)
-        with atomic_path(output) as tmp, open(tmp, "wb") as out:
-            if fmt == "epa":
-                names = run.names()[aligned_ids]
-                rows = zip(names, (row.tobytes() for row in run.aligned_rows(aligned_ids)))
-                _rows(rows, "fasta", len(aligned_ids), run.n_columns, out)
-            else:
-                width, named_rows = extended_rows(run, aligned_ids)
-                _rows(named_rows, fmt, run.n_reference + len(aligned_ids), width, out)
+        if fmt == "jplace":
+            with atomic_path(output) as tmp, open(tmp, "w", encoding="utf-8") as out:
+                skipped = write_jplace(run, out)
+        else:
+            aligned_ids = np.flatnonzero(run.column("status") == STATUS_ALIGNED)
+            skipped = run.n_reads - len(aligned_ids)
+            with atomic_path(output) as tmp, open(tmp, "wb") as out:
+                if fmt == "epa":
+                    names = run.names()[aligned_ids]
+                    rows = zip(names, (row.tobytes() for row in run.aligned_rows(aligned_ids)))
+                    _rows(rows, "fasta", len(aligned_ids), run.n_columns, out)
+                else:
+                    width, named_rows = extended_rows(run, aligned_ids)
+                    _rows(named_rows, fmt, run.n_reference + len(aligned_ids), width, out)
     if skipped:
         print(f"papara-py: {skipped} reads without an alignment (status other than \"aligned\") "
               f"are not in {output}", file=sys.stderr)
