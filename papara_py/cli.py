@@ -28,7 +28,7 @@ candidate branches; `papara-py export` turns it into an extended PHYLIP/FASTA al
 EPA-ng query file or a jplace placement file.
 
 Other commands:
-  papara-py export RUN.h5 --format phylip|fasta|epa|jplace -o FILE
+  papara-py export RUN.h5 --format phylip|fasta|epa|jplace -o FILE   (epa: or --outdir DIR, EPA-ng's pair)
   papara-py devices          list the OpenCL devices papara-py sees
   papara-py prepare -t TREE -s REF -o PROFILES.h5      edge profiles once, for every shard (--profiles)
   papara-py merge SHARD.h5... -o RUN.h5                 shards of an array job -> one run file
@@ -101,8 +101,9 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
             ("--insertion", 3, "read residue between reference columns")]:
         scoring.add_argument(flag, type=_penalty, default=default, help=f"{meaning} (default: {default})")
     engine = parser.add_argument_group("engine")
-    engine.add_argument("-j", "--threads", type=_positive_int, default=os.cpu_count() or 1,
-                        help="CPU worker threads (default: all cores, %(default)s here)")
+    engine.add_argument("-j", "--threads", type=_positive_int, default=None,
+                        help="threads (default: the CPUs this process may use: its CPU affinity, e.g. "
+                             "taskset or a SLURM allocation, capped by a cgroup CPU quota)")
     engine.add_argument("--device", choices=["auto", "cpu", "gpu", "hybrid"], default="auto",
                         help="auto: CPU and GPU together when an OpenCL GPU is present, else CPU (default)")
     engine.add_argument("--gpu-chunk", type=_positive_int, default=40, metavar="BLOCKS",
@@ -132,6 +133,9 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
     chatter = parser.add_mutually_exclusive_group()
     chatter.add_argument("-q", "--quiet", action="store_true", help="no notices, no progress bars")
     chatter.add_argument("-v", "--verbose", action="store_true", help="more detail on stderr")
+    parser.add_argument("--log", metavar="FILE", default=None,
+                        help="append time-stamped lines of what the run did (inputs and their sha256, threads, "
+                             "devices, batches, phases, warnings, the result or the error) to FILE")
     return parser
 
 
@@ -145,14 +149,18 @@ def _main_job(argv: list[str]) -> int:
 def main_job_config(args: argparse.Namespace, command_line: str):
     """The pipeline's RunConfig from parsed main-job options (the CLI's and the Python API's)."""
     from papara_py.cluster.shards import resolve_shard
+    from papara_py.engine.cpus import available_cpus
     from papara_py.pairwise.params import ScoringParams
     from papara_py.pipeline import RunConfig
 
     _check_output_path(args.output)
+    if args.log is not None:
+        _check_output_path(args.log)
+    threads, threads_source = (args.threads, "--threads") if args.threads else available_cpus()
     return RunConfig(
         tree=args.tree, alignment=args.alignment, reads=args.reads, output=args.output,
         params=ScoringParams(args.mismatch, args.cgap, args.gap_open, args.gap_extend, args.insertion),
-        threads=args.threads, device=args.device, gpu_chunk=args.gpu_chunk, gpu_profile=args.gpu_profile,
+        threads=threads, threads_source=threads_source, log=args.log, device=args.device, gpu_chunk=args.gpu_chunk, gpu_profile=args.gpu_profile,
         candidates=args.candidates,
         strand=args.strand, lanes=args.lanes, batch_reads=args.batch_reads, quiet=args.quiet, verbose=args.verbose,
         command_line=command_line, shard=resolve_shard(args.shard), profiles=args.profiles,
@@ -160,6 +168,8 @@ def main_job_config(args: argparse.Namespace, command_line: str):
 
 
 def _check_output_path(path: str) -> None:
+    if not path:
+        raise InputError("output", "an empty file name was given; name the file to write")
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise InputError(path, f"the output directory {directory} does not exist")
@@ -170,7 +180,7 @@ def _check_output_path(path: str) -> None:
 
 
 def _export(argv: list[str]) -> int:
-    from papara_py.io.export import export
+    from papara_py.io.export import export, export_epa_pair
 
     parser = argparse.ArgumentParser(prog="papara-py export",
                                      description="Write a run's alignment as PHYLIP/FASTA (reference + reads, "
@@ -178,8 +188,19 @@ def _export(argv: list[str]) -> int:
                                                  "its candidate branches as jplace (version 3) placements.")
     parser.add_argument("run", metavar="RUN.h5")
     parser.add_argument("--format", choices=["phylip", "fasta", "epa", "jplace"], required=True)
-    _add_output(parser, "FILE", "the exported alignment or placements")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("-o", "--output", metavar="FILE", help="the exported alignment or placements; written "
+                                                              "atomically")
+    where.add_argument("--outdir", metavar="DIR", help="with --format epa: write DIR/reference.fasta (the "
+                                                       "reference rows of the tree's taxa) and DIR/query.fasta, "
+                                                       "the pair epa-ng --split writes")
     args = parser.parse_args(argv)
+    if args.outdir is not None:
+        if args.format != "epa":
+            parser.error("--outdir writes the reference + query pair of --format epa")
+        for path in export_epa_pair(args.run, args.outdir):
+            print(f"papara-py: wrote {path}", file=sys.stderr)
+        return 0
     _check_output_path(args.output)
     export(args.run, args.format, args.output)
     return 0

@@ -14,7 +14,6 @@ allow it, so that the last batch is a small part of the whole.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,8 +21,8 @@ from contextlib import closing
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from tqdm import tqdm
 
+from papara_py import __version__
 from papara_py.cluster.prepared import EdgeProfiles, open_prepared
 from papara_py.cluster.shards import Shard
 from papara_py.engine.cpu import default_lane_width
@@ -41,6 +40,7 @@ from papara_py.pairwise.traceback import align_many
 from papara_py.phylo.encoding import IS_GAP, READ_CODE
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
+from papara_py.run_log import Reporter, RunLog
 
 # reads per GIL-free traceback call: large enough that Python overhead is noise, small enough
 # that a batch spreads over every thread
@@ -61,6 +61,8 @@ class RunConfig:
     output: str
     params: ScoringParams = field(default_factory=ScoringParams)
     threads: int = 1
+    threads_source: str = "RunConfig.threads"  # why that many: --threads, or the CPUs the process may use
+    log: str | None = None  # --log FILE: time-stamped lines of what the run did (papara_py/run_log.py)
     device: str = "cpu"
     gpu_chunk: int = 40
     gpu_profile: bool = False  # device time per GPU in the run record (OpenCL profiling events)
@@ -83,26 +85,6 @@ class RunSummary:
     status_counts: dict[str, int]
     timings: dict[str, float]
     gcups: float
-
-
-class Reporter:
-    """Notices on stderr (one line each) and tqdm progress bars that stay quiet off a tty."""
-
-    def __init__(self, quiet: bool, verbose: bool) -> None:
-        self.quiet = quiet
-        self.verbose = verbose
-
-    def notice(self, message: str) -> None:
-        if not self.quiet:
-            print(f"papara-py: {message}", file=sys.stderr)
-
-    def detail(self, message: str) -> None:
-        if self.verbose and not self.quiet:
-            print(f"papara-py: {message}", file=sys.stderr)
-
-    def bar(self, total: int, unit: str, desc: str) -> tqdm:
-        return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, leave=False,
-                    disable=True if self.quiet else None, dynamic_ncols=True)
 
 
 def load_reads(reads_path: str, alignment, extra_rows: list[int], reporter: Reporter,
@@ -135,8 +117,8 @@ def load_reads(reads_path: str, alignment, extra_rows: list[int], reporter: Repo
     if extra_rows:
         shown = ", ".join(alignment.names[r] for r in extra_rows[:5])
         more = f" and {len(extra_rows) - 5} more" if len(extra_rows) > 5 else ""
-        reporter.notice(f"{len(extra_rows)} alignment taxa are not in the tree ({shown}{more}); "
-                        f"they are aligned as extra reads, gaps removed")
+        reporter.warning(f"{len(extra_rows)} alignment taxa are not in the tree ({shown}{more}); "
+                         f"they are aligned as extra reads, gaps removed")
     return reads, total
 
 
@@ -185,7 +167,21 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, be
 
 def run(config: RunConfig) -> RunSummary:
     """Run the main job; raises InputError for bad input, leaves no output file on failure."""
-    reporter = Reporter(config.quiet, config.verbose)
+    log = RunLog(config.log)
+    reporter = Reporter(config.quiet, config.verbose, log)
+    reporter.record(f"papara-py {__version__}: {config.command_line or 'papara_py.pipeline.run'}")
+    reporter.record(f"threads: {config.threads} ({config.threads_source})")
+    try:
+        summary = _run(config, reporter)
+    except BaseException as error:  # the log says how the run ended, whatever ended it
+        log.write("ERROR", f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+        raise
+    finally:
+        log.close()
+    return summary
+
+
+def _run(config: RunConfig, reporter: Reporter) -> RunSummary:
     check_mode(config.strand)
     timings: dict[str, float] = {}
     run_started = t0 = time.perf_counter()
@@ -201,6 +197,11 @@ def run(config: RunConfig) -> RunSummary:
     checksums = {"tree": sha256_file(config.tree), "alignment": sha256_file(config.alignment),
                  "reads": sha256_file(config.reads)}
     timings["input"] = time.perf_counter() - t0
+    for what in ("tree", "alignment", "reads"):
+        path = getattr(config, what)
+        reporter.record(f"input {what}: {os.path.abspath(path)} sha256 {checksums[what]}")
+    reporter.record(f"reference: {edge_tree.n_tips} taxa, {edge_tree.n_edges} edges, {m} columns; "
+                    f"{len(reads)} reads ({n_reads_total} in the input)")
     if config.shard is not None:
         reporter.notice(f"shard {config.shard} (from {config.shard.source}): {len(reads)} of {n_reads_total} reads")
 
@@ -209,6 +210,9 @@ def run(config: RunConfig) -> RunSummary:
         else ProfileBuilder(edge_tree, match.tip_rows)
     timings["profiles"] = time.perf_counter() - t0
     use_cpu, gpu_scorers = resolve_scorers(config, reporter)
+    reporter.record(f"device {config.device}: " + ", ".join(
+        ([f"{max(1, config.threads - len(gpu_scorers))} CPU workers"] if use_cpu else [])
+        + [scorer.name for scorer in gpu_scorers]))
     width = config.lanes or default_lane_width()
     # each GPU keeps a core for its feeder threads (the paper's hybrid: 3 CPU workers + 1 GPU
     # thread on 4 cores); gpu-only runs start CPU workers only if every GPU fails
@@ -279,6 +283,8 @@ def run(config: RunConfig) -> RunSummary:
                     _write_read_identities(writer, reads, statuses, *stretches[index], config.batch_reads)
                     _write_batch(writer, batch, reverse, candidates, scores, starts, cigars, rows)
                     timings["output"] += time.perf_counter() - t0
+                    reporter.record(f"batch {index + 1}/{len(batches)}: {len(batch)} reads, "
+                                    f"{time.perf_counter() - run_started:.2f} s into the run")
         timings["scoring"] = engine.scoring_seconds
         timings["build_blocks"] = engine.build_seconds
         consumer_totals = {stats.name: {"blocks": stats.blocks, "edges": stats.edges, "cells": stats.cells,
@@ -297,6 +303,7 @@ def run(config: RunConfig) -> RunSummary:
             "inputs": {"tree": os.path.abspath(config.tree), "alignment": os.path.abspath(config.alignment),
                        "reads": os.path.abspath(config.reads)},
             "timings_seconds": timings, "gcups": gcups, "cells": cells, "lanes": width,
+            "threads": {"count": config.threads, "source": config.threads_source},
             "device": config.device, "consumers": consumer_totals, "candidates_k": k,
             **({"gpu_device_seconds": {scorer.name: scorer.device_seconds for scorer in gpu_scorers}}
                if config.gpu_profile else {}),
@@ -309,6 +316,8 @@ def run(config: RunConfig) -> RunSummary:
             writer.write_run_record({"profiles": os.path.abspath(config.profiles)})
         timings["total"] = time.perf_counter() - run_started
         writer.write_run_record({"timings_seconds": timings})
+    reporter.record("phases (s): " + ", ".join(f"{name} {seconds:.3f}" for name, seconds in timings.items())
+                    + f"; {cells} cells, {gcups:.1f} GCUPS")
     reporter.notice(f"{len(alignable)} of {len(reads)} reads aligned"
                     + "".join(f", {n} {s}" for s, n in counts.items() if s != STATUS_ALIGNED)
                     + f"; scoring {timings['scoring']:.2f} s ({gcups:.1f} GCUPS); wrote {config.output}")

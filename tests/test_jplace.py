@@ -20,7 +20,13 @@ from Bio import Phylo
 from papara_py.errors import InputError
 from papara_py.io import jplace
 from papara_py.io.export import export
-from papara_py.io.jplace import FIELDS, edge_lengths, like_weight_ratios, placement, weight_scale
+from papara_py.io.jplace import (
+    FIELDS,
+    edge_lengths,
+    like_weight_ratios,
+    placement,
+    weight_scale,
+)
 from papara_py.report.tree_drawing import postorder, split_numbered_newick
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"

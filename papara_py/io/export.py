@@ -17,11 +17,15 @@ counted in a notice on stderr, never dropped silently.
 
 from __future__ import annotations
 
+import re
 import sys
+from pathlib import Path
 from typing import IO, Iterator
 
+import dendropy
 import numpy as np
 
+from papara_py.errors import InputError
 from papara_py.io.cigar import parse_cigar
 from papara_py.io.jplace import write_jplace
 from papara_py.io.reads import STATUS_ALIGNED
@@ -82,6 +86,35 @@ def export(run_path: str, fmt: str, output: str) -> None:
     if skipped:
         print(f"papara-py: {skipped} reads without an alignment (status other than \"aligned\") "
               f"are not in {output}", file=sys.stderr)
+
+
+def export_epa_pair(run_path: str, directory: str) -> tuple[str, str]:
+    """The file pair EPA-ng reads, as `epa-ng --split` names it: DIR/reference.fasta (the reference
+    rows of the taxa in the tree: alignment taxa missing from the tree were aligned as reads) and
+    DIR/query.fasta (the aligned reads, as `--format epa`); each written atomically. `directory`
+    is created if missing (its parent must exist). Returns the two paths."""
+    target = Path(directory)
+    if target.exists() and not target.is_dir():
+        raise InputError(directory, "--outdir names a file, not a directory")
+    if not target.parent.is_dir():
+        raise InputError(directory, f"the parent directory {target.parent} does not exist")
+    target.mkdir(exist_ok=True)
+    reference_path, query_path = str(target / "reference.fasta"), str(target / "query.fasta")
+    with RunFile(run_path) as run:
+        tips = _tip_names(run)
+        rows = ((name, row.tobytes()) for name, row in zip(run.reference_names, run.reference_alignment())
+                if name in tips)
+        with atomic_path(reference_path) as tmp, open(tmp, "wb") as out:
+            _rows(rows, "fasta", len(tips), run.n_columns, out)
+    export(run_path, "epa", query_path)
+    return reference_path, query_path
+
+
+def _tip_names(run: RunFile) -> set[str]:
+    """Tip labels of the run's tree (its `{n}` edge numbers removed)."""
+    newick = re.sub(r"\{\d+\}", "", run.newick_numbered)
+    tree = dendropy.Tree.get(data=newick, schema="newick", preserve_underscores=True)
+    return {leaf.taxon.label for leaf in tree.leaf_node_iter()}
 
 
 def extended_rows(run: RunFile, aligned_ids: np.ndarray) -> tuple[int, Iterator[tuple[str, bytes]]]:
