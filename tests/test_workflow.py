@@ -55,3 +55,14 @@ def test_nothing_to_do_on_a_second_run(workdir):
     again = run_snakemake(workdir, "outdir=sharded", "shards=3", "options=--device cpu")
     assert again.returncode == 0
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_a_users_config_is_not_merged_with_the_example(workdir):
+    config = workdir / "mine.yaml"
+    config.write_text("reference:\n  tree: data/example/tree.nwk\n  alignment: data/example/ref.phy\n"
+                      "samples:\n  mine: data/example/reads.fa\noutdir: mine_out\n")
+    dry = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "workflow" / "Snakefile"),
+                          "--configfile", str(config), "--cores", "1", "--directory", str(workdir), "-n"],
+                         capture_output=True, text=True, timeout=300)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    assert "sample=mine" in dry.stdout and "sample=example" not in dry.stdout
