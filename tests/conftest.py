@@ -1,4 +1,5 @@
-"""Shared fixtures: the location of the real test data beside the repository."""
+"""Shared fixtures: the real test data, the OpenCL device the kernel tests run on, and a
+scheduler-free environment."""
 
 from __future__ import annotations
 
@@ -6,16 +7,20 @@ from pathlib import Path
 
 import pytest
 
-#: Real reference data lives outside the repository, in <repo root>/../shared/data.
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+#: Test data inside the repository (and the sdist): tests/data/README.md says where it comes from.
+TEST_DATA = Path(__file__).resolve().parent / "data"
 
 
 @pytest.fixture(scope="session")
 def pyrg_dir() -> Path:
-    """The pyrG data set (tree, alignment, reads); skips the test when it is not there."""
-    path = SHARED_DATA / "pyrg"
-    if not path.is_dir():
-        pytest.skip(f"real test data not found at {path}")
+    """The real pyrG data set (tree, alignment, reads): tests/data/pyrg. It ships with the
+    repository and the sdist, so a test that needs it fails, never skips, when it is missing."""
+    path = TEST_DATA / "pyrg"
+    missing = [name for name in ("tree.nwk", "ref.phy", "ref.fasta", "reads.fasta")
+               if not (path / name).is_file()]
+    if missing:
+        pytest.fail(f"test data missing from {path}: {', '.join(missing)} (they are part of the "
+                    f"repository and the sdist; see tests/data/README.md)")
     return path
 
 
