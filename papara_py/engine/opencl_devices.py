@@ -235,11 +235,12 @@ PROBE_KERNEL = "__kernel void probe(__global int *out) { out[get_global_id(0)] =
 #: What to install when no device can run the kernels: a CPU OpenCL whose LLVM knows the CPU.
 INSTALL_ADVICE = (
     "For a CPU OpenCL device that builds papara-py's kernels, install a PoCL built on a newer LLVM "
-    "beside (or instead of) PyPI's: on Debian 12 or newer, or an Ubuntu of similar age, `sudo apt-get "
-    "install pocl-opencl-icd` (Debian 12: PoCL 3.1 on LLVM 15, which targets the CPU by its "
-    "features; pyopencl's loader then lists both and papara-py uses the one that builds); with conda, "
-    "`conda install -c conda-forge pocl`. For a GPU: its vendor's driver with OpenCL (NVIDIA: the "
-    "driver's libnvidia-opencl). papara-py's CPU engine (numba) aligns without any OpenCL device.")
+    "beside (or instead of) PyPI's: on Debian 12 or newer, or an Ubuntu of similar age, `sudo "
+    "apt-get install pocl-opencl-icd` (Debian 12: PoCL 3.1 on LLVM 15, which targets the CPU by its "
+    "features; pyopencl's loader then lists both, and the kernel tests run on the one that builds); "
+    "with conda, `conda install -c conda-forge pocl`. For a GPU: its vendor's driver with OpenCL "
+    "(NVIDIA: the driver's libnvidia-opencl). papara-py's CPU engine (numba) aligns without any "
+    "OpenCL device.")
 
 
 @dataclass(frozen=True)
