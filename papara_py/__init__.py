@@ -6,8 +6,9 @@ The Python API (papara_py/api.py):
     run = papara_py.align("tree.nwk", "ref.phy", "reads.fa")   # -> Run; options as keywords
     run = papara_py.open_run("run.h5")                          # a run file written before
 
-`help(papara_py.align)` and `help(papara_py.Run)` document them. The algorithm, encodings and
-output contract are specified in docs/DESIGN.md; docs/ARCHITECTURE.md maps it onto the modules.
+`help(papara_py.align)` and `help(papara_py.Run)` document them. The algorithm, encodings,
+tie-breaking and output contract are specified in docs/DESIGN.md (docstrings cite its sections as
+"DESIGN.md N"); docs/ARCHITECTURE.md maps that specification onto the modules.
 The API is loaded on first use, so `import papara_py` (and the CLI's start) stay light.
 """
 

@@ -1,4 +1,5 @@
-"""Shared fixtures: the location of the real test data beside the repository."""
+"""Shared fixtures: the real test data, the OpenCL device the kernel tests run on, and a
+scheduler-free environment."""
 
 from __future__ import annotations
 
@@ -6,16 +7,20 @@ from pathlib import Path
 
 import pytest
 
-#: Real reference data lives outside the repository, in <repo root>/../shared/data.
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+#: Test data inside the repository (and the sdist): tests/data/README.md says where it comes from.
+TEST_DATA = Path(__file__).resolve().parent / "data"
 
 
 @pytest.fixture(scope="session")
 def pyrg_dir() -> Path:
-    """The pyrG data set (tree, alignment, reads); skips the test when it is not there."""
-    path = SHARED_DATA / "pyrg"
-    if not path.is_dir():
-        pytest.skip(f"real test data not found at {path}")
+    """The real pyrG data set (tree, alignment, reads): tests/data/pyrg. It ships with the
+    repository and the sdist, so a test that needs it fails, never skips, when it is missing."""
+    path = TEST_DATA / "pyrg"
+    missing = [name for name in ("tree.nwk", "ref.phy", "ref.fasta", "reads.fasta")
+               if not (path / name).is_file()]
+    if missing:
+        pytest.fail(f"test data missing from {path}: {', '.join(missing)} (they are part of the "
+                    f"repository and the sdist; see tests/data/README.md)")
     return path
 
 
@@ -25,36 +30,75 @@ ARRAY_TASK_VARIABLES = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_
                         "SGE_TASK_LAST", "SGE_TASK_STEPSIZE", "PBS_ARRAY_INDEX", "PBS_ARRAYID")
 
 
-#: A kernel every OpenCL C compiler builds: a device whose compiler rejects it cannot run ours.
-_PROBE_KERNEL = "__kernel void probe(__global int *out) { out[get_global_id(0)] = 1; }"
+_opencl: dict = {}
+
+
+def pocl_extra_installed() -> bool:
+    """Whether the `pocl` extra (PyPI's PoCL, pocl-binary-distribution) is installed."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        distribution("pocl-binary-distribution")
+    except PackageNotFoundError:
+        return False
+    return True
+
+
+def opencl_for_tests():
+    """(device, problem), checked once per session: the first OpenCL device (any kind, platform
+    order) that compiles papara-py's kernels and runs the probe (engine/opencl_devices.py,
+    check_device), or None and the paragraph saying what each device answered and what to install."""
+    if not _opencl:
+        from papara_py.engine.opencl_devices import diagnose
+
+        checks, problem = diagnose()
+        working = [c.device for c in checks if c.works]
+        _opencl["result"] = (working[0] if working else None, problem)
+    return _opencl["result"]
+
+
+def _opencl_line() -> str:
+    try:
+        device, problem = opencl_for_tests()
+    except Exception as error:  # pyopencl itself cannot load: the fixture below says so
+        return f"OpenCL kernel tests: pyopencl failed: {error}"
+    if device is None:
+        return "OpenCL kernel tests: NO DEVICE runs papara-py's kernels: " + problem
+    from papara_py.engine.opencl_devices import platform_version
+
+    return f"OpenCL kernel tests run on: {device.summary()}; platform {platform_version(device)}"
+
+
+def pytest_report_header(config):
+    """Which OpenCL device runs the kernel tests, in the header (shown without -q)."""
+    return [_opencl_line()]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The same line at the end, which `pytest -q` (README.md's test command) shows too; only
+    when the session used the device."""
+    if _opencl:
+        terminalreporter.write_line(_opencl_line())
 
 
 @pytest.fixture(scope="session")
 def opencl_device():
-    """The first OpenCL device (any kind, platform order) whose compiler builds kernels.
+    """The OpenCL device the kernel tests run on (see opencl_for_tests).
 
-    CI has no GPU: the OpenCL kernels run on PoCL there, and no test of them may skip. PyPI's
-    PoCL (inside pyopencl's wheels: PoCL 3.0, LLVM 14) names CPUs newer than LLVM 14 knows
-    (AMD Zen 4 and 5, for one) 'generic', which its compiler then rejects ("unknown target CPU
-    'generic'"); Debian's pocl-opencl-icd (LLVM 15, a code target per kernel library) builds on
-    them, and .ci/run installs it. A device that cannot build is passed over; if none can, the
-    test fails and says what each device answered.
+    CI has no GPU: the OpenCL kernels run on PoCL there. The README's install brings the `pocl`
+    extra, so with it installed a missing device is a failure, never a skip, and the failure says
+    what each device answered and what to install: PyPI's PoCL (3.0, LLVM 14) cannot compile for
+    CPUs newer than LLVM 14 knows (AMD Zen 4 and 5: "unknown target CPU 'generic'"), and a PoCL on
+    a newer LLVM (Debian's pocl-opencl-icd) can. Without the extra (a user who installed only
+    `.[test]`), the kernel tests skip and say how to run them.
     """
-    import pyopencl as cl
-
-    from papara_py.engine.opencl_devices import discover_devices
-
-    failures = []
-    for device in discover_devices("any"):
-        try:
-            cl.Program(cl.Context([device.cl_device]), _PROBE_KERNEL).build()
-        except cl.Error as error:
-            failures.append(f"{device.summary()}: {str(error).strip().splitlines()[-1]}")
-            continue
+    device, problem = opencl_for_tests()
+    if device is not None:
         return device
-    pytest.fail("no OpenCL device that builds kernels (the test extra installs PoCL, and CI "
-                "installs Debian's pocl-opencl-icd, so CI always has one); "
-                + ("; ".join(failures) or "no OpenCL device at all"))
+    if pocl_extra_installed():
+        pytest.fail(f"the `pocl` extra is installed, but {problem[0].lower()}{problem[1:]}", pytrace=False)
+    pytest.skip(f"no OpenCL device runs the kernels and the `pocl` extra is not installed "
+                f"(pip install 'papara-py[pocl]' or see below): {problem}")
 
 
 @pytest.fixture(autouse=True)

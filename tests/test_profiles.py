@@ -27,7 +27,6 @@ from papara_py.phylo.profiles import (
 )
 from papara_py.phylo.tree import EdgeTree
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 ALIGNMENT_CHARACTERS = "ACGTUacgtRYSWKMBDHVNn-.?"
 
 #: Unit-cost matrices: changing state costs 1, staying costs 0.
@@ -151,12 +150,9 @@ def dendropy_graph(tree: dendropy.Tree) -> tuple[dict, dict]:
     return graph, {node: node.taxon.label for node in tree.leaf_node_iter()}
 
 
-@pytest.mark.skipif(
-    not (DATA / "pyrg").is_dir(), reason=f"real test data not found at {DATA / 'pyrg'}"
-)
-def test_pyrg_profiles_equal_brute_force_on_sampled_columns() -> None:
-    tree = parse((DATA / "pyrg" / "tree.nwk").read_text())
-    rows = read_fasta(DATA / "pyrg" / "ref.fasta")
+def test_pyrg_profiles_equal_brute_force_on_sampled_columns(pyrg_dir: Path) -> None:
+    tree = parse((pyrg_dir / "tree.nwk").read_text())
+    rows = read_fasta(pyrg_dir / "ref.fasta")
     edge_tree = EdgeTree.from_dendropy(tree)
     assert edge_tree.n_tips == 65 and edge_tree.n_edges == 2 * 65 - 3
     builder = builder_for(edge_tree, rows)

@@ -10,6 +10,13 @@ OCL_ICD_VENDORS at it *before* pyopencl enumerates anything. If something enumer
 it is too late for this process, and the notes say exactly what to export before starting again.
 (OCL_ICD_FILENAMES naming NVIDIA's library was seen to have no effect on pyopencl's bundled
 loader, so it does not count as a registration.)
+
+A device that is listed may still be unable to compile papara-py's kernels: PyPI's PoCL
+(`pocl-binary-distribution` 3.0, a release candidate built on LLVM 14, the `pocl` extra) does not
+know CPUs newer than LLVM 14 (AMD Zen 4 and Zen 5, for two), names them 'generic' and then rejects
+that name ("unknown target CPU 'generic'"). `check_device` compiles the kernels and runs a probe
+kernel on a device; `describe_devices` (`papara-py devices`) and the tests use it, so either says
+which device works, or exactly why none does and what to install.
 """
 
 from __future__ import annotations
@@ -214,17 +221,145 @@ def _nothing_usable(kind: str, devices: list[DeviceInfo], notes: list[str]) -> s
             f"engine works without OpenCL.")
 
 
+#: What the engine compiles (engine/gpu.py: band_score in its packed and its wide variant at the
+#: default stripe height, top_k), without NVIDIA's inline PTX, which only sm_90 GPUs get. A test
+#: holds these equal to what GpuScorer builds.
+CHECK_BUILDS = (("band_score.cl", ("-DROWS=32", "-DPACKED=1", "-DUSE_PTX=0")),
+                ("band_score.cl", ("-DROWS=32", "-DPACKED=0", "-DUSE_PTX=0")),
+                ("top_k.cl", ("-DKMAX=8",)))
+
+#: A kernel any OpenCL C compiler builds; it is also run, since some drivers compile for the
+#: device only when a kernel is first enqueued.
+PROBE_KERNEL = "__kernel void probe(__global int *out) { out[get_global_id(0)] = get_global_id(0) + 1; }"
+
+#: What to install when no device can run the kernels: a CPU OpenCL whose LLVM knows the CPU.
+INSTALL_ADVICE = (
+    "For a CPU OpenCL device that builds papara-py's kernels, install a PoCL built on a newer LLVM "
+    "beside (or instead of) PyPI's: on Debian 12 or newer, or an Ubuntu of similar age, `sudo "
+    "apt-get install pocl-opencl-icd` (Debian 12: PoCL 3.1 on LLVM 15, which targets the CPU by its "
+    "features; pyopencl's loader then lists both, and the kernel tests run on the one that builds); "
+    "with conda, `conda install -c conda-forge pocl`. For a GPU: its vendor's driver with OpenCL "
+    "(NVIDIA: the driver's libnvidia-opencl). papara-py's CPU engine (numba) aligns without any "
+    "OpenCL device.")
+
+
+@dataclass(frozen=True)
+class DeviceCheck:
+    """Whether a device compiled papara-py's kernels and ran the probe; `problem` says why not."""
+
+    device: DeviceInfo
+    problem: str | None
+
+    @property
+    def works(self) -> bool:
+        return self.problem is None
+
+
+def platform_version(device: DeviceInfo) -> str:
+    """The device's platform version string (PoCL's names its release and its LLVM)."""
+    try:
+        return " ".join(device.cl_device.platform.version.split())
+    except Exception:  # a stand-in device in tests, or a driver that cannot answer
+        return ""
+
+
+def _compiler_answer(error: Exception) -> str:
+    """The informative part of an OpenCL error: the build log (what follows pyopencl's "Build on
+    <device>:" line, without its "(options: ...)" trailer) or else the error's last line."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    log_start = next((i + 1 for i, line in enumerate(lines) if line.startswith("Build on ")), None)
+    log = [line for line in lines[log_start:] if not line.startswith("(options:")] if log_start else []
+    picked = [line for line in log if "error" in line.lower()] or log or lines[-1:] or [type(error).__name__]
+    text = " / ".join(picked[:3])
+    return text if len(text) <= 400 else text[:397] + "..."
+
+
+def check_device(device: DeviceInfo) -> DeviceCheck:
+    """Compile papara-py's kernels (CHECK_BUILDS) and run PROBE_KERNEL on `device`."""
+    import numpy as np
+    import pyopencl as cl
+    from importlib.resources import files
+
+    try:
+        context = cl.Context([device.cl_device])
+        for source, options in CHECK_BUILDS:
+            text = files("papara_py.kernels").joinpath(source).read_text()
+            cl.Program(context, text).build(options=list(options), devices=[device.cl_device])
+        queue = cl.CommandQueue(context, device.cl_device)
+        out = np.zeros(4, np.int32)
+        buffer = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, out.nbytes)
+        cl.Program(context, PROBE_KERNEL).build().probe(queue, (4,), None, buffer)
+        cl.enqueue_copy(queue, out, buffer)
+        queue.finish()
+        if out.tolist() != [1, 2, 3, 4]:
+            return DeviceCheck(device, f"the probe kernel ran but returned {out.tolist()}, not [1, 2, 3, 4]")
+    except Exception as error:  # cl.Error, RuntimeError from the compiler, a lost device, ...
+        return DeviceCheck(device, f"cannot build papara-py's kernels: {_compiler_answer(error)}")
+    return DeviceCheck(device, None)
+
+
+#: PyPI's PoCL (pocl-binary-distribution 3.0) identifies itself by this release and LLVM.
+_PYPI_POCL = ("pocl 3.0", "llvm 14")
+
+
+def why_not(check: DeviceCheck) -> str:
+    """One sentence on why a device fails and, for PyPI's PoCL, the known cause."""
+    d = check.device
+    version = platform_version(d)
+    text = f"{d.kind.upper()} {d.name.strip()} [{d.platform.strip()}, {version or 'version unknown'}]: {check.problem}"
+    if all(mark in version.lower() for mark in _PYPI_POCL):
+        if "unknown target cpu" in (check.problem or "").lower():
+            text += (" (the known limit of PyPI's PoCL, pocl-binary-distribution 3.0, a release candidate "
+                     "built on LLVM 14: it does not know CPUs newer than LLVM 14 does, such as AMD Zen 4 "
+                     "and Zen 5, names them 'generic' and its compiler then rejects that target)")
+        else:
+            text += (" (this is PyPI's PoCL, pocl-binary-distribution 3.0 on LLVM 14; on CPUs newer than "
+                     "LLVM 14 knows, such as AMD Zen 4 and Zen 5, it fails with \"unknown target CPU "
+                     "'generic'\")")
+    return text
+
+
+def diagnose(devices: list[DeviceInfo] | None = None) -> tuple[list[DeviceCheck], str | None]:
+    """Check every device (all of them when `devices` is None). Returns the checks and, when no
+    device works, one paragraph saying what each answered and what to install."""
+    notes: list[str] = []
+    if devices is None:
+        devices, notes = _enumerate()
+    checks = [check_device(d) for d in devices]
+    if any(c.works for c in checks):
+        return checks, None
+    if not checks:
+        seen = ("No OpenCL device at all: pyopencl's loader found no platform"
+                + "".join(f"; {n}" for n in notes)
+                + ". `pip install pocl-binary-distribution` (the `pocl` extra) brings PoCL for the CPUs "
+                  "its LLVM 14 knows (up to AMD Zen 3 and Intel's of 2021).")
+    else:
+        seen = "No OpenCL device can run papara-py's kernels. " + "; ".join(why_not(c) for c in checks) + "."
+    return checks, f"{seen} {INSTALL_ADVICE}"
+
+
 def describe_devices() -> str:
-    """Human-readable report for `papara-py devices`: every platform/device and which are used."""
+    """Human-readable report for `papara-py devices`: every platform/device, whether it compiles
+    papara-py's kernels (and why not), and which the GPU engine would use."""
     devices, notes = _enumerate()
     gpus = _usable(devices, "gpu")
+    checks, problem = diagnose(devices)
     lines = ["OpenCL devices:"]
     if not devices:
         lines.append("  (none)")
-    for d in devices:
-        used = "used by the GPU engine" if d in gpus else "not used (papara-py's CPU engine covers CPUs)"
-        lines.append(f"  {d.summary()}; driver {d.driver_version.strip()}; {used}")
+    for check in checks:
+        d = check.device
+        version = platform_version(d)
+        lines.append(f"  {d.summary()}; driver {d.driver_version.strip()}"
+                     + (f"; platform {version}" if version else ""))
+        if check.works:
+            lines.append("    builds and runs papara-py's kernels; "
+                         + ("used by the GPU engine" if d in gpus else "not used (papara-py's CPU engine covers CPUs)"))
+        else:
+            lines.append(f"    {check.problem}; not used")
     lines += [f"Note: {n}" for n in notes]
-    if not gpus:
+    if not any(c.works and c.device in gpus for c in checks):
         lines.append("No OpenCL GPU is usable: alignment will run on the CPU engine only.")
+    if problem:
+        lines.append(problem)
     return "\n".join(lines)

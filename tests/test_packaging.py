@@ -1,0 +1,79 @@
+"""What a user installs: the package metadata, the licence, the citation, the kernels as package
+data and the sdist's contents. (.ci/package builds the wheel and the sdist, installs each into a
+fresh virtual environment, aligns the example with the wheel and runs these tests in the
+unpacked sdist.)"""
+
+from __future__ import annotations
+
+import os
+import re
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+
+from papara_py import __version__
+
+tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_every_subpackage_is_packaged():
+    """A subpackage missing from [tool.setuptools] packages is missing from the wheel."""
+    on_disk = {".".join(Path(folder).relative_to(ROOT).parts)
+               for folder, _, names in os.walk(ROOT / "papara_py", followlinks=True)  # kernels: a link
+               if "__init__.py" in names}
+    assert set(PROJECT["tool"]["setuptools"]["packages"]) == on_disk
+
+
+def test_the_kernels_are_package_data():
+    kernels = {p.name for p in (ROOT / "papara_py" / "kernels").glob("*.cl")}
+    assert {"band_score.cl", "top_k.cl"} <= kernels
+    assert PROJECT["tool"]["setuptools"]["package-data"]["papara_py.kernels"] == ["*.cl"]
+    installed = files("papara_py.kernels")  # the installed package (or this tree) holds them too
+    assert all(installed.joinpath(name).read_text().strip() for name in kernels)
+
+
+def test_licence_gpl3_or_later():
+    project = PROJECT["project"]
+    assert project["license"] == "GPL-3.0-or-later" and project["license-files"] == ["LICENSE"]
+    text = (ROOT / "LICENSE").read_text()
+    assert text.split("\n", 3)[:2] == ["                    GNU GENERAL PUBLIC LICENSE",
+                                       "                       Version 3, 29 June 2007"]
+    assert "How to Apply These Terms to Your New Programs" in text  # the whole text, not a stub
+
+
+def test_metadata_users_expect():
+    project = PROJECT["project"]
+    assert project["requires-python"] == ">=3.10"
+    versions = {c.rsplit(" :: ", 1)[1] for c in project["classifiers"]
+                if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)}
+    assert versions and min(versions, key=lambda v: tuple(map(int, v.split(".")))) == "3.10"
+    assert "Topic :: Scientific/Engineering :: Bio-Informatics" in project["classifiers"]
+    assert project["scripts"] == {"papara-py": "papara_py.cli:main"}
+    assert set(project["optional-dependencies"]) == {"test", "pocl"}
+    assert any("10.1093/bioinformatics/btr320" in url for url in project["urls"].values())
+
+
+def test_citation_names_the_papers_and_this_version():
+    cff = (ROOT / "CITATION.cff").read_text()
+    assert re.search(r"^cff-version: 1\.2\.0$", cff, re.M)
+    assert re.search(r"^version: (\S+)$", cff, re.M).group(1) == __version__
+    assert re.search(r"^license: (\S+)$", cff, re.M).group(1) == PROJECT["project"]["license"]
+    for doi, title in (("10.1093/bioinformatics/btr320", "Aligning short reads to reference alignments and trees"),
+                       ("10.1186/1471-2105-13-196", "Coupling SIMD and SIMT architectures")):
+        assert f"doi: {doi}" in cff and title in cff
+    assert "CITATION.cff" in (ROOT / "README.md").read_text()
+
+
+def test_the_sdist_carries_what_the_tests_read():
+    """MANIFEST.in takes every folder the tests read from (tests/ with helpers and data, the
+    example, the scripts they run, the documents they check) and the licence and citation."""
+    lines = [line.split() for line in (ROOT / "MANIFEST.in").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    grafted = {words[1] for words in lines if words[0] == "graft"}
+    included = {name for words in lines if words[0] == "include" for name in words[1:]}
+    assert {"tests", "data", "scripts", "docs"} <= grafted
+    assert {"LICENSE", "CITATION.cff", "README.md"} <= included
