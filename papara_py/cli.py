@@ -49,6 +49,19 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _gpu_list(text: str) -> tuple[int, ...] | None:
+    """--gpus: distinct GPU numbers, comma-separated ("all" for every one: the default)."""
+    if text.strip().lower() == "all":
+        return None
+    try:
+        numbers = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be GPU numbers such as 0 or 0,1 (papara-py devices), got {text!r}")
+    if any(n < 0 for n in numbers) or len(set(numbers)) != len(numbers):
+        raise argparse.ArgumentTypeError(f"must be distinct GPU numbers from 0, got {text!r}")
+    return numbers
+
+
 def _penalty(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -106,6 +119,9 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
                              "taskset or a SLURM allocation, capped by a cgroup CPU quota)")
     engine.add_argument("--device", choices=["auto", "cpu", "gpu", "hybrid"], default="auto",
                         help="auto: CPU and GPU together when an OpenCL GPU is present, else CPU (default)")
+    engine.add_argument("--gpus", type=_gpu_list, default=None, metavar="LIST",
+                        help="which OpenCL GPUs to use, by the numbers `papara-py devices` shows, e.g. 0 or 0,1 "
+                             "(default: all usable GPUs)")
     engine.add_argument("--gpu-chunk", type=_positive_int, default=40, metavar="BLOCKS",
                         help="edge blocks the GPU takes per kernel launch (default: %(default)s)")
     engine.add_argument("--gpu-profile", action="store_true",
@@ -160,9 +176,8 @@ def main_job_config(args: argparse.Namespace, command_line: str):
     return RunConfig(
         tree=args.tree, alignment=args.alignment, reads=args.reads, output=args.output,
         params=ScoringParams(args.mismatch, args.cgap, args.gap_open, args.gap_extend, args.insertion),
-        threads=threads, threads_source=threads_source, log=args.log, device=args.device, gpu_chunk=args.gpu_chunk, gpu_profile=args.gpu_profile,
-        candidates=args.candidates,
-        strand=args.strand, lanes=args.lanes, batch_reads=args.batch_reads, quiet=args.quiet, verbose=args.verbose,
+        threads=threads, threads_source=threads_source, log=args.log, device=args.device, gpus=args.gpus,
+        gpu_chunk=args.gpu_chunk, gpu_profile=args.gpu_profile, candidates=args.candidates, strand=args.strand, lanes=args.lanes, batch_reads=args.batch_reads, quiet=args.quiet, verbose=args.verbose,
         command_line=command_line, shard=resolve_shard(args.shard), profiles=args.profiles,
     )
 

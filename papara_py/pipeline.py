@@ -61,6 +61,7 @@ class RunConfig:
     output: str
     params: ScoringParams = field(default_factory=ScoringParams)
     threads: int = 1
+    gpus: tuple[int, ...] | None = None  # --gpus: which OpenCL GPUs (numbers of `papara-py devices`); None: all
     threads_source: str = "RunConfig.threads"  # why that many: --threads, or the CPUs the process may use
     log: str | None = None  # --log FILE: time-stamped lines of what the run did (papara_py/run_log.py)
     device: str = "cpu"
@@ -137,8 +138,13 @@ def resolve_scorers(config: RunConfig, reporter: Reporter):
             return True, []
         raise InputError("--device", f"--device {config.device} needs an OpenCL GPU and none was found; "
                          "run `papara-py devices` to see what OpenCL reports")
-    scorers = [GpuChunkScorer(GpuScorer(d, profiling=config.gpu_profile), f"gpu-{i}:{d.name}", config.gpu_chunk)
-               for i, d in enumerate(devices)]
+    chosen = range(len(devices)) if config.gpus is None else config.gpus
+    missing = [i for i in chosen if i >= len(devices)]
+    if missing:
+        raise InputError("--gpus", f"there is no GPU {missing[0]}: {len(devices)} usable OpenCL GPU(s), numbered "
+                                   f"from 0 (`papara-py devices` lists them)")
+    scorers = [GpuChunkScorer(GpuScorer(devices[i], profiling=config.gpu_profile), f"gpu-{i}:{devices[i].name}",
+                              config.gpu_chunk) for i in chosen]
     return config.device != "gpu", scorers
 
 

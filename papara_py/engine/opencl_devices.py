@@ -354,7 +354,8 @@ def describe_devices() -> str:
                      + (f"; platform {version}" if version else ""))
         if check.works:
             lines.append("    builds and runs papara-py's kernels; "
-                         + ("used by the GPU engine" if d in gpus else "not used (papara-py's CPU engine covers CPUs)"))
+                         + (f"GPU {gpus.index(d)} of the GPU engine (--gpus {gpus.index(d)})" if d in gpus
+                            else "not used (papara-py's CPU engine covers CPUs)"))
         else:
             lines.append(f"    {check.problem}; not used")
     lines += [f"Note: {n}" for n in notes]

@@ -1,0 +1,95 @@
+"""The engine on two OpenCL devices at once (issue #27 without a two-GPU machine): PoCL exposes its
+CPU driver twice (POCL_DEVICES="pthread pthread"), both devices must receive work, and the
+candidates must equal the reference scorer's, as on one device. Runs in a subprocess: PoCL reads
+POCL_DEVICES when OpenCL first starts in a process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = r"""
+import json, sys
+import numpy as np
+from test_engine import K, expected, random_case, run
+from papara_py.engine.consumers import GpuChunkScorer
+from papara_py.engine.gpu import GpuScorer
+from papara_py.engine.opencl_devices import discover_devices
+from papara_py.engine.scheduler import EngineOptions
+from papara_py.pairwise.params import ScoringParams
+
+devices = discover_devices("cpu")
+pocl = [d for d in devices if "pthread" in d.name.lower()]
+if len(pocl) < 2:
+    print(json.dumps({"devices": [d.name for d in devices]})); sys.exit(3)
+params = ScoringParams()
+out = {"devices": [d.name for d in pocl[:2]], "cases": []}
+for seed in range(3):
+    profiles, reads, batch = random_case(seed, n_edges=160)
+    want_score, want_edge = expected(profiles, reads, params)
+    gpus = [GpuChunkScorer(GpuScorer(d), f"gpu-{i}:{d.name}", 1) for i, d in enumerate(pocl[:2])]
+    options = EngineOptions(cpu_workers=1, jitter_seconds=0.005, jitter_seed=seed)
+    result = run(profiles, batch, params, False, gpus, options)
+    out["cases"].append({
+        "equal": bool(np.array_equal(result.candidates.edge, want_edge)
+                      and np.array_equal(result.candidates.score, want_score)),
+        "edges_per_consumer": {c.name: c.edges for c in result.consumers},
+        "n_edges": int(profiles.shape[0])})
+print(json.dumps(out))
+"""
+
+
+def test_two_opencl_devices_share_the_work_and_agree_with_the_reference():
+    env = dict(os.environ, POCL_DEVICES="pthread pthread")
+    tests = Path(__file__).resolve().parent
+    result = subprocess.run([sys.executable, "-c", SCRIPT], cwd=tests, env={**env, "PYTHONPATH": str(tests)},
+                            capture_output=True, text=True, timeout=600)
+    if result.returncode == 3:
+        pytest.fail(f"PoCL did not expose two CPU devices with POCL_DEVICES='pthread pthread': {result.stdout}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    print(f"devices: {report['devices']}")
+    for case in report["cases"]:
+        assert case["equal"], case
+        per_device: dict[str, int] = {}  # each GPU has feeder threads: "gpu-i:NAME/feeder-f"
+        for name, edges in case["edges_per_consumer"].items():
+            if name.startswith("gpu-"):
+                per_device[name.split("/")[0]] = per_device.get(name.split("/")[0], 0) + edges
+        assert len(per_device) == 2 and all(edges > 0 for edges in per_device.values()), case
+        assert sum(case["edges_per_consumer"].values()) == case["n_edges"], case
+
+
+def test_gpus_option_parses_numbers():
+    from papara_py.cli import OptionError, build_parser
+
+    parse = build_parser(raising=True).parse_args
+    base = ["-t", "t", "-s", "s", "-r", "r"]
+    assert parse(base).gpus is None
+    assert parse(base + ["--gpus", "all"]).gpus is None
+    assert parse(base + ["--gpus", "1,0"]).gpus == (1, 0)
+    for bad in ("x", "-1", "0,0", ""):
+        with pytest.raises(OptionError, match="--gpus"):
+            parse(base + ["--gpus", bad])
+
+
+def test_gpus_chooses_among_the_usable_gpus(opencl_device, monkeypatch):
+    from papara_py.engine import opencl_devices
+    from papara_py.errors import InputError
+    from papara_py.pipeline import RunConfig, resolve_scorers
+    from papara_py.run_log import Reporter
+
+    monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device, opencl_device])
+    config = RunConfig(tree="t", alignment="s", reads="r", output="o", device="gpu", gpus=(1,))
+    use_cpu, scorers = resolve_scorers(config, Reporter(True, False))
+    assert not use_cpu and [s.name.split(":")[0] for s in scorers] == ["gpu-1"]
+    _, both = resolve_scorers(RunConfig(tree="t", alignment="s", reads="r", output="o", device="hybrid"),
+                              Reporter(True, False))
+    assert [s.name.split(":")[0] for s in both] == ["gpu-0", "gpu-1"]
+    with pytest.raises(InputError, match="there is no GPU 2: 2 usable"):
+        resolve_scorers(RunConfig(tree="t", alignment="s", reads="r", output="o", device="gpu", gpus=(2,)),
+                        Reporter(True, False))
