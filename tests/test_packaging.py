@@ -53,7 +53,7 @@ def test_metadata_users_expect():
     assert versions and min(versions, key=lambda v: tuple(map(int, v.split(".")))) == "3.10"
     assert "Topic :: Scientific/Engineering :: Bio-Informatics" in project["classifiers"]
     assert project["scripts"] == {"papara-py": "papara_py.cli:main"}
-    assert set(project["optional-dependencies"]) == {"test", "pocl"}
+    assert set(project["optional-dependencies"]) == {"test", "pocl", "workflow"}
     assert any("10.1093/bioinformatics/btr320" in url for url in project["urls"].values())
 
 
@@ -75,5 +75,5 @@ def test_the_sdist_carries_what_the_tests_read():
              if line.strip() and not line.startswith("#")]
     grafted = {words[1] for words in lines if words[0] == "graft"}
     included = {name for words in lines if words[0] == "include" for name in words[1:]}
-    assert {"tests", "data", "scripts", "docs"} <= grafted
+    assert {"tests", "data", "scripts", "docs", "workflow"} <= grafted
     assert {"LICENSE", "CITATION.cff", "README.md"} <= included
