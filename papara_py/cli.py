@@ -1,7 +1,9 @@
 """Command line: `papara-py -t tree -s alignment -r reads` and the subcommands around it.
 
-Every user mistake ends as one paragraph on stderr and exit status 2 (DESIGN 9); Ctrl-C ends with
-status 130. Neither leaves an output file behind (outputs are written under a temporary name).
+Every user mistake ends as one paragraph on stderr and exit status 2 (DESIGN 9); an output that
+cannot be written (no space, an I/O error, no permission) as one paragraph and status 3; Ctrl-C
+with status 130, SIGTERM and SIGHUP (a batch system's time limit or preemption) like Ctrl-C with
+128 + the signal's number. None leaves an output or a temporary file behind (io/outputs.py).
 """
 
 from __future__ import annotations
@@ -9,15 +11,20 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import signal
 import sys
 import textwrap
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 from papara_py import __version__
-from papara_py.errors import InputError
+from papara_py.errors import InputError, OutputError, Terminated
 
 EXIT_INPUT_ERROR = 2
+EXIT_OUTPUT_ERROR = 3
 EXIT_INTERRUPTED = 130
+#: Signals handled like Ctrl-C: the run stops promptly, cleans up and exits with 128 + the number.
+TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 _DESCRIPTION = """\
 Align short reads (FASTA/FASTQ, optionally gzipped) to a reference alignment (PHYLIP or FASTA)
@@ -119,7 +126,12 @@ def _main_job(argv: list[str]) -> int:
     from papara_py.pipeline import RunConfig, run
 
     args = build_parser().parse_args(argv)
-    _check_output_path(args.output)
+    if args.lanes is None:  # PAPARA_LANES is checked now, not after the inputs are read
+        from papara_py.engine.cpu import default_lane_width
+
+        default_lane_width()
+    _check_output_path(args.output, [("tree", args.tree), ("alignment", args.alignment), ("reads", args.reads),
+                                     ("profiles", args.profiles)], quiet=args.quiet)
     config = RunConfig(
         tree=args.tree, alignment=args.alignment, reads=args.reads, output=args.output,
         params=ScoringParams(args.mismatch, args.cgap, args.gap_open, args.gap_extend, args.insertion),
@@ -132,14 +144,19 @@ def _main_job(argv: list[str]) -> int:
     return 0
 
 
-def _check_output_path(path: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise InputError(path, f"the output directory {directory} does not exist")
-    if not os.access(directory, os.W_OK):
-        raise InputError(path, f"the output directory {directory} is not writable")
-    if os.path.isdir(path):
-        raise InputError(path, "the output path is a directory; give a file name such as run.h5")
+def _check_output_path(path: str, inputs: list[tuple[str, str | None]], *, allow_stdout: bool = False,
+                       quiet: bool = False) -> None:
+    """The output policy (io/outputs.py), before any work: not an input, writable, not a directory;
+    temporaries of killed runs to the same output removed (named unless `quiet`)."""
+    from papara_py.io.outputs import check_output
+
+    check_output(path, inputs, allow_stdout=allow_stdout,
+                 notice=(lambda message: None) if quiet else _notice)
+
+
+def _notice(message: str) -> None:
+    print(textwrap.fill(f"papara-py: {message}", width=100, break_long_words=False, break_on_hyphens=False),
+          file=sys.stderr)
 
 
 def _export(argv: list[str]) -> int:
@@ -150,9 +167,10 @@ def _export(argv: list[str]) -> int:
                                                  "insertion columns added) or as EPA-ng query FASTA.")
     parser.add_argument("run", metavar="RUN.h5")
     parser.add_argument("--format", choices=["phylip", "fasta", "epa"], required=True)
-    parser.add_argument("-o", "--output", required=True, metavar="FILE")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE",
+                        help="the export; `-` writes it to standard output")
     args = parser.parse_args(argv)
-    _check_output_path(args.output)
+    _check_output_path(args.output, [("run file", args.run)], allow_stdout=True)
     export(args.run, args.format, args.output)
     return 0
 
@@ -177,7 +195,7 @@ def _prepare(argv: list[str]) -> int:
     parser.add_argument("-s", "--alignment", required=True, metavar="REF.phy")
     parser.add_argument("-o", "--output", required=True, metavar="PROFILES.h5")
     args = parser.parse_args(argv)
-    _check_output_path(args.output)
+    _check_output_path(args.output, [("tree", args.tree), ("alignment", args.alignment)])
     edges = prepare(args.tree, args.alignment, args.output, shlex.join(["papara-py", "prepare", *argv]))
     print(f"papara-py: {edges} edge profiles written to {args.output}", file=sys.stderr)
     return 0
@@ -194,7 +212,7 @@ def _merge(argv: list[str]) -> int:
     parser.add_argument("shards", nargs="+", metavar="SHARD.h5")
     parser.add_argument("-o", "--output", required=True, metavar="RUN.h5")
     args = parser.parse_args(argv)
-    _check_output_path(args.output)
+    _check_output_path(args.output, [("shard", shard) for shard in args.shards])
     reads = merge(args.shards, args.output, shlex.join(["papara-py", "merge", *argv]))
     print(f"papara-py: merged {len(args.shards)} shards, {reads} reads, into {args.output}", file=sys.stderr)
     return 0
@@ -217,7 +235,7 @@ def _report(argv: list[str]) -> int:
     if args.output is None and args.png is None:
         parser.error("give -o REPORT.html, --png DIR, or both")
     if args.output is not None:
-        _check_output_path(args.output)
+        _check_output_path(args.output, [("run file", args.run)])
     write_report(args.run, args.output, args.png, args.max_tips)
     return 0
 
@@ -227,15 +245,61 @@ SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {"export": _export, "device
                                                       "report": _report}
 
 
+@contextmanager
+def _terminating_signals_raise() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise Terminated (a KeyboardInterrupt) in the main thread, once: every
+    clean-up Ctrl-C runs runs for them too, and a second signal cannot interrupt the clean-up.
+    Outside the main thread (an embedding program) the handlers are left alone."""
+    raised = False
+
+    def handler(number: int, _frame) -> None:
+        nonlocal raised
+        if not raised:
+            raised = True
+            raise Terminated(number, signal.Signals(number).name)
+
+    try:
+        previous = {number: signal.signal(number, handler) for number in TERMINATING_SIGNALS}
+    except ValueError:  # not the main thread
+        previous = {}
+    try:
+        yield
+    finally:
+        for number, old in previous.items():
+            signal.signal(number, old)
+
+
+def _paragraph(text: str) -> None:
+    print(textwrap.fill(text, width=100, break_long_words=False, break_on_hyphens=False), file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line `argv`; returns the exit status (README: Exit statuses)."""
     argv = sys.argv[1:] if argv is None else argv
     command = SUBCOMMANDS.get(argv[0]) if argv else None
     try:
-        return command(argv[1:]) if command else _main_job(argv)
+        with _terminating_signals_raise():
+            return command(argv[1:]) if command else _main_job(argv)
     except InputError as error:
-        print(textwrap.fill(f"papara-py: error: {error}", width=100, break_long_words=False,
-                            break_on_hyphens=False), file=sys.stderr)
+        _paragraph(f"papara-py: error: {error}")
         return EXIT_INPUT_ERROR
+    except OutputError as error:
+        _paragraph(f"papara-py: error: {error}")
+        return EXIT_OUTPUT_ERROR
+    except Terminated as error:
+        print(f"papara-py: stopped by {error.signal_name}; no output written", file=sys.stderr)
+        return 128 + error.signal_number
     except KeyboardInterrupt:
         print("papara-py: interrupted; no output written", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader of `-o -` went away (`| head`): end quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+    except OSError as error:  # a write outside an output file (a --png directory, say)
+        from papara_py.io.outputs import as_output_error
+
+        converted = as_output_error(error.filename or "output", error)
+        if converted is None:
+            raise
+        _paragraph(f"papara-py: error: {converted}")
+        return EXIT_OUTPUT_ERROR

@@ -35,7 +35,8 @@ import numpy as np
 from papara_py import __version__
 from papara_py.errors import InputError
 from papara_py.io.checksums import sha256_file
-from papara_py.io.run_writer import STRINGS, atomic_path
+from papara_py.io.outputs import hdf5_output
+from papara_py.io.run_writer import STRINGS
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
 
@@ -101,7 +102,7 @@ def prepare(tree: str, alignment: str, output: str, command_line: str = "") -> i
     aligned = read_alignment(alignment)
     builder = ProfileBuilder(edge_tree, match_tips(edge_tree.tip_names, aligned, tree).tip_rows)
     m = builder.n_columns
-    with atomic_path(output) as tmp_path, h5py.File(tmp_path, "w") as handle:
+    with hdf5_output(output) as handle:
         handle.attrs.update({
             "format": FORMAT_NAME, "format_version": FORMAT_VERSION, "version": __version__,
             "command_line": command_line, "n_edges": builder.n_edges, "n_columns": m,

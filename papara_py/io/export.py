@@ -24,7 +24,7 @@ import numpy as np
 from papara_py.io.cigar import parse_cigar
 from papara_py.io.reads import STATUS_ALIGNED
 from papara_py.io.run_file import RunFile
-from papara_py.io.run_writer import atomic_path
+from papara_py.io.outputs import output_stream
 from papara_py.phylo.encoding import reverse_complement
 
 GAP = ord("-")
@@ -61,11 +61,12 @@ def _rows(named_rows: Iterator[tuple[str, bytes]], fmt: str, n_rows: int, width:
 
 
 def export(run_path: str, fmt: str, output: str) -> None:
-    """Write `run_path`'s alignment in `fmt` ("phylip", "fasta" or "epa") to `output`, atomically."""
+    """Write `run_path`'s alignment in `fmt` ("phylip", "fasta" or "epa") to `output`: atomically to a
+    regular file, directly to `-` (standard output), a device or a FIFO (io/outputs.py)."""
     with RunFile(run_path) as run:
         aligned_ids = np.flatnonzero(run.column("status") == STATUS_ALIGNED)
         skipped = run.n_reads - len(aligned_ids)
-        with atomic_path(output) as tmp, open(tmp, "wb") as out:
+        with output_stream(output) as out:
             if fmt == "epa":
                 names = run.names()[aligned_ids]
                 rows = zip(names, (row.tobytes() for row in run.aligned_rows(aligned_ids)))
