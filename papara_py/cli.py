@@ -56,11 +56,39 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _bounded_int(low: int, high: int, why: str = "") -> Callable[[str], int]:
+    """An argparse type: an integer in low..high (argparse names the option in its message)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be an integer from {low} to {high}{why}, got {value}")
+        return value
+
+    return parse
+
+
+#: Most CPU threads -j takes (far more than any node has; a typo such as -j 80000 is refused).
+MAX_THREADS = 4096
+#: Most reads per batch and edge blocks per GPU launch; beyond these a batch's arrays alone need
+#: hundreds of GiB.
+MAX_BATCH_READS = 10_000_000
+MAX_GPU_CHUNK = 100_000
+
+
 def _penalty(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
-    return value
+    from papara_py.pairwise.params import MAX_PENALTY
+
+    return _bounded_int(0, MAX_PENALTY, " (the kernels' 16- and 32-bit scores must hold them)")(text)
+
+
+def _lanes(text: str) -> int:
+    from papara_py.engine.cpu import MAX_LANES
+
+    return _bounded_int(1, MAX_LANES, " (each CPU worker keeps a lane-wide DP strip on its stack)")(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,25 +114,27 @@ def build_parser() -> argparse.ArgumentParser:
             ("--insertion", 3, "read residue between reference columns")]:
         scoring.add_argument(flag, type=_penalty, default=default, help=f"{meaning} (default: {default})")
     engine = parser.add_argument_group("engine")
-    engine.add_argument("-j", "--threads", type=_positive_int, default=os.cpu_count() or 1,
+    engine.add_argument("-j", "--threads", type=_bounded_int(1, MAX_THREADS), default=os.cpu_count() or 1,
                         help="CPU worker threads (default: all cores, %(default)s here)")
     engine.add_argument("--device", choices=["auto", "cpu", "gpu", "hybrid"], default="auto",
                         help="auto: CPU and GPU together when an OpenCL GPU is present, else CPU (default)")
-    engine.add_argument("--gpu-chunk", type=_positive_int, default=40, metavar="BLOCKS",
+    engine.add_argument("--gpu-chunk", type=_bounded_int(1, MAX_GPU_CHUNK), default=40, metavar="BLOCKS",
                         help="edge blocks the GPU takes per kernel launch (default: %(default)s)")
     engine.add_argument("--gpu-profile", action="store_true",
                         help="time each GPU launch on the device (OpenCL profiling events) and store the "
                              "sum per GPU in the run record (gpu_device_seconds); against the scoring time it "
                              "shows how long the device waited for the host")
-    engine.add_argument("--lanes", type=_positive_int, default=None,
-                        help="edges per block (default: the CPU's int16 vector width)")
+    engine.add_argument("--lanes", type=_lanes, default=None,
+                        help="edges per block, 1 to 256 (default: the CPU's int16 vector width, or "
+                             "PAPARA_LANES)")
     engine.add_argument("--candidates", type=_positive_int, default=5, metavar="K",
-                        help="best K branches kept per read, for placement tools (default: %(default)s)")
+                        help="best K branches kept per read, for placement tools; at most the tree's "
+                             "edge count (default: %(default)s)")
     engine.add_argument("--strand", choices=["auto", "both", "forward"], default="auto",
                         help="read orientation: auto decides from shared k-mers with the reference and scores "
                              "both orientations where that evidence is weak; both always scores both and keeps "
                              "the better (ties: forward); forward takes reads as given (default: %(default)s)")
-    engine.add_argument("--batch-reads", type=_positive_int, default=12_500, metavar="N",
+    engine.add_argument("--batch-reads", type=_bounded_int(1, MAX_BATCH_READS), default=12_500, metavar="N",
                         help="reads scored per batch; bounds memory (default: %(default)s)")
     cluster = parser.add_argument_group("cluster array jobs (README: Running at cluster scale)")
     cluster.add_argument("--shard", metavar="K/N", default=None,

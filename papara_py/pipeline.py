@@ -194,6 +194,8 @@ def run(config: RunConfig) -> RunSummary:
     jit_loader.start()
     tree = read_tree(config.tree)
     alignment = read_alignment(config.alignment)
+    # reads shorter than the alignment are scored: their scores must fit the 32-bit kernels
+    config.params.check_fits_int32(alignment.rows.shape[1] - 1)
     edge_tree = EdgeTree.from_dendropy(tree)
     match = match_tips(edge_tree.tip_names, alignment, config.tree)
     reads, n_reads_total = load_reads(config.reads, alignment, match.extra, reporter, config.shard)
@@ -219,6 +221,10 @@ def run(config: RunConfig) -> RunSummary:
                     f"({len(alignable)} alignable), {width} lanes, device {config.device}")
 
     k = max(1, config.candidates)
+    if k > builder.n_edges:
+        reporter.notice(f"--candidates {config.candidates} is more than the tree's {builder.n_edges} edges; "
+                        f"keeping {builder.n_edges} per read")
+        k = builder.n_edges
     batches = split_batches(alignable, config.batch_reads)
     stretches = input_stretches(batches, len(reads))
     t0 = time.perf_counter()

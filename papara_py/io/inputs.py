@@ -96,9 +96,14 @@ def _read_bytes(source: str) -> bytes:
 def _decode_name(raw: bytes, source: str, where: str) -> str:
     """A sequence or read name as text; names must be UTF-8 so that outputs can store them."""
     try:
-        return raw.decode("utf-8")
+        name = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(source, f"the name {_show(raw)} is not valid UTF-8 text", where) from None
+    control = next((c for c in name if ord(c) < 32 or ord(c) == 127), None)
+    if control is not None:  # HDF5 strings end at NUL; exports would break rows at the others
+        raise InputError(source, f"the name {_show(raw)} holds the control character "
+                                 f"{_show_byte(ord(control))}", where)
+    return name
 
 
 def _strip_whitespace(raw: bytes) -> bytes:
