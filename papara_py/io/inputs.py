@@ -5,8 +5,9 @@ This is the only module that reads user files. Everything wrong with them leaves
 print one paragraph and exit 2 (DESIGN.md section 9); no parser exception (UnicodeDecodeError,
 gzip errors, dendropy's errors) escapes for malformed content.
 
-- `read_tree`: one Newick tree via dendropy, tips labelled, unique, at least three.
-- `read_alignment`: FASTA or PHYLIP (strict, relaxed, interleaved), told apart by content.
+- `read_tree`: one Newick tree via dendropy, tips labelled, unique, at least three, of any depth.
+- `read_alignment`: FASTA or PHYLIP (strict, relaxed, interleaved, sequential with rows wrapped
+  over lines), told apart by content.
 - `iter_reads`: FASTA or FASTQ, plain or gzip, streamed record by record.
 - `match_tips`: the alignment rows in tree-tip order, plus the rows that are not tips.
 """
@@ -17,6 +18,8 @@ import codecs
 import gzip
 import os
 import re
+import sys
+import threading
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -159,11 +162,43 @@ def _parse_newick(text: str, source: str) -> dendropy.TreeList:
             source, f"malformed Newick: {exc.message}{hint}", _position(exc)
         ) from None
     except RecursionError:
-        raise InputError(
-            source,
-            "the tree is nested too deeply for dendropy's recursive Newick reader (about 900 "
-            "levels of parentheses at most)",
-        ) from None
+        return _parse_deep_newick(text, source)
+
+
+#: Stack of the thread that reads deeply nested trees: dendropy's reader recurses once per level
+#: of parentheses; 512 MiB of (virtual, touched only as used) stack hold millions of levels.
+_DEEP_STACK_BYTES = 512 << 20
+
+
+def _parse_deep_newick(text: str, source: str) -> dendropy.TreeList:
+    """`_parse_newick` for trees nested deeper than Python's recursion limit (a ladder-like tree
+    of 10^4-10^5 taxa): dendropy's recursive reader runs in a thread with a large stack and a
+    recursion limit above the nesting depth, both restored afterwards. The tree it builds is an
+    ordinary dendropy tree; everything after the parse walks it iteratively."""
+    result: list = []
+
+    def parse() -> None:
+        try:
+            result.append(_parse_newick(text, source))
+        except BaseException as error:  # noqa: B902 - handed to the caller's thread
+            result.append(error)
+
+    limit = sys.getrecursionlimit()
+    old_stack = threading.stack_size()
+    try:
+        sys.setrecursionlimit(max(limit, 20 * text.count("(") + 10_000))
+        threading.stack_size(_DEEP_STACK_BYTES)
+        worker = threading.Thread(target=parse, name="papara-newick")
+        worker.start()
+    finally:
+        threading.stack_size(old_stack)
+    worker.join()
+    sys.setrecursionlimit(limit)
+    if isinstance(result[0], RecursionError):
+        raise InputError(source, "the tree is nested too deeply to read") from None
+    if isinstance(result[0], BaseException):
+        raise result[0]
+    return result[0]
 
 
 def _position(exc: DataParseError) -> str | None:
@@ -272,7 +307,9 @@ def _phylip_rows(
     """Rows of a PHYLIP body: strict or relaxed names, sequential or interleaved.
 
     The first N non-blank lines carry the names. Further lines continue the rows in turn
-    (interleaved); when blank lines separate blocks, each block must hold one line per row.
+    (interleaved); when blank lines separate blocks, each block must hold one line per row. A
+    single block that does not read that way is tried as sequential PHYLIP with each row wrapped
+    over lines: a row ends where it reaches the header's column count (`_wrapped_rows`).
     """
     blocks = _blocks(lines[header_line:], first_number=header_line + 1)
     if not blocks:
@@ -307,7 +344,35 @@ def _phylip_rows(
     for rows in candidates:
         for index, (number, line) in enumerate(continuation):
             rows[index % n_rows].pieces.append((number, 0, line))
-    return max(candidates, key=lambda rows: sum(len(row.sequence()) == length for row in rows))
+    best = max(candidates, key=lambda rows: sum(len(row.sequence()) == length for row in rows))
+    if len(blocks) == 1 and continuation and not all(len(row.sequence()) == length for row in best):
+        # sequential PHYLIP with each row wrapped over several lines: the header's column count
+        # says where a row ends and the next row's name line begins
+        for strict in (False, True):
+            wrapped = _wrapped_rows(blocks[0], n_rows, length, strict)
+            if wrapped is not None:
+                return wrapped
+    return best
+
+
+def _wrapped_rows(lines: list[tuple[int, bytes]], n_rows: int, length: int, strict: bool) -> list[_Row] | None:
+    """Rows of a sequential PHYLIP body whose rows span several lines, or None if the lines do not
+    split into `n_rows` rows of exactly `length` characters that way."""
+    rows: list[_Row] = []
+    position = 0
+    while position < len(lines) and len(rows) < n_rows:
+        row = _name_rows([lines[position]], strict)[0]
+        position += 1
+        have = len(row.sequence())
+        while have < length and position < len(lines):
+            number, line = lines[position]
+            row.pieces.append((number, 0, line))
+            have += len(_strip_whitespace(line))
+            position += 1
+        if have != length:
+            return None
+        rows.append(row)
+    return rows if len(rows) == n_rows and position == len(lines) else None
 
 
 def _blocks(lines: list[bytes], first_number: int) -> list[list[tuple[int, bytes]]]:
