@@ -109,11 +109,14 @@ def load_reads(reads_path: str, alignment, extra_rows: list[int], reporter: Repo
                shard: Shard | None = None) -> tuple[ReadSet, int]:
     """Reads from the file, then alignment taxa absent from the tree (gaps removed, DESIGN 9).
 
+    A read named like a reference taxon is refused (exports would hold two rows of one name).
+
     Returns (the reads kept, the total read count). With a shard, every read is still parsed and
     validated (so bad input fails every shard alike) but only the shard's slice is kept in memory
     (papara_py/cluster/shards.py); without one, all reads are kept.
     """
     extra_names = {alignment.names[row] for row in extra_rows}
+    reference_names = set(alignment.names)
     total = 0
 
     def records():
@@ -123,6 +126,10 @@ def load_reads(reads_path: str, alignment, extra_rows: list[int], reporter: Repo
                 raise InputError(alignment.path, f"taxon {read.name!r} is not in the tree and its name is "
                                  f"also a read name in {reads_path}; rename one of them",
                                  where=f"sequence {read.name!r}")
+            if read.name in reference_names:  # exports would hold two rows of that name
+                raise InputError(reads_path, f"the read {read.name!r} has the name of a reference taxon of "
+                                 f"{alignment.path}; read names must differ from the reference's: rename it",
+                                 where=f"line {read.line}")
             if shard is None or shard.owns(total):
                 yield read.name, read.sequence
             total += 1
