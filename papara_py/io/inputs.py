@@ -31,6 +31,7 @@ from dendropy.dataio.newickreader import NewickReader
 from dendropy.utility.error import DataParseError
 
 from papara_py.errors import InputError
+from papara_py.io.checksums import Digest, drain, open_input
 from papara_py.phylo.encoding import IS_GAP, READ_CODE, REF_CODE
 
 PathLike = str | os.PathLike
@@ -87,10 +88,10 @@ def _show_byte(byte: int) -> str:
     return f"'{chr(byte)}'" if 32 < byte < 127 else f"byte 0x{byte:02x}"
 
 
-def _read_bytes(source: str) -> bytes:
-    """The whole file, or InputError when it cannot be read."""
+def _read_bytes(source: str, digest: Digest | None = None) -> bytes:
+    """The whole file (read once, fed into `digest`), or InputError when it cannot be read."""
     try:
-        with open(source, "rb") as handle:
+        with open_input(source, digest) as handle:
             return handle.read()
     except OSError as exc:
         raise InputError(source, f"cannot read the file: {exc.strerror or exc}") from None
@@ -118,14 +119,15 @@ def _strip_whitespace(raw: bytes) -> bytes:
 # Tree
 
 
-def read_tree(path: PathLike) -> dendropy.Tree:
+def read_tree(path: PathLike, digest: Digest | None = None) -> dendropy.Tree:
     """Read exactly one Newick tree whose tips are labelled, unique and at least three.
 
     Underscores are preserved (they are part of taxon names in alignments) and labels are case
-    sensitive, so tip names compare with alignment names exactly.
+    sensitive, so tip names compare with alignment names exactly. The file is read once; its
+    bytes go into `digest` (io/checksums.py).
     """
     source = str(path)
-    data = _read_bytes(source)
+    data = _read_bytes(source, digest)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -251,14 +253,15 @@ class _Row:
         return positions[column]
 
 
-def read_alignment(path: PathLike) -> Alignment:
+def read_alignment(path: PathLike, digest: Digest | None = None) -> Alignment:
     """Read a FASTA or PHYLIP (strict, relaxed, interleaved) alignment and validate it.
 
     FASTA when the first non-blank line starts with '>', PHYLIP otherwise. Characters must be
-    nucleotides, IUPAC codes or the gap characters '-.?' (DESIGN.md section 2).
+    nucleotides, IUPAC codes or the gap characters '-.?' (DESIGN.md section 2). The file is read
+    once; its bytes go into `digest`.
     """
     source = str(path)
-    lines = _read_bytes(source).removeprefix(_UTF8_BOM).splitlines()
+    lines = _read_bytes(source, digest).removeprefix(_UTF8_BOM).splitlines()
     numbered = [(number, line) for number, line in enumerate(lines, 1) if line.strip()]
     if not numbered:
         raise InputError(source, "the file is empty; expected a PHYLIP or FASTA alignment")
@@ -467,14 +470,16 @@ def _build_alignment(rows: list[_Row], length: int, described: str, source: str)
 # Reads
 
 
-def iter_reads(path: PathLike) -> Iterator[RawRead]:
+def iter_reads(path: PathLike, digest: Digest | None = None) -> Iterator[RawRead]:
     """Stream reads from FASTA or FASTQ, plain or gzip (told apart by content, not by name).
 
     Residues are validated as they are read (no gaps, DESIGN.md section 2); read names must be
-    unique. An empty read is yielded with sequence b"" for the pipeline to report.
+    unique. An empty read is yielded with sequence b"" for the pipeline to report. `path` may be
+    `-` (standard input), a pipe or a FIFO: it is read once, its bytes (as stored, compressed or
+    not) going into `digest`, which is complete when the iteration ends.
     """
     source = str(path)
-    lines = _numbered_lines(source)
+    lines = _numbered_lines(source, digest)
     for number, line in lines:
         if line.strip():
             break
@@ -495,16 +500,18 @@ def iter_reads(path: PathLike) -> Iterator[RawRead]:
         )
 
 
-def _numbered_lines(source: str) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, line without CR/LF or a leading BOM) of a plain or gzipped file."""
+def _numbered_lines(source: str, digest: Digest | None = None) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, line without CR/LF or a leading BOM) of a plain or gzipped file,
+    read once into `digest` (to its very end, bytes after a gzip stream included)."""
     number = 0
     try:
-        with open(source, "rb") as raw:
+        with open_input(source, digest) as raw:
             stream = gzip.GzipFile(fileobj=raw) if raw.peek(2)[:2] == _GZIP_MAGIC else raw
             for number, line in enumerate(stream, 1):
                 if number == 1:
                     line = line.removeprefix(_UTF8_BOM)
                 yield number, line.rstrip(b"\r\n")
+            drain(raw)
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise InputError(
             source, f"the gzip data is corrupt or truncated ({exc})", f"after line {number}"
