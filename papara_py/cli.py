@@ -1,7 +1,9 @@
 """Command line: `papara-py -t tree -s alignment -r reads` and the subcommands around it.
 
-Every user mistake ends as one paragraph on stderr and exit status 2 (DESIGN 9); Ctrl-C ends with
-status 130. Neither leaves an output file behind (outputs are written under a temporary name).
+Every user mistake ends as one paragraph on stderr and exit status 2 (DESIGN 9); an output that
+cannot be written (no space, an I/O error, no permission) as one paragraph and status 3; Ctrl-C
+with status 130, SIGTERM and SIGHUP (a batch system's time limit or preemption) like Ctrl-C with
+128 + the signal's number. None leaves an output or a temporary file behind (io/outputs.py).
 """
 
 from __future__ import annotations
@@ -9,15 +11,20 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import signal
 import sys
 import textwrap
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 from papara_py import __version__
-from papara_py.errors import InputError
+from papara_py.errors import InputError, OutputError, Terminated
 
 EXIT_INPUT_ERROR = 2
+EXIT_OUTPUT_ERROR = 3
 EXIT_INTERRUPTED = 130
+#: Signals handled like Ctrl-C: the run stops promptly, cleans up and exits with 128 + the number.
+TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 _DESCRIPTION = """\
 Align short reads (FASTA/FASTQ, optionally gzipped) to a reference alignment (PHYLIP or FASTA)
@@ -62,11 +69,39 @@ def _gpu_list(text: str) -> tuple[int, ...] | None:
     return numbers
 
 
+def _bounded_int(low: int, high: int, why: str = "") -> Callable[[str], int]:
+    """An argparse type: an integer in low..high (argparse names the option in its message)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be an integer from {low} to {high}{why}, got {value}")
+        return value
+
+    return parse
+
+
+#: Most CPU threads -j takes (far more than any node has; a typo such as -j 80000 is refused).
+MAX_THREADS = 4096
+#: Most reads per batch and edge blocks per GPU launch; beyond these a batch's arrays alone need
+#: hundreds of GiB.
+MAX_BATCH_READS = 10_000_000
+MAX_GPU_CHUNK = 100_000
+
+
 def _penalty(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
-    return value
+    from papara_py.pairwise.params import MAX_PENALTY
+
+    return _bounded_int(0, MAX_PENALTY, " (the kernels' 16- and 32-bit scores must hold them)")(text)
+
+
+def _lanes(text: str) -> int:
+    from papara_py.engine.cpu import MAX_LANES
+
+    return _bounded_int(1, MAX_LANES, " (each CPU worker keeps a lane-wide DP strip on its stack)")(text)
 
 
 class OptionError(InputError):
@@ -114,7 +149,7 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
             ("--insertion", 3, "read residue between reference columns")]:
         scoring.add_argument(flag, type=_penalty, default=default, help=f"{meaning} (default: {default})")
     engine = parser.add_argument_group("engine")
-    engine.add_argument("-j", "--threads", type=_positive_int, default=None,
+    engine.add_argument("-j", "--threads", type=_bounded_int(1, MAX_THREADS), default=None,
                         help="threads (default: the CPUs this process may use: its CPU affinity, e.g. "
                              "taskset or a SLURM allocation, capped by a cgroup CPU quota)")
     engine.add_argument("--device", choices=["auto", "cpu", "gpu", "hybrid"], default="auto",
@@ -122,21 +157,23 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
     engine.add_argument("--gpus", type=_gpu_list, default=None, metavar="LIST",
                         help="which OpenCL GPUs to use, by the numbers `papara-py devices` shows, e.g. 0 or 0,1 "
                              "(default: all usable GPUs)")
-    engine.add_argument("--gpu-chunk", type=_positive_int, default=40, metavar="BLOCKS",
+    engine.add_argument("--gpu-chunk", type=_bounded_int(1, MAX_GPU_CHUNK), default=40, metavar="BLOCKS",
                         help="edge blocks the GPU takes per kernel launch (default: %(default)s)")
     engine.add_argument("--gpu-profile", action="store_true",
                         help="time each GPU launch on the device (OpenCL profiling events) and store the "
                              "sum per GPU in the run record (gpu_device_seconds); against the scoring time it "
                              "shows how long the device waited for the host")
-    engine.add_argument("--lanes", type=_positive_int, default=None,
-                        help="edges per block (default: the CPU's int16 vector width)")
+    engine.add_argument("--lanes", type=_lanes, default=None,
+                        help="edges per block, 1 to 256 (default: the CPU's int16 vector width, or "
+                             "PAPARA_LANES)")
     engine.add_argument("--candidates", type=_positive_int, default=5, metavar="K",
-                        help="best K branches kept per read, for placement tools (default: %(default)s)")
+                        help="best K branches kept per read, for placement tools; at most the tree's "
+                             "edge count (default: %(default)s)")
     engine.add_argument("--strand", choices=["auto", "both", "forward"], default="auto",
                         help="read orientation: auto decides from shared k-mers with the reference and scores "
                              "both orientations where that evidence is weak; both always scores both and keeps "
                              "the better (ties: forward); forward takes reads as given (default: %(default)s)")
-    engine.add_argument("--batch-reads", type=_positive_int, default=12_500, metavar="N",
+    engine.add_argument("--batch-reads", type=_bounded_int(1, MAX_BATCH_READS), default=12_500, metavar="N",
                         help="reads scored per batch; bounds memory (default: %(default)s)")
     cluster = parser.add_argument_group("cluster array jobs (README: Running at cluster scale)")
     cluster.add_argument("--shard", metavar="K/N", default=None,
@@ -163,35 +200,45 @@ def _main_job(argv: list[str]) -> int:
 
 
 def main_job_config(args: argparse.Namespace, command_line: str):
-    """The pipeline's RunConfig from parsed main-job options (the CLI's and the Python API's)."""
+    """The pipeline's RunConfig from parsed main-job options (the CLI's and the Python API's), after
+    the checks that come before any work (output policy, PAPARA_LANES)."""
     from papara_py.cluster.shards import resolve_shard
     from papara_py.engine.cpus import available_cpus
     from papara_py.pairwise.params import ScoringParams
     from papara_py.pipeline import RunConfig
 
-    _check_output_path(args.output)
+    if args.lanes is None:  # PAPARA_LANES is checked now, not after the inputs are read
+        from papara_py.engine.cpu import default_lane_width
+
+        default_lane_width()
+    inputs = [("tree", args.tree), ("alignment", args.alignment), ("reads", args.reads), ("profiles", args.profiles)]
+    _check_output_path(args.output, inputs, quiet=args.quiet)
     if args.log is not None:
-        _check_output_path(args.log)
+        _check_output_path(args.log, inputs + [("output", args.output)], option="--log", quiet=args.quiet)
     threads, threads_source = (args.threads, "--threads") if args.threads else available_cpus()
     return RunConfig(
         tree=args.tree, alignment=args.alignment, reads=args.reads, output=args.output,
         params=ScoringParams(args.mismatch, args.cgap, args.gap_open, args.gap_extend, args.insertion),
         threads=threads, threads_source=threads_source, log=args.log, device=args.device, gpus=args.gpus,
-        gpu_chunk=args.gpu_chunk, gpu_profile=args.gpu_profile, candidates=args.candidates, strand=args.strand, lanes=args.lanes, batch_reads=args.batch_reads, quiet=args.quiet, verbose=args.verbose,
+        gpu_chunk=args.gpu_chunk, gpu_profile=args.gpu_profile, candidates=args.candidates, strand=args.strand,
+        lanes=args.lanes, batch_reads=args.batch_reads, quiet=args.quiet, verbose=args.verbose,
         command_line=command_line, shard=resolve_shard(args.shard), profiles=args.profiles,
     )
 
 
-def _check_output_path(path: str) -> None:
-    if not path:
-        raise InputError("output", "an empty file name was given; name the file to write")
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise InputError(path, f"the output directory {directory} does not exist")
-    if not os.access(directory, os.W_OK):
-        raise InputError(path, f"the output directory {directory} is not writable")
-    if os.path.isdir(path):
-        raise InputError(path, "the output path is a directory; give a file name such as run.h5")
+def _check_output_path(path: str, inputs: list[tuple[str, str | None]], *, option: str = "-o",
+                       allow_stdout: bool = False, quiet: bool = False) -> None:
+    """The output policy (io/outputs.py), before any work: not an input, writable, not a directory;
+    temporaries of killed runs to the same output removed (named unless `quiet`)."""
+    from papara_py.io.outputs import check_output
+
+    check_output(path, inputs, option=option, allow_stdout=allow_stdout,
+                 notice=(lambda message: None) if quiet else _notice)
+
+
+def _notice(message: str) -> None:
+    print(textwrap.fill(f"papara-py: {message}", width=100, break_long_words=False, break_on_hyphens=False),
+          file=sys.stderr)
 
 
 def _export(argv: list[str]) -> int:
@@ -204,8 +251,8 @@ def _export(argv: list[str]) -> int:
     parser.add_argument("run", metavar="RUN.h5")
     parser.add_argument("--format", choices=["phylip", "fasta", "epa", "jplace"], required=True)
     where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("-o", "--output", metavar="FILE", help="the exported alignment or placements; written "
-                                                              "atomically")
+    where.add_argument("-o", "--output", metavar="FILE",
+                       help="the exported alignment or placements; `-` writes it to standard output")
     where.add_argument("--outdir", metavar="DIR", help="with --format epa: write DIR/reference.fasta (the "
                                                        "reference rows of the tree's taxa) and DIR/query.fasta, "
                                                        "the pair epa-ng --split writes")
@@ -216,7 +263,7 @@ def _export(argv: list[str]) -> int:
         for path in export_epa_pair(args.run, args.outdir):
             print(f"papara-py: wrote {path}", file=sys.stderr)
         return 0
-    _check_output_path(args.output)
+    _check_output_path(args.output, [("run file", args.run)], allow_stdout=True)
     export(args.run, args.format, args.output)
     return 0
 
@@ -240,7 +287,7 @@ def _prepare(argv: list[str]) -> int:
     _add_reference(parser)
     _add_output(parser, "PROFILES.h5", "the edge profiles (HDF5)")
     args = parser.parse_args(argv)
-    _check_output_path(args.output)
+    _check_output_path(args.output, [("tree", args.tree), ("alignment", args.alignment)])
     edges = prepare(args.tree, args.alignment, args.output, shlex.join(["papara-py", "prepare", *argv]))
     print(f"papara-py: {edges} edge profiles written to {args.output}", file=sys.stderr)
     return 0
@@ -257,7 +304,7 @@ def _merge(argv: list[str]) -> int:
     parser.add_argument("shards", nargs="+", metavar="SHARD.h5")
     _add_output(parser, "RUN.h5", "the merged run file")
     args = parser.parse_args(argv)
-    _check_output_path(args.output)
+    _check_output_path(args.output, [("shard", shard) for shard in args.shards])
     reads = merge(args.shards, args.output, shlex.join(["papara-py", "merge", *argv]))
     print(f"papara-py: merged {len(args.shards)} shards, {reads} reads, into {args.output}", file=sys.stderr)
     return 0
@@ -280,7 +327,7 @@ def _report(argv: list[str]) -> int:
     if args.output is None and args.png is None:
         parser.error("give -o REPORT.html, --png DIR, or both")
     if args.output is not None:
-        _check_output_path(args.output)
+        _check_output_path(args.output, [("run file", args.run)])
     write_report(args.run, args.output, args.png, args.max_tips)
     return 0
 
@@ -290,15 +337,61 @@ SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {"export": _export, "device
                                                       "report": _report}
 
 
+@contextmanager
+def _terminating_signals_raise() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise Terminated (a KeyboardInterrupt) in the main thread, once: every
+    clean-up Ctrl-C runs runs for them too, and a second signal cannot interrupt the clean-up.
+    Outside the main thread (an embedding program) the handlers are left alone."""
+    raised = False
+
+    def handler(number: int, _frame) -> None:
+        nonlocal raised
+        if not raised:
+            raised = True
+            raise Terminated(number, signal.Signals(number).name)
+
+    try:
+        previous = {number: signal.signal(number, handler) for number in TERMINATING_SIGNALS}
+    except ValueError:  # not the main thread
+        previous = {}
+    try:
+        yield
+    finally:
+        for number, old in previous.items():
+            signal.signal(number, old)
+
+
+def _paragraph(text: str) -> None:
+    print(textwrap.fill(text, width=100, break_long_words=False, break_on_hyphens=False), file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line `argv`; returns the exit status (README: Exit statuses)."""
     argv = sys.argv[1:] if argv is None else argv
     command = SUBCOMMANDS.get(argv[0]) if argv else None
     try:
-        return command(argv[1:]) if command else _main_job(argv)
+        with _terminating_signals_raise():
+            return command(argv[1:]) if command else _main_job(argv)
     except InputError as error:
-        print(textwrap.fill(f"papara-py: error: {error}", width=100, break_long_words=False,
-                            break_on_hyphens=False), file=sys.stderr)
+        _paragraph(f"papara-py: error: {error}")
         return EXIT_INPUT_ERROR
+    except OutputError as error:
+        _paragraph(f"papara-py: error: {error}")
+        return EXIT_OUTPUT_ERROR
+    except Terminated as error:
+        print(f"papara-py: stopped by {error.signal_name}; no output written", file=sys.stderr)
+        return 128 + error.signal_number
     except KeyboardInterrupt:
         print("papara-py: interrupted; no output written", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader of `-o -` went away (`| head`): end quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+    except OSError as error:  # a write outside an output file (a --png directory, say)
+        from papara_py.io.outputs import as_output_error
+
+        converted = as_output_error(error.filename or "output", error)
+        if converted is None:
+            raise
+        _paragraph(f"papara-py: error: {converted}")
+        return EXIT_OUTPUT_ERROR

@@ -21,3 +21,32 @@ class InputError(Exception):
         self.problem = problem
         location = f"{source}, {where}" if where else source
         super().__init__(f"{location}: {problem}")
+
+
+class OutputError(Exception):
+    """An output could not be written (no space, an I/O error, no permission) after the work began.
+
+    `target` is the output the user named (never the temporary file behind it); `problem` says
+    what the system answered. The CLI prints one paragraph and exits with status 3; the partial
+    output has already been removed when this is raised (papara_py.io.outputs).
+    """
+
+    def __init__(self, target: str, problem: str, direct: bool = False) -> None:
+        self.target = target
+        self.problem = problem
+        left = ("what was written before the fault is incomplete" if direct
+                else "nothing was written, the previous file (if any) is unchanged")
+        super().__init__(f"{target}: cannot write the output: {problem}; {left}")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived (a batch system's time limit or preemption, a closed terminal).
+
+    A KeyboardInterrupt, so that every clean-up that Ctrl-C runs runs for it too; the CLI exits
+    with 128 + `signal_number`.
+    """
+
+    def __init__(self, signal_number: int, signal_name: str) -> None:
+        self.signal_number = signal_number
+        self.signal_name = signal_name
+        super().__init__(signal_name)

@@ -29,7 +29,7 @@ from papara_py.engine.cpu import default_lane_width
 from papara_py.engine.layout import block_count
 from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch
 from papara_py.errors import InputError
-from papara_py.io.checksums import sha256_file
+from papara_py.io.checksums import Digest, describe_input
 from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
 from papara_py.io.reads import STATUS_ALIGNED, STATUSES, ReadSet
 from papara_py.io.run_writer import RunWriter, run_writer
@@ -89,23 +89,30 @@ class RunSummary:
 
 
 def load_reads(reads_path: str, alignment, extra_rows: list[int], reporter: Reporter,
-               shard: Shard | None = None) -> tuple[ReadSet, int]:
+               shard: Shard | None = None, digest: Digest | None = None) -> tuple[ReadSet, int]:
     """Reads from the file, then alignment taxa absent from the tree (gaps removed, DESIGN 9).
+
+    A read named like a reference taxon is refused (exports would hold two rows of one name).
 
     Returns (the reads kept, the total read count). With a shard, every read is still parsed and
     validated (so bad input fails every shard alike) but only the shard's slice is kept in memory
     (papara_py/cluster/shards.py); without one, all reads are kept.
     """
     extra_names = {alignment.names[row] for row in extra_rows}
+    reference_names = set(alignment.names)
     total = 0
 
     def records():
         nonlocal total
-        for read in iter_reads(reads_path):
+        for read in iter_reads(reads_path, digest):
             if read.name in extra_names:
                 raise InputError(alignment.path, f"taxon {read.name!r} is not in the tree and its name is "
                                  f"also a read name in {reads_path}; rename one of them",
                                  where=f"sequence {read.name!r}")
+            if read.name in reference_names:  # exports would hold two rows of that name
+                raise InputError(reads_path, f"the read {read.name!r} has the name of a reference taxon of "
+                                 f"{alignment.path}; read names must differ from the reference's: rename it",
+                                 where=f"line {read.line}")
             if shard is None or shard.owns(total):
                 yield read.name, read.sequence
             total += 1
@@ -194,14 +201,18 @@ def _run(config: RunConfig, reporter: Reporter) -> RunSummary:
     # numba's JIT starts while the inputs are read, not on a consumer thread (pairwise/candidates.py)
     jit_loader = threading.Thread(target=load_merges, name="papara-jit", daemon=True)
     jit_loader.start()
-    tree = read_tree(config.tree)
-    alignment = read_alignment(config.alignment)
+    # every input is read once, hashed as it is parsed (pipes, FIFOs and `-r -` work; io/checksums.py)
+    digests = {name: Digest() for name in ("tree", "alignment", "reads")}
+    tree = read_tree(config.tree, digests["tree"])
+    alignment = read_alignment(config.alignment, digests["alignment"])
+    # reads shorter than the alignment are scored: their scores must fit the 32-bit kernels
+    config.params.check_fits_int32(alignment.rows.shape[1] - 1)
     edge_tree = EdgeTree.from_dendropy(tree)
     match = match_tips(edge_tree.tip_names, alignment, config.tree)
-    reads, n_reads_total = load_reads(config.reads, alignment, match.extra, reporter, config.shard)
+    reads, n_reads_total = load_reads(config.reads, alignment, match.extra, reporter, config.shard,
+                                      digests["reads"])
     m = alignment.rows.shape[1]
-    checksums = {"tree": sha256_file(config.tree), "alignment": sha256_file(config.alignment),
-                 "reads": sha256_file(config.reads)}
+    checksums = {name: digest.hexdigest() for name, digest in digests.items()}
     timings["input"] = time.perf_counter() - t0
     for what in ("tree", "alignment", "reads"):
         path = getattr(config, what)
@@ -229,6 +240,10 @@ def _run(config: RunConfig, reporter: Reporter) -> RunSummary:
                     f"({len(alignable)} alignable), {width} lanes, device {config.device}")
 
     k = max(1, config.candidates)
+    if k > builder.n_edges:
+        reporter.notice(f"--candidates {config.candidates} is more than the tree's {builder.n_edges} edges; "
+                        f"keeping {builder.n_edges} per read")
+        k = builder.n_edges
     batches = split_batches(alignable, config.batch_reads)
     stretches = input_stretches(batches, len(reads))
     t0 = time.perf_counter()
@@ -306,8 +321,8 @@ def _run(config: RunConfig, reporter: Reporter) -> RunSummary:
         writer.write_run_record({
             "parameters": asdict(config.params),
             "checksums_sha256": checksums,
-            "inputs": {"tree": os.path.abspath(config.tree), "alignment": os.path.abspath(config.alignment),
-                       "reads": os.path.abspath(config.reads)},
+            "inputs": {"tree": describe_input(config.tree), "alignment": describe_input(config.alignment),
+                       "reads": describe_input(config.reads)},
             "timings_seconds": timings, "gcups": gcups, "cells": cells, "lanes": width,
             "threads": {"count": config.threads, "source": config.threads_source},
             "device": config.device, "consumers": consumer_totals, "candidates_k": k,

@@ -330,4 +330,15 @@ CATALOGUE: list[BadInput] = [
         ["invalid character 'z'", "'r3'", "line 6", "position 2"],
         reads=_gzip(BASE_READS.replace("GTACGA", "GZACGA")),
     ),
+    # ---------------------------------------------------------------- names no output can hold
+    _case(
+        "read_name_nul",
+        ["the name", "holds the control character byte 0x00", "line 3"],
+        reads=BASE_READS.replace(">r2", ">r\x002"),
+    ),
+    _case(
+        "alignment_name_control",
+        ["the name", "byte 0x07", "line 3"],
+        alignment=_alignment_with(3, "be\x07ta   ACGTTCGTAC-A\n"),
+    ),
 ]

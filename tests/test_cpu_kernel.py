@@ -24,6 +24,7 @@ from papara_py.engine.cpu import (
     score_block,
 )
 from papara_py.engine.layout import make_block
+from papara_py.errors import InputError
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.reference_scorer import score_matrix_reference
 from papara_py.phylo.encoding import CGAP_BIT, READ_CODE
@@ -190,7 +191,7 @@ def test_lane_width_follows_the_compile_target_and_the_override(monkeypatch):
     assert default_lane_width() == 16
     monkeypatch.setenv("PAPARA_LANES", "64")
     assert default_lane_width() == 64
-    for bad in ("0", "-8", "wide"):
+    for bad in ("0", "-8", "wide", "257", "1000"):
         monkeypatch.setenv("PAPARA_LANES", bad)
-        with pytest.raises(ValueError, match="PAPARA_LANES"):
+        with pytest.raises(InputError, match="PAPARA_LANES"):
             default_lane_width()

@@ -9,8 +9,8 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
-
 from conftest import opencl_for_tests, pocl_extra_installed
+
 from papara_py.engine import opencl_devices
 from papara_py.engine.opencl_devices import DeviceCheck, check_device, diagnose, why_not
 

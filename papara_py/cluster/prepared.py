@@ -4,11 +4,11 @@ Why: every array task would otherwise repeat the two tree passes and hold 2 x E 
 directional sets. `prepare` stores the final profiles, uint8 [E, m], in an HDF5 file; a shard
 opens it instead of building them.
 
-File layout (format "papara-py-profiles", format_version 1):
+File layout (format "papara-py-profiles", format_version 2):
 
     /                       attrs: format, format_version, version, command_line,
                             checksums_sha256 (JSON: tree, alignment), inputs (JSON: paths),
-                            n_edges, n_columns
+                            n_edges, n_columns, profiles_sha256 (of the profile bytes, row order)
     /tree/newick_numbered   string: the tree whose edges the rows are numbered by
     /profiles               uint8 [E, m]: row e is edge e's profile (ProfileBuilder.profiles)
 
@@ -20,13 +20,14 @@ it is read into memory: E x m private bytes.)
 
 A shard trusts the file only if it was made from the very tree and alignment the shard was given
 (sha256 of each, plus edge count, column count and numbered Newick) by the same papara-py
-version; anything else is an InputError naming the profiles file.
+version, and its profile data are intact (their sha256, checked on load, `profiles_sha256`:
+format version 1 had none and is refused); anything else is an InputError naming the file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import os
 from typing import Protocol
 
 import h5py
@@ -34,13 +35,14 @@ import numpy as np
 
 from papara_py import __version__
 from papara_py.errors import InputError
-from papara_py.io.checksums import sha256_file
-from papara_py.io.run_writer import STRINGS, atomic_path
+from papara_py.io.checksums import Digest, describe_input, sha256_file
+from papara_py.io.outputs import hdf5_output
+from papara_py.io.run_writer import STRINGS
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
 
 FORMAT_NAME = "papara-py-profiles"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 #: Edges written per step by `prepare` (bounds the temporary profile array to this many rows).
 _WRITE_EDGES = 1024
 
@@ -84,37 +86,51 @@ class PreparedProfiles:
         return np.asarray(self._table[ids])
 
 
-def input_checksums(tree: str, alignment: str) -> dict[str, str]:
-    """sha256 of the tree and alignment files, the identity a prepared file is checked by."""
-
-    return {"tree": sha256_file(tree), "alignment": sha256_file(alignment)}
-
-
 def prepare(tree: str, alignment: str, output: str, command_line: str = "") -> int:
     """Compute every edge profile of (tree, alignment) and write them to `output` atomically.
 
     Returns the number of edges. Input problems raise InputError exactly as the main job would.
+    Each input is read once, hashed as it is parsed; the profile bytes are hashed as written.
     """
     from papara_py.io.inputs import match_tips, read_alignment, read_tree
 
-    edge_tree = EdgeTree.from_dendropy(read_tree(tree))
-    aligned = read_alignment(alignment)
+    digests = {"tree": Digest(), "alignment": Digest()}
+    edge_tree = EdgeTree.from_dendropy(read_tree(tree, digests["tree"]))
+    aligned = read_alignment(alignment, digests["alignment"])
     builder = ProfileBuilder(edge_tree, match_tips(edge_tree.tip_names, aligned, tree).tip_rows)
     m = builder.n_columns
-    with atomic_path(output) as tmp_path, h5py.File(tmp_path, "w") as handle:
+    with hdf5_output(output) as handle:
         handle.attrs.update({
             "format": FORMAT_NAME, "format_version": FORMAT_VERSION, "version": __version__,
             "command_line": command_line, "n_edges": builder.n_edges, "n_columns": m,
-            "checksums_sha256": json.dumps(input_checksums(tree, alignment), sort_keys=True),
-            "inputs": json.dumps({"tree": os.path.abspath(tree), "alignment": os.path.abspath(alignment)},
+            "checksums_sha256": json.dumps({name: d.hexdigest() for name, d in digests.items()}, sort_keys=True),
+            "inputs": json.dumps({"tree": describe_input(tree), "alignment": describe_input(alignment)},
                                  sort_keys=True),
         })
         handle.create_dataset("tree/newick_numbered", data=edge_tree.numbered_newick, dtype=STRINGS)
         table = handle.create_dataset("profiles", (builder.n_edges, m), dtype=np.uint8)  # contiguous: mappable
+        data_hash = hashlib.sha256()
         for first in range(0, builder.n_edges, _WRITE_EDGES):
             edges = np.arange(first, min(builder.n_edges, first + _WRITE_EDGES))
-            table[first:first + len(edges)] = builder.profiles(edges)
+            block = np.ascontiguousarray(builder.profiles(edges))
+            data_hash.update(block)
+            table[first:first + len(edges)] = block
+        handle.attrs["profiles_sha256"] = data_hash.hexdigest()
     return builder.n_edges
+
+
+def input_checksums(tree: str, alignment: str) -> dict[str, str]:
+    """sha256 of a tree file and an alignment file, the identity a prepared file is checked by
+    (for callers holding files; the main job and `prepare` hash their inputs as they parse them)."""
+    return {"tree": sha256_file(tree), "alignment": sha256_file(alignment)}
+
+
+def profiles_digest(table) -> str:
+    """sha256 of a profiles table's bytes in row order, read _WRITE_EDGES rows at a time."""
+    data_hash = hashlib.sha256()
+    for first in range(0, table.shape[0], _WRITE_EDGES):
+        data_hash.update(np.ascontiguousarray(table[first:first + _WRITE_EDGES]))
+    return data_hash.hexdigest()
 
 
 def open_prepared(path: str, edge_tree: EdgeTree, n_columns: int, checksums: dict[str, str]) -> PreparedProfiles:
@@ -146,11 +162,21 @@ def open_prepared(path: str, edge_tree: EdgeTree, n_columns: int, checksums: dic
             raise InputError(path, f"the stored profiles ({table.shape[0]} edges x {table.shape[1]} columns) do not "
                                    f"fit this tree and alignment ({edge_tree.n_edges} edges x {n_columns} columns); "
                                    f"run `papara-py prepare` again")
+        stored_data = attrs.get("profiles_sha256")
         offset = table.id.get_offset() if table.chunks is None and table.compression is None else None
+        data = None
         if offset is not None and table.size:
             try:
-                return PreparedProfiles(np.memmap(path, dtype=np.uint8, mode="r", offset=offset,
-                                                  shape=table.shape), path)
+                data = np.memmap(path, dtype=np.uint8, mode="r", offset=offset, shape=table.shape)
             except (OSError, ValueError):
                 pass  # a filesystem that cannot map files: read them instead
-        return PreparedProfiles(table[()], path)  # E x m private bytes
+        if data is None:
+            try:
+                data = table[()]  # E x m private bytes
+            except OSError as exc:
+                raise InputError(path, f"the stored profiles cannot be read ({exc}); run `papara-py prepare` "
+                                       f"again") from None
+        if profiles_digest(data) != stored_data:
+            raise InputError(path, "the stored profile data are damaged (their sha256 differs from the one "
+                                   "`papara-py prepare` recorded); run `papara-py prepare` again")
+        return PreparedProfiles(data, path)

@@ -59,6 +59,7 @@ from numba.core import cgutils
 from numba.core import config as numba_config
 from numba.extending import intrinsic
 
+from papara_py.errors import InputError
 from papara_py.pairwise.params import ScoringParams
 from papara_py.phylo.encoding import CGAP_BIT
 
@@ -75,6 +76,11 @@ _CARRY_ROWS = 4
 #: vectoriser gives up (0.2 GCUPS); 16 lanes vectorise on every target tried (SSE4.2 5.6,
 #: AVX2 11.4, AVX-512 18 GCUPS per thread), so narrower blocks are padded to 16.
 _MIN_LANE_GROUP = 16
+#: Most lanes (edges per block) a run may ask for (--lanes, PAPARA_LANES). Each CPU worker keeps
+#: (MAX_STRIP + 5) x W x 6 bytes of DP buffers on its thread's stack (int16 and int32 frames): at
+#: W = 680 that passed the usual 8 MiB and crashed, at 1000 numba refused to compile. 256 lanes
+#: take 3.2 MB; the native widths are 8 to 32.
+MAX_LANES = 256
 
 
 def native_lane_width() -> int:
@@ -99,9 +105,15 @@ def default_lane_width() -> int:
     override = os.environ.get("PAPARA_LANES", "").strip()
     if not override:
         return native_lane_width()
-    if not override.isdigit() or int(override) < 1:
-        raise ValueError(f"PAPARA_LANES must be a positive integer, got {override!r}")
-    return int(override)
+    return check_lanes(override, "PAPARA_LANES")
+
+
+def check_lanes(text: str, source: str) -> int:
+    """`text` as a lane count in 1..MAX_LANES, or InputError naming `source` (the option or variable)."""
+    if not text.strip().isdigit() or not 1 <= int(text) <= MAX_LANES:
+        raise InputError(source, f"the lane count (edges per block) must be an integer from 1 to {MAX_LANES}, "
+                                 f"got {text!r}")
+    return int(text)
 
 
 def _infinity(params: ScoringParams, dtype: type) -> int:

@@ -276,9 +276,10 @@ def _compiler_answer(error: Exception) -> str:
 
 def check_device(device: DeviceInfo) -> DeviceCheck:
     """Compile papara-py's kernels (CHECK_BUILDS) and run PROBE_KERNEL on `device`."""
+    from importlib.resources import files
+
     import numpy as np
     import pyopencl as cl
-    from importlib.resources import files
 
     try:
         context = cl.Context([device.cl_device])

@@ -1,9 +1,79 @@
 """SHA-256 of input files: the run record stores them, and shards and prepared profiles are
-checked against them (README: Running at cluster scale)."""
+checked against them (README: Running at cluster scale).
+
+Inputs are read once: the parsers (io/inputs.py) feed every byte they read into a `Digest`, so a
+pipe, a FIFO, process substitution or standard input (`-r -`) is hashed as it is parsed, never
+opened a second time (a second read of a pipe saw an empty stream, and of a FIFO waited forever).
+`sha256_file` is for files papara-py made itself.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import io
+import os
+import sys
+from typing import BinaryIO
+
+
+class Digest:
+    """A running SHA-256 of one input, fed by the parser as it reads (`hexdigest` when done)."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+        self.size = 0
+
+    def update(self, data) -> None:
+        self._hash.update(data)
+        self.size += len(data)
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
+
+
+class _HashingRaw(io.RawIOBase):
+    """A raw binary stream that feeds every byte read into a Digest."""
+
+    def __init__(self, raw: BinaryIO, digest: Digest | None) -> None:
+        super().__init__()
+        self._raw = raw
+        self._digest = digest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        count = self._raw.readinto(buffer)
+        if count and self._digest is not None:
+            self._digest.update(memoryview(buffer)[:count])
+        return count
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()
+        super().close()
+
+
+#: The input name that means standard input.
+STDIN = "-"
+
+
+def open_input(source: str, digest: Digest | None = None) -> io.BufferedReader:
+    """`source` (a path, or `-` for standard input) for reading once, fed into `digest`."""
+    raw = open(sys.stdin.fileno(), "rb", buffering=0, closefd=False) if source == STDIN \
+        else open(source, "rb", buffering=0)
+    return io.BufferedReader(_HashingRaw(raw, digest), buffer_size=1 << 20)
+
+
+def drain(stream: BinaryIO) -> None:
+    """Read `stream` to its end, so that its digest covers every byte."""
+    while stream.read(1 << 20):
+        pass
+
+
+def describe_input(source: str) -> str:
+    """How the run record names an input: its absolute path, or `-` (standard input)."""
+    return source if source == STDIN else os.path.abspath(source)
 
 
 def sha256_file(path: str) -> str:

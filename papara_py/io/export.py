@@ -13,10 +13,15 @@ from its reverse complement for "-" reads (`oriented_sequence`).
 
 Reads without an alignment (status other than "aligned") have no row to export; they are
 counted in a notice on stderr, never dropped silently.
+
+Every export holds each name once and reads back as an alignment (`export`): an alignment taxon
+that is not in the tree appears once, as the read it was aligned as; names with whitespace (from
+strict PHYLIP's 10-character names) are written with '_' and the renaming listed beside.
 """
 
 from __future__ import annotations
 
+import io
 import re
 import sys
 from pathlib import Path
@@ -28,12 +33,13 @@ import numpy as np
 from papara_py.errors import InputError
 from papara_py.io.cigar import parse_cigar
 from papara_py.io.jplace import write_jplace
+from papara_py.io.outputs import atomic_path, check_output, is_direct, output_stream
 from papara_py.io.reads import STATUS_ALIGNED
 from papara_py.io.run_file import RunFile
-from papara_py.io.run_writer import atomic_path
 from papara_py.phylo.encoding import reverse_complement
 
 GAP = ord("-")
+_WHITESPACE = re.compile(r"\s+")
 
 
 def insertion_runs(start: int, cigar: str) -> Iterator[tuple[int, int, int]]:
@@ -56,33 +62,66 @@ def oriented_sequence(sequence: str, strand: str) -> np.ndarray:
     return reverse_complement(residues) if strand == "-" else residues
 
 
-def _rows(named_rows: Iterator[tuple[str, bytes]], fmt: str, n_rows: int, width: int, out: IO[bytes]) -> None:
+def _rows(named_rows: Iterator[tuple[str, bytes]], fmt: str, n_rows: int, width: int, out: IO[bytes],
+          renamed: dict[str, str] | None = None) -> None:
+    renamed = renamed or {}
     if fmt == "phylip":
         out.write(f"{n_rows} {width}\n".encode())
         for name, row in named_rows:
-            out.write(name.encode() + b" " + row + b"\n")
+            out.write(renamed.get(name, name).encode() + b" " + row + b"\n")
     else:
         for name, row in named_rows:
-            out.write(b">" + name.encode() + b"\n" + row + b"\n")
+            out.write(b">" + renamed.get(name, name).encode() + b"\n" + row + b"\n")
 
 
 def export(run_path: str, fmt: str, output: str) -> None:
-    """Write `run_path` in `fmt` ("phylip", "fasta", "epa" or "jplace") to `output`, atomically."""
+    """Write `run_path` in `fmt` ("phylip", "fasta", "epa" or "jplace") to `output`: atomically to a
+    regular file, directly to `-` (standard output), a device or a FIFO (io/outputs.py).
+
+    Every row has its own name and the file reads back as an alignment (`exported_names`): the
+    reference row of a taxon that was aligned as an extra read (not in the tree) is left out, its
+    read row stands for it, and names that hold whitespace are written with '_' instead, the
+    renaming listed in OUTPUT.names.tsv beside the export.
+    """
+    if fmt == "jplace":
+        with RunFile(run_path) as run, output_stream(output) as out:
+            text = io.TextIOWrapper(out, encoding="utf-8")
+            skipped = write_jplace(run, text)
+            text.flush()
+            text.detach()  # the stream belongs to output_stream
+        _notice_skipped(skipped, output)
+        return
     with RunFile(run_path) as run:
-        if fmt == "jplace":
-            with atomic_path(output) as tmp, open(tmp, "w", encoding="utf-8") as out:
-                skipped = write_jplace(run, out)
-        else:
-            aligned_ids = np.flatnonzero(run.column("status") == STATUS_ALIGNED)
-            skipped = run.n_reads - len(aligned_ids)
-            with atomic_path(output) as tmp, open(tmp, "wb") as out:
-                if fmt == "epa":
-                    names = run.names()[aligned_ids]
-                    rows = zip(names, (row.tobytes() for row in run.aligned_rows(aligned_ids)))
-                    _rows(rows, "fasta", len(aligned_ids), run.n_columns, out)
-                else:
-                    width, named_rows = extended_rows(run, aligned_ids)
-                    _rows(named_rows, fmt, run.n_reference + len(aligned_ids), width, out)
+        aligned_ids = np.flatnonzero(run.column("status") == STATUS_ALIGNED)
+        skipped = run.n_reads - len(aligned_ids)
+        read_names = [str(name) for name in run.names()[aligned_ids]]
+        replaced = set(read_names) & set(run.reference_names) if fmt != "epa" else set()
+        names = read_names if fmt == "epa" else \
+            [name for name in run.reference_names if name not in replaced] + read_names
+        renamed = exported_names(names, run_path)
+        if renamed and is_direct(output):
+            raise InputError(output, f"{len(renamed)} names hold whitespace, which {fmt} cannot carry (e.g. "
+                                     f"{next(iter(renamed))!r}); export to a file: they are written with '_' "
+                                     f"and the renaming is listed beside it")
+        with output_stream(output) as out:
+            if fmt == "epa":
+                rows = zip(read_names, (row.tobytes() for row in run.aligned_rows(aligned_ids)))
+                _rows(rows, "fasta", len(aligned_ids), run.n_columns, out, renamed)
+            else:
+                width, named_rows = extended_rows(run, aligned_ids, skip_reference=replaced)
+                _rows(named_rows, fmt, len(names), width, out, renamed)
+        if renamed:
+            with atomic_path(names_file(output)) as tmp:
+                tmp.write_text("exported\toriginal\n" + "".join(f"{new}\t{old}\n" for old, new in renamed.items()),
+                               encoding="utf-8")
+    if renamed:
+        print(f"papara-py: {len(renamed)} names hold whitespace, which {fmt} cannot carry; they are written "
+              f"with '_' instead, the renaming listed in {names_file(output)}", file=sys.stderr)
+    _notice_skipped(skipped, output)
+
+
+def _notice_skipped(skipped: int, output: str) -> None:
+    """Reads without an alignment are never dropped silently: they are counted on stderr."""
     if skipped:
         print(f"papara-py: {skipped} reads without an alignment (status other than \"aligned\") "
               f"are not in {output}", file=sys.stderr)
@@ -100,12 +139,15 @@ def export_epa_pair(run_path: str, directory: str) -> tuple[str, str]:
         raise InputError(directory, f"the parent directory {target.parent} does not exist")
     target.mkdir(exist_ok=True)
     reference_path, query_path = str(target / "reference.fasta"), str(target / "query.fasta")
+    for path in (reference_path, query_path):
+        check_output(path, [("run file", run_path)], option="--outdir")
     with RunFile(run_path) as run:
         tips = _tip_names(run)
         rows = ((name, row.tobytes()) for name, row in zip(run.reference_names, run.reference_alignment())
                 if name in tips)
+        renamed = exported_names([name for name in run.reference_names if name in tips], run_path)
         with atomic_path(reference_path) as tmp, open(tmp, "wb") as out:
-            _rows(rows, "fasta", len(tips), run.n_columns, out)
+            _rows(rows, "fasta", len(tips), run.n_columns, out, renamed)
     export(run_path, "epa", query_path)
     return reference_path, query_path
 
@@ -117,8 +159,31 @@ def _tip_names(run: RunFile) -> set[str]:
     return {leaf.taxon.label for leaf in tree.leaf_node_iter()}
 
 
-def extended_rows(run: RunFile, aligned_ids: np.ndarray) -> tuple[int, Iterator[tuple[str, bytes]]]:
-    """The extended alignment: its width and (name, row) for the reference, then reads `aligned_ids`.
+def names_file(output: str) -> str:
+    """Where the renaming of an export's names is listed: OUTPUT.names.tsv."""
+    return f"{output}.names.tsv"
+
+
+def exported_names(names: list[str], run_path: str) -> dict[str, str]:
+    """{original: exported} for the names that hold whitespace (each run of it becomes '_');
+    InputError if two rows would carry one name, as they cannot be told apart downstream."""
+    renamed = {name: _WHITESPACE.sub("_", name) for name in names if _WHITESPACE.search(name)}
+    seen: dict[str, str] = {}
+    for name in names:
+        final = renamed.get(name, name)
+        if final in seen:
+            same = "" if seen[final] == name else f" (from {seen[final]!r} and {name!r})"
+            raise InputError(run_path, f"two rows of the export would be named {final!r}{same}; a run of an "
+                                       f"older papara-py accepted a read named like a reference taxon: rename "
+                                       f"the read and run again")
+        seen[final] = name
+    return renamed
+
+
+def extended_rows(run: RunFile, aligned_ids: np.ndarray,
+                  skip_reference: set[str] | frozenset[str] = frozenset()) -> tuple[int, Iterator[tuple[str, bytes]]]:
+    """The extended alignment: its width and (name, row) for the reference (less the taxa named in
+    `skip_reference`), then reads `aligned_ids`.
 
     Insertion columns are added wherever a read inserts residues (module docstring); rows are
     produced one at a time, so only the reference and the per-read columns are held in memory.
@@ -140,6 +205,8 @@ def extended_rows(run: RunFile, aligned_ids: np.ndarray) -> tuple[int, Iterator[
 
     def rows() -> Iterator[tuple[str, bytes]]:
         for name, row in zip(run.reference_names, reference):
+            if name in skip_reference:
+                continue
             extended = np.full(width, GAP, dtype=np.uint8)
             extended[column_at] = row
             yield name, extended.tobytes()

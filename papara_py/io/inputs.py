@@ -5,8 +5,9 @@ This is the only module that reads user files. Everything wrong with them leaves
 print one paragraph and exit 2 (DESIGN.md section 9); no parser exception (UnicodeDecodeError,
 gzip errors, dendropy's errors) escapes for malformed content.
 
-- `read_tree`: one Newick tree via dendropy, tips labelled, unique, at least three.
-- `read_alignment`: FASTA or PHYLIP (strict, relaxed, interleaved), told apart by content.
+- `read_tree`: one Newick tree via dendropy, tips labelled, unique, at least three, of any depth.
+- `read_alignment`: FASTA or PHYLIP (strict, relaxed, interleaved, sequential with rows wrapped
+  over lines), told apart by content.
 - `iter_reads`: FASTA or FASTQ, plain or gzip, streamed record by record.
 - `match_tips`: the alignment rows in tree-tip order, plus the rows that are not tips.
 """
@@ -17,6 +18,8 @@ import codecs
 import gzip
 import os
 import re
+import sys
+import threading
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +31,7 @@ from dendropy.dataio.newickreader import NewickReader
 from dendropy.utility.error import DataParseError
 
 from papara_py.errors import InputError
+from papara_py.io.checksums import Digest, drain, open_input
 from papara_py.phylo.encoding import IS_GAP, READ_CODE, REF_CODE
 
 PathLike = str | os.PathLike
@@ -84,10 +88,10 @@ def _show_byte(byte: int) -> str:
     return f"'{chr(byte)}'" if 32 < byte < 127 else f"byte 0x{byte:02x}"
 
 
-def _read_bytes(source: str) -> bytes:
-    """The whole file, or InputError when it cannot be read."""
+def _read_bytes(source: str, digest: Digest | None = None) -> bytes:
+    """The whole file (read once, fed into `digest`), or InputError when it cannot be read."""
     try:
-        with open(source, "rb") as handle:
+        with open_input(source, digest) as handle:
             return handle.read()
     except OSError as exc:
         raise InputError(source, f"cannot read the file: {exc.strerror or exc}") from None
@@ -96,9 +100,14 @@ def _read_bytes(source: str) -> bytes:
 def _decode_name(raw: bytes, source: str, where: str) -> str:
     """A sequence or read name as text; names must be UTF-8 so that outputs can store them."""
     try:
-        return raw.decode("utf-8")
+        name = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(source, f"the name {_show(raw)} is not valid UTF-8 text", where) from None
+    control = next((c for c in name if ord(c) < 32 or ord(c) == 127), None)
+    if control is not None:  # HDF5 strings end at NUL; exports would break rows at the others
+        raise InputError(source, f"the name {_show(raw)} holds the control character "
+                                 f"{_show_byte(ord(control))}", where)
+    return name
 
 
 def _strip_whitespace(raw: bytes) -> bytes:
@@ -110,14 +119,15 @@ def _strip_whitespace(raw: bytes) -> bytes:
 # Tree
 
 
-def read_tree(path: PathLike) -> dendropy.Tree:
+def read_tree(path: PathLike, digest: Digest | None = None) -> dendropy.Tree:
     """Read exactly one Newick tree whose tips are labelled, unique and at least three.
 
     Underscores are preserved (they are part of taxon names in alignments) and labels are case
-    sensitive, so tip names compare with alignment names exactly.
+    sensitive, so tip names compare with alignment names exactly. The file is read once; its
+    bytes go into `digest` (io/checksums.py).
     """
     source = str(path)
-    data = _read_bytes(source)
+    data = _read_bytes(source, digest)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -154,11 +164,43 @@ def _parse_newick(text: str, source: str) -> dendropy.TreeList:
             source, f"malformed Newick: {exc.message}{hint}", _position(exc)
         ) from None
     except RecursionError:
-        raise InputError(
-            source,
-            "the tree is nested too deeply for dendropy's recursive Newick reader (about 900 "
-            "levels of parentheses at most)",
-        ) from None
+        return _parse_deep_newick(text, source)
+
+
+#: Stack of the thread that reads deeply nested trees: dendropy's reader recurses once per level
+#: of parentheses; 512 MiB of (virtual, touched only as used) stack hold millions of levels.
+_DEEP_STACK_BYTES = 512 << 20
+
+
+def _parse_deep_newick(text: str, source: str) -> dendropy.TreeList:
+    """`_parse_newick` for trees nested deeper than Python's recursion limit (a ladder-like tree
+    of 10^4-10^5 taxa): dendropy's recursive reader runs in a thread with a large stack and a
+    recursion limit above the nesting depth, both restored afterwards. The tree it builds is an
+    ordinary dendropy tree; everything after the parse walks it iteratively."""
+    result: list = []
+
+    def parse() -> None:
+        try:
+            result.append(_parse_newick(text, source))
+        except BaseException as error:  # noqa: B902 - handed to the caller's thread
+            result.append(error)
+
+    limit = sys.getrecursionlimit()
+    old_stack = threading.stack_size()
+    try:
+        sys.setrecursionlimit(max(limit, 20 * text.count("(") + 10_000))
+        threading.stack_size(_DEEP_STACK_BYTES)
+        worker = threading.Thread(target=parse, name="papara-newick")
+        worker.start()
+    finally:
+        threading.stack_size(old_stack)
+    worker.join()
+    sys.setrecursionlimit(limit)
+    if isinstance(result[0], RecursionError):
+        raise InputError(source, "the tree is nested too deeply to read") from None
+    if isinstance(result[0], BaseException):
+        raise result[0]
+    return result[0]
 
 
 def _position(exc: DataParseError) -> str | None:
@@ -211,14 +253,15 @@ class _Row:
         return positions[column]
 
 
-def read_alignment(path: PathLike) -> Alignment:
+def read_alignment(path: PathLike, digest: Digest | None = None) -> Alignment:
     """Read a FASTA or PHYLIP (strict, relaxed, interleaved) alignment and validate it.
 
     FASTA when the first non-blank line starts with '>', PHYLIP otherwise. Characters must be
-    nucleotides, IUPAC codes or the gap characters '-.?' (DESIGN.md section 2).
+    nucleotides, IUPAC codes or the gap characters '-.?' (DESIGN.md section 2). The file is read
+    once; its bytes go into `digest`.
     """
     source = str(path)
-    lines = _read_bytes(source).removeprefix(_UTF8_BOM).splitlines()
+    lines = _read_bytes(source, digest).removeprefix(_UTF8_BOM).splitlines()
     numbered = [(number, line) for number, line in enumerate(lines, 1) if line.strip()]
     if not numbered:
         raise InputError(source, "the file is empty; expected a PHYLIP or FASTA alignment")
@@ -267,7 +310,9 @@ def _phylip_rows(
     """Rows of a PHYLIP body: strict or relaxed names, sequential or interleaved.
 
     The first N non-blank lines carry the names. Further lines continue the rows in turn
-    (interleaved); when blank lines separate blocks, each block must hold one line per row.
+    (interleaved); when blank lines separate blocks, each block must hold one line per row. A
+    single block that does not read that way is tried as sequential PHYLIP with each row wrapped
+    over lines: a row ends where it reaches the header's column count (`_wrapped_rows`).
     """
     blocks = _blocks(lines[header_line:], first_number=header_line + 1)
     if not blocks:
@@ -302,7 +347,35 @@ def _phylip_rows(
     for rows in candidates:
         for index, (number, line) in enumerate(continuation):
             rows[index % n_rows].pieces.append((number, 0, line))
-    return max(candidates, key=lambda rows: sum(len(row.sequence()) == length for row in rows))
+    best = max(candidates, key=lambda rows: sum(len(row.sequence()) == length for row in rows))
+    if len(blocks) == 1 and continuation and not all(len(row.sequence()) == length for row in best):
+        # sequential PHYLIP with each row wrapped over several lines: the header's column count
+        # says where a row ends and the next row's name line begins
+        for strict in (False, True):
+            wrapped = _wrapped_rows(blocks[0], n_rows, length, strict)
+            if wrapped is not None:
+                return wrapped
+    return best
+
+
+def _wrapped_rows(lines: list[tuple[int, bytes]], n_rows: int, length: int, strict: bool) -> list[_Row] | None:
+    """Rows of a sequential PHYLIP body whose rows span several lines, or None if the lines do not
+    split into `n_rows` rows of exactly `length` characters that way."""
+    rows: list[_Row] = []
+    position = 0
+    while position < len(lines) and len(rows) < n_rows:
+        row = _name_rows([lines[position]], strict)[0]
+        position += 1
+        have = len(row.sequence())
+        while have < length and position < len(lines):
+            number, line = lines[position]
+            row.pieces.append((number, 0, line))
+            have += len(_strip_whitespace(line))
+            position += 1
+        if have != length:
+            return None
+        rows.append(row)
+    return rows if len(rows) == n_rows and position == len(lines) else None
 
 
 def _blocks(lines: list[bytes], first_number: int) -> list[list[tuple[int, bytes]]]:
@@ -397,14 +470,16 @@ def _build_alignment(rows: list[_Row], length: int, described: str, source: str)
 # Reads
 
 
-def iter_reads(path: PathLike) -> Iterator[RawRead]:
+def iter_reads(path: PathLike, digest: Digest | None = None) -> Iterator[RawRead]:
     """Stream reads from FASTA or FASTQ, plain or gzip (told apart by content, not by name).
 
     Residues are validated as they are read (no gaps, DESIGN.md section 2); read names must be
-    unique. An empty read is yielded with sequence b"" for the pipeline to report.
+    unique. An empty read is yielded with sequence b"" for the pipeline to report. `path` may be
+    `-` (standard input), a pipe or a FIFO: it is read once, its bytes (as stored, compressed or
+    not) going into `digest`, which is complete when the iteration ends.
     """
     source = str(path)
-    lines = _numbered_lines(source)
+    lines = _numbered_lines(source, digest)
     for number, line in lines:
         if line.strip():
             break
@@ -425,16 +500,18 @@ def iter_reads(path: PathLike) -> Iterator[RawRead]:
         )
 
 
-def _numbered_lines(source: str) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, line without CR/LF or a leading BOM) of a plain or gzipped file."""
+def _numbered_lines(source: str, digest: Digest | None = None) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, line without CR/LF or a leading BOM) of a plain or gzipped file,
+    read once into `digest` (to its very end, bytes after a gzip stream included)."""
     number = 0
     try:
-        with open(source, "rb") as raw:
+        with open_input(source, digest) as raw:
             stream = gzip.GzipFile(fileobj=raw) if raw.peek(2)[:2] == _GZIP_MAGIC else raw
             for number, line in enumerate(stream, 1):
                 if number == 1:
                     line = line.removeprefix(_UTF8_BOM)
                 yield number, line.rstrip(b"\r\n")
+            drain(raw)
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise InputError(
             source, f"the gzip data is corrupt or truncated ({exc})", f"after line {number}"

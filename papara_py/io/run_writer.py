@@ -2,60 +2,38 @@
 
 The file is created under a temporary name beside the target and renamed over it only after
 every dataset is complete and the file is closed, so a crash, Ctrl-C or SIGKILL leaves either no
-file or the previous complete one. Per-read datasets are allocated for all reads up front and
-filled batch by batch, so memory does not grow with the read count.
+file or the previous complete one (io/outputs.py: the output policy, write faults). Per-read
+datasets are allocated for all reads up front and filled batch by batch, so memory does not grow
+with the read count.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Iterator
 
 import h5py
 import numpy as np
 
 from papara_py import __version__
+from papara_py.io.outputs import atomic_path, check_writes, hdf5_output
+
+__all__ = ["RunWriter", "run_writer", "atomic_path", "FORMAT_NAME", "FORMAT_VERSION", "STRINGS"]
 
 FORMAT_NAME = "papara-py"
 FORMAT_VERSION = 1
 STRINGS = h5py.string_dtype("utf-8")
 _ALIGNED_CHUNK_ROWS = 256
-_temporary_numbers = itertools.count()
-
-
-@contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside `path`; rename it over `path` only if the block succeeds.
-
-    The temporary file lives in the same directory so the final rename is atomic; on any
-    exception (Ctrl-C included) it is removed and `path` is left as it was. Its name holds this
-    process's id and a counter, and is chosen before it is created inside the `try`, so a Ctrl-C
-    at any moment cannot leave it behind (with mkstemp, one landing between the file's creation
-    and the `try` did). Only a dead process can have left a file of that name, so removing one
-    is always safe. Created by a plain open, it gets the umask's permissions.
-    """
-    target = Path(path)
-    tmp_path = target.parent / f".{target.name}.{os.getpid()}.{next(_temporary_numbers)}.partial"
-    try:
-        os.close(os.open(tmp_path, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o666))
-        yield tmp_path
-        os.replace(tmp_path, target)
-    finally:
-        tmp_path.unlink(missing_ok=True)
 
 
 @contextmanager
 def run_writer(path: str | os.PathLike, n_reads: int, n_columns: int, k: int,
                command_line: str) -> Iterator["RunWriter"]:
     """Open a RunWriter on a temporary file that becomes `path` only when the block completes."""
-    with atomic_path(path) as tmp_path:
-        with h5py.File(tmp_path, "w") as handle:
-            writer = RunWriter(handle, n_reads, n_columns, k, command_line)
-            yield writer
+    with hdf5_output(path) as handle:
+        yield RunWriter(handle, n_reads, n_columns, k, command_line)
 
 
 class RunWriter:
@@ -67,6 +45,9 @@ class RunWriter:
         self.n_columns = n_columns
         self.k = k
         self.command_line = command_line
+        #: datasets stay open while the file is written: a dataset closed mid-run flushes its
+        #: cached chunks in a destructor, where a full disk is only printed, never raised
+        self._datasets: dict[str, h5py.Dataset] = {}
         self._create_layout()
 
     def _create_layout(self) -> None:
@@ -105,10 +86,13 @@ class RunWriter:
         Keys are dataset paths below /reads (e.g. "score", "candidates/edge").
         """
         for name, values in fields.items():
-            dataset = self.file["reads"][name]
+            dataset = self._datasets.get(name)
+            if dataset is None:
+                dataset = self._datasets[name] = self.file["reads"][name]
             if dataset.dtype == STRINGS:
                 values = np.asarray(values, dtype=object)
             dataset[start:start + len(values)] = values
+        check_writes(self.file)  # a full disk stops the run now, not at its end
 
     def write_run_record(self, record: dict) -> None:
         """Store the run record as /run attributes (nested values as JSON strings)."""

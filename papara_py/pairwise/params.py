@@ -6,7 +6,16 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from papara_py.errors import InputError
+
 INT16_MAX = 32767
+#: Largest penalty the command line takes: a DP step then adds at most 2,000, which keeps the
+#: int16 kernels' stand-in infinity positive and lets the int32 kernels hold reads of up to
+#: about half a million residues (`check_fits_int32`).
+MAX_PENALTY = 1000
+#: The GPU kernels' int32 infinity (engine/gpu.py INF32); the CPU's is larger. Every finite cell
+#: must stay below it.
+INT32_LIMIT = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,15 @@ class ScoringParams:
     def int16_infinity(self) -> int:
         """The value narrow kernels use for +infinity: adding any single step still fits int16."""
         return INT16_MAX - self.max_addend()
+
+    def check_fits_int32(self, read_length: int, source: str = "--mismatch/--cgap") -> None:
+        """InputError unless reads of up to `read_length` residues score exactly in int32 lanes."""
+        if self.cell_bound(read_length) >= INT32_LIMIT - self.max_addend():
+            longest = (INT32_LIMIT - 2 * self.max_addend()) // max(1, self.mismatch + self.cgap)
+            raise InputError(source, f"with these penalties (mismatch {self.mismatch} + cgap {self.cgap} per "
+                                     f"residue) scores of reads longer than {longest} residues overflow the "
+                                     f"32-bit kernels, and this alignment takes reads of up to {read_length}: "
+                                     f"use smaller penalties")
 
     def int16_safe(self, read_length: int) -> bool:
         """True when int16 arithmetic gives exactly the int64 answer for reads of this length.

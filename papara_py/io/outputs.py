@@ -1,0 +1,397 @@
+"""The output policy every command follows (README: Outputs, exit statuses and signals).
+
+1. Checked before any work (`check_output`): an empty name, a directory, a missing or unwritable
+   directory, and an output that is one of the command's inputs (the same file however spelled:
+   relative, absolute, through a symbolic or a hard link) are refused as InputErrors.
+2. Regular files (and names that do not exist yet) are written under a temporary name beside the
+   target and renamed over it only when complete (`atomic_path`): a crash, a signal or a full disk
+   leaves the previous file or none. A symbolic link to a regular file stays a link: the file it
+   points to is replaced.
+3. Targets that are not regular files (a device such as /dev/null, a FIFO, /dev/stdout, `-` for
+   standard output where a command allows it) are written directly, never renamed over. Text
+   exports stream into them (`output_stream`); HDF5 files, which need a seekable file, are built
+   under a temporary name in the temporary directory and then copied into the target.
+4. Temporaries are named `.{target name}.{pid}.{n}.{host}.partial`, removed on every exit the
+   process sees (exceptions, Ctrl-C, SIGTERM and SIGHUP, which the CLI turns into exceptions),
+   and those left by killed runs (SIGKILL, a power cut) are removed by the next run to the same
+   output on the same host, with a notice; those of other hosts or live processes are named in a
+   notice and left alone (`clear_stale`).
+5. A write that fails (no space, quota, an I/O error, permission, read-only file system) becomes
+   an OutputError naming the target and what the system said; the temporary is removed first.
+   HDF5 files are opened by `hdf5_output`, whose writes pass through a guard that keeps the first
+   failure and drops later writes, so that HDF5 never fails inside a destructor or its closing
+   flush (h5py printed "Exception ignored" tracebacks and crashed there).
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import os
+import re
+import shutil
+import socket
+import stat
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Callable, Iterable, Iterator
+
+import h5py
+
+from papara_py.errors import InputError, OutputError
+
+#: Temporary files end with this; their names begin with '.' and the target's name.
+TEMPORARY_SUFFIX = ".partial"
+STDOUT = "-"
+_temporary_numbers = itertools.count()
+_HOST = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname() or "localhost")[:64]
+#: errno values that mean "this output cannot be written" (reported as OutputError).
+WRITE_FAULTS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EACCES, errno.EPERM,
+                          errno.EFBIG, errno.ENXIO, errno.EPIPE})
+_HDF5_ERRNO = re.compile(r"errno = (\d+)")
+
+Notice = Callable[[str], None]
+
+
+def _stderr_notice(message: str) -> None:
+    print(f"papara-py: {message}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------------------------------------
+# What kind of target
+
+
+def _stat(path: str | os.PathLike) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except (OSError, ValueError):
+        return None
+
+
+def is_direct(path: str | os.PathLike) -> bool:
+    """True for targets written directly, never renamed over: `-` (standard output), anything that
+    exists and is not a regular file (devices, FIFOs, sockets, through links too), and names
+    under /dev and /proc."""
+    text = os.fspath(path)
+    if text == STDOUT:
+        return True
+    info = _stat(text)
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        return True
+    absolute = os.path.abspath(text)
+    return absolute.startswith(("/dev/", "/proc/"))
+
+
+def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """True when both name one existing file (same device and inode: links and spellings agree)."""
+    first, second = _stat(a), _stat(b)
+    return first is not None and second is not None and os.path.samestat(first, second)
+
+
+def check_output(path: str, inputs: Iterable[tuple[str, str | None]] = (), *, option: str = "-o",
+                 allow_stdout: bool = False, notice: Notice | None = _stderr_notice) -> None:
+    """Refuse (InputError) an output that cannot or must not be written, before any work.
+
+    `inputs` holds (description, path) of each input of the command ("reads", "run file"). With a
+    `notice`, temporaries left behind by killed runs to this output are cleared (`clear_stale`).
+    """
+    if path == "":
+        raise InputError(option, "the output name is empty; give a file name such as run.h5")
+    if "\0" in path:
+        raise InputError(option, f"the output name {path!r} holds a NUL byte")
+    if path == STDOUT:
+        if allow_stdout:
+            return
+        raise InputError(option, "this output cannot be standard output ('-'): HDF5 files need a "
+                                 "seekable file; give a file name")
+    info = _stat(path)
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        raise InputError(path, "the output path is a directory; give a file name such as run.h5")
+    if info is not None and stat.S_ISREG(info.st_mode) or info is None:
+        for what, source in inputs:
+            if source is not None and source != STDOUT and same_file(path, source):
+                spelled = "" if os.path.abspath(source) == os.path.abspath(path) else f" ({source})"
+                raise InputError(path, f"the output is the {what} input{spelled}; papara-py never writes "
+                                       f"over its inputs: choose another output name")
+    if is_direct(path):
+        if info is None:
+            raise InputError(path, "no such device or special file; outputs under /dev and /proc are "
+                                   "written directly and must exist")
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise InputError(path, f"the output directory {directory} does not exist")
+    if not os.access(directory, os.W_OK):
+        raise InputError(path, f"the output directory {directory} is not writable")
+    if notice is not None:
+        clear_stale(path, notice)
+
+
+# ---------------------------------------------------------------------------------------------
+# Temporaries
+
+
+def temporary_name(target: Path, directory: Path | None = None) -> Path:
+    """`.{name}.{pid}.{n}.{host}.partial` in `directory` (default: beside the target)."""
+    return (directory or target.parent) / (f".{target.name}.{os.getpid()}.{next(_temporary_numbers)}."
+                                           f"{_HOST}{TEMPORARY_SUFFIX}")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def stale_temporaries(path: str | os.PathLike) -> list[tuple[Path, int, str | None]]:
+    """(file, pid, host or None) of every temporary beside `path` made for it by another process."""
+    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+    prefix = f".{target.name}."
+    found = []
+    try:
+        entries = list(os.scandir(target.parent if str(target.parent) else "."))
+    except OSError:
+        return []
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(prefix) and name.endswith(TEMPORARY_SUFFIX)):
+            continue
+        parts = name[len(prefix):-len(TEMPORARY_SUFFIX)].split(".", 2)
+        if len(parts) < 2 or not (parts[0].isdigit() and parts[1].isdigit()) or int(parts[0]) == os.getpid():
+            continue
+        found.append((target.parent / name, int(parts[0]), parts[2] if len(parts) == 3 else None))
+    return found
+
+
+def clear_stale(path: str | os.PathLike, notice: Notice = _stderr_notice) -> None:
+    """Remove the temporaries that killed runs on this host left for `path`; name the others."""
+    for file, pid, host in stale_temporaries(path):
+        local = host is None or host == _HOST
+        if local and not _pid_alive(pid):
+            try:
+                file.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                notice(f"cannot remove {file}, left by a run (process {pid}) that was killed: "
+                       f"{exc.strerror or exc}")
+                continue
+            notice(f"removed {file}, the unfinished output of an earlier run (process {pid}) that was killed")
+        else:
+            who = f"process {pid}" + ("" if local else f" on host {host}")
+            notice(f"{file} is the unfinished output of another run ({who}) writing to the same output; "
+                   f"if that run is over, remove it")
+
+
+# ---------------------------------------------------------------------------------------------
+# Write faults
+
+
+def fault_errno(error: BaseException) -> int | None:
+    """The errno of a failed write: OSError's, or the one HDF5 names in h5py's message."""
+    number = getattr(error, "errno", None)
+    if isinstance(number, int):
+        return number
+    if isinstance(error, (OSError, RuntimeError)):
+        found = _HDF5_ERRNO.search(str(error))
+        if found:
+            return int(found.group(1))
+    return None
+
+
+def describe_fault(error: BaseException) -> str:
+    number = fault_errno(error)
+    if number is None:
+        return str(error).splitlines()[0] if str(error) else type(error).__name__
+    what = os.strerror(number).lower()
+    hints = {errno.ENOSPC: "free some space or write elsewhere", errno.EDQUOT: "the disk quota is used up",
+             errno.EACCES: "check the permissions", errno.EROFS: "the file system is read-only"}
+    return what + (f" ({hints[number]})" if number in hints else "")
+
+
+def as_output_error(target: str, error: BaseException, direct: bool = False) -> OutputError | None:
+    """An OutputError for `target` if `error` is a write fault, else None (a bug or an input error).
+
+    A broken pipe on standard output is not one: the CLI ends quietly then (`| head`)."""
+    if target == STDOUT and isinstance(error, BrokenPipeError):
+        return None
+    if isinstance(error, (OSError, RuntimeError)) and fault_errno(error) in WRITE_FAULTS:
+        return OutputError(target, describe_fault(error), direct)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path to write; it becomes `path` only if the block succeeds.
+
+    For a regular file (or a new name) the temporary lives beside it and is renamed over it. Its
+    name is chosen before it is created inside the `try`, so a Ctrl-C at any moment cannot leave
+    it behind; only a dead process can have left a file of that name. Created by a plain open, it
+    gets the umask's permissions. For a direct target (`is_direct`) the temporary lives in the
+    temporary directory and is copied into the target at the end. A write fault anywhere in the
+    block, the rename or the copy ends as OutputError naming `path`; the temporary is removed on
+    every exit.
+    """
+    target = Path(path)
+    direct = is_direct(target)
+    if direct:
+        tmp_path = temporary_name(target, Path(tempfile.gettempdir()))
+    else:
+        if target.is_symlink():  # replace the file the link points to; the link stays
+            target = Path(os.path.realpath(target))
+        tmp_path = temporary_name(target)
+    try:
+        os.close(os.open(tmp_path, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o666))
+        yield tmp_path
+        if direct:
+            with open(tmp_path, "rb") as source, _open_direct(os.fspath(path)) as sink:
+                shutil.copyfileobj(source, sink, 1 << 20)
+        else:
+            os.replace(tmp_path, target)
+    except (OSError, RuntimeError) as error:
+        converted = as_output_error(os.fspath(path), error, direct)
+        if converted is None:
+            raise
+        raise converted from None
+    finally:
+        try:
+            tmp_path.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+@contextmanager
+def _open_direct(path: str) -> Iterator[IO[bytes]]:
+    if path == STDOUT:
+        sys.stdout.flush()
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+    else:
+        with open(path, "wb") as handle:
+            yield handle
+
+
+@contextmanager
+def output_stream(path: str) -> Iterator[IO[bytes]]:
+    """A binary stream to write `path` by the policy: `-` and other direct targets are written
+    directly, regular files through `atomic_path`. Write faults end as OutputError."""
+    if not is_direct(path):
+        with atomic_path(path) as tmp, open(tmp, "wb") as out:
+            yield out
+        return
+    try:
+        with _open_direct(path) as out:
+            yield out
+    except OSError as error:
+        converted = as_output_error(path, error, direct=True)
+        if converted is None:
+            raise
+        raise converted from None
+
+
+class _GuardedFile:
+    """The file under an HDF5 output, as h5py's file-object driver sees it: the first failed write
+    is kept (`error`) and every later write is dropped, so HDF5 itself never sees a failure.
+
+    HDF5 writes from many places, destructors and the closing flush among them, where h5py can only
+    print a failure ("Exception ignored") and may crash afterwards; with the guard the run notices
+    the fault at its next check (`check_writes`) and discards the file.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._file = open(path, "r+b", buffering=0)
+        self.error: OSError | None = None
+
+    def _record(self, error: OSError) -> None:
+        if self.error is None:
+            self.error = error
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        size = len(view)
+        if self.error is None:
+            try:
+                while view:
+                    written = self._file.write(view)
+                    view = view[written or 0:]
+                    if not written:
+                        raise OSError(errno.EIO, "the file system accepted no bytes")
+            except OSError as error:
+                self._record(error)
+        return size
+
+    def readinto(self, buffer) -> int:
+        return self._file.readinto(buffer)
+
+    def read(self, size: int = -1) -> bytes:
+        return self._file.read(size)
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return self._file.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._file.tell()
+
+    def truncate(self, size: int | None = None) -> int:
+        if self.error is None:
+            try:
+                return self._file.truncate(size)
+            except OSError as error:
+                self._record(error)
+        return self._file.tell() if size is None else size
+
+    def flush(self) -> None:
+        pass  # unbuffered
+
+    def close(self) -> None:
+        self._file.close()
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+
+_guards: dict[int, _GuardedFile] = {}
+
+
+def check_writes(handle: h5py.File) -> None:
+    """Raise the first write fault of an `hdf5_output` file so far (a no-op for other files).
+
+    Writers call it after each step, so a full disk stops the run at once, not at its end."""
+    guard = _guards.get(id(handle))
+    if guard is not None:
+        guard.check()
+
+
+@contextmanager
+def hdf5_output(path: str | os.PathLike) -> Iterator[h5py.File]:
+    """A new HDF5 file that becomes `path` only when the block completes (`atomic_path`).
+
+    Written through `_GuardedFile`: a write fault is raised by `check_writes`, or after the
+    block's closing flush at the latest, and never inside HDF5 (module docstring, item 5).
+    """
+    with atomic_path(path) as tmp_path:
+        guard = _GuardedFile(tmp_path)
+        try:
+            handle = h5py.File(guard, "w")
+            _guards[id(handle)] = guard
+            try:
+                yield handle
+                handle.flush()
+                guard.check()
+            finally:
+                _guards.pop(id(handle), None)
+                handle.close()
+            guard.check()
+        finally:
+            guard.close()

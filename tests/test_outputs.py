@@ -1,0 +1,206 @@
+"""The output policy of every command (papara_py/io/outputs.py; docs/RELIABILITY.md), issue #28:
+an output that is an input is refused before any work; devices, FIFOs and `-` are written
+directly, never renamed over; temporaries of killed runs are cleared; a full disk ends as one
+paragraph with exit status 3 and nothing half-written. Every case checks the exit status, the
+message, that nothing is left and that the inputs are byte-identical (tests/misuse.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+from misuse import (  # noqa: F401
+    EXAMPLE,
+    Workspace,
+    assert_refused,
+    papara,
+    partial_files,
+    small_filesystem,
+    workspace,
+)
+
+from papara_py.errors import InputError, OutputError
+from papara_py.io import outputs
+
+
+@pytest.fixture(scope="module")
+def run_file(tmp_path_factory) -> Path:
+    """A complete run of the bundled example."""
+    directory = tmp_path_factory.mktemp("run")
+    ws = Workspace(directory)
+    result = papara(*ws.main_job("-q", output=str(directory / "run.h5")))
+    assert result.returncode == 0, result.stderr
+    return directory / "run.h5"
+
+
+@pytest.fixture
+def run_copy(run_file, tmp_path) -> Path:
+    target = tmp_path / "run.h5"
+    shutil.copy(run_file, target)
+    return target
+
+
+# ---------------------------------------------------------------------------------------------
+# An output that names an input
+
+
+@pytest.mark.parametrize("output, culprit", [
+    ("reads.fa", "reads"), ("./tree.nwk", "tree"), ("{dir}/ref.phy", "alignment"),
+    ("{dir}/../{base}/reads.fa", "reads")])
+def test_main_job_refuses_an_output_that_is_an_input(workspace, output, culprit):
+    output = output.format(dir=workspace.dir, base=workspace.dir.name)
+    result = papara(*workspace.main_job(output=output), cwd=workspace.dir)
+    assert_refused(result, 2, f"the output is the {culprit} input", "never writes over its inputs")
+    workspace.assert_untouched()
+
+
+def test_an_output_linked_to_an_input_is_refused(workspace):
+    os.symlink("reads.fa", workspace.dir / "link.fa")
+    os.link(workspace.dir / "ref.phy", workspace.dir / "hard.phy")
+    workspace.snapshot()
+    for name, culprit in (("link.fa", "reads"), ("hard.phy", "alignment")):
+        result = papara(*workspace.main_job(output=name), cwd=workspace.dir)
+        assert_refused(result, 2, f"{name}: the output is the {culprit} input (")
+    workspace.assert_untouched()
+
+
+def test_export_and_report_refuse_to_write_over_the_run_file(run_copy):
+    ws_before = run_copy.read_bytes()
+    for command in (["export", str(run_copy), "--format", "fasta"], ["report", str(run_copy)]):
+        result = papara(*command, "-o", str(run_copy))
+        assert_refused(result, 2, "the output is the run file input")
+    assert run_copy.read_bytes() == ws_before
+    assert sorted(p.name for p in run_copy.parent.iterdir()) == ["run.h5"]
+
+
+def test_prepare_refuses_to_write_over_its_tree(workspace):
+    result = papara("prepare", "-t", workspace.path("tree.nwk"), "-s", workspace.path("ref.phy"),
+                    "-o", workspace.path("tree.nwk"))
+    assert_refused(result, 2, "the output is the tree input")
+    workspace.assert_untouched()
+
+
+@pytest.mark.parametrize("output, expect", [("", "-o: the output name is empty"),
+                                            (".", "is a directory"),
+                                            ("missing/run.h5", "does not exist"),
+                                            ("-", "cannot be standard output")])
+def test_bad_output_names_are_refused_before_any_work(workspace, output, expect):
+    result = papara(*workspace.main_job(output=output), cwd=workspace.dir)
+    assert_refused(result, 2, expect)
+    workspace.assert_untouched()
+
+
+# ---------------------------------------------------------------------------------------------
+# Targets that are not regular files
+
+
+def test_main_job_to_dev_null_leaves_the_device_alone(workspace):
+    result = papara(*workspace.main_job("-q", output="/dev/null"))
+    assert result.returncode == 0, result.stderr
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    workspace.assert_untouched()
+
+
+def test_export_to_stdout_and_to_a_fifo(run_copy, tmp_path):
+    regular = tmp_path / "out.fasta"
+    assert papara("export", str(run_copy), "--format", "fasta", "-o", str(regular)).returncode == 0
+    streamed = papara("export", str(run_copy), "--format", "fasta", "-o", "-")
+    assert streamed.returncode == 0, streamed.stderr
+    assert streamed.stdout == regular.read_bytes()
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    result = papara("export", str(run_copy), "--format", "fasta", "-o", str(fifo))
+    reader.join(timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert received == [regular.read_bytes()]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert not partial_files(tmp_path)
+
+
+def test_a_link_to_a_regular_output_stays_a_link(run_copy, tmp_path):
+    real = tmp_path / "real.fasta"
+    real.write_text("old\n")
+    (tmp_path / "link.fasta").symlink_to("real.fasta")
+    result = papara("export", str(run_copy), "--format", "fasta", "-o", str(tmp_path / "link.fasta"))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "link.fasta").is_symlink() and real.read_text().startswith(">")
+    assert not partial_files(tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Temporaries
+
+
+def test_stale_temporaries_are_removed_or_named(run_copy, tmp_path):
+    dead = 4_194_000  # above any pid Linux hands out by default
+    host = outputs._HOST
+    stale = tmp_path / f".out.fasta.{dead}.0.{host}.partial"
+    foreign = tmp_path / f".out.fasta.{dead}.1.elsewhere.partial"
+    unrelated = tmp_path / f".other.fasta.{dead}.0.{host}.partial"
+    for path in (stale, foreign, unrelated):
+        path.write_text("half")
+    result = papara("export", str(run_copy), "--format", "fasta", "-o", str(tmp_path / "out.fasta"))
+    assert result.returncode == 0, result.stderr
+    message = " ".join(result.stderr.split())
+    assert f"removed {stale}" in message and "was killed" in message
+    assert f"{foreign} is the unfinished output of another run (process {dead} on host elsewhere)" in message
+    assert not stale.exists() and foreign.exists() and unrelated.exists()
+
+
+def test_atomic_path_removes_its_temporary_on_any_exception(tmp_path):
+    target = tmp_path / "out.txt"
+    for error in (RuntimeError("boom"), KeyboardInterrupt()):
+        with pytest.raises(type(error)):
+            with outputs.atomic_path(target) as tmp:
+                tmp.write_text("half")
+                raise error
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_output_in_process():
+    with pytest.raises(InputError, match="NUL"):
+        outputs.check_output("a\0b")
+    with pytest.raises(InputError, match="no such device"):
+        outputs.check_output("/dev/papara-no-such-device")
+
+
+# ---------------------------------------------------------------------------------------------
+# Write faults
+
+
+def test_a_full_disk_ends_cleanly_in_every_command(run_file, tmp_path):
+    ws = Workspace(tmp_path)
+    with small_filesystem(size_kib=256, free_kib=24) as full:
+        commands = {
+            "run.h5": ws.main_job("-q", output=str(full / "run.h5")),
+            "out.phylip": ["export", str(run_file), "--format", "phylip", "-o", str(full / "out.phylip")],
+            "out.fasta": ["export", str(run_file), "--format", "fasta", "-o", str(full / "out.fasta")],
+            "report.html": ["report", str(run_file), "-o", str(full / "report.html")],
+            "profiles.h5": ["prepare", "-t", ws.path("tree.nwk"), "-s", ws.path("ref.phy"),
+                            "-o", str(full / "profiles.h5")],
+        }
+        for name, command in commands.items():
+            if name == "profiles.h5":  # 39 KB of profiles: leave less room than that
+                (full / "filler2").write_bytes(b"\0" * 12 * 1024)
+            result = papara(*command)
+            assert_refused(result, 3, f"{full / name}: cannot write the output: no space left on device",
+                           "nothing was written")
+            assert sorted(p.name for p in full.iterdir()) == ["filler"] + (["filler2"] if name == "profiles.h5" else [])
+    ws.assert_untouched()
+
+
+def test_write_faults_become_output_errors():
+    import errno
+
+    hdf5 = RuntimeError("Can't decrement id ref count (file write failed: errno = 28, error message = 'x')")
+    assert "no space left" in str(outputs.as_output_error("run.h5", hdf5))
+    assert isinstance(outputs.as_output_error("x", OSError(errno.EIO, "Input/output error")), OutputError)
+    assert outputs.as_output_error("x", OSError(errno.ENOENT, "missing")) is None
+    assert outputs.as_output_error("-", BrokenPipeError(errno.EPIPE, "pipe")) is None
