@@ -1,4 +1,5 @@
-"""The main job, start to finish: inputs -> edge profiles -> engine -> traceback -> HDF5.
+"""The main job, start to finish, as named stages (`_run`): read_inputs -> edge_profiles ->
+choose_devices -> plan_batches -> score_trace_write (engine, traceback, HDF5) -> run_record.
 
 Reads are scored and traced in batches (input order), and each batch's rows go straight into the
 output file, so memory holds the compact reads, one batch's working arrays and the profiles of
@@ -195,13 +196,52 @@ def run(config: RunConfig) -> RunSummary:
 
 
 def _run(config: RunConfig, reporter: Reporter) -> RunSummary:
+    """The main job as its stages; `timings` collects each stage's seconds for the run record."""
     check_mode(config.strand)
     timings: dict[str, float] = {}
-    run_started = t0 = time.perf_counter()
+    started = time.perf_counter()
     # numba's JIT starts while the inputs are read, not on a consumer thread (pairwise/candidates.py)
     jit_loader = threading.Thread(target=load_merges, name="papara-jit", daemon=True)
     jit_loader.start()
-    # every input is read once, hashed as it is parsed (pipes, FIFOs and `-r -` work; io/checksums.py)
+    inputs = read_inputs(config, reporter, timings)
+    profiles = edge_profiles(config, inputs, timings)
+    devices = choose_devices(config, reporter, inputs, profiles)
+    work = plan_batches(config, reporter, inputs, profiles, devices, timings)
+    with run_writer(config.output, len(inputs.reads), inputs.n_columns, work.k, config.command_line) as writer:
+        tally = score_trace_write(config, reporter, inputs, profiles, devices, work, writer, timings,
+                                  jit_loader, started)
+        writer.write_run_record(run_record(config, inputs, profiles, devices, work, tally, timings))
+        timings["total"] = time.perf_counter() - started
+        writer.write_run_record({"timings_seconds": timings})
+    reporter.record("phases (s): " + ", ".join(f"{name} {seconds:.3f}" for name, seconds in timings.items())
+                    + f"; {tally.cells} cells, {tally.gcups:.1f} GCUPS")
+    counts = work.status_counts
+    reporter.notice(f"{len(work.alignable)} of {len(inputs.reads)} reads aligned"
+                    + "".join(f", {n} {s}" for s, n in counts.items() if s != STATUS_ALIGNED)
+                    + f"; scoring {timings['scoring']:.2f} s ({tally.gcups:.1f} GCUPS); wrote {config.output}")
+    return RunSummary(len(inputs.reads), len(work.alignable), counts, timings, tally.gcups)
+
+
+@dataclass
+class Inputs:
+    """Stage 1, `read_inputs`: the parsed and checked inputs, each read once, and their sha256."""
+
+    edge_tree: EdgeTree
+    alignment: object        # io.inputs.Alignment
+    match: object            # io.inputs.match_tips: tip rows, extra taxa
+    reads: ReadSet
+    n_reads_total: int       # reads in the input (a shard keeps only its slice)
+    checksums: dict[str, str]
+
+    @property
+    def n_columns(self) -> int:
+        return self.alignment.rows.shape[1]
+
+
+def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]) -> Inputs:
+    """Stage 1: tree, alignment and reads, validated; every input read once and hashed as it is
+    parsed (pipes, FIFOs and `-r -` work; io/checksums.py)."""
+    started = time.perf_counter()
     digests = {name: Digest() for name in ("tree", "alignment", "reads")}
     tree = read_tree(config.tree, digests["tree"])
     alignment = read_alignment(config.alignment, digests["alignment"])
@@ -211,138 +251,196 @@ def _run(config: RunConfig, reporter: Reporter) -> RunSummary:
     match = match_tips(edge_tree.tip_names, alignment, config.tree)
     reads, n_reads_total = load_reads(config.reads, alignment, match.extra, reporter, config.shard,
                                       digests["reads"])
-    m = alignment.rows.shape[1]
-    checksums = {name: digest.hexdigest() for name, digest in digests.items()}
-    timings["input"] = time.perf_counter() - t0
+    inputs = Inputs(edge_tree, alignment, match, reads, n_reads_total,
+                    {name: digest.hexdigest() for name, digest in digests.items()})
+    timings["input"] = time.perf_counter() - started
     for what in ("tree", "alignment", "reads"):
-        path = getattr(config, what)
-        reporter.record(f"input {what}: {os.path.abspath(path)} sha256 {checksums[what]}")
-    reporter.record(f"reference: {edge_tree.n_tips} taxa, {edge_tree.n_edges} edges, {m} columns; "
+        reporter.record(f"input {what}: {os.path.abspath(getattr(config, what))} sha256 {inputs.checksums[what]}")
+    reporter.record(f"reference: {edge_tree.n_tips} taxa, {edge_tree.n_edges} edges, {inputs.n_columns} columns; "
                     f"{len(reads)} reads ({n_reads_total} in the input)")
     if config.shard is not None:
         reporter.notice(f"shard {config.shard} (from {config.shard.source}): {len(reads)} of {n_reads_total} reads")
+    return inputs
 
-    t0 = time.perf_counter()
-    builder: EdgeProfiles = open_prepared(config.profiles, edge_tree, m, checksums) if config.profiles \
-        else ProfileBuilder(edge_tree, match.tip_rows)
-    timings["profiles"] = time.perf_counter() - t0
+
+def edge_profiles(config: RunConfig, inputs: Inputs, timings: dict[str, float]) -> EdgeProfiles:
+    """Stage 2: every edge's profile (DESIGN.md 3), built here or loaded from `papara-py prepare`."""
+    started = time.perf_counter()
+    profiles: EdgeProfiles = (
+        open_prepared(config.profiles, inputs.edge_tree, inputs.n_columns, inputs.checksums) if config.profiles
+        else ProfileBuilder(inputs.edge_tree, inputs.match.tip_rows))
+    timings["profiles"] = time.perf_counter() - started
+    return profiles
+
+
+@dataclass
+class Devices:
+    """Stage 3, `choose_devices`: who scores, and the engine's shape."""
+
+    use_cpu: bool
+    gpu_scorers: list
+    width: int               # lanes (edges per block)
+    options: EngineOptions
+
+
+def choose_devices(config: RunConfig, reporter: Reporter, inputs: Inputs, profiles: EdgeProfiles) -> Devices:
+    """Stage 3: CPU workers and GPUs for --device, --gpus and -j."""
     use_cpu, gpu_scorers = resolve_scorers(config, reporter)
     reporter.record(f"device {config.device}: " + ", ".join(
         ([f"{max(1, config.threads - len(gpu_scorers))} CPU workers"] if use_cpu else [])
         + [scorer.name for scorer in gpu_scorers]))
-    width = config.lanes or default_lane_width()
     # each GPU keeps a core for its feeder threads (the paper's hybrid: 3 CPU workers + 1 GPU
     # thread on 4 cores); gpu-only runs start CPU workers only if every GPU fails
     options = config.engine_options or EngineOptions(cpu_workers=max(1, config.threads - len(gpu_scorers)))
-    statuses = reads.status_codes(m)
-    alignable = np.flatnonzero(statuses == STATUSES.index(STATUS_ALIGNED))
-    reporter.detail(f"{edge_tree.n_tips} taxa, {builder.n_edges} edges, {m} columns, {len(reads)} reads "
-                    f"({len(alignable)} alignable), {width} lanes, device {config.device}")
+    return Devices(use_cpu, gpu_scorers, config.lanes or default_lane_width(), options)
 
+
+@dataclass
+class Work:
+    """Stage 4, `plan_batches`: which reads are scored, in which batches, with what K."""
+
+    statuses: np.ndarray                 # uint8 [Q], index into STATUSES
+    alignable: np.ndarray                # the reads scored, input order
+    batches: list[np.ndarray]
+    stretches: list[tuple[int, int]]     # input rows whose identities each batch writes
+    k: int                               # candidates kept per read
+    kmers: ReferenceKmers | None         # for --strand auto
+
+    @property
+    def status_counts(self) -> dict[str, int]:
+        return {name: n for name, n in sorted(zip(STATUSES, np.bincount(self.statuses, minlength=len(STATUSES))
+                                                          .tolist())) if n}
+
+
+def plan_batches(config: RunConfig, reporter: Reporter, inputs: Inputs, profiles: EdgeProfiles, devices: Devices,
+                 timings: dict[str, float]) -> Work:
+    """Stage 4: each read's status, the batches of the alignable ones, K, and the reference k-mers
+    the strand decision uses (each read's orientation depends only on the read and the reference,
+    so sharded runs agree)."""
+    m = inputs.n_columns
+    statuses = inputs.reads.status_codes(m)
+    alignable = np.flatnonzero(statuses == STATUSES.index(STATUS_ALIGNED))
+    reporter.detail(f"{inputs.edge_tree.n_tips} taxa, {profiles.n_edges} edges, {m} columns, "
+                    f"{len(inputs.reads)} reads ({len(alignable)} alignable), {devices.width} lanes, "
+                    f"device {config.device}")
     k = max(1, config.candidates)
-    if k > builder.n_edges:
-        reporter.notice(f"--candidates {config.candidates} is more than the tree's {builder.n_edges} edges; "
-                        f"keeping {builder.n_edges} per read")
-        k = builder.n_edges
+    if k > profiles.n_edges:
+        reporter.notice(f"--candidates {config.candidates} is more than the tree's {profiles.n_edges} edges; "
+                        f"keeping {profiles.n_edges} per read")
+        k = profiles.n_edges
     batches = split_batches(alignable, config.batch_reads)
-    stretches = input_stretches(batches, len(reads))
-    t0 = time.perf_counter()
-    # each read's orientation depends only on the read and the reference (sharded runs agree)
-    kmers = ReferenceKmers(match.tip_rows) if config.strand == "auto" else None
-    timings["strand"] = time.perf_counter() - t0
+    started = time.perf_counter()
+    kmers = ReferenceKmers(inputs.match.tip_rows) if config.strand == "auto" else None
+    timings["strand"] = time.perf_counter() - started
+    return Work(statuses, alignable, batches, input_stretches(batches, len(inputs.reads)), k, kmers)
+
+
+@dataclass
+class Tally:
+    """Stage 5, `score_trace_write`: what the scoring did, for the run record."""
+
+    cells: int
+    gcups: float
+    strand_counts: dict[str, int]
+    consumers: dict[str, dict]
+
+
+def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, profiles: EdgeProfiles,
+                      devices: Devices, work: Work, writer: RunWriter, timings: dict[str, float],
+                      jit_loader: threading.Thread, run_started: float) -> Tally:
+    """Stage 5: batches through the engine (strand decision on its master thread), then each
+    finished batch traced back on its best edge and written, while later batches are scored."""
+    reads, batches, m = inputs.reads, work.batches, inputs.n_columns
     plans: dict[int, StrandPlan] = {}  # batches made and not yet traced back
     strand_counts = {"+": 0, "-": 0, "scored_both": 0}
     scored_residues = 0
     timings["traceback"] = timings["output"] = 0.0
-    with run_writer(config.output, len(reads), m, k, config.command_line) as writer:
+    t0 = time.perf_counter()
+    writer.write_reference(inputs.alignment.names, inputs.alignment.rows, inputs.edge_tree.numbered_newick)
+    if not batches:  # nothing to score: every read's identity now
+        _write_read_identities(writer, reads, work.statuses, 0, len(reads), config.batch_reads)
+    timings["output"] += time.perf_counter() - t0
+    with reporter.bar(block_count(profiles.n_edges, devices.width) * len(batches), "block", "scoring") as bar:
+        scored = 0
+        engine_started = time.perf_counter()
+
+        def progress(blocks: int, block_cells: int) -> None:
+            nonlocal scored
+            scored += block_cells
+            bar.update(blocks)
+            elapsed = max(time.perf_counter() - engine_started, 1e-9)
+            bar.set_postfix_str(f"{scored / elapsed / 1e9:.1f} GCUPS", refresh=False)
+
+        def make_batch(index: int) -> ReadBatch:
+            """Batch `index` in its orientations (on the engine's master thread)."""
+            started = time.perf_counter()
+            plan = StrandPlan.for_batch(batches[index], orient(config.strand, reads, batches[index], work.kmers))
+            plans[index] = plan
+            timings["strand"] += time.perf_counter() - started
+            return ReadBatch(*reads.select(plan.reads, plan.reverse))
+
         t0 = time.perf_counter()
-        writer.write_reference(alignment.names, alignment.rows, edge_tree.numbered_newick)
-        if not batches:  # nothing to score: every read's identity now
-            _write_read_identities(writer, reads, statuses, 0, len(reads), config.batch_reads)
-        timings["output"] += time.perf_counter() - t0
-        with reporter.bar(block_count(builder.n_edges, width) * len(batches), "block", "scoring") as bar:
-            scored = 0
-            engine_started = time.perf_counter()
+        jit_loader.join()  # left to wait only when the inputs were read in less time
+        timings["jit_wait"] = time.perf_counter() - t0
+        engine = Engine(profiles.profiles, profiles.n_edges, m, devices.width, config.params, work.k,
+                        devices.use_cpu, devices.gpu_scorers, devices.options, progress)
+        # batches arrive as they finish; tracing back and writing one overlaps scoring the next
+        with closing(engine.run(make_batch, len(batches))) as finished:
+            for index, candidates in finished:
+                batch = batches[index]
+                plan = plans.pop(index)
+                scored_residues += int(reads.lengths[plan.reads].sum())
+                strand_counts["scored_both"] += len(plan.second)
+                reverse, candidates = plan.pick(candidates)
+                strand_counts["-"] += int(np.count_nonzero(reverse))
+                strand_counts["+"] += int(len(reverse) - np.count_nonzero(reverse))
+                t0 = time.perf_counter()
+                scores, starts, cigars, rows = traceback_batch(reads, batch, reverse, candidates.edge[:, 0],
+                                                               profiles, config.params, config.threads)
+                if not np.array_equal(scores, candidates.score[:, 0]):
+                    raise RuntimeError("internal error: traceback score differs from the engine's score")
+                timings["traceback"] += time.perf_counter() - t0
+                t0 = time.perf_counter()
+                _write_read_identities(writer, reads, work.statuses, *work.stretches[index], config.batch_reads)
+                _write_batch(writer, batch, reverse, candidates, scores, starts, cigars, rows)
+                timings["output"] += time.perf_counter() - t0
+                reporter.record(f"batch {index + 1}/{len(batches)}: {len(batch)} reads, "
+                                f"{time.perf_counter() - run_started:.2f} s into the run")
+    timings["scoring"] = engine.scoring_seconds
+    timings["build_blocks"] = engine.build_seconds
+    reporter.detail(f"--strand {config.strand}: {strand_counts['scored_both']} of {len(work.alignable)} reads "
+                    f"scored in both orientations ({timings['strand']:.3f} s)")
+    cells = scored_residues * profiles.n_edges * m
+    return Tally(
+        cells=cells, gcups=cells / timings["scoring"] / 1e9 if timings["scoring"] > 0 else 0.0,
+        strand_counts=strand_counts,
+        consumers={stats.name: {"blocks": stats.blocks, "edges": stats.edges, "cells": stats.cells,
+                                "calls": stats.calls, "busy_seconds": stats.busy_seconds,
+                                **({"error": stats.error} if stats.error else {})}
+                   for stats in engine.consumers})
 
-            def progress(blocks: int, block_cells: int) -> None:
-                nonlocal scored
-                scored += block_cells
-                bar.update(blocks)
-                elapsed = max(time.perf_counter() - engine_started, 1e-9)
-                bar.set_postfix_str(f"{scored / elapsed / 1e9:.1f} GCUPS", refresh=False)
 
-            def make_batch(index: int) -> ReadBatch:
-                """Batch `index` in its orientations (on the engine's master thread)."""
-                started = time.perf_counter()
-                plan = StrandPlan.for_batch(batches[index], orient(config.strand, reads, batches[index], kmers))
-                plans[index] = plan
-                timings["strand"] += time.perf_counter() - started
-                return ReadBatch(*reads.select(plan.reads, plan.reverse))
-
-            t0 = time.perf_counter()
-            jit_loader.join()  # left to wait only when the inputs were read in less time
-            timings["jit_wait"] = time.perf_counter() - t0
-            engine = Engine(builder.profiles, builder.n_edges, m, width, config.params, k, use_cpu, gpu_scorers,
-                            options, progress)
-            # batches arrive as they finish; tracing back and writing one overlaps scoring the next
-            with closing(engine.run(make_batch, len(batches))) as finished:
-                for index, candidates in finished:
-                    batch = batches[index]
-                    plan = plans.pop(index)
-                    scored_residues += int(reads.lengths[plan.reads].sum())
-                    strand_counts["scored_both"] += len(plan.second)
-                    reverse, candidates = plan.pick(candidates)
-                    strand_counts["-"] += int(np.count_nonzero(reverse))
-                    strand_counts["+"] += int(len(reverse) - np.count_nonzero(reverse))
-                    t0 = time.perf_counter()
-                    scores, starts, cigars, rows = traceback_batch(reads, batch, reverse, candidates.edge[:, 0],
-                                                                   builder, config.params, config.threads)
-                    if not np.array_equal(scores, candidates.score[:, 0]):
-                        raise RuntimeError("internal error: traceback score differs from the engine's score")
-                    timings["traceback"] += time.perf_counter() - t0
-                    t0 = time.perf_counter()
-                    _write_read_identities(writer, reads, statuses, *stretches[index], config.batch_reads)
-                    _write_batch(writer, batch, reverse, candidates, scores, starts, cigars, rows)
-                    timings["output"] += time.perf_counter() - t0
-                    reporter.record(f"batch {index + 1}/{len(batches)}: {len(batch)} reads, "
-                                    f"{time.perf_counter() - run_started:.2f} s into the run")
-        timings["scoring"] = engine.scoring_seconds
-        timings["build_blocks"] = engine.build_seconds
-        consumer_totals = {stats.name: {"blocks": stats.blocks, "edges": stats.edges, "cells": stats.cells,
-                                        "calls": stats.calls, "busy_seconds": stats.busy_seconds,
-                                        **({"error": stats.error} if stats.error else {})}
-                           for stats in engine.consumers}
-        cells = scored_residues * builder.n_edges * m
-        gcups = cells / timings["scoring"] / 1e9 if timings["scoring"] > 0 else 0.0
-        reporter.detail(f"--strand {config.strand}: {strand_counts['scored_both']} of {len(alignable)} reads "
-                        f"scored in both orientations ({timings['strand']:.3f} s)")
-        counts = {name: n for name, n in sorted(zip(STATUSES, np.bincount(statuses, minlength=len(STATUSES))
-                                                         .tolist())) if n}
-        writer.write_run_record({
-            "parameters": asdict(config.params),
-            "checksums_sha256": checksums,
-            "inputs": {"tree": describe_input(config.tree), "alignment": describe_input(config.alignment),
-                       "reads": describe_input(config.reads)},
-            "timings_seconds": timings, "gcups": gcups, "cells": cells, "lanes": width,
-            "threads": {"count": config.threads, "source": config.threads_source},
-            "device": config.device, "consumers": consumer_totals, "candidates_k": k,
-            **({"gpu_device_seconds": {scorer.name: scorer.device_seconds for scorer in gpu_scorers}}
-               if config.gpu_profile else {}),
-            "status_counts": counts, "n_edges": builder.n_edges, "n_columns": m,
-            "strand": config.strand, "strand_counts": strand_counts,
-        })
-        if config.shard is not None:  # the slice, for `papara-py merge` (papara_py/cluster/shards.py)
-            writer.write_run_record({"shard": config.shard.record(n_reads_total)})
-        if config.profiles:
-            writer.write_run_record({"profiles": os.path.abspath(config.profiles)})
-        timings["total"] = time.perf_counter() - run_started
-        writer.write_run_record({"timings_seconds": timings})
-    reporter.record("phases (s): " + ", ".join(f"{name} {seconds:.3f}" for name, seconds in timings.items())
-                    + f"; {cells} cells, {gcups:.1f} GCUPS")
-    reporter.notice(f"{len(alignable)} of {len(reads)} reads aligned"
-                    + "".join(f", {n} {s}" for s, n in counts.items() if s != STATUS_ALIGNED)
-                    + f"; scoring {timings['scoring']:.2f} s ({gcups:.1f} GCUPS); wrote {config.output}")
-    return RunSummary(len(reads), len(alignable), counts, timings, gcups)
+def run_record(config: RunConfig, inputs: Inputs, profiles: EdgeProfiles, devices: Devices, work: Work,
+               tally: Tally, timings: dict[str, float]) -> dict:
+    """Stage 6: the /run attributes (README: the run file) of what was run, on what, and how fast."""
+    record = {
+        "parameters": asdict(config.params),
+        "checksums_sha256": inputs.checksums,
+        "inputs": {"tree": describe_input(config.tree), "alignment": describe_input(config.alignment),
+                   "reads": describe_input(config.reads)},
+        "timings_seconds": timings, "gcups": tally.gcups, "cells": tally.cells, "lanes": devices.width,
+        "threads": {"count": config.threads, "source": config.threads_source},
+        "device": config.device, "consumers": tally.consumers, "candidates_k": work.k,
+        **({"gpu_device_seconds": {scorer.name: scorer.device_seconds for scorer in devices.gpu_scorers}}
+           if config.gpu_profile else {}),
+        "status_counts": work.status_counts, "n_edges": profiles.n_edges, "n_columns": inputs.n_columns,
+        "strand": config.strand, "strand_counts": tally.strand_counts,
+    }
+    if config.shard is not None:  # the slice, for `papara-py merge` (papara_py/cluster/shards.py)
+        record["shard"] = config.shard.record(inputs.n_reads_total)
+    if config.profiles:
+        record["profiles"] = os.path.abspath(config.profiles)
+    return record
 
 
 def split_batches(alignable: np.ndarray, batch_reads: int) -> list[np.ndarray]:
