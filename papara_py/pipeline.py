@@ -51,6 +51,12 @@ TRACEBACK_SLICE = 256
 MIN_BATCHES = 8
 #: ... but no batch below this many reads, which keep a GPU launch of 40 blocks over a full device.
 MIN_BATCH_READS = 2_000
+#: --device auto starts no GPU for a run whose CPU scoring would take less than this: what a GPU
+#: costs before its first result with warm caches (pyopencl's import, the context, the kernels from
+#: the binary cache), about 1 s on the H100 host (BENCHMARKS.md, "identity and start-up").
+GPU_STARTUP_SECONDS = 1.0
+#: Cells a CPU worker thread scores per second, for that estimate (H100 host: 100 GCUPS on 16).
+CPU_CELLS_PER_THREAD_SECOND = 6e9
 
 @dataclass
 class RunConfig:
@@ -281,18 +287,30 @@ class Devices:
     gpu_scorers: list
     width: int               # lanes (edges per block)
     options: EngineOptions
+    choice: str = ""         # why, where --device auto decided against the GPU
 
 
 def choose_devices(config: RunConfig, reporter: Reporter, inputs: Inputs, profiles: EdgeProfiles) -> Devices:
-    """Stage 3: CPU workers and GPUs for --device, --gpus and -j."""
-    use_cpu, gpu_scorers = resolve_scorers(config, reporter)
+    """Stage 3: CPU workers and GPUs for --device, --gpus and -j. With --device auto, a run whose
+    CPU scoring is estimated below GPU_STARTUP_SECONDS stays on the CPU (the GPU would not repay
+    its start-up), and the run record says so."""
+    choice = ""
+    if config.device == "auto":
+        lengths = inputs.reads.lengths
+        cells = int(lengths[lengths < inputs.n_columns].sum()) * profiles.n_edges * inputs.n_columns
+        estimate = cells / (max(1, config.threads) * CPU_CELLS_PER_THREAD_SECOND)
+        if estimate < GPU_STARTUP_SECONDS:
+            choice = (f"cpu: about {estimate:.2f} s of CPU scoring expected ({cells} cells on {config.threads} "
+                      f"threads), less than a GPU's start-up (about {GPU_STARTUP_SECONDS:g} s)")
+            reporter.detail(f"--device auto: {choice}")
+    use_cpu, gpu_scorers = (True, []) if choice else resolve_scorers(config, reporter)
     reporter.record(f"device {config.device}: " + ", ".join(
         ([f"{max(1, config.threads - len(gpu_scorers))} CPU workers"] if use_cpu else [])
         + [scorer.name for scorer in gpu_scorers]))
     # each GPU keeps a core for its feeder threads (the paper's hybrid: 3 CPU workers + 1 GPU
     # thread on 4 cores); gpu-only runs start CPU workers only if every GPU fails
     options = config.engine_options or EngineOptions(cpu_workers=max(1, config.threads - len(gpu_scorers)))
-    return Devices(use_cpu, gpu_scorers, config.lanes or default_lane_width(), options)
+    return Devices(use_cpu, gpu_scorers, config.lanes or default_lane_width(), options, choice)
 
 
 @dataclass
@@ -430,7 +448,8 @@ def run_record(config: RunConfig, inputs: Inputs, profiles: EdgeProfiles, device
                    "reads": describe_input(config.reads)},
         "timings_seconds": timings, "gcups": tally.gcups, "cells": tally.cells, "lanes": devices.width,
         "threads": {"count": config.threads, "source": config.threads_source},
-        "device": config.device, "consumers": tally.consumers, "candidates_k": work.k,
+        "device": config.device, **({"device_choice": devices.choice} if devices.choice else {}),
+        "consumers": tally.consumers, "candidates_k": work.k,
         **({"gpu_device_seconds": {scorer.name: scorer.device_seconds for scorer in devices.gpu_scorers}}
            if config.gpu_profile else {}),
         "status_counts": work.status_counts, "n_edges": profiles.n_edges, "n_columns": inputs.n_columns,

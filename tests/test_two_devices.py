@@ -93,3 +93,30 @@ def test_gpus_chooses_among_the_usable_gpus(opencl_device, monkeypatch):
     with pytest.raises(InputError, match="there is no GPU 2: 2 usable"):
         resolve_scorers(RunConfig(tree="t", alignment="s", reads="r", output="o", device="gpu", gpus=(2,)),
                         Reporter(True, False))
+
+
+def test_auto_keeps_a_run_too_small_for_a_gpu_on_the_cpu(opencl_device, monkeypatch, tmp_path):
+    """--device auto with a GPU present: the bundled example (about 0.1 s of CPU scoring) stays on
+    the CPU and the run record says why; a larger estimate (a slower CPU) brings the GPU in."""
+    from papara_py import pipeline
+    from papara_py.engine import opencl_devices
+    from papara_py.io.run_file import RunFile
+    from papara_py.pipeline import RunConfig, run
+
+    example = Path(__file__).resolve().parents[1] / "data" / "example"
+    monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device])
+
+    def auto_run(name: str) -> dict:
+        out = tmp_path / name
+        run(RunConfig(tree=str(example / "tree.nwk"), alignment=str(example / "ref.phy"),
+                      reads=str(example / "reads.fa"), output=str(out), device="auto", threads=2, quiet=True))
+        with RunFile(out) as handle:
+            return handle.record
+
+    small = auto_run("small.h5")
+    assert small["device_choice"].startswith("cpu: about 0.")
+    assert not any(name.startswith("gpu-") for name in small["consumers"])
+    monkeypatch.setattr(pipeline, "CPU_CELLS_PER_THREAD_SECOND", 1e6)  # as if the CPU were very slow
+    large = auto_run("large.h5")
+    assert "device_choice" not in large
+    assert any(name.startswith("gpu-") for name in large["consumers"])
