@@ -49,13 +49,6 @@ example:
 """
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def _gpu_list(text: str) -> tuple[int, ...] | None:
     """--gpus: distinct GPU numbers, comma-separated ("all" for every one: the default)."""
     if text.strip().lower() == "all":
@@ -63,7 +56,8 @@ def _gpu_list(text: str) -> tuple[int, ...] | None:
     try:
         numbers = tuple(int(part) for part in text.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be GPU numbers such as 0 or 0,1 (papara-py devices), got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"must be GPU numbers such as 0 or 0,1 (papara-py devices), got {text!r}") from None
     if any(n < 0 for n in numbers) or len(set(numbers)) != len(numbers):
         raise argparse.ArgumentTypeError(f"must be distinct GPU numbers from 0, got {text!r}")
     return numbers
@@ -90,6 +84,8 @@ MAX_THREADS = 4096
 #: hundreds of GiB.
 MAX_BATCH_READS = 10_000_000
 MAX_GPU_CHUNK = 100_000
+#: A count with no natural bound (--candidates is capped at the tree's edge count later).
+_positive_int = _bounded_int(1, 2**31 - 1)
 
 
 def _penalty(text: str) -> int:
