@@ -5,7 +5,7 @@
 DATA_DIR holds tree.nwk, ref.phy and reads.fa (scripts/simulate.py writes that layout). Each
 device runs as its own `python -m papara_py` process (each pays its own start-up, JIT cache
 loads and OpenCL build, as a user's run does). From each run file's /run record it prints:
-scoring GCUPS (DESIGN 4), the share of blocks and cells each consumer kind took, the stage
+scoring GCUPS (DESIGN 4), reads per second of process time, the process's peak RSS, the share of blocks and cells each consumer kind took, the stage
 timings, T_all (the run from reading inputs to the closed output file) and T_all / T_scoring,
 and the process wall time. Then it checks that every per-read dataset is identical across the
 devices (exit status 1 if not) and, for hybrid, compares its GCUPS with cpu + gpu.
@@ -27,19 +27,31 @@ import numpy as np
 COMPARED = ["status", "best_edge", "score", "start", "cigar", "strand", "candidates/edge", "candidates/score"]
 
 
+#: Runs the main job as its only child and reports that child's peak RSS (KiB) on its last stderr line.
+_PEAK_RSS = ("import resource, subprocess, sys\n"
+             "code = subprocess.run(sys.argv[1:]).returncode\n"
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+             "sys.exit(code)")
+
+
 def run_device(data: Path, device: str, threads: int, out: Path, extra: list[str]) -> dict:
-    """One run of the main job; returns its /run record plus the process wall time."""
+    """One run of the main job; returns its /run record plus the process wall time and peak RSS."""
     output = out / f"run-{device}.h5"
     command = [sys.executable, "-m", "papara_py", "-t", str(data / "tree.nwk"), "-s", str(data / "ref.phy"),
                "-r", str(data / "reads.fa"), "-o", str(output), "--device", device, "-j", str(threads), *extra]
     started = time.perf_counter()
-    subprocess.run(command, check=True)
+    finished = subprocess.run([sys.executable, "-c", _PEAK_RSS, *command], stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - started
+    sys.stderr.write("".join(finished.stderr.splitlines(True)[:-1]))
+    if finished.returncode:
+        raise SystemExit(f"papara-py --device {device} failed (exit status {finished.returncode})")
+    peak_kib = int(finished.stderr.strip().splitlines()[-1])
     with h5py.File(output, "r") as handle:
         attrs = handle["run"].attrs
         record = {key: (json.loads(value) if isinstance(value, str) and value[:1] in "{[" else value)
                   for key, value in attrs.items()}
     record["process_wall_seconds"] = wall
+    record["peak_rss_mib"] = peak_kib / 1024
     record["file"] = str(output)
     return record
 
@@ -87,6 +99,8 @@ def main() -> int:
         total = t.get("total", sum(t.values()))
         print(f"{device:7s} GCUPS {record['gcups']:8.1f}  scoring {t['scoring']:8.2f} s  T_all {total:8.2f} s  "
               f"T_all/T_scoring {total / t['scoring']:.3f}  process {record['process_wall_seconds']:.1f} s  "
+              f"reads/s {sum(record['status_counts'].values()) / record['process_wall_seconds']:.0f}  "
+              f"peak RSS {record['peak_rss_mib']:.0f} MiB  "
               f"shares {json.dumps({k: round(v, 4) for k, v in shares(record).items()})}", flush=True)
         print(f"        timings {json.dumps({k: round(v, 3) for k, v in t.items()})}", flush=True)
         print(f"        consumers {json.dumps(record['consumers'])}", flush=True)
