@@ -530,10 +530,12 @@ def run_papara_cli(data: Data, work: Path, params=PAPER, threads: int = 2) -> tu
     cmd = [exe] if exe else [sys.executable, "-m", "papara_py"]
     out = work / "papara.h5"
     out.unlink(missing_ok=True)
-    mm, cg, go, ge, ins = params
     cmd += ["-t", str(data.tree), "-s", str(data.alignment), "-r", str(data.reads), "-o", str(out),
-            "--mismatch", str(mm), "--cgap", str(cg), "--gap-open", str(go), "--gap-extend", str(ge),
-            "--insertion", str(ins), "--device", "cpu", "--threads", str(threads), "--quiet"]
+            "--device", "cpu", "--threads", str(threads), "--quiet"]
+    if params is not None:  # None: papara-py's own defaults
+        mm, cg, go, ge, ins = params
+        cmd += ["--mismatch", str(mm), "--cgap", str(cg), "--gap-open", str(go), "--gap-extend", str(ge),
+                "--insertion", str(ins)]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True)
     wall = time.perf_counter() - t0
@@ -545,10 +547,9 @@ def run_papara_inprocess(data: Data, work: Path, params=PAPER, threads: int = 2)
     RunConfig, run, ScoringParams = _papara_adapter()
     out = work / "papara.h5"
     out.unlink(missing_ok=True)
-    mm, cg, go, ge, ins = params
+    scoring = ScoringParams() if params is None else ScoringParams(*params)  # None: the defaults
     config = RunConfig(tree=str(data.tree), alignment=str(data.alignment), reads=str(data.reads),
-                       output=str(out), threads=threads, device="cpu", quiet=True,
-                       params=ScoringParams(mismatch=mm, cgap=cg, gap_open=go, gap_extend=ge, insertion=ins))
+                       output=str(out), threads=threads, device="cpu", quiet=True, params=scoring)
     t0 = time.perf_counter()
     run(config)
     wall = time.perf_counter() - t0
@@ -657,7 +658,7 @@ def bench(data: Data, tools: list[str], params=PAPER, threads: int = 2, work: Pa
             placements, wall = TOOLS[tool](data, Path(tmp), threads=threads, **kwargs)
             results[tool] = score(placements, data.truth, ref_tips) | {"wall_s": wall}
             if tool.startswith("papara"):
-                results[tool]["params"] = list(params)
+                results[tool]["params"] = list(params) if params is not None else "defaults"
     return results
 
 
@@ -688,12 +689,12 @@ def main(argv: list[str] | None = None) -> int:
     run = p.add_argument_group("tools")
     run.add_argument("--tools", default="papara,mafft,hmmalign",
                      help="comma-separated: papara (CLI), papara-inproc, mafft, hmmalign")
-    run.add_argument("--params", default=",".join(map(str, PAPER)),
-                     help="papara-py mismatch,cgap,gap_open,gap_extend,insertion")
+    run.add_argument("--params", default="defaults",
+                     help="papara-py mismatch,cgap,gap_open,gap_extend,insertion, or 'defaults' (its own)")
     run.add_argument("--threads", type=int, default=2)
     run.add_argument("--json", metavar="FILE", help="write the results as JSON")
     args = p.parse_args(argv)
-    params = tuple(int(x) for x in args.params.split(","))
+    params = None if args.params == "defaults" else tuple(int(x) for x in args.params.split(","))
     with tempfile.TemporaryDirectory() as tmp:
         if args.simulated:
             data = Data.from_dir(args.simulated, args.name)
