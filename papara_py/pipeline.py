@@ -300,7 +300,7 @@ def run(config: RunConfig) -> RunSummary:
         counts = {name: n for name, n in sorted(zip(STATUSES, np.bincount(statuses, minlength=len(STATUSES))
                                                          .tolist())) if n}
         writer.write_run_record({
-            "parameters": asdict(config.params),
+            "parameters": asdict(config.params) | {"preset": config.params.preset_name()},
             "checksums_sha256": checksums,
             "inputs": {"tree": os.path.abspath(config.tree), "alignment": os.path.abspath(config.alignment),
                        "reads": os.path.abspath(config.reads)},
