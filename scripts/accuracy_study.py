@@ -78,7 +78,7 @@ def append(results: Path, record: dict) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["build", "peers", "grid", "table", "plot"])
+    p.add_argument("what", choices=["build", "peers", "grid", "table", "plot", "validate"])
     p.add_argument("--chosen", default="", help="plot: the chosen point m,c,o,e,i")
     p.add_argument("--png", default=str(Path(__file__).resolve().parent.parent / "docs" / "accuracy_study.png"))
     p.add_argument("--data", default="/work/accdata")
@@ -126,9 +126,37 @@ def main() -> int:
         return 0
     if args.what == "table":
         return table(results, names)
+    if args.what == "validate":
+        return validate(args.threads)
     if args.what == "plot":
         return plot(results, names, tuple(int(x) for x in args.chosen.split(",")), Path(args.png))
     return 1
+
+
+def validate(threads: int) -> int:
+    """Out-of-sample check: 6 more seeds x 3 read models on pyrG and the bundled simulated example
+    (80 reads each), the paper preset against the chosen point and its two runners-up."""
+    import tempfile
+
+    import numpy as np
+    root = Path(__file__).resolve().parent.parent
+    refs = {"pyrg": (Path(PYRG) / "tree.nwk", Path(PYRG) / "ref.phy", 8),
+            "example": (root / "data/example/tree.nwk", root / "data/example/ref.phy", 5)}
+    points = [tuple(ba.PAPER), (3, 6, 2, 2, 7), (3, 6, 2, 2, 8), (2, 3, 2, 1, 5)]
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, (tree, aln, k) in refs.items():
+            for model_name, model in [("Illumina", ILLUMINA), ("454", HP454), ("nanopore-like", NANOPORE_LIKE)]:
+                acc: dict[tuple, list[float]] = {p: [] for p in points}
+                for seed in range(101, 107):
+                    d = ba.leave_taxa_out(tree, aln, Path(tmp) / f"{label}{model_name}{seed}", prune=k, n_reads=80,
+                                          model=model, seed=seed)
+                    data = ba.Data.from_dir(d)
+                    for p in points:
+                        acc[p].append(ba.bench(data, ["papara-inproc"], p, threads)["papara-inproc"]["column_accuracy"])
+                print(f"| {label} | {model_name} | " + " | ".join(
+                    f"{np.mean(v):.4f} ({min(v):.4f}, {sum(a >= b for a, b in zip(v, acc[points[0]]))}/6)"
+                    for v in acc.values()) + " |", flush=True)
+    return 0
 
 
 def collect(results: Path):
