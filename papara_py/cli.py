@@ -136,14 +136,21 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
     inputs.add_argument("-r", "--reads", required=True, metavar="READS.fa",
                         help="reads to align (FASTA or FASTQ, plain or gzipped)")
     _add_output(inputs, "RUN.h5", "HDF5 output file", default="papara.h5")
-    scoring = parser.add_argument_group("scoring (penalties, minimised; PaPaRa's defaults)")
-    for flag, default, meaning in [
-            ("--mismatch", 3, "read residue not in the branch's state set"),
-            ("--cgap", 3, "read residue in a column the tree says is a gap"),
-            ("--gap-open", 3, "opening a gap in the read"),
-            ("--gap-extend", 1, "extending a gap in the read"),
-            ("--insertion", 3, "read residue between reference columns")]:
-        scoring.add_argument(flag, type=_penalty, default=default, help=f"{meaning} (default: {default})")
+    from papara_py.pairwise.params import DEFAULT_PRESET, PRESETS
+    scoring = parser.add_argument_group(
+        "scoring (penalties, minimised; a preset, then any single penalty given overrides it)")
+    scoring.add_argument("--preset", choices=list(PRESETS), default=DEFAULT_PRESET,
+                         help="; ".join(f"{name}: {'/'.join(map(str, values))}" for name, values in PRESETS.items())
+                         + f" (mismatch/cgap/gap-open/gap-extend/insertion; default: %(default)s, chosen by the "
+                         "accuracy study in docs/ACCURACY.md; paper: the 2012 paper's)")
+    for k, (flag, meaning) in enumerate([
+            ("--mismatch", "read residue not in the branch's state set"),
+            ("--cgap", "read residue in a column the tree says is a gap"),
+            ("--gap-open", "opening a gap in the read"),
+            ("--gap-extend", "extending a gap in the read"),
+            ("--insertion", "read residue between reference columns")]):
+        scoring.add_argument(flag, type=_penalty, default=None,
+                             help=f"{meaning} (default: the preset's; {PRESETS[DEFAULT_PRESET][k]} in {DEFAULT_PRESET})")
     engine = parser.add_argument_group("engine")
     engine.add_argument("-j", "--threads", type=_bounded_int(1, MAX_THREADS), default=None,
                         help="threads (default: the CPUs this process may use: its CPU affinity, e.g. "
@@ -214,12 +221,19 @@ def main_job_config(args: argparse.Namespace, command_line: str):
     threads, threads_source = (args.threads, "--threads") if args.threads else available_cpus()
     return RunConfig(
         tree=args.tree, alignment=args.alignment, reads=args.reads, output=args.output,
-        params=ScoringParams(args.mismatch, args.cgap, args.gap_open, args.gap_extend, args.insertion),
+        params=_penalties(args, ScoringParams),
         threads=threads, threads_source=threads_source, log=args.log, device=args.device, gpus=args.gpus,
         gpu_chunk=args.gpu_chunk, gpu_profile=args.gpu_profile, candidates=args.candidates, strand=args.strand,
         lanes=args.lanes, batch_reads=args.batch_reads, quiet=args.quiet, verbose=args.verbose,
         command_line=command_line, shard=resolve_shard(args.shard), profiles=args.profiles,
     )
+
+
+def _penalties(args: argparse.Namespace, scoring_params: type):
+    """The preset's penalties, each one given on the command line replacing its value."""
+    preset = scoring_params.preset(args.preset)
+    given = {name: getattr(args, name) for name in ("mismatch", "cgap", "gap_open", "gap_extend", "insertion")}
+    return scoring_params(**{name: getattr(preset, name) if value is None else value for name, value in given.items()})
 
 
 def _check_output_path(path: str, inputs: list[tuple[str, str | None]], *, option: str = "-o",

@@ -442,7 +442,7 @@ def run_record(config: RunConfig, inputs: Inputs, profiles: EdgeProfiles, device
                tally: Tally, timings: dict[str, float]) -> dict:
     """Stage 6: the /run attributes (README: the run file) of what was run, on what, and how fast."""
     record = {
-        "parameters": asdict(config.params),
+        "parameters": asdict(config.params) | {"preset": config.params.preset_name()},
         "checksums_sha256": inputs.checksums,
         "inputs": {"tree": describe_input(config.tree), "alignment": describe_input(config.alignment),
                    "reads": describe_input(config.reads)},

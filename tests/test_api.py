@@ -86,7 +86,12 @@ def test_temporary_output_goes_with_the_run():
 
 def test_options_are_the_clis(tmp_path):
     run = papara_py.align(TREE, REF, READS, output=tmp_path / "r.h5", gap_open=2, mismatch=2, **OPTIONS)
-    assert run.parameters == {"mismatch": 2, "cgap": 3, "gap_open": 2, "gap_extend": 1, "insertion": 3}
+    # the default preset's values (robust: 3/6/2/2/7) where no single penalty is given, as the CLI
+    assert run.parameters == {"mismatch": 2, "cgap": 6, "gap_open": 2, "gap_extend": 2, "insertion": 7,
+                              "preset": None}
+    paper = papara_py.align(TREE, REF, READS, output=tmp_path / "p.h5", preset="paper", **OPTIONS)
+    assert paper.parameters == {"mismatch": 3, "cgap": 3, "gap_open": 3, "gap_extend": 1, "insertion": 3,
+                                "preset": "paper"}
     with pytest.raises(OptionError, match="--lanes"):
         papara_py.align(TREE, REF, READS, lanes=0)
     with pytest.raises(OptionError, match="unrecognized arguments: --colour"):
@@ -97,7 +102,7 @@ def test_options_are_the_clis(tmp_path):
         papara_py.align(TREE, REF, {"bad name": "ACGT"})
     with pytest.raises(InputError, match="no such file|does not exist|cannot"):
         papara_py.align(TREE, REF, tmp_path / "absent.fa", **OPTIONS)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.h5"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.h5", "r.h5"]
 
 
 def test_iteration_gives_each_reads_fields(api_run):

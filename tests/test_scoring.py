@@ -66,7 +66,7 @@ def test_traceback_rescores_to_the_reported_score(case):
 def test_traceback_prefers_smallest_end_column_and_insertion_over_mismatch_there():
     # read A G against T A C G T T: "A, G inserted" ends at column 1 with cost 3 (insertion);
     # "A, G vs C" ends at column 2 with the same cost: the smallest end column wins.
-    result = align(np.array([1, 4], np.uint8), np.array([8, 1, 2, 4, 8, 8], np.uint8), ScoringParams())
+    result = align(np.array([1, 4], np.uint8), np.array([8, 1, 2, 4, 8, 8], np.uint8), ScoringParams.preset("paper"))
     assert (result.score, result.start, result.cigar) == (3, 1, "1M1I")
 
 

@@ -18,15 +18,37 @@ MAX_PENALTY = 1000
 INT32_LIMIT = 1 << 30
 
 
+#: Named penalty sets (mismatch, cgap, gap_open, gap_extend, insertion); `--preset NAME`.
+#: paper: the 2012 paper's values. robust: chosen by the leave-taxa-out study in docs/ACCURACY.md
+#: (maximises the worst of seven data sets; at least as accurate as paper on every one).
+PRESETS: dict[str, tuple[int, int, int, int, int]] = {
+    "robust": (3, 6, 2, 2, 7),
+    "paper": (3, 3, 3, 1, 3),
+}
+DEFAULT_PRESET = "robust"
+
+
 @dataclass(frozen=True)
 class ScoringParams:
-    """Penalties of Equation 1 (minimised). Defaults are PaPaRa's."""
+    """Penalties of Equation 1 (minimised). Defaults: the `robust` preset (docs/ACCURACY.md)."""
 
-    mismatch: int = 3
-    cgap: int = 3
-    gap_open: int = 3
-    gap_extend: int = 1
-    insertion: int = 3
+    mismatch: int = PRESETS[DEFAULT_PRESET][0]
+    cgap: int = PRESETS[DEFAULT_PRESET][1]
+    gap_open: int = PRESETS[DEFAULT_PRESET][2]
+    gap_extend: int = PRESETS[DEFAULT_PRESET][3]
+    insertion: int = PRESETS[DEFAULT_PRESET][4]
+
+    @classmethod
+    def preset(cls, name: str) -> "ScoringParams":
+        """The named penalty set (`PRESETS`)."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
+        return cls(*PRESETS[name])
+
+    def preset_name(self) -> str | None:
+        """The preset these penalties equal, or None."""
+        values = (self.mismatch, self.cgap, self.gap_open, self.gap_extend, self.insertion)
+        return next((name for name, preset in PRESETS.items() if preset == values), None)
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from papara_py.errors import InputError
-from papara_py.io.run_file import RunFile
 from papara_py.io.outputs import atomic_path
+from papara_py.io.run_file import RunFile
 from papara_py.phylo.encoding import IS_GAP
 from papara_py.report import figures
 from papara_py.report.tree_drawing import NumberedTree

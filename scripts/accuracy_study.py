@@ -1,0 +1,240 @@
+"""The penalty study of docs/ACCURACY.md: build the data sets, run the peers once, then papara-py
+over a grid of (mismatch, cgap, gap_open, gap_extend, insertion) in one process.
+
+    python3 scripts/accuracy_study.py build   --data /work/accdata   # data sets -> DATA/sets/NAME
+    python3 scripts/accuracy_study.py peers   --data /work/accdata   # MAFFT, hmmalign, papara CLI (paper)
+    python3 scripts/accuracy_study.py grid    --data /work/accdata --stage coarse|fine|final
+    python3 scripts/accuracy_study.py table   --data /work/accdata   # summary + docs/accuracy_study.png
+
+Results are appended to DATA/results.jsonl (one line per data set, tool and parameter point), so an
+interrupted study resumes where it stopped. The references: see SETS (paths under --data) and the
+provenance table in docs/ACCURACY.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_accuracy as ba  # noqa: E402
+
+ILLUMINA = ba.ErrorModel(substitution=0.01)
+INDEL = ba.ErrorModel(substitution=0.01, insertion=0.005, deletion=0.005, length_mean=150, length_sd=15)
+HP454 = ba.ErrorModel(substitution=0.003, insertion=0.003, deletion=0.003, homopolymer=0.3,
+                      length_mean=150, length_sd=15)
+NANOPORE_LIKE = ba.ErrorModel(substitution=0.01, insertion=0.01, deletion=0.015, homopolymer=0.2,
+                              length_mean=150, length_sd=15)
+
+#: name: (tree, alignment relative to --data, or the pyrg default; prune K; reads; model; seed)
+PYRG = "/work/shared/data/pyrg"
+SETS = {
+    "pyrg": (f"{PYRG}/tree.nwk", f"{PYRG}/ref.phy", 8, 80, ILLUMINA, 1),
+    "pyrg-indel": (f"{PYRG}/tree.nwk", f"{PYRG}/ref.phy", 8, 100, INDEL, 2),
+    "rpsS": ("rpsS/tree.nwk", "rpsS/ref.fasta", 20, 200, ILLUMINA, 1),
+    "16S-gg": ("16S_gg/tree.nwk", "16S_gg/ref.fasta", 20, 200, ILLUMINA, 1),
+    "16S-gg-454": ("16S_gg/tree.nwk", "16S_gg/ref.fasta", 20, 200, HP454, 3),
+    "sim-low": ("simref/lowdiv/tree.nwk", "simref/lowdiv/ref.fasta", 15, 200, ILLUMINA, 1),
+    "sim-high-np": ("simref/highdiv/tree.nwk", "simref/highdiv/ref.fasta", 15, 200, NANOPORE_LIKE, 1),
+}
+
+
+def grid(stage: str) -> list[tuple[int, int, int, int, int]]:
+    if stage == "coarse":
+        return [p for p in itertools.product([2, 3, 4], [1, 3, 5], [1, 2, 3, 5], [1], [3, 5, 8])]
+    if stage == "fine":  # around the coarse optimum (2,3,1..3,1,5), at x2 resolution (gap_extend 2)
+        pts = list(itertools.product([3, 4, 5], [6], [0, 1, 2, 3, 4, 5], [2], [8, 10, 12]))
+        pts += list(itertools.product([4], [6], [1, 2, 3, 4], [1], [8, 10, 12]))  # extend 0.5
+        pts += [(4, 5, 2, 2, 10), (4, 8, 2, 2, 10), (4, 5, 3, 2, 10), (4, 8, 3, 2, 10)]  # cgap
+        return pts
+    if stage == "final":
+        pts = [ba.PAPER, (2, 3, 2, 1, 5)]
+        return pts
+    raise ValueError(stage)
+
+
+def load(data_dir: Path, name: str) -> ba.Data:
+    return ba.Data.from_dir(data_dir / "sets" / name, name)
+
+
+def done(results: Path) -> set[tuple[str, str, tuple]]:
+    if not results.exists():
+        return set()
+    out = set()
+    for line in results.read_text().splitlines():
+        r = json.loads(line)
+        out.add((r["data"], r["tool"], tuple(r.get("params") or ())))
+    return out
+
+
+def append(results: Path, record: dict) -> None:
+    with open(results, "a") as handle:
+        handle.write(json.dumps(record) + "\n")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("what", choices=["build", "peers", "grid", "table", "plot", "validate"])
+    p.add_argument("--chosen", default="", help="plot: the chosen point m,c,o,e,i")
+    p.add_argument("--png", default=str(Path(__file__).resolve().parent.parent / "docs" / "accuracy_study.png"))
+    p.add_argument("--data", default="/work/accdata")
+    p.add_argument("--stage", default="coarse")
+    p.add_argument("--sets", default=",".join(SETS))
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--points", help="explicit points m,c,o,e,i;m,c,o,e,i (instead of --stage)")
+    args = p.parse_args()
+    data_dir = Path(args.data)
+    results = data_dir / "results.jsonl"
+    names = args.sets.split(",")
+    if args.what == "build":
+        for name in names:
+            tree, aln, prune, reads, model, seed = SETS[name]
+            out = ba.leave_taxa_out(data_dir / tree, data_dir / aln, data_dir / "sets" / name, prune, reads, model, seed)
+            data = ba.Data.from_dir(out, name)
+            print(name, len(ba.read_alignment(data.alignment)), "taxa x",
+                  len(next(iter(ba.read_alignment(data.alignment).values()))), "columns,", len(data.truth), "reads")
+        return 0
+    if args.what == "peers":
+        have = done(results)
+        for name in names:
+            data = load(data_dir, name)
+            for tool in ["papara", "mafft", "hmmalign"]:
+                params = tuple(ba.PAPER) if tool == "papara" else ()
+                if (name, tool, params) in have:
+                    continue
+                r = ba.bench(data, [tool], ba.PAPER, args.threads)[tool]
+                append(results, {"data": name, "tool": tool, "params": list(params)} | r)
+                print(name, tool, json.dumps(r), flush=True)
+        return 0
+    if args.what == "grid":
+        points = ([tuple(int(x) for x in s.split(",")) for s in args.points.split(";")]
+                  if args.points else grid(args.stage))
+        have = done(results)
+        datas = {name: load(data_dir, name) for name in names}
+        t0 = time.time()
+        for k, point in enumerate(points):
+            for name, data in datas.items():
+                if (name, "papara-inproc", point) in have:
+                    continue
+                r = ba.bench(data, ["papara-inproc"], point, args.threads)["papara-inproc"]
+                append(results, {"data": name, "tool": "papara-inproc"} | r | {"params": list(point)})
+            print(f"{k + 1}/{len(points)} {point} {time.time() - t0:.0f}s", flush=True)
+        return 0
+    if args.what == "table":
+        return table(results, names)
+    if args.what == "validate":
+        return validate(args.threads)
+    if args.what == "plot":
+        return plot(results, names, tuple(int(x) for x in args.chosen.split(",")), Path(args.png))
+    return 1
+
+
+def validate(threads: int) -> int:
+    """Out-of-sample check: 6 more seeds x 3 read models on pyrG and the bundled simulated example
+    (80 reads each), the paper preset against the chosen point and its two runners-up."""
+    import tempfile
+
+    import numpy as np
+    root = Path(__file__).resolve().parent.parent
+    refs = {"pyrg": (Path(PYRG) / "tree.nwk", Path(PYRG) / "ref.phy", 8),
+            "example": (root / "data/example/tree.nwk", root / "data/example/ref.phy", 5)}
+    points = [tuple(ba.PAPER), (3, 6, 2, 2, 7), (3, 6, 2, 2, 8), (2, 3, 2, 1, 5)]
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, (tree, aln, k) in refs.items():
+            for model_name, model in [("Illumina", ILLUMINA), ("454", HP454), ("nanopore-like", NANOPORE_LIKE)]:
+                acc: dict[tuple, list[float]] = {p: [] for p in points}
+                for seed in range(101, 107):
+                    d = ba.leave_taxa_out(tree, aln, Path(tmp) / f"{label}{model_name}{seed}", prune=k, n_reads=80,
+                                          model=model, seed=seed)
+                    data = ba.Data.from_dir(d)
+                    for p in points:
+                        acc[p].append(ba.bench(data, ["papara-inproc"], p, threads)["papara-inproc"]["column_accuracy"])
+                print(f"| {label} | {model_name} | " + " | ".join(
+                    f"{np.mean(v):.4f} ({min(v):.4f}, {sum(a >= b for a, b in zip(v, acc[points[0]]))}/6)"
+                    for v in acc.values()) + " |", flush=True)
+    return 0
+
+
+def collect(results: Path):
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    papara: dict[tuple, dict[str, float]] = {}
+    peers: dict[str, dict[str, dict]] = {}
+    for r in rows:
+        if r["tool"] == "papara-inproc":
+            papara.setdefault(tuple(r["params"]), {})[r["data"]] = r["column_accuracy"]
+        else:
+            peers.setdefault(r["data"], {})[r["tool"]] = r
+    return papara, peers
+
+
+def plot(results: Path, names: list[str], chosen: tuple, png: Path) -> int:
+    """Left: column accuracy per data set (paper, chosen, MAFFT, hmmalign). Right: the worst data
+    set's accuracy against each parameter's value in gap_extend units (best over the others)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    papara, peers = collect(results)
+    complete = {p: v for p, v in papara.items() if all(n in v for n in names)}
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 2]})
+    series = [("papara-py paper 3/3/3/1/3", [complete[tuple(ba.PAPER)][n] for n in names]),
+              (f"papara-py {'/'.join(map(str, chosen))}", [complete[chosen][n] for n in names]),
+              ("MAFFT --addfragments", [peers[n]["mafft"]["column_accuracy"] for n in names]),
+              ("hmmalign", [peers[n]["hmmalign"]["column_accuracy"] for n in names])]
+    width = 0.2
+    for k, (label, values) in enumerate(series):
+        left.bar([i + (k - 1.5) * width for i in range(len(names))], values, width, label=label)
+    left.set_xticks(range(len(names)), names, rotation=20)
+    left.set_ylim(0.9, 1.0)
+    left.set_ylabel("column accuracy")
+    left.legend(fontsize=8, loc="lower left")
+    left.set_title("leave-taxa-out column accuracy")
+    labels = ["mismatch", "cgap", "gap_open", "insertion"]
+    for label, index in zip(labels, [0, 1, 2, 4]):
+        best: dict[float, float] = {}
+        for p, v in complete.items():
+            x = p[index] / p[3]  # in units of gap_extend: the score is scale-free
+            best[x] = max(best.get(x, 0.0), min(v.values()))
+        xs = sorted(best)
+        right.plot(xs, [best[x] for x in xs], marker="o", label=label)
+    right.set_xlabel("parameter value / gap_extend")
+    right.set_ylabel("worst data set's column accuracy")
+    right.set_title("best worst-case accuracy per parameter value")
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    print("wrote", png)
+    return 0
+
+
+def table(results: Path, names: list[str]) -> int:
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    papara: dict[tuple, dict[str, float]] = {}
+    peers: dict[str, dict[str, dict]] = {}
+    for r in rows:
+        if r["tool"] == "papara-inproc":
+            papara.setdefault(tuple(r["params"]), {})[r["data"]] = r["column_accuracy"]
+        else:
+            peers.setdefault(r["data"], {})[r["tool"]] = r
+    complete = {p: v for p, v in papara.items() if all(n in v for n in names)}
+    ranked = sorted(complete.items(), key=lambda kv: (-min(kv[1].values()), -sum(kv[1].values())))
+    print("params | " + " | ".join(names) + " | worst | mean")
+    for p, v in ranked[:25]:
+        print(",".join(map(str, p)), "|", " | ".join(f"{v[n]:.4f}" for n in names),
+              f"| {min(v.values()):.4f} | {sum(v.values()) / len(v):.4f}")
+    paper = complete.get(tuple(ba.PAPER))
+    if paper:
+        print("paper", " | ".join(f"{paper[n]:.4f}" for n in names), f"worst {min(paper.values()):.4f}")
+        dominating = [p for p, v in complete.items() if all(v[n] >= paper[n] for n in names)]
+        print("points >= paper on every set:", len(dominating))
+    for tool in ["mafft", "hmmalign", "papara"]:
+        print(tool, " | ".join(f"{peers.get(n, {}).get(tool, {}).get('column_accuracy', float('nan')):.4f}"
+                              for n in names))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

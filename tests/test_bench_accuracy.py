@@ -1,0 +1,155 @@
+"""scripts/bench_accuracy.py: its scoring, truth and tree handling on hand-made cases with known answers."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("bench_accuracy", ROOT / "scripts" / "bench_accuracy.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_accuracy"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+ba = _load()
+TIPS = frozenset("ABCDEF")
+
+
+def test_score_counts_only_residues_with_a_true_column():
+    truth = {
+        "r1": ([0, 1, 2, -1, 3], frozenset({"B"})),  # -1: an inserted error base, not scored
+        "r2": ([5, 6, 7, 8], frozenset({"C", "D"})),
+        "r3": ([1, 2], None),  # no true edge (a polytomy): not in the edge count
+    }
+    placements = {
+        "r1": ba.Placement([0, 1, 5, 4, 3], frozenset({"B"})),  # 3 of 4 right; the insert is ignored
+        "r2": ba.Placement([5, 6, 7, 8], frozenset({"A", "B", "E", "F"})),  # complement of C,D: same edge
+        # r3 missing: both residues wrong
+    }
+    got = ba.score(placements, truth, TIPS)
+    assert got["residues"] == 10
+    assert got["column_accuracy"] == pytest.approx(7 / 10)
+    assert got["read_accuracy"] == pytest.approx((3 / 4 + 1 + 0) / 3)
+    assert got["edge_accuracy"] == pytest.approx(2 / 2)
+
+
+def test_score_wrong_edge_and_length_mismatch():
+    truth = {"r": ([0, 1], frozenset({"A", "B"}))}
+    assert ba.score({"r": ba.Placement([0, 1], frozenset({"C"}))}, truth, TIPS)["edge_accuracy"] == 0
+    assert ba.score({"r": ba.Placement([0, 1])}, truth, TIPS)["edge_accuracy"] is None
+    with pytest.raises(ValueError):
+        ba.score({"r": ba.Placement([0, 1, 2])}, truth, TIPS)
+
+
+def test_cigar_columns():
+    assert ba.cigar_columns(3, "2M1I2D1M") == [3, 4, -1, 7]
+    assert ba.cigar_columns(0, "1D3M") == [1, 2, 3]
+
+
+def test_newick_splits_and_attachment():
+    # ((A,B),(C,(D,E)),F); pruning D puts it on the edge above E; pruning D and E (a clade) puts
+    # both on the edge above C; pruning A puts it on the edge above B
+    tree = ba.parse_newick("((A:1,B:1):1,(C:1,(D:1,E:1):1):1,F:1);")
+    assert set(tree.tips()) == set("ABCDEF")
+    keep = frozenset("ABCEF")
+    assert ba.attachment_split(tree, "D", keep) == frozenset({"E"})
+    keep = frozenset("ABCF")
+    assert ba.attachment_split(tree, "D", keep) == frozenset({"C"})
+    assert ba.attachment_split(tree, "E", keep) == frozenset({"C"})
+    keep = frozenset("BCDEF")
+    # the edge above B; B's side is normalised to the side without the first tip (B itself)
+    assert ba.attachment_split(tree, "A", keep) == frozenset({"C", "D", "E", "F"})
+    pruned = ba.parse_newick(ba.write_pruned_newick(tree, frozenset("ABCF")))
+    assert set(pruned.tips()) == set("ABCF")
+    assert all(len(pruned.adj[v]) in (1, 3) for v in range(len(pruned.adj)))
+    # the suppressed node's two edges add up: C hangs 1 + 1 below the top
+    c = pruned.tips()["C"]
+    assert list(pruned.adj[c].values()) == [2.0]
+
+
+def test_numbered_newick_splits():
+    splits, tips = ba.edge_splits_from_numbered("((A:1{0},B:1{1}):1{2},C:1{3},D:1{4});")
+    assert tips == frozenset("ABCD")
+    assert splits[0] == frozenset("BCD") and splits[1] == frozenset("B")
+    assert splits[2] == frozenset("CD") and splits[3] == frozenset("C")
+
+
+def test_quoted_labels_and_support_values():
+    tree = ba.parse_newick("(('x y':1,B:1)0.95:1,'it''s':2,(C,D)'n1':1);")
+    assert set(tree.tips()) == {"x y", "B", "it's", "C", "D"}
+
+
+def test_leave_taxa_out_truth_points_at_the_source_residues(tmp_path):
+    rng = np.random.default_rng(5)
+    names = [f"t{i}" for i in range(8)]
+    rows = {}
+    for i, name in enumerate(names):
+        row = rng.choice(list("ACGT"), size=300)
+        row[10:14] = "-"  # a gap every taxon shares: the column is dropped
+        if i < 2:
+            row[100:110] = "-"
+        rows[name] = "".join(row)
+    ref = tmp_path / "ref.fasta"
+    ba.write_fasta(ref, rows.items())
+    (tmp_path / "tree.nwk").write_text("(((t0,t1),(t2,t3)),((t4,t5),(t6,t7)));")
+    out = ba.leave_taxa_out(tmp_path / "tree.nwk", ref, tmp_path / "set", prune=2, n_reads=30,
+                            model=ba.ErrorModel(substitution=0.0, length_mean=60, length_sd=5, min_length=40),
+                            seed=3)
+    data = ba.Data.from_dir(out)
+    kept = ba.read_alignment(data.alignment)
+    assert len(kept) == 6 and len(next(iter(kept.values()))) == 296  # 4 all-gap columns dropped
+    # map new columns back to old ones: old = new + 4 past column 10
+    reads = dict(ba._reads_forward(data))
+    import csv
+    with open(out / "truth.tsv") as handle:
+        source = {r["name"]: r["source"] for r in csv.DictReader(
+            (line for line in handle if not line.startswith("#")), delimiter="\t")}
+    for name, (cols, split) in data.truth.items():
+        assert split is not None and source[name] not in kept
+        assert all(c >= 0 for c in cols) and cols == sorted(cols)
+        for base, col in zip(reads[name], cols):
+            old = col + 4 if col >= 10 else col
+            assert rows[source[name]][old] == base
+    # a perfect placement scores 1; one shifted by a column scores 0
+    perfect = {n: ba.Placement(list(c)) for n, (c, _) in data.truth.items()}
+    assert ba.score(perfect, data.truth)["column_accuracy"] == 1.0
+    shifted = {n: ba.Placement([x + 1 for x in c]) for n, (c, _) in data.truth.items()}
+    assert ba.score(shifted, data.truth)["column_accuracy"] == 0.0
+
+
+def test_error_model_marks_inserted_bases_and_reverse_reads():
+    rng = np.random.default_rng(1)
+    row = "ACGTTTTACG" * 20
+    columns = np.arange(len(row))
+    model = ba.ErrorModel(substitution=0.0, insertion=0.2, deletion=0.1, homopolymer=1.0,
+                          length_mean=150, length_sd=0, min_length=20)
+    seq, cols = ba.cut_read(rng, row, columns, model)
+    assert len(seq) == len(cols)
+    real = [(b, c) for b, c in zip(seq, cols) if c >= 0]
+    assert all(row[c] == b for b, c in real)  # every base with a column is its source base
+    assert any(c < 0 for c in cols) and len(real) < 150  # insertions made, deletions made
+    assert [c for _, c in real] == sorted(c for _, c in real)
+
+
+@pytest.mark.skipif(shutil.which("mafft") is None, reason="mafft not installed (Debian: mafft)")
+def test_mafft_map_on_the_example(tmp_path):
+    data = ba.Data.from_dir(ROOT / "data" / "example")
+    placements, _ = ba.run_mafft(data, tmp_path, threads=1)
+    assert ba.score(placements, data.truth)["column_accuracy"] > 0.98
+
+
+@pytest.mark.skipif(shutil.which("hmmalign") is None, reason="hmmer not installed (Debian: hmmer)")
+def test_hmmalign_a2m_on_the_example(tmp_path):
+    data = ba.Data.from_dir(ROOT / "data" / "example")
+    placements, _ = ba.run_hmmalign(data, tmp_path, threads=1)
+    assert ba.score(placements, data.truth)["column_accuracy"] > 0.97
