@@ -1,10 +1,10 @@
 """The penalty study of docs/ACCURACY.md: build the data sets, run the peers once, then papara-py
 over a grid of (mismatch, cgap, gap_open, gap_extend, insertion) in one process.
 
-    python3 scripts/accuracy_study.py build   --data /work/accdata   # data sets -> DATA/sets/NAME
-    python3 scripts/accuracy_study.py peers   --data /work/accdata   # MAFFT, hmmalign, papara CLI (paper)
-    python3 scripts/accuracy_study.py grid    --data /work/accdata --stage coarse|fine|final
-    python3 scripts/accuracy_study.py table   --data /work/accdata   # summary + docs/accuracy_study.png
+    python3 scripts/accuracy_study.py build   --data DATA   # data sets -> DATA/sets/NAME
+    python3 scripts/accuracy_study.py peers   --data DATA   # MAFFT, hmmalign, papara CLI (paper)
+    python3 scripts/accuracy_study.py grid    --data DATA --stage coarse|fine|final
+    python3 scripts/accuracy_study.py table   --data DATA   # summary + docs/accuracy_study.png
 
 Results are appended to DATA/results.jsonl (one line per data set, tool and parameter point), so an
 interrupted study resumes where it stopped. The references: see SETS (paths under --data) and the
@@ -31,7 +31,7 @@ NANOPORE_LIKE = ba.ErrorModel(substitution=0.01, insertion=0.01, deletion=0.015,
                               length_mean=150, length_sd=15)
 
 #: name: (tree, alignment relative to --data, or the pyrg default; prune K; reads; model; seed)
-PYRG = "/work/shared/data/pyrg"
+PYRG = str(Path(__file__).resolve().parents[1] / "tests" / "data" / "pyrg")  # the repository's copy
 SETS = {
     "pyrg": (f"{PYRG}/tree.nwk", f"{PYRG}/ref.phy", 8, 80, ILLUMINA, 1),
     "pyrg-indel": (f"{PYRG}/tree.nwk", f"{PYRG}/ref.phy", 8, 100, INDEL, 2),
@@ -81,7 +81,7 @@ def main() -> int:
     p.add_argument("what", choices=["build", "peers", "grid", "table", "plot", "validate"])
     p.add_argument("--chosen", default="", help="plot: the chosen point m,c,o,e,i")
     p.add_argument("--png", default=str(Path(__file__).resolve().parent.parent / "docs" / "accuracy_study.png"))
-    p.add_argument("--data", default="/work/accdata")
+    p.add_argument("--data", required=True, help="folder of the study's data (docs/ACCURACY.md, Reproduce)")
     p.add_argument("--stage", default="coarse")
     p.add_argument("--sets", default=",".join(SETS))
     p.add_argument("--threads", type=int, default=2)

@@ -295,7 +295,7 @@ def diagnose(data: ba.Data, params: tuple, min_wrong: int = 5) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default="/work/accdata")
+    ap.add_argument("--data", required=True, help="the study's data folder (docs/ACCURACY.md)")
     ap.add_argument("--sets", default="pyrg")
     ap.add_argument("--base", default="2,3,2,1,5")
     ap.add_argument("--scale", type=int, default=4)

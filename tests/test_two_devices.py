@@ -120,3 +120,19 @@ def test_auto_keeps_a_run_too_small_for_a_gpu_on_the_cpu(opencl_device, monkeypa
     large = auto_run("large.h5")
     assert "device_choice" not in large
     assert any(name.startswith("gpu-") for name in large["consumers"])
+
+
+def test_devices_numbers_two_gpus_of_one_model_apart(opencl_device, monkeypatch):
+    """Two GPUs of one model describe themselves alike (equal DeviceInfo records): `papara-py
+    devices` must still number them 0 and 1, as --gpus does (seen on a two-H200 host)."""
+    import dataclasses
+
+    from papara_py.engine import opencl_devices
+
+    first = dataclasses.replace(opencl_device, kind="gpu")
+    second = dataclasses.replace(opencl_device, kind="gpu")
+    assert first == second and first is not second
+    monkeypatch.setattr(opencl_devices, "_enumerate", lambda: ([first, second], []))
+    monkeypatch.setattr(opencl_devices, "check_device", lambda d: opencl_devices.DeviceCheck(d, None))
+    text = opencl_devices.describe_devices()
+    assert "GPU 0 of the GPU engine (--gpus 0)" in text and "GPU 1 of the GPU engine (--gpus 1)" in text

@@ -353,9 +353,12 @@ def describe_devices() -> str:
         version = platform_version(d)
         lines.append(f"  {d.summary()}; driver {d.driver_version.strip()}"
                      + (f"; platform {version}" if version else ""))
+        # by identity: two GPUs of one model describe themselves alike (equal records), and
+        # list.index would number both 0
+        number = next((i for i, gpu in enumerate(gpus) if gpu is d), None)
         if check.works:
             lines.append("    builds and runs papara-py's kernels; "
-                         + (f"GPU {gpus.index(d)} of the GPU engine (--gpus {gpus.index(d)})" if d in gpus
+                         + (f"GPU {number} of the GPU engine (--gpus {number})" if number is not None
                             else "not used (papara-py's CPU engine covers CPUs)"))
         else:
             lines.append(f"    {check.problem}; not used")
