@@ -74,6 +74,7 @@ class RunConfig:
     engine_options: EngineOptions | None = None
     shard: Shard | None = None  # align only this slice of the reads (papara_py/cluster/shards.py)
     profiles: str | None = None  # edge profiles from `papara-py prepare` (papara_py/cluster/prepared.py)
+    unusable_gpus: dict = field(default_factory=dict)  # filled by the run: GPUs that failed at start
 
 
 @dataclass
@@ -155,15 +156,34 @@ def resolve_scorers(config: RunConfig, reporter: Reporter):
     from papara_py.engine.gpu import GpuScorer
     from papara_py.engine.opencl_devices import discover_devices
 
-    devices = discover_devices("gpu")
+    try:
+        devices = discover_devices("gpu")
+    except Exception as error:  # noqa: BLE001 - a broken OpenCL installation is a missing GPU
+        reporter.notice(f"OpenCL could not list the devices ({type(error).__name__}: {error})")
+        devices = []
     if not devices:
         if config.device == "auto":
             reporter.detail("no OpenCL GPU found; running on the CPU")
             return True, []
         raise InputError("--device", f"--device {config.device} needs an OpenCL GPU and none was found; "
                          "run `papara-py devices` to see what OpenCL reports")
-    scorers = [GpuChunkScorer(GpuScorer(d, profiling=config.gpu_profile), f"gpu-{i}:{d.name}", config.gpu_chunk)
-               for i, d in enumerate(devices)]
+    scorers, unusable = [], {}
+    for i, device in enumerate(devices):
+        name = f"gpu-{i}:{device.name}"
+        try:  # the context and queues: fails on a GPU that another process has filled or holds
+            scorers.append(GpuChunkScorer(GpuScorer(device, profiling=config.gpu_profile), name, config.gpu_chunk))
+        except Exception as error:  # noqa: BLE001 - any OpenCL fault makes this GPU unusable
+            lines = str(error).strip().splitlines()
+            unusable[name] = f"{type(error).__name__}: {lines[-1] if lines else ''}"
+    if unusable:
+        listed = "; ".join(f"{name}: {why}" for name, why in unusable.items())
+        if not scorers and config.device == "gpu":
+            raise InputError("--device", f"--device gpu found no usable GPU ({listed}); another process may "
+                                         f"hold the device or its memory: try again later, or run with "
+                                         f"--device auto or cpu")
+        reporter.notice(f"{len(unusable)} GPU(s) cannot be used ({listed}); "
+                        + ("running on the CPU" if not scorers else "running on the others"))
+    config.unusable_gpus = unusable
     return config.device != "gpu", scorers
 
 
@@ -298,7 +318,9 @@ def run(config: RunConfig) -> RunSummary:
         timings["build_blocks"] = engine.build_seconds
         consumer_totals = {stats.name: {"blocks": stats.blocks, "edges": stats.edges, "cells": stats.cells,
                                         "calls": stats.calls, "busy_seconds": stats.busy_seconds,
-                                        **({"error": stats.error} if stats.error else {})}
+                                        **({"error": stats.error} if stats.error else {}),
+                                        **({"retries": stats.retries} if stats.retries else {}),
+                                        **({"faults": stats.faults} if stats.faults else {})}
                            for stats in engine.consumers}
         cells = scored_residues * builder.n_edges * m
         gcups = cells / timings["scoring"] / 1e9 if timings["scoring"] > 0 else 0.0
@@ -313,6 +335,7 @@ def run(config: RunConfig) -> RunSummary:
                        "reads": describe_input(config.reads)},
             "timings_seconds": timings, "gcups": gcups, "cells": cells, "lanes": width,
             "device": config.device, "consumers": consumer_totals, "candidates_k": k,
+            **({"unusable_gpus": config.unusable_gpus} if config.unusable_gpus else {}),
             **({"gpu_device_seconds": {scorer.name: scorer.device_seconds for scorer in gpu_scorers}}
                if config.gpu_profile else {}),
             "status_counts": counts, "n_edges": builder.n_edges, "n_columns": m,
