@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from misuse import EXAMPLE, Workspace, assert_refused, papara, partial_files, small_filesystem, workspace  # noqa: F401
+from misuse import Workspace, assert_refused, papara, partial_files, small_filesystem, workspace  # noqa: F401
 
 from papara_py.errors import InputError, OutputError
 from papara_py.io import outputs
