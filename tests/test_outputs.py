@@ -188,6 +188,13 @@ def test_a_full_disk_ends_cleanly_in_every_command(run_file, tmp_path):
     ws.assert_untouched()
 
 
+def test_report_pngs_on_a_full_disk_leave_no_partial_set(run_file, tmp_path):
+    with small_filesystem(size_kib=256, free_kib=40) as full:
+        result = papara("report", str(run_file), "--png", str(full / "figures"), "-o", str(full / "report.html"))
+        assert_refused(result, 3, "no space left on device")
+        assert sorted(p.name for p in full.iterdir()) == ["filler"]
+
+
 def test_write_faults_become_output_errors():
     import errno
 
