@@ -389,9 +389,18 @@ def hdf5_output(path: str | os.PathLike) -> Iterator[h5py.File]:
                 yield handle
                 handle.flush()
                 guard.check()
+            except Exception:
+                # after a dropped write HDF5 may fail reading back what it thinks it wrote: the
+                # write fault is the cause to report, not what followed from it
+                guard.check()
+                raise
             finally:
                 _guards.pop(id(handle), None)
-                handle.close()
+                try:
+                    handle.close()
+                except Exception:
+                    if guard.error is None:
+                        raise
             guard.check()
         finally:
             guard.close()
