@@ -159,8 +159,10 @@ def test_atomic_path_removes_its_temporary_on_any_exception(tmp_path):
 def test_check_output_in_process():
     with pytest.raises(InputError, match="NUL"):
         outputs.check_output("a\0b")
-    with pytest.raises(InputError, match="no such device"):
-        outputs.check_output("/dev/papara-no-such-device")
+    with pytest.raises(InputError, match="no such file descriptor"):
+        outputs.check_output("/dev/fd/987")
+    assert not outputs.is_direct("/dev/shm/run.h5")  # an ordinary (tmpfs) file: atomic
+    assert outputs.is_direct("/dev/stdout") and outputs.is_direct("/dev/null") and outputs.is_direct("-")
 
 
 # ---------------------------------------------------------------------------------------------
