@@ -122,6 +122,8 @@ def check_output(path: str, inputs: Iterable[tuple[str, str | None]] = (), *, op
         if info is None:
             raise InputError(path, "no such file descriptor or special file; outputs such as /dev/stdout "
                                    "and /proc/... are written directly and must exist")
+        if notice is not None:  # HDF5 outputs to such targets are built in the temporary directory
+            clear_stale(os.path.join(tempfile.gettempdir(), os.path.basename(path)), notice)
         return
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
