@@ -84,6 +84,7 @@ class RunConfig:
     engine_options: EngineOptions | None = None
     shard: Shard | None = None  # align only this slice of the reads (papara_py/cluster/shards.py)
     profiles: str | None = None  # edge profiles from `papara-py prepare` (papara_py/cluster/prepared.py)
+    unusable_gpus: dict = field(default_factory=dict)  # filled by the run: GPUs that failed at start
 
 
 @dataclass
@@ -145,7 +146,11 @@ def resolve_scorers(config: RunConfig, reporter: Reporter):
     from papara_py.engine.gpu import GpuScorer
     from papara_py.engine.opencl_devices import discover_devices
 
-    devices = discover_devices("gpu")
+    try:
+        devices = discover_devices("gpu")
+    except Exception as error:  # noqa: BLE001 - a broken OpenCL installation is a missing GPU
+        reporter.notice(f"OpenCL could not list the devices ({type(error).__name__}: {error})")
+        devices = []
     if not devices:
         if config.device == "auto":
             reporter.detail("no OpenCL GPU found; running on the CPU")
@@ -157,8 +162,24 @@ def resolve_scorers(config: RunConfig, reporter: Reporter):
     if missing:
         raise InputError("--gpus", f"there is no GPU {missing[0]}: {len(devices)} usable OpenCL GPU(s), numbered "
                                    f"from 0 (`papara-py devices` lists them)")
-    scorers = [GpuChunkScorer(GpuScorer(devices[i], profiling=config.gpu_profile), f"gpu-{i}:{devices[i].name}",
-                              config.gpu_chunk) for i in chosen]
+    scorers, unusable = [], {}
+    for i in chosen:
+        device = devices[i]
+        name = f"gpu-{i}:{device.name}"
+        try:  # the context and queues: fails on a GPU that another process has filled or holds
+            scorers.append(GpuChunkScorer(GpuScorer(device, profiling=config.gpu_profile), name, config.gpu_chunk))
+        except Exception as error:  # noqa: BLE001 - any OpenCL fault makes this GPU unusable
+            lines = str(error).strip().splitlines()
+            unusable[name] = f"{type(error).__name__}: {lines[-1] if lines else ''}"
+    if unusable:
+        listed = "; ".join(f"{name}: {why}" for name, why in unusable.items())
+        if not scorers and config.device == "gpu":
+            raise InputError("--device", f"--device gpu found no usable GPU ({listed}); another process may "
+                                         f"hold the device or its memory: try again later, or run with "
+                                         f"--device auto or cpu")
+        reporter.notice(f"{len(unusable)} GPU(s) cannot be used ({listed}); "
+                        + ("running on the CPU" if not scorers else "running on the others"))
+    config.unusable_gpus = unusable
     return config.device != "gpu", scorers
 
 
@@ -434,7 +455,9 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
         strand_counts=strand_counts,
         consumers={stats.name: {"blocks": stats.blocks, "edges": stats.edges, "cells": stats.cells,
                                 "calls": stats.calls, "busy_seconds": stats.busy_seconds,
-                                **({"error": stats.error} if stats.error else {})}
+                                **({"error": stats.error} if stats.error else {}),
+                                **({"retries": stats.retries} if stats.retries else {}),
+                                **({"faults": stats.faults} if stats.faults else {})}
                    for stats in engine.consumers})
 
 
@@ -450,6 +473,7 @@ def run_record(config: RunConfig, inputs: Inputs, profiles: EdgeProfiles, device
         "threads": {"count": config.threads, "source": config.threads_source},
         "device": config.device, **({"device_choice": devices.choice} if devices.choice else {}),
         "consumers": tally.consumers, "candidates_k": work.k,
+        **({"unusable_gpus": config.unusable_gpus} if config.unusable_gpus else {}),
         **({"gpu_device_seconds": {scorer.name: scorer.device_seconds for scorer in devices.gpu_scorers}}
            if config.gpu_profile else {}),
         "status_counts": work.status_counts, "n_edges": profiles.n_edges, "n_columns": inputs.n_columns,

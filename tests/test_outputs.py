@@ -167,8 +167,10 @@ def test_atomic_path_removes_its_temporary_on_any_exception(tmp_path):
 def test_check_output_in_process():
     with pytest.raises(InputError, match="NUL"):
         outputs.check_output("a\0b")
-    with pytest.raises(InputError, match="no such device"):
-        outputs.check_output("/dev/papara-no-such-device")
+    with pytest.raises(InputError, match="no such file descriptor"):
+        outputs.check_output("/dev/fd/987")
+    assert not outputs.is_direct("/dev/shm/run.h5")  # an ordinary (tmpfs) file: atomic
+    assert outputs.is_direct("/dev/stdout") and outputs.is_direct("/dev/null") and outputs.is_direct("-")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,6 +196,45 @@ def test_a_full_disk_ends_cleanly_in_every_command(run_file, tmp_path):
                            "nothing was written")
             assert sorted(p.name for p in full.iterdir()) == ["filler"] + (["filler2"] if name == "profiles.h5" else [])
     ws.assert_untouched()
+
+
+def test_report_pngs_on_a_full_disk_leave_no_partial_set(run_file, tmp_path):
+    with small_filesystem(size_kib=256, free_kib=40) as full:
+        result = papara("report", str(run_file), "--png", str(full / "figures"), "-o", str(full / "report.html"))
+        assert_refused(result, 3, "no space left on device")
+        assert sorted(p.name for p in full.iterdir()) == ["filler"]
+
+
+@pytest.mark.parametrize("budget", [0, 3_000, 20_000, 60_000])
+@pytest.mark.parametrize("fault", ["ENOSPC", "EIO", "EDQUOT"])
+def test_a_write_fault_at_any_point_of_an_hdf5_output_is_an_output_error(tmp_path, monkeypatch, budget, fault):
+    """The guard under HDF5 outputs, failing after `budget` bytes with `fault`: the writer stops
+    with an OutputError naming the target, whatever HDF5 was doing, and leaves no file."""
+    import errno
+
+    import numpy as np
+
+    from papara_py.io.run_writer import run_writer
+
+    class Failing(outputs._GuardedFile):
+        written = 0
+
+        def write(self, data):
+            Failing.written += len(memoryview(data).cast("B"))
+            if Failing.written > budget and self.error is None:
+                self.error = OSError(getattr(errno, fault), os.strerror(getattr(errno, fault)))
+            return super().write(data) if self.error is None else len(memoryview(data).cast("B"))
+
+    monkeypatch.setattr(outputs, "_GuardedFile", Failing)
+    target = tmp_path / "run.h5"
+    with pytest.raises(OutputError) as raised:
+        with run_writer(target, 2_000, 300, 5, "test") as writer:
+            writer.write_reference(["a", "b"], np.full((2, 300), ord("A"), np.uint8), "(a,b);")
+            for start in range(0, 2_000, 100):
+                writer.write_reads(start, {"aligned": np.full((100, 300), ord("C"), np.uint8),
+                                           "names": np.array([f"r{i}" for i in range(start, start + 100)])})
+    assert str(raised.value).startswith(f"{target}: cannot write the output: {os.strerror(getattr(errno, fault)).lower()}")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_write_faults_become_output_errors():

@@ -121,3 +121,18 @@ def test_profiles_of_the_previous_format_are_refused(ws):
     result = papara(*ws.main_job("--profiles", ws.path("profiles.h5")))
     assert_refused(result, 2, "profiles format 1", "run `papara-py prepare` again")
     ws.assert_untouched()
+
+
+@pytest.mark.parametrize("attribute, value", [("checksums_sha256", "not json"), ("checksums_sha256", "[1, 2]"),
+                                              ("inputs", "{")])
+def test_damaged_profile_attributes_are_refused(ws, attribute, value):
+    assert papara("prepare", "-t", ws.path("tree.nwk"), "-s", ws.path("ref.phy"),
+                  "-o", ws.path("profiles.h5")).returncode == 0
+    with h5py.File(ws.dir / "profiles.h5", "r+") as handle:
+        handle.attrs[attribute] = value
+        if attribute == "inputs":  # read only when the checksums differ
+            handle.attrs["checksums_sha256"] = '{"tree": "0", "alignment": "0"}'
+    ws.snapshot()
+    result = papara(*ws.main_job("--profiles", ws.path("profiles.h5")))
+    assert_refused(result, 2, "profiles.h5: the prepared profiles are damaged", "run `papara-py prepare` again")
+    ws.assert_untouched()

@@ -141,42 +141,59 @@ def open_prepared(path: str, edge_tree: EdgeTree, n_columns: int, checksums: dic
     except OSError as exc:
         raise InputError(path, f"cannot open the prepared profiles (made by `papara-py prepare`): {exc}") from None
     with handle:
-        attrs = handle.attrs
-        if attrs.get("format") != FORMAT_NAME or "profiles" not in handle:
-            raise InputError(path, "this is not a profiles file made by `papara-py prepare`")
-        if attrs.get("format_version") != FORMAT_VERSION or attrs.get("version") != __version__:
-            raise InputError(path, f"the profiles were prepared by papara-py {attrs.get('version')} (profiles format "
-                                   f"{attrs.get('format_version')}); this is papara-py {__version__}: run "
-                                   f"`papara-py prepare` again with this version")
-        stored = json.loads(attrs.get("checksums_sha256", "{}"))
-        for name in ("tree", "alignment"):
-            if stored.get(name) != checksums[name]:
-                made_from = json.loads(attrs.get("inputs", "{}")).get(name, "?")
-                raise InputError(path, f"the profiles were prepared from a different {name} ({made_from}, sha256 "
-                                       f"{str(stored.get(name))[:12]}...) than the one given (sha256 "
-                                       f"{checksums[name][:12]}...); run `papara-py prepare` on these inputs")
-        table = handle["profiles"]
-        newick = handle["tree/newick_numbered"].asstr()[()] if "tree/newick_numbered" in handle else None
-        if table.shape != (edge_tree.n_edges, n_columns) or table.dtype != np.uint8 \
-                or newick != edge_tree.numbered_newick:
-            raise InputError(path, f"the stored profiles ({table.shape[0]} edges x {table.shape[1]} columns) do not "
-                                   f"fit this tree and alignment ({edge_tree.n_edges} edges x {n_columns} columns); "
-                                   f"run `papara-py prepare` again")
-        stored_data = attrs.get("profiles_sha256")
-        offset = table.id.get_offset() if table.chunks is None and table.compression is None else None
-        data = None
-        if offset is not None and table.size:
-            try:
-                data = np.memmap(path, dtype=np.uint8, mode="r", offset=offset, shape=table.shape)
-            except (OSError, ValueError):
-                pass  # a filesystem that cannot map files: read them instead
-        if data is None:
-            try:
-                data = table[()]  # E x m private bytes
-            except OSError as exc:
-                raise InputError(path, f"the stored profiles cannot be read ({exc}); run `papara-py prepare` "
-                                       f"again") from None
-        if profiles_digest(data) != stored_data:
-            raise InputError(path, "the stored profile data are damaged (their sha256 differs from the one "
-                                   "`papara-py prepare` recorded); run `papara-py prepare` again")
-        return PreparedProfiles(data, path)
+        try:
+            return _checked_profiles(handle, path, edge_tree, n_columns, checksums)
+        except (OSError, KeyError, ValueError, TypeError, AttributeError, RuntimeError) as exc:
+            raise InputError(path, f"the prepared profiles are damaged ({type(exc).__name__}: {exc}); run "
+                                   f"`papara-py prepare` again") from None
+
+
+def _json_attribute(attrs, key: str) -> dict:
+    value = json.loads(attrs.get(key, "{}"))
+    if not isinstance(value, dict):
+        raise ValueError(f"attribute {key} is not a JSON object")
+    return value
+
+
+def _checked_profiles(handle: h5py.File, path: str, edge_tree: EdgeTree, n_columns: int,
+                      checksums: dict[str, str]) -> PreparedProfiles:
+    """`open_prepared`'s checks; exceptions other than InputError mean a damaged file."""
+    attrs = handle.attrs
+    if attrs.get("format") != FORMAT_NAME or "profiles" not in handle:
+        raise InputError(path, "this is not a profiles file made by `papara-py prepare`")
+    if attrs.get("format_version") != FORMAT_VERSION or attrs.get("version") != __version__:
+        raise InputError(path, f"the profiles were prepared by papara-py {attrs.get('version')} (profiles format "
+                               f"{attrs.get('format_version')}); this is papara-py {__version__}: run "
+                               f"`papara-py prepare` again with this version")
+    stored = _json_attribute(attrs, "checksums_sha256")
+    for name in ("tree", "alignment"):
+        if stored.get(name) != checksums[name]:
+            made_from = _json_attribute(attrs, "inputs").get(name, "?")
+            raise InputError(path, f"the profiles were prepared from a different {name} ({made_from}, sha256 "
+                                   f"{str(stored.get(name))[:12]}...) than the one given (sha256 "
+                                   f"{checksums[name][:12]}...); run `papara-py prepare` on these inputs")
+    table = handle["profiles"]
+    newick = handle["tree/newick_numbered"].asstr()[()] if "tree/newick_numbered" in handle else None
+    if table.shape != (edge_tree.n_edges, n_columns) or table.dtype != np.uint8 \
+            or newick != edge_tree.numbered_newick:
+        raise InputError(path, f"the stored profiles ({table.shape[0]} edges x {table.shape[1]} columns) do not "
+                               f"fit this tree and alignment ({edge_tree.n_edges} edges x {n_columns} columns); "
+                               f"run `papara-py prepare` again")
+    stored_data = attrs.get("profiles_sha256")
+    offset = table.id.get_offset() if table.chunks is None and table.compression is None else None
+    data = None
+    if offset is not None and table.size:
+        try:
+            data = np.memmap(path, dtype=np.uint8, mode="r", offset=offset, shape=table.shape)
+        except (OSError, ValueError):
+            pass  # a filesystem that cannot map files: read them instead
+    if data is None:
+        try:
+            data = table[()]  # E x m private bytes
+        except OSError as exc:
+            raise InputError(path, f"the stored profiles cannot be read ({exc}); run `papara-py prepare` "
+                                   f"again") from None
+    if profiles_digest(data) != stored_data:
+        raise InputError(path, "the stored profile data are damaged (their sha256 differs from the one "
+                               "`papara-py prepare` recorded); run `papara-py prepare` again")
+    return PreparedProfiles(data, path)

@@ -39,9 +39,13 @@ merges its result after handing the device on. With one thread, the device idled
 that host work: 10-24 ms (median) per launch on the H100 host (BENCHMARKS.md, Hybrid, third
 round).
 
-A GPU consumer that fails (build error, lost device, out of memory) hands its blocks back and
-stops; when none is left, CPU workers may take any item, and if no CPU worker runs (gpu-only
-mode) CPU workers are started to finish the queue.
+A GPU consumer that fails (build error, lost device) hands its blocks back and stops; when none
+is left, CPU workers may take any item, and if no CPU worker runs (gpu-only mode) CPU workers
+are started to finish the queue. A launch that fails for lack of device memory (another process
+filled the GPU; MEM_OBJECT_ALLOCATION_FAILURE, OUT_OF_RESOURCES) is not the end of the GPU: its
+blocks go back to the queue, and the GPU tries again after a back-off that doubles from
+`oom_backoff_seconds` (`oom_retries` times in a row at most, then it is dropped). Faults and
+retries are counted in the consumer's stats, which the run record holds.
 """
 
 from __future__ import annotations
@@ -107,6 +111,8 @@ class ConsumerStats:
     calls: int = 0  # scorer calls: GPU launches, or items a CPU worker scored
     busy_seconds: float = 0.0
     error: str | None = None
+    retries: int = 0  # launches tried again after an out-of-memory fault
+    faults: list = field(default_factory=list)  # every fault seen, as text (at most 20 kept)
 
     def rate(self) -> float:
         """Cells per second while busy; 0 before the first block."""
@@ -128,10 +134,34 @@ class EngineOptions:
     jitter_seconds: float = 0.0
     jitter_seed: int = 0
     fail_after_chunks: int | None = None
+    #: fault injection (tests): after this many chunks, the next `oom_failures` launches of each
+    #: GPU fail as out of memory
+    oom_after_chunks: int | None = None
+    oom_failures: int = 1
+    #: out-of-memory faults in a row a GPU survives, and the first wait before it tries again
+    oom_retries: int = 6
+    oom_backoff_seconds: float = 0.5
 
 
 class _InjectedFault(RuntimeError):
     """Raised by the fault-injection hook of EngineOptions.fail_after_chunks."""
+
+
+class _InjectedOutOfMemory(RuntimeError):
+    """Raised by the fault-injection hook of EngineOptions.oom_after_chunks."""
+
+    def __init__(self, chunks: int) -> None:
+        super().__init__(f"injected MEM_OBJECT_ALLOCATION_FAILURE after {chunks} chunks")
+
+
+#: OpenCL errors that mean "no device memory now" (worth trying again once memory comes back).
+_OUT_OF_MEMORY = ("MEM_OBJECT_ALLOCATION_FAILURE", "OUT_OF_RESOURCES", "OUT_OF_HOST_MEMORY")
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """True for a GPU fault caused by a lack of memory (OpenCL error names, or an injected one)."""
+    return isinstance(error, (_InjectedOutOfMemory, MemoryError)) or \
+        any(name in str(error).upper() for name in _OUT_OF_MEMORY)
 
 
 @dataclass
@@ -254,6 +284,9 @@ class Engine:
             if record.error:
                 print(f"papara-py: GPU consumer {record.name} failed ({record.error}); its blocks were "
                       f"returned to the queue and finished by the CPU workers", file=sys.stderr)
+            elif record.retries:
+                print(f"papara-py: GPU consumer {record.name} ran out of device memory {record.retries} "
+                      f"time(s) and went on after a back-off", file=sys.stderr)
 
     # -- the master ------------------------------------------------------------------------
 
@@ -318,6 +351,8 @@ class Engine:
                     self._fold(stats, batch, item.batch, result, [item])
                     self._queue.finished(1)
                 return
+            injected_oom = 0
+            in_a_row = 0  # out-of-memory faults since the last launch that worked
             while True:
                 items = self._queue.take(scorer.max_blocks, fill=True)
                 if not items:
@@ -326,14 +361,31 @@ class Engine:
                 try:
                     if self.options.fail_after_chunks is not None and chunks >= self.options.fail_after_chunks:
                         raise _InjectedFault(f"injected fault after {chunks} chunks")
+                    if self.options.oom_after_chunks is not None and chunks >= self.options.oom_after_chunks \
+                            and injected_oom < self.options.oom_failures:
+                        injected_oom += 1
+                        raise _InjectedOutOfMemory(chunks)
                     result = self._timed_score(scorer, stats, [item.block for item in items],
                                                batch.reads.slice(*items[0].reads), rng)
-                except Exception as error:  # a device fault: hand the blocks back, stop this consumer
-                    stats.error = f"{type(error).__name__}: {error}"
+                except Exception as error:  # a device fault: hand the blocks back
+                    text = f"{type(error).__name__}: {error}"
+                    if len(stats.faults) < 20:
+                        stats.faults.append(text)
+                    self._queue.put_back(items)
+                    if is_out_of_memory(error) and in_a_row < self.options.oom_retries:
+                        # memory another process holds may come back: wait, then try again
+                        delay = self.options.oom_backoff_seconds * (2 ** in_a_row)
+                        in_a_row += 1
+                        stats.retries += 1
+                        if self._queue.cancelled:
+                            return
+                        time.sleep(delay)
+                        continue
+                    stats.error = text  # stop this consumer
                     if self._gpus_failed():
                         self._queue.release_to_cpus()
-                    self._queue.put_back(items)
                     return
+                in_a_row = 0
                 chunks += 1
                 self._fold(stats, batch, items[0].batch, result, items)
                 self._queue.finished(len(items))

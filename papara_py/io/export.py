@@ -36,7 +36,7 @@ from papara_py.io.jplace import write_jplace
 from papara_py.io.outputs import atomic_path, check_output, is_direct, output_stream
 from papara_py.io.reads import STATUS_ALIGNED
 from papara_py.io.run_file import RunFile
-from papara_py.phylo.encoding import reverse_complement
+from papara_py.phylo.encoding import READ_CODE, REF_CODE, reverse_complement
 
 GAP = ord("-")
 _WHITESPACE = re.compile(r"\s+")
@@ -98,14 +98,15 @@ def export(run_path: str, fmt: str, output: str) -> None:
         replaced = set(read_names) & set(run.reference_names) if fmt != "epa" else set()
         names = read_names if fmt == "epa" else \
             [name for name in run.reference_names if name not in replaced] + read_names
-        renamed = exported_names(names, run_path)
+        renamed = exported_names(names, run)
         if renamed and is_direct(output):
             raise InputError(output, f"{len(renamed)} names hold whitespace, which {fmt} cannot carry (e.g. "
                                      f"{next(iter(renamed))!r}); export to a file: they are written with '_' "
                                      f"and the renaming is listed beside it")
         with output_stream(output) as out:
             if fmt == "epa":
-                rows = zip(read_names, (row.tobytes() for row in run.aligned_rows(aligned_ids)))
+                rows = zip(read_names, (_check_row(run, row, "an aligned row").tobytes()
+                                        for row in run.aligned_rows(aligned_ids)))
                 _rows(rows, "fasta", len(aligned_ids), run.n_columns, out, renamed)
             else:
                 width, named_rows = extended_rows(run, aligned_ids, skip_reference=replaced)
@@ -164,9 +165,14 @@ def names_file(output: str) -> str:
     return f"{output}.names.tsv"
 
 
-def exported_names(names: list[str], run_path: str) -> dict[str, str]:
+def exported_names(names: list[str], run: RunFile) -> dict[str, str]:
     """{original: exported} for the names that hold whitespace (each run of it becomes '_');
-    InputError if two rows would carry one name, as they cannot be told apart downstream."""
+    InputError if two rows would carry one name, as they cannot be told apart downstream, or a
+    name is empty or holds control characters (papara-py's parsers never let such names in)."""
+    run_path = run.path
+    for name in names:
+        if not name or not name.strip() or any(ord(c) < 32 and c not in " \t" or ord(c) == 127 for c in name):
+            raise run.damaged(f"the name {name[:40]!r} is empty or holds control characters")
     renamed = {name: _WHITESPACE.sub("_", name) for name in names if _WHITESPACE.search(name)}
     seen: dict[str, str] = {}
     for name in names:
@@ -178,6 +184,39 @@ def exported_names(names: list[str], run_path: str) -> dict[str, str]:
                                        f"the read and run again")
         seen[final] = name
     return renamed
+
+
+_CIGAR = re.compile(r"(?:[1-9][0-9]*[MID])*")
+
+
+def _check_path(run: RunFile, q: int, start: int, cigar: str, m: int) -> None:
+    """Read q's start and CIGAR describe a path inside the m reference columns, else the run is damaged."""
+    if not isinstance(cigar, str) or not _CIGAR.fullmatch(cigar) or not 0 <= start < m:
+        raise run.damaged(f"read {q} has the start {start} and CIGAR {str(cigar)[:40]!r}, which describe no "
+                          f"alignment in {m} columns")
+    columns = sum(length for length, op in parse_cigar(cigar) if op != "I")
+    if start + columns > m:
+        raise run.damaged(f"read {q}'s CIGAR {cigar[:40]!r} from column {start} runs past the {m} columns")
+
+
+def _check_row(run: RunFile, row: np.ndarray, what: str) -> np.ndarray:
+    """`row` if every byte is a residue or gap an alignment may hold, else the run is damaged."""
+    if not REF_CODE[row].all():
+        bad = int(row[np.flatnonzero(REF_CODE[row] == 0)[0]])
+        raise run.damaged(f"{what} holds the byte 0x{bad:02x}, which is no residue or gap")
+    return row
+
+
+def _checked_residues(run: RunFile, q: int, sequence: str, strand: str, cigar: str) -> np.ndarray:
+    """Read q as aligned (`oriented_sequence`), checked against its strand and CIGAR."""
+    if strand not in ("+", "-") or not isinstance(sequence, str) or not sequence.isascii():
+        raise run.damaged(f"read {q} has the strand {strand!r} and a sequence that is not ASCII text")
+    residues = oriented_sequence(sequence, strand)
+    if not READ_CODE[residues].all():
+        raise run.damaged(f"read {q}'s sequence holds characters that are no residues")
+    if sum(length for length, op in parse_cigar(cigar) if op != "D") != len(residues):
+        raise run.damaged(f"read {q}'s CIGAR does not hold its {len(residues)} residues")
+    return residues
 
 
 def extended_rows(run: RunFile, aligned_ids: np.ndarray,
@@ -196,6 +235,7 @@ def extended_rows(run: RunFile, aligned_ids: np.ndarray,
     read_names = run.names()
     widest = np.zeros(m + 1, dtype=np.int64)  # insertion columns before reference column p
     for q in aligned_ids:
+        _check_path(run, int(q), int(starts[q]), cigars[q], m)
         for position, _, length in insertion_runs(int(starts[q]), cigars[q]):
             widest[position] = max(widest[position], length)
     # extended index of reference column c, and of the first insertion column before it
@@ -207,13 +247,15 @@ def extended_rows(run: RunFile, aligned_ids: np.ndarray,
         for name, row in zip(run.reference_names, reference):
             if name in skip_reference:
                 continue
+            _check_row(run, row, f"reference row {name[:40]!r}")
             extended = np.full(width, GAP, dtype=np.uint8)
             extended[column_at] = row
             yield name, extended.tobytes()
         for q, aligned in zip(aligned_ids, run.aligned_rows(aligned_ids)):
+            _check_row(run, aligned, f"the aligned row of read {int(q)}")
             extended = np.full(width, GAP, dtype=np.uint8)
             extended[column_at] = aligned
-            residues = oriented_sequence(run.column("sequence", int(q)), strands[q])
+            residues = _checked_residues(run, int(q), run.column("sequence", int(q)), strands[q], cigars[q])
             for position, offset, length in insertion_runs(int(starts[q]), cigars[q]):
                 first = insert_at[position]
                 extended[first:first + length] = residues[offset:offset + length]

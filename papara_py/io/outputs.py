@@ -53,6 +53,7 @@ WRITE_FAULTS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, er
 _HDF5_ERRNO = re.compile(r"errno = (\d+)")
 
 Notice = Callable[[str], None]
+_DESCRIPTOR_NAMES = ("/dev/stdout", "/dev/stderr", "/dev/stdin")
 
 
 def _stderr_notice(message: str) -> None:
@@ -72,8 +73,10 @@ def _stat(path: str | os.PathLike) -> os.stat_result | None:
 
 def is_direct(path: str | os.PathLike) -> bool:
     """True for targets written directly, never renamed over: `-` (standard output), anything that
-    exists and is not a regular file (devices, FIFOs, sockets, through links too), and names
-    under /dev and /proc."""
+    exists and is not a regular file (devices, FIFOs, sockets, through links too), and a process's
+    descriptors (/dev/stdout, /dev/fd/N, /proc/...), even where they lead to a regular file: a
+    rename would replace the link, not write to the descriptor. (/dev/shm and the like hold
+    ordinary files and are written atomically.)"""
     text = os.fspath(path)
     if text == STDOUT:
         return True
@@ -81,7 +84,7 @@ def is_direct(path: str | os.PathLike) -> bool:
     if info is not None and not stat.S_ISREG(info.st_mode):
         return True
     absolute = os.path.abspath(text)
-    return absolute.startswith(("/dev/", "/proc/"))
+    return absolute in _DESCRIPTOR_NAMES or absolute.startswith(("/dev/fd/", "/proc/"))
 
 
 def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
@@ -117,8 +120,10 @@ def check_output(path: str, inputs: Iterable[tuple[str, str | None]] = (), *, op
                                        f"over its inputs: choose another output name")
     if is_direct(path):
         if info is None:
-            raise InputError(path, "no such device or special file; outputs under /dev and /proc are "
-                                   "written directly and must exist")
+            raise InputError(path, "no such file descriptor or special file; outputs such as /dev/stdout "
+                                   "and /proc/... are written directly and must exist")
+        if notice is not None:  # HDF5 outputs to such targets are built in the temporary directory
+            clear_stale(os.path.join(tempfile.gettempdir(), os.path.basename(path)), notice)
         return
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
@@ -389,9 +394,18 @@ def hdf5_output(path: str | os.PathLike) -> Iterator[h5py.File]:
                 yield handle
                 handle.flush()
                 guard.check()
+            except Exception:
+                # after a dropped write HDF5 may fail reading back what it thinks it wrote: the
+                # write fault is the cause to report, not what followed from it
+                guard.check()
+                raise
             finally:
                 _guards.pop(id(handle), None)
-                handle.close()
+                try:
+                    handle.close()
+                except Exception:
+                    if guard.error is None:
+                        raise
             guard.check()
         finally:
             guard.close()

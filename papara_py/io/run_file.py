@@ -24,6 +24,8 @@ from papara_py import __version__
 from papara_py.errors import InputError
 from papara_py.io.run_writer import FORMAT_NAME, FORMAT_VERSION
 
+#: Most attributes a group of a run file may have (papara-py writes a few dozen).
+MAX_ATTRIBUTES = 1024
 #: Bytes of a 2-D dataset read at once by `row_blocks`.
 ROW_BLOCK_BYTES = 32 << 20
 
@@ -118,10 +120,7 @@ class RunFile:
 
     def _check(self) -> None:
         handle, path = self._handle, self.path
-        try:
-            self.attrs = {key: decode_attribute(value) for key, value in handle.attrs.items()}
-        except OSError as error:
-            raise self.damaged(f"its attributes cannot be read ({error})") from None
+        self.attrs = self._attributes(handle, "its attributes")
         if self.attrs.get("format") != FORMAT_NAME:
             raise InputError(path, "an HDF5 file, but not a papara-py run file (no format=\"papara-py\" attribute)")
         version = self.attrs.get("format_version")
@@ -155,11 +154,18 @@ class RunFile:
         if handle["reads/candidates/score"].shape[1] != self.k:
             raise self.damaged("/reads/candidates/score and /reads/candidates/edge differ in width")
         run = handle.get("run")
+        self.record = self._attributes(run, "its run record") if isinstance(run, h5py.Group) else {}
+
+    def _attributes(self, obj: h5py.HLObject, what: str) -> dict:
+        """The attributes of `obj`, decoded; a damaged count (a flipped byte made one file claim
+        billions, and reading them never ended) or unreadable values make the file damaged."""
         try:
-            self.record = {key: decode_attribute(value) for key, value in run.attrs.items()} \
-                if isinstance(run, h5py.Group) else {}
-        except OSError as error:
-            raise self.damaged(f"its run record cannot be read ({error})") from None
+            count = obj.id.get_num_attrs() if hasattr(obj.id, "get_num_attrs") else len(obj.attrs)
+            if count > MAX_ATTRIBUTES:
+                raise self.damaged(f"{what} claim {count} attributes (papara-py writes a few dozen)")
+            return {key: decode_attribute(obj.attrs[key]) for key in list(obj.attrs.keys())[:MAX_ATTRIBUTES]}
+        except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
+            raise self.damaged(f"{what} cannot be read ({error})") from None
 
     def damaged(self, problem: str) -> InputError:
         """The error for a run file whose content is not what the format promises."""

@@ -15,6 +15,7 @@ import base64
 import html
 import json
 import os
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -304,7 +305,8 @@ def write_report(path: str | os.PathLike, html_path: str | os.PathLike | None = 
                  png_dir: str | os.PathLike | None = None, max_tips: int = DEFAULT_MAX_TIPS) -> Report:
     """Build the report of run `path`; write the HTML to `html_path` and/or PNGs into `png_dir`.
 
-    `png_dir` is created if missing (its parent must exist). Each file is written atomically.
+    `png_dir` is created if missing (its parent must exist; removed again if writing fails). The
+    files are written atomically, as a set.
     """
     if png_dir is not None:
         directory = Path(png_dir)
@@ -315,14 +317,25 @@ def write_report(path: str | os.PathLike, html_path: str | os.PathLike | None = 
         if not os.access(directory if directory.exists() else directory.parent, os.W_OK):
             raise InputError(str(png_dir), "the --png directory is not writable")
     report = build_report(path, max_tips)
+    created = png_dir is not None and not Path(png_dir).exists()
     if png_dir is not None:
         Path(png_dir).mkdir(exist_ok=True)
-        for name, data in report.figures.items():
-            with atomic_path(Path(png_dir) / f"{name}.png") as tmp:
-                tmp.write_bytes(data)
-    if html_path is not None:
-        with atomic_path(html_path) as tmp:
-            tmp.write_text(report.html, encoding="utf-8")
+    try:
+        # every file is written under its temporary name first and all are renamed at the end:
+        # a failure (a full disk) leaves the previous set or none, never half of a new one
+        with ExitStack() as stack:
+            if png_dir is not None:
+                for name, data in report.figures.items():
+                    stack.enter_context(atomic_path(Path(png_dir) / f"{name}.png")).write_bytes(data)
+            if html_path is not None:
+                stack.enter_context(atomic_path(html_path)).write_text(report.html, encoding="utf-8")
+    except BaseException:
+        if created:
+            try:
+                Path(png_dir).rmdir()  # empty again: the temporaries are gone
+            except OSError:
+                pass
+        raise
     return report
 
 

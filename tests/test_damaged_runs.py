@@ -1,0 +1,160 @@
+"""Damaged or foreign run files in every command (issue #28, cause 5): one paragraph, exit status 2,
+never a traceback; a future format version is refused naming both versions. A property test
+(hypothesis) damages a valid run file's structure and values and expects a clean refusal or an
+export that reads back."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from misuse import Workspace, assert_refused, papara
+
+from papara_py.cli import main
+from papara_py.io.inputs import read_alignment
+from papara_py.io.run_file import _LAYOUT
+
+
+@pytest.fixture(scope="module")
+def run_file(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("valid")
+    ws = Workspace(directory)
+    result = papara(*ws.main_job("-q", "--batch-reads", "50", output=str(directory / "run.h5")))
+    assert result.returncode == 0, result.stderr
+    return directory / "run.h5"
+
+
+def damage(path: Path, how: str) -> None:
+    with h5py.File(path, "r+") as handle:
+        if how == "future version":
+            handle.attrs["format_version"] = 99
+        elif how == "missing dataset":
+            del handle["reads/cigar"]
+        elif how == "short dataset":
+            del handle["reads/score"]
+            handle["reads"].create_dataset("score", data=np.zeros(3, np.int32))
+        elif how == "bad cigar":
+            handle["reads/cigar"][5] = "12Q"
+        elif how == "start out of range":
+            handle["reads/start"][7] = 10_000
+        elif how == "bad residue":
+            row = handle["reads/aligned"][2]
+            row[np.flatnonzero(row != ord("-"))[0]] = 0
+            handle["reads/aligned"][2] = row
+        elif how == "foreign":
+            for key in list(handle.attrs):
+                del handle.attrs[key]
+
+
+CASES = {"future version": ["format version 99", "reads format versions up to 1"],
+         "missing dataset": ["damaged or incomplete", "/reads/cigar is missing"],
+         "short dataset": ["damaged or incomplete", "/reads/score has 3 rows"],
+         "bad cigar": ["damaged or incomplete", "read 5", "12Q"],
+         "start out of range": ["damaged or incomplete", "read 7", "10000"],
+         "bad residue": ["damaged or incomplete", "byte 0x00"],
+         "foreign": ["not a papara-py run file"]}
+
+
+@pytest.mark.parametrize("how", list(CASES))
+@pytest.mark.parametrize("command", ["export-fasta", "export-phylip", "export-epa", "report", "merge"])
+def test_every_command_refuses_a_damaged_run_file_in_one_paragraph(run_file, tmp_path, how, command):
+    damaged = tmp_path / "run.h5"
+    shutil.copy(run_file, damaged)
+    damage(damaged, how)
+    content = damaged.read_bytes()
+    if command.startswith("export"):
+        args = ["export", str(damaged), "--format", command.split("-")[1], "-o", str(tmp_path / "out")]
+    elif command == "report":
+        args = ["report", str(damaged), "-o", str(tmp_path / "out")]
+    else:
+        args = ["merge", str(damaged), "-o", str(tmp_path / "out")]
+    result = papara(*args)
+    if command == "merge" and how in ("bad cigar", "start out of range", "bad residue"):
+        # merge copies values without reading them as alignments; it refuses the file as a non-shard
+        assert_refused(result, 2, "not a shard")
+    elif command == "report" and how in ("bad cigar", "start out of range", "bad residue"):
+        assert result.returncode in (0, 2) and "Traceback" not in result.stderr, result.stderr
+    elif command == "export-epa" and how in ("bad cigar", "start out of range"):
+        # the EPA queries hold the aligned rows only: the damage does not touch them
+        assert result.returncode == 0, result.stderr
+        assert papara("export", str(run_file), "--format", "epa", "-o", "-").stdout == (tmp_path / "out").read_bytes()
+        return
+    else:
+        assert_refused(result, 2, *CASES[how])
+    assert damaged.read_bytes() == content
+    if result.returncode != 0:
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["run.h5"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Property: any damage ends in a clean refusal or an export that reads back
+
+PER_READ = [name for name, _, _, rows in _LAYOUT if rows == "reads"]
+texts = st.text(alphabet=st.sampled_from(list("0123456789MIDX+-ACGTNacgt \n\t\0é")), max_size=12)
+values = st.one_of(st.integers(-2**31, 2**31 - 1), texts)
+mutations = st.one_of(
+    st.tuples(st.just("root attr"), st.sampled_from(["format", "format_version", "version"]),
+              st.one_of(values, st.just(2))),
+    st.tuples(st.just("run attr"), st.sampled_from(["candidates_k", "n_columns", "status_counts", "parameters"]),
+              values),
+    st.tuples(st.just("delete"), st.sampled_from([name for name, *_ in _LAYOUT]), st.none()),
+    st.tuples(st.just("value"), st.sampled_from(PER_READ + ["reference/names", "reference/alignment"]),
+              st.tuples(st.integers(0, 199), values)),
+)
+
+
+def apply(path: Path, mutation) -> None:
+    kind, name, value = mutation
+    with h5py.File(path, "r+") as handle:
+        if kind in ("delete", "value") and name not in handle:
+            return  # deleted by an earlier mutation
+        if kind in ("root attr", "run attr"):
+            target = handle if kind == "root attr" else handle["run"]
+            try:
+                target.attrs[name] = value
+            except ValueError:  # HDF5 strings cannot hold NUL: store the text before it
+                target.attrs[name] = str(value).split("\0")[0]
+        elif kind == "delete":
+            del handle[name]
+        else:
+            row, new = value
+            dataset = handle[name]
+            row %= dataset.shape[0]
+            try:
+                if h5py.check_string_dtype(dataset.dtype) is not None:
+                    dataset[row] = str(new).split("\0")[0]
+                elif dataset.ndim == 2:
+                    dataset[row] = np.full(dataset.shape[1], int(new) if isinstance(new, int) else 0) \
+                        .astype(dataset.dtype)
+                else:
+                    dataset[row] = np.array(new if isinstance(new, int) else -1).astype(dataset.dtype)
+            except (ValueError, TypeError, OverflowError):
+                dataset[row] = dataset[row]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mutation_list=st.lists(mutations, min_size=1, max_size=3),
+       fmt=st.sampled_from(["phylip", "fasta", "epa"]))
+def test_damage_is_refused_cleanly_or_the_export_reads_back(run_file, tmp_path_factory, capsys, mutation_list, fmt):
+    directory = tmp_path_factory.mktemp("mutated")
+    damaged = directory / "run.h5"
+    shutil.copy(run_file, damaged)
+    for mutation in mutation_list:
+        apply(damaged, mutation)
+    content = damaged.read_bytes()
+    out = directory / f"out.{fmt}"
+    status = main(["export", str(damaged), "--format", fmt, "-o", str(out)])  # any other exception fails
+    stderr = capsys.readouterr().err
+    assert damaged.read_bytes() == content
+    if status == 0:
+        back = read_alignment(out)
+        assert len(set(back.names)) == len(back.names)
+    else:
+        assert status == 2, stderr
+        assert stderr.startswith("papara-py: error: ") and "\n\n" not in stderr.strip(), stderr
+        assert not out.exists() and not [p for p in directory.iterdir() if p.name.endswith(".partial")]
