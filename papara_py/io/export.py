@@ -146,7 +146,7 @@ def export_epa_pair(run_path: str, directory: str) -> tuple[str, str]:
         tips = _tip_names(run)
         rows = ((name, row.tobytes()) for name, row in zip(run.reference_names, run.reference_alignment())
                 if name in tips)
-        renamed = exported_names([name for name in run.reference_names if name in tips], run_path)
+        renamed = exported_names([name for name in run.reference_names if name in tips], run)
         with atomic_path(reference_path) as tmp, open(tmp, "wb") as out:
             _rows(rows, "fasta", len(tips), run.n_columns, out, renamed)
     export(run_path, "epa", query_path)
