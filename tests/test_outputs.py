@@ -205,6 +205,26 @@ def test_report_pngs_on_a_full_disk_leave_no_partial_set(run_file, tmp_path):
         assert sorted(p.name for p in full.iterdir()) == ["filler"]
 
 
+class _FailingDisk:
+    """A file whose writes fail with `code` once `budget` bytes are written (a disk filling up)."""
+
+    def __init__(self, real, budget: int, code: int) -> None:
+        self._real, self._left, self._code = real, budget, code
+
+    def write(self, view) -> int:
+        if len(view) > self._left:
+            written = self._real.write(view[:self._left]) if self._left else 0
+            self._left = 0
+            if written:
+                return written  # a short write, as write(2) gives at the end of the space
+            raise OSError(self._code, os.strerror(self._code))
+        self._left -= len(view)
+        return self._real.write(view)
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
 @pytest.mark.parametrize("budget", [0, 3_000, 20_000, 60_000])
 @pytest.mark.parametrize("fault", ["ENOSPC", "EIO", "EDQUOT"])
 def test_a_write_fault_at_any_point_of_an_hdf5_output_is_an_output_error(tmp_path, monkeypatch, budget, fault):
@@ -217,13 +237,11 @@ def test_a_write_fault_at_any_point_of_an_hdf5_output_is_an_output_error(tmp_pat
     from papara_py.io.run_writer import run_writer
 
     class Failing(outputs._GuardedFile):
-        written = 0
+        """The disk under the guard fills (or fails) after `budget` bytes, as a real one would."""
 
-        def write(self, data):
-            Failing.written += len(memoryview(data).cast("B"))
-            if Failing.written > budget and self.error is None:
-                self.error = OSError(getattr(errno, fault), os.strerror(getattr(errno, fault)))
-            return super().write(data) if self.error is None else len(memoryview(data).cast("B"))
+        def __init__(self, path):
+            super().__init__(path)
+            self._file = _FailingDisk(self._file, budget, getattr(errno, fault))
 
     monkeypatch.setattr(outputs, "_GuardedFile", Failing)
     target = tmp_path / "run.h5"
@@ -245,3 +263,30 @@ def test_write_faults_become_output_errors():
     assert isinstance(outputs.as_output_error("x", OSError(errno.EIO, "Input/output error")), OutputError)
     assert outputs.as_output_error("x", OSError(errno.ENOENT, "missing")) is None
     assert outputs.as_output_error("-", BrokenPipeError(errno.EPIPE, "pipe")) is None
+
+
+def test_after_a_write_fault_reads_see_what_was_written_since(tmp_path):
+    """The guard's overlay: once the disk fails, HDF5 must still read back what it wrote (stale
+    bytes in its own metadata could crash it); the disk keeps only what it took before."""
+    import errno
+
+    path = tmp_path / "f"
+    path.write_bytes(b"")
+    guard = outputs._GuardedFile(path)
+    guard._file = _FailingDisk(guard._file, 6, errno.ENOSPC)
+    assert guard.write(b"abcdefgh") == 8          # the disk takes 6 bytes, then is full
+    assert guard.error is not None and guard.error.errno == errno.ENOSPC
+    guard.seek(4)
+    assert guard.write(b"XY") == 2                # rewrites bytes the disk holds
+    guard.seek(12)
+    assert guard.write(b"tail") == 4              # beyond everything: a hole of zeros before it
+    guard.seek(0)
+    assert guard.read(16) == b"abcdXYgh" + bytes(4) + b"tail"
+    assert guard.seek(0, os.SEEK_END) == 16
+    buffer = bytearray(4)
+    guard.seek(6)
+    assert guard.readinto(buffer) == 4 and bytes(buffer) == b"gh\0\0"
+    guard.close()
+    assert path.read_bytes() == b"abcdef"         # nothing after the fault reached the disk
+    with pytest.raises(OSError):
+        guard.check()

@@ -306,42 +306,74 @@ def output_stream(path: str) -> Iterator[IO[bytes]]:
 
 class _GuardedFile:
     """The file under an HDF5 output, as h5py's file-object driver sees it: the first failed write
-    is kept (`error`) and every later write is dropped, so HDF5 itself never sees a failure.
+    is kept (`error`), so HDF5 itself never sees a failure.
 
     HDF5 writes from many places, destructors and the closing flush among them, where h5py can only
     print a failure ("Exception ignored") and may crash afterwards; with the guard the run notices
-    the fault at its next check (`check_writes`) and discards the file.
+    the fault at its next check (`check_writes`) and discards the file. From the fault on, writes
+    go to an in-memory overlay instead of the disk, and reads see it: HDF5 reads back its own
+    metadata, and reading stale bytes where it had written (as when such writes were simply
+    dropped) could crash it. The overlay holds only what HDF5 writes between the fault and the
+    run's next check, and the file is discarded in any case.
     """
 
     def __init__(self, path: Path) -> None:
         self._file = open(path, "r+b", buffering=0)
         self.error: OSError | None = None
+        self._overlay: list[tuple[int, bytes]] = []  # (offset, bytes) written after the fault, in order
+        self._end = 0  # the file's size as HDF5 sees it, once the overlay exists
 
     def _record(self, error: OSError) -> None:
         if self.error is None:
             self.error = error
+            self._end = os.fstat(self._file.fileno()).st_size
 
     def write(self, data) -> int:
         view = memoryview(data).cast("B")
         size = len(view)
+        position = self._file.tell()
         if self.error is None:
             try:
                 while view:
                     written = self._file.write(view)
                     view = view[written or 0:]
+                    position += written or 0
                     if not written:
                         raise OSError(errno.EIO, "the file system accepted no bytes")
             except OSError as error:
                 self._record(error)
+        if view:  # after the fault: what HDF5 wrote, for its later reads
+            self._overlay.append((position, bytes(view)))
+            self._end = max(self._end, position + len(view))
+            self._file.seek(position + len(view))
         return size
 
     def readinto(self, buffer) -> int:
-        return self._file.readinto(buffer)
+        if not self._overlay:
+            return self._file.readinto(buffer)
+        target = memoryview(buffer).cast("B")
+        start = self._file.tell()
+        count = max(0, min(len(target), self._end - start))
+        got = self._file.readinto(target[:count]) or 0
+        target[got:count] = bytes(count - got)  # beyond the disk's end: written only to the overlay
+        for offset, data in self._overlay:  # later writes win, as on a disk
+            lo, hi = max(offset, start), min(offset + len(data), start + count)
+            if lo < hi:
+                target[lo - start:hi - start] = data[lo - offset:hi - offset]
+        self._file.seek(start + count)
+        return count
 
     def read(self, size: int = -1) -> bytes:
-        return self._file.read(size)
+        if not self._overlay:
+            return self._file.read(size)
+        if size < 0:
+            size = max(0, self._end - self._file.tell())
+        buffer = bytearray(size)
+        return bytes(buffer[:self.readinto(buffer)])
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        if whence == os.SEEK_END and self._overlay:
+            return self._file.seek(self._end + offset)
         return self._file.seek(offset, whence)
 
     def tell(self) -> int:
@@ -353,7 +385,9 @@ class _GuardedFile:
                 return self._file.truncate(size)
             except OSError as error:
                 self._record(error)
-        return self._file.tell() if size is None else size
+        size = self._file.tell() if size is None else size
+        self._end = size
+        return size
 
     def flush(self) -> None:
         pass  # unbuffered
@@ -395,7 +429,7 @@ def hdf5_output(path: str | os.PathLike) -> Iterator[h5py.File]:
                 handle.flush()
                 guard.check()
             except Exception:
-                # after a dropped write HDF5 may fail reading back what it thinks it wrote: the
+                # after a write fault HDF5 may still fail on what followed from it: the
                 # write fault is the cause to report, not what followed from it
                 guard.check()
                 raise
