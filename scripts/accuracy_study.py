@@ -160,6 +160,7 @@ def validate(threads: int) -> int:
 
 
 def collect(results: Path):
+    """The results file as (params -> data set -> papara-py column accuracy, data set -> peer -> row)."""
     rows = [json.loads(line) for line in results.read_text().splitlines()]
     papara: dict[tuple, dict[str, float]] = {}
     peers: dict[str, dict[str, dict]] = {}
@@ -211,14 +212,7 @@ def plot(results: Path, names: list[str], chosen: tuple, png: Path) -> int:
 
 
 def table(results: Path, names: list[str]) -> int:
-    rows = [json.loads(line) for line in results.read_text().splitlines()]
-    papara: dict[tuple, dict[str, float]] = {}
-    peers: dict[str, dict[str, dict]] = {}
-    for r in rows:
-        if r["tool"] == "papara-inproc":
-            papara.setdefault(tuple(r["params"]), {})[r["data"]] = r["column_accuracy"]
-        else:
-            peers.setdefault(r["data"], {})[r["tool"]] = r
+    papara, peers = collect(results)
     complete = {p: v for p, v in papara.items() if all(n in v for n in names)}
     ranked = sorted(complete.items(), key=lambda kv: (-min(kv[1].values()), -sum(kv[1].values())))
     print("params | " + " | ".join(names) + " | worst | mean")

@@ -9,22 +9,13 @@ The floors guard against regressions; they are not tuning targets (docs/ACCURACY
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+
+from scripts_loader import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("bench_accuracy", ROOT / "scripts" / "bench_accuracy.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_accuracy", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-ba = _load()
+ba = load_script("bench_accuracy")
 
 #: (measured with the defaults, `robust`, on 2026-11-24; floor). Margin: 0.01 below the measurement,
 #: rounded down. For scale, the paper preset 3/3/3/1/3 measures 0.9848 / 0.9615 / 0.9978 here.

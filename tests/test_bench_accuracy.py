@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from scripts_loader import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("bench_accuracy", ROOT / "scripts" / "bench_accuracy.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_accuracy"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
-ba = _load()
+ba = load_script("bench_accuracy")
 TIPS = frozenset("ABCDEF")
 
 

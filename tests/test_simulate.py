@@ -6,29 +6,21 @@ independently: reference columns from truth_alignment.fasta, edges from Newick v
 
 from __future__ import annotations
 
-import importlib.util
 import shlex
-import sys
 from pathlib import Path
 
 import dendropy
 import numpy as np
 import pytest
+from scripts_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example"
 
 
-def load_simulate():
-    """Import scripts/simulate.py (scripts/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("simulate", ROOT / "scripts" / "simulate.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["simulate"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
-sim_mod = load_simulate()
+sim_mod = load_script("simulate")
 COMPLEMENT = str.maketrans("ACGT", "TGCA")
 
 

@@ -25,7 +25,6 @@ shards plus the merge's own time, and `gcups` is computed from those sums.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -59,25 +58,13 @@ class _ShardFile:
     rule: str
 
 
-def _decoded(value):
-    """A /run attr as a Python value: JSON strings decoded, numpy scalars made plain."""
-    if isinstance(value, bytes):
-        value = value.decode()
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value.item() if isinstance(value, np.generic) else value
-
-
 def _open_shard(path: str) -> _ShardFile:
     run_file = RunFile(path)
     try:
         if "shard" not in run_file.record:
             raise InputError(path, "this run file is not a shard (it was written without --shard or array-job "
                                    "variables); a whole run needs no merge")
-        record = _decoded(run_file.record["shard"])
+        record = run_file.record["shard"]
         shard = Shard(int(record["index"]), int(record["count"]), path)
         return _ShardFile(path, run_file, dict(run_file.record), shard, int(record["n_reads_total"]),
                           str(record["rule"]))
@@ -118,7 +105,7 @@ def check_shards(shards: list[_ShardFile]) -> None:
                                          f"writes version {FORMAT_VERSION}: merge with the papara-py that wrote them")
     for key in IDENTITY_KEYS:
         what = "inputs (sha256 of tree, alignment, reads)" if key == "checksums_sha256" else f"setting {key!r}"
-        _require_same(shards, what, lambda s: _decoded(s.run.get(key)))
+        _require_same(shards, what, lambda s: s.run.get(key))
     _require_same(shards, "the number of slices N", lambda s: s.shard.count)
     _require_same(shards, "the total read count", lambda s: s.n_reads_total)
     _require_same(shards, "the slicing rule", lambda s: s.rule)
@@ -220,7 +207,7 @@ def _write_merged(shards: list[_ShardFile], output: str, command_line: str, star
     total = first.n_reads_total
     reference = first.file.dataset("reference/alignment")
     datasets = _per_read_datasets(first)
-    k = int(_decoded(first.run["candidates_k"]))
+    k = int(first.run["candidates_k"])
     with run_writer(output, total, reference.shape[1], k, command_line) as writer:
         writer.file.attrs["version"] = first.file.attrs["version"]  # the results' producer, not the merger
         writer.write_reference(first.file.reference_names, reference[()], first.file.newick_numbered)
@@ -258,14 +245,14 @@ def _merged_record(shards: list[_ShardFile], started: float) -> dict:
         record["inputs"] = shards[0].run["inputs"]
     for key in ADDITIVE_KEYS:
         if all(key in s.run for s in shards):
-            record[key] = _summed([_decoded(s.run[key]) for s in shards])
+            record[key] = _summed([s.run[key] for s in shards])
     own = set(IDENTITY_KEYS) | set(ADDITIVE_KEYS) | {"inputs", "shard"}
     record["merged_shards"] = [
-        {"file": os.path.abspath(s.path), "shard": _decoded(s.run["shard"]),
-         "command_line": _decoded(s.file.attrs.get("command_line", "")),
-         **{key: _decoded(value) for key, value in sorted(s.run.items()) if key not in own}}
+        {"file": os.path.abspath(s.path), "shard": s.run["shard"],
+         "command_line": s.file.attrs.get("command_line", ""),
+         **{key: value for key, value in sorted(s.run.items()) if key not in own}}
         for s in shards]
-    timings = [_decoded(s.run.get("timings_seconds", "{}")) for s in shards]
+    timings = [s.run.get("timings_seconds", {}) for s in shards]
     summed = _summed([t for t in timings if isinstance(t, dict)]) if timings else {}
     summed["merge"] = time.perf_counter() - started
     record["timings_seconds"] = summed
