@@ -84,7 +84,6 @@ class RunConfig:
     engine_options: EngineOptions | None = None
     shard: Shard | None = None  # align only this slice of the reads (papara_py/cluster/shards.py)
     profiles: str | None = None  # edge profiles from `papara-py prepare` (papara_py/cluster/prepared.py)
-    unusable_gpus: dict = field(default_factory=dict)  # filled by the run: GPUs that failed at start
 
 
 @dataclass
@@ -138,10 +137,11 @@ def load_reads(reads_path: str, alignment, extra_rows: list[int], reporter: Repo
     return reads, total
 
 
-def resolve_scorers(config: RunConfig, reporter: Reporter):
-    """(use_cpu, GPU consumers) for --device auto|cpu|gpu|hybrid."""
+def resolve_scorers(config: RunConfig, reporter: Reporter) -> tuple[bool, list, dict[str, str]]:
+    """(use_cpu, GPU consumers, GPUs that could not be used: name -> why) for --device
+    auto|cpu|gpu|hybrid and --gpus."""
     if config.device == "cpu":
-        return True, []
+        return True, [], {}
     from papara_py.engine.consumers import GpuChunkScorer
     from papara_py.engine.gpu import GpuScorer
     from papara_py.engine.opencl_devices import discover_devices
@@ -154,7 +154,7 @@ def resolve_scorers(config: RunConfig, reporter: Reporter):
     if not devices:
         if config.device == "auto":
             reporter.detail("no OpenCL GPU found; running on the CPU")
-            return True, []
+            return True, [], {}
         raise InputError("--device", f"--device {config.device} needs an OpenCL GPU and none was found; "
                          "run `papara-py devices` to see what OpenCL reports")
     chosen = range(len(devices)) if config.gpus is None else config.gpus
@@ -179,8 +179,7 @@ def resolve_scorers(config: RunConfig, reporter: Reporter):
                                          f"--device auto or cpu")
         reporter.notice(f"{len(unusable)} GPU(s) cannot be used ({listed}); "
                         + ("running on the CPU" if not scorers else "running on the others"))
-    config.unusable_gpus = unusable
-    return config.device != "gpu", scorers
+    return config.device != "gpu", scorers, unusable
 
 
 def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, best_edges: np.ndarray,
@@ -309,6 +308,7 @@ class Devices:
     width: int               # lanes (edges per block)
     options: EngineOptions
     choice: str = ""         # why, where --device auto decided against the GPU
+    unusable: dict[str, str] = field(default_factory=dict)  # GPUs whose start failed: name -> why
 
 
 def choose_devices(config: RunConfig, reporter: Reporter, inputs: Inputs, profiles: EdgeProfiles) -> Devices:
@@ -324,14 +324,14 @@ def choose_devices(config: RunConfig, reporter: Reporter, inputs: Inputs, profil
             choice = (f"cpu: about {estimate:.2f} s of CPU scoring expected ({cells} cells on {config.threads} "
                       f"threads), less than a GPU's start-up (about {GPU_STARTUP_SECONDS:g} s)")
             reporter.detail(f"--device auto: {choice}")
-    use_cpu, gpu_scorers = (True, []) if choice else resolve_scorers(config, reporter)
+    use_cpu, gpu_scorers, unusable = (True, [], {}) if choice else resolve_scorers(config, reporter)
     reporter.record(f"device {config.device}: " + ", ".join(
         ([f"{max(1, config.threads - len(gpu_scorers))} CPU workers"] if use_cpu else [])
         + [scorer.name for scorer in gpu_scorers]))
     # each GPU keeps a core for its feeder threads (the paper's hybrid: 3 CPU workers + 1 GPU
     # thread on 4 cores); gpu-only runs start CPU workers only if every GPU fails
     options = config.engine_options or EngineOptions(cpu_workers=max(1, config.threads - len(gpu_scorers)))
-    return Devices(use_cpu, gpu_scorers, config.lanes or default_lane_width(), options, choice)
+    return Devices(use_cpu, gpu_scorers, config.lanes or default_lane_width(), options, choice, unusable)
 
 
 @dataclass
@@ -473,7 +473,7 @@ def run_record(config: RunConfig, inputs: Inputs, profiles: EdgeProfiles, device
         "threads": {"count": config.threads, "source": config.threads_source},
         "device": config.device, **({"device_choice": devices.choice} if devices.choice else {}),
         "consumers": tally.consumers, "candidates_k": work.k,
-        **({"unusable_gpus": config.unusable_gpus} if config.unusable_gpus else {}),
+        **({"unusable_gpus": devices.unusable} if devices.unusable else {}),
         **({"gpu_device_seconds": {scorer.name: scorer.device_seconds for scorer in devices.gpu_scorers}}
            if config.gpu_profile else {}),
         "status_counts": work.status_counts, "n_edges": profiles.n_edges, "n_columns": inputs.n_columns,

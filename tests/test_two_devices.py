@@ -85,9 +85,9 @@ def test_gpus_chooses_among_the_usable_gpus(opencl_device, monkeypatch):
 
     monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device, opencl_device])
     config = RunConfig(tree="t", alignment="s", reads="r", output="o", device="gpu", gpus=(1,))
-    use_cpu, scorers = resolve_scorers(config, Reporter(True, False))
-    assert not use_cpu and [s.name.split(":")[0] for s in scorers] == ["gpu-1"]
-    _, both = resolve_scorers(RunConfig(tree="t", alignment="s", reads="r", output="o", device="hybrid"),
+    use_cpu, scorers, unusable = resolve_scorers(config, Reporter(True, False))
+    assert not use_cpu and [s.name.split(":")[0] for s in scorers] == ["gpu-1"] and unusable == {}
+    _, both, _ = resolve_scorers(RunConfig(tree="t", alignment="s", reads="r", output="o", device="hybrid"),
                               Reporter(True, False))
     assert [s.name.split(":")[0] for s in both] == ["gpu-0", "gpu-1"]
     with pytest.raises(InputError, match="there is no GPU 2: 2 usable"):
