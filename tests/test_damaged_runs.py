@@ -17,7 +17,9 @@ from misuse import Workspace, assert_refused, papara
 
 from papara_py.cli import main
 from papara_py.io.inputs import read_alignment
+from papara_py.io.checksums import string_crc32
 from papara_py.io.run_file import _LAYOUT
+from papara_py.io.run_writer import FORMAT_VERSION
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +31,27 @@ def run_file(tmp_path_factory) -> Path:
     return directory / "run.h5"
 
 
+def set_string(handle: h5py.File, path: str, row: int, text: str) -> None:
+    """Edit one string and its checksum alike: damage only the format's own checks can see."""
+    handle[path][row] = text
+    handle[f"checksums/{path}"][row] = string_crc32(text)
+
+
+def flip_chunk_byte(path: Path, dataset: str) -> None:
+    """Flip one bit inside the stored bytes of `dataset`'s first chunk, as a failing disk would."""
+    with h5py.File(path, "r") as handle:
+        info = handle[dataset].id.get_chunk_info(0)
+    with open(path, "r+b") as raw:
+        raw.seek(info.byte_offset + info.size // 2)
+        byte = raw.read(1)[0]
+        raw.seek(-1, 1)
+        raw.write(bytes([byte ^ 0x04]))
+
+
 def damage(path: Path, how: str) -> None:
+    if how.startswith("flipped "):
+        flip_chunk_byte(path, how.split(" ", 1)[1])
+        return
     with h5py.File(path, "r+") as handle:
         if how == "future version":
             handle.attrs["format_version"] = 99
@@ -39,7 +61,9 @@ def damage(path: Path, how: str) -> None:
             del handle["reads/score"]
             handle["reads"].create_dataset("score", data=np.zeros(3, np.int32))
         elif how == "bad cigar":
-            handle["reads/cigar"][5] = "12Q"
+            set_string(handle, "reads/cigar", 5, "12Q")
+        elif how == "edited name":
+            handle["reads/names"][3] = "someone_else"
         elif how == "start out of range":
             handle["reads/start"][7] = 10_000
         elif how == "bad residue":
@@ -51,13 +75,20 @@ def damage(path: Path, how: str) -> None:
                 del handle.attrs[key]
 
 
-CASES = {"future version": ["format version 99", "reads format versions up to 1"],
+CASES = {"future version": ["format version 99", f"reads format versions up to {FORMAT_VERSION}"],
          "missing dataset": ["damaged or incomplete", "/reads/cigar is missing"],
          "short dataset": ["damaged or incomplete", "/reads/score has 3 rows"],
          "bad cigar": ["damaged or incomplete", "read 5", "12Q"],
          "start out of range": ["damaged or incomplete", "read 7", "10000"],
          "bad residue": ["damaged or incomplete", "byte 0x00"],
-         "foreign": ["not a papara-py run file"]}
+         "foreign": ["not a papara-py run file"],
+         "edited name": ["damaged or incomplete", "/reads/names does not match its checksum (row 3)"],
+         "flipped reads/score": ["damaged or incomplete", "/reads/score cannot be read"],
+         "flipped reads/aligned": ["damaged or incomplete", "/reads/aligned cannot be read"],
+         "flipped checksums/reads/names": ["damaged or incomplete", "/reads/names cannot be read"]}
+
+#: Damage to values that look valid: refused by the checksums wherever the damaged data are read.
+VALUE_DAMAGE = ("edited name", "flipped reads/score", "flipped reads/aligned", "flipped checksums/reads/names")
 
 
 @pytest.mark.parametrize("how", list(CASES))
@@ -74,11 +105,22 @@ def test_every_command_refuses_a_damaged_run_file_in_one_paragraph(run_file, tmp
     else:
         args = ["merge", str(damaged), "-o", str(tmp_path / "out")]
     result = papara(*args)
-    if command == "merge" and how in ("bad cigar", "start out of range", "bad residue"):
+    if command == "merge" and how in ("bad cigar", "start out of range", "bad residue") + VALUE_DAMAGE:
         # merge copies values without reading them as alignments; it refuses the file as a non-shard
         assert_refused(result, 2, "not a shard")
     elif command == "report" and how in ("bad cigar", "start out of range", "bad residue"):
         assert result.returncode in (0, 2) and "Traceback" not in result.stderr, result.stderr
+    elif how in VALUE_DAMAGE and result.returncode == 0:
+        # the command did not read the damaged dataset: its output is the intact file's
+        intact = tmp_path / "intact"
+        intact.mkdir()
+        assert papara(*[str(intact / "out") if a == str(tmp_path / "out") else
+                        str(run_file) if a == str(damaged) else a for a in args]).returncode == 0
+        def shown(out: Path) -> bytes:  # a report names the run file it shows
+            return out.read_bytes().replace(str(damaged).encode(), b"RUN").replace(str(run_file).encode(), b"RUN")
+        assert shown(intact / "out") == shown(tmp_path / "out"), (command, how)
+        assert command != "report" or how != "flipped reads/score", "report reads every score"
+        return
     elif command == "export-epa" and how in ("bad cigar", "start out of range"):
         # the EPA queries hold the aligned rows only: the damage does not touch them
         assert result.returncode == 0, result.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -116,3 +117,36 @@ def test_every_command_refuses_alike(run_path, tmp_path, command):
     assert "Traceback" not in result.stderr
     assert "format version 99" in " ".join(result.stderr.split())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["damaged.h5"]
+
+
+def test_a_version_1_file_without_checksums_still_reads(run_path, tmp_path):
+    def to_version_1(handle):
+        del handle["checksums"]
+        handle.attrs["format_version"] = 1
+    old = _damaged_copy(run_path, tmp_path, to_version_1)
+    with RunFile(old) as run, RunFile(run_path) as new:
+        assert list(run.names()) == list(new.names())
+        assert run.newick_numbered == new.newick_numbered
+        assert np.array_equal(run.column("score"), new.column("score"))
+
+
+def test_a_version_2_file_without_its_checksums_is_damaged(run_path, tmp_path):
+    def drop(handle):
+        del handle["checksums/reads/cigar"]
+    with pytest.raises(InputError, match="checksums/reads/cigar, the checksums of /reads/cigar, is missing"):
+        RunFile(_damaged_copy(run_path, tmp_path, drop))
+
+
+@pytest.mark.parametrize("path, selection, where", [
+    ("reads/cigar", 7, ""), ("reads/cigar", slice(None), " (row 7)"), ("reads/cigar", np.array([1, 7]), " (row 7)"),
+    ("tree/newick_numbered", (), ""), ("reference/names", slice(None), " (row 7)")])
+def test_a_string_changed_behind_its_checksum_is_refused_where_it_is_read(run_path, tmp_path, path, selection, where):
+    def edit(handle):
+        handle[path][() if path.startswith("tree") else 7] = "(a,b);" if path.startswith("tree") else "edited"
+    with RunFile(_damaged_copy(run_path, tmp_path, edit)) as run:
+        read = {"reads/cigar": lambda: run.column("cigar", selection), "tree/newick_numbered": lambda: run.newick_numbered,
+                "reference/names": lambda: run.reference_names}[path]
+        with pytest.raises(InputError, match=f"/{path} does not match its checksum{re.escape(where)}: its data were changed"):
+            read()
+        with RunFile(run_path) as intact:
+            assert run.column("cigar", 6) == intact.column("cigar", 6)  # the rest still reads

@@ -154,12 +154,11 @@ def _interleave(name: str, shards: list[_ShardFile], lo: int, hi: int) -> np.nda
     out = np.empty((hi - lo,) + first.shape[1:], dtype=object if is_string else first.dtype)
     for s in shards:
         k = s.shard.index
-        dataset = s.file.dataset(f"reads/{name}")
         i0 = max(0, -(-(lo - k) // count))
-        i1 = min(dataset.shape[0], -(-(hi - k) // count))
+        i1 = min(s.file.dataset(f"reads/{name}").shape[0], -(-(hi - k) // count))
         if i1 <= i0:
             continue
-        rows = dataset.asstr()[i0:i1] if is_string else dataset[i0:i1]
+        rows = s.file.column(name, slice(i0, i1))  # checked: a damaged shard is refused
         start = k + count * i0 - lo
         out[start:start + count * (i1 - i0):count] = rows
     return out
@@ -205,12 +204,12 @@ def merge(paths: list[str], output: str, command_line: str = "") -> int:
 def _write_merged(shards: list[_ShardFile], output: str, command_line: str, started: float) -> None:
     first = shards[0]
     total = first.n_reads_total
-    reference = first.file.dataset("reference/alignment")
     datasets = _per_read_datasets(first)
     k = int(first.run["candidates_k"])
-    with run_writer(output, total, reference.shape[1], k, command_line) as writer:
+    with run_writer(output, total, first.file.n_columns, k, command_line) as writer:
         writer.file.attrs["version"] = first.file.attrs["version"]  # the results' producer, not the merger
-        writer.write_reference(first.file.reference_names, reference[()], first.file.newick_numbered)
+        writer.write_reference(first.file.reference_names, first.file.reference_alignment(),
+                               first.file.newick_numbered)
         layout = datasets_below(writer.file["reads"])
         unfilled = sorted(set(layout) - set(datasets))
         if unfilled:
@@ -224,6 +223,7 @@ def _write_merged(shards: list[_ShardFile], output: str, command_line: str, star
                     name, (total,) + source.shape[1:], dtype=source.dtype, chunks=chunks,
                     compression=source.compression if chunks else None,
                     compression_opts=source.compression_opts if chunks else None,
+                    fletcher32=source.fletcher32 and bool(chunks),
                     fillvalue=source.fillvalue)
             step = _block_rows(source)
             for lo in range(0, total, step):

@@ -4,7 +4,8 @@ checked against them (README: Running at cluster scale).
 Inputs are read once: the parsers (io/inputs.py) feed every byte they read into a `Digest`, so a
 pipe, a FIFO, process substitution or standard input (`-r -`) is hashed as it is parsed, never
 opened a second time (a second read of a pipe saw an empty stream, and of a FIFO waited forever).
-`sha256_file` is for files papara-py made itself.
+`sha256_file` is for files papara-py made itself. `string_crc32` checks the string datasets of
+run files (io/run_writer.py).
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ import hashlib
 import io
 import os
 import sys
+import zlib
 from typing import BinaryIO
+
+import numpy as np
 
 
 class Digest:
@@ -83,3 +87,16 @@ def sha256_file(path: str) -> str:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def string_crc32(values) -> np.ndarray:
+    """CRC-32 of each string's UTF-8 bytes (uint32, one per value; a scalar string gives shape ()).
+
+    Run files keep these beside their string datasets: HDF5's own checksum filter (fletcher32,
+    used on the numeric datasets) cannot be applied to variable-length data, whose bytes live in
+    an unchecked heap, so without them a damaged name or CIGAR would read back as a valid one.
+    """
+    if isinstance(values, (str, bytes)):
+        return np.uint32(zlib.crc32(values.encode("utf-8") if isinstance(values, str) else values))
+    return np.fromiter((zlib.crc32(v.encode("utf-8") if isinstance(v, str) else v) for v in values),
+                       dtype=np.uint32, count=len(values))

@@ -7,6 +7,9 @@ one place with one message (an `InputError`: file and problem, exit status 2 in 
 Opening checks the whole structure before anything is read: the `format` attribute, the
 `format_version` (a newer one is refused, naming both versions), and every dataset the writer
 creates, with its rank, its length along the read axis and its kind (integer, string, bytes).
+Reading checks the values too (format version 2): HDF5 verifies the numeric datasets' fletcher32
+checksums, and every string read is compared with its CRC-32 under /checksums (io/run_writer.py),
+so a damaged value is refused like damaged structure. Version 1 files (no checksums) still read.
 Per-read data is read on demand: small columns whole, `/reads/aligned` and the reference in
 bounded row blocks, so a run of millions of reads is never loaded at once.
 """
@@ -22,7 +25,8 @@ import numpy as np
 
 from papara_py import __version__
 from papara_py.errors import InputError
-from papara_py.io.run_writer import FORMAT_NAME, FORMAT_VERSION
+from papara_py.io.checksums import string_crc32
+from papara_py.io.run_writer import CHECKSUMS, FORMAT_NAME, FORMAT_VERSION
 
 #: Most attributes a group of a run file may have (papara-py writes a few dozen).
 MAX_ATTRIBUTES = 1024
@@ -148,6 +152,14 @@ class RunFile:
         self.n_reference = lengths["reference"]
         self.n_columns = int(handle["reference/alignment"].shape[1])
         self.k = int(handle["reads/candidates/edge"].shape[1])
+        self._checksummed = version >= 2
+        for name, rank, kind, _ in _LAYOUT:
+            twin = handle.get(f"{CHECKSUMS}/{name}")
+            if kind == "s" and self._checksummed and not (
+                    isinstance(twin, h5py.Dataset) and twin.dtype == np.uint32
+                    and twin.shape == handle[name].shape):
+                raise self.damaged(f"/{CHECKSUMS}/{name}, the checksums of /{name}, is missing or "
+                                   "not shaped like it")
         for name in ("reads/aligned",):
             if handle[name].shape[1] != self.n_columns:
                 raise self.damaged(f"/{name} has {handle[name].shape[1]} columns, the reference {self.n_columns}")
@@ -198,9 +210,17 @@ class RunFile:
             if h5py.check_string_dtype(dataset.dtype) is None:
                 return dataset[selection]
             found = dataset.asstr()[selection]
-            return found if isinstance(found, str) else np.asarray(found, dtype=object)
-        except (OSError, ValueError) as error:
+            twin = self._handle.get(f"{CHECKSUMS}/{name}") if self._checksummed else None
+            expected = twin[selection] if twin is not None else None
+        except (OSError, ValueError, UnicodeDecodeError) as error:
             raise self.damaged(f"/{name} cannot be read ({error})") from None
+        if expected is not None:
+            bad = np.flatnonzero(np.atleast_1d(string_crc32(found) != expected))
+            if bad.size:
+                where = "" if np.ndim(found) == 0 else f" (row {np.arange(dataset.shape[0])[selection][bad[0]]})"
+                raise self.damaged(f"/{name} does not match its checksum{where}: its data were changed "
+                                   "after papara-py wrote them")
+        return found if isinstance(found, str) else np.asarray(found, dtype=object)
 
     @property
     def newick_numbered(self) -> str:

@@ -5,6 +5,12 @@ every dataset is complete and the file is closed, so a crash, Ctrl-C or SIGKILL 
 file or the previous complete one (io/outputs.py: the output policy, write faults). Per-read
 datasets are allocated for all reads up front and filled batch by batch, so memory does not grow
 with the read count.
+
+Damaged values are detectable (format version 2): every numeric dataset carries HDF5's fletcher32
+checksum per chunk, which HDF5 verifies on every read, and every string dataset has a twin under
+/checksums (same path, uint32, one CRC-32 per string, itself fletcher32-checked) that
+io/run_file.RunFile compares with what it reads. A flipped bit in a score, a name or a CIGAR is
+then refused as damage instead of being exported as a valid result.
 """
 
 from __future__ import annotations
@@ -18,12 +24,16 @@ import h5py
 import numpy as np
 
 from papara_py import __version__
+from papara_py.io.checksums import string_crc32
 from papara_py.io.outputs import atomic_path, check_writes, hdf5_output
 
-__all__ = ["RunWriter", "run_writer", "atomic_path", "FORMAT_NAME", "FORMAT_VERSION", "STRINGS"]
+__all__ = ["RunWriter", "run_writer", "atomic_path", "FORMAT_NAME", "FORMAT_VERSION", "STRINGS", "CHECKSUMS"]
 
 FORMAT_NAME = "papara-py"
-FORMAT_VERSION = 1
+#: 1: the layout of DESIGN 7; 2: the same plus checksums (fletcher32, /checksums)
+FORMAT_VERSION = 2
+#: The group that mirrors every string dataset's path with its per-string CRC-32s.
+CHECKSUMS = "checksums"
 STRINGS = h5py.string_dtype("utf-8")
 _ALIGNED_CHUNK_ROWS = 256
 
@@ -56,43 +66,61 @@ class RunWriter:
         f.attrs["format_version"] = FORMAT_VERSION
         f.attrs["version"] = __version__
         f.attrs["command_line"] = self.command_line
-        reads = f.create_group("reads")
-        reads.create_dataset("names", (q,), dtype=STRINGS)
-        reads.create_dataset("status", (q,), dtype=STRINGS)
-        reads.create_dataset("best_edge", (q,), dtype=np.int32, fillvalue=-1)
-        reads.create_dataset("score", (q,), dtype=np.int32, fillvalue=-1)
-        reads.create_dataset("start", (q,), dtype=np.int32, fillvalue=-1)
-        reads.create_dataset("cigar", (q,), dtype=STRINGS)
-        reads.create_dataset("strand", (q,), dtype=STRINGS)
-        reads.create_dataset("sequence", (q,), dtype=STRINGS)
-        chunk_rows = max(1, min(q, _ALIGNED_CHUNK_ROWS))
-        reads.create_dataset("aligned", (q, m), dtype=np.uint8, fillvalue=ord("-"),
-                             chunks=(chunk_rows, m) if q else None, compression="gzip" if q else None,
-                             compression_opts=4 if q else None, shuffle=False)
-        candidates = reads.create_group("candidates")
-        candidates.create_dataset("edge", (q, k), dtype=np.int32, fillvalue=-1)
-        candidates.create_dataset("score", (q, k), dtype=np.int32, fillvalue=-1)
+        for name in ("names", "status", "cigar", "strand", "sequence"):
+            self._strings(f"reads/{name}", (q,))
+        for name in ("best_edge", "score", "start"):
+            self._numbers(f"reads/{name}", (q,), np.int32, fillvalue=-1)
+        self._numbers("reads/aligned", (q, m), np.uint8, fillvalue=ord("-"),
+                      chunks=(max(1, min(q, _ALIGNED_CHUNK_ROWS)), m), compression="gzip",
+                      compression_opts=4, shuffle=False)
+        for name in ("edge", "score"):
+            self._numbers(f"reads/candidates/{name}", (q, k), np.int32, fillvalue=-1)
+
+    def _numbers(self, path: str, shape: tuple, dtype, **options) -> None:
+        """A numeric dataset with HDF5's fletcher32 checksum per chunk (an empty or scalar
+        dataset cannot be chunked, so it has none)."""
+        if not shape or 0 in shape:
+            options = {key: value for key, value in options.items() if key in ("fillvalue", "data")}
+        else:
+            options["fletcher32"] = True
+        self.file.create_dataset(path, shape, dtype=dtype, **options)
+
+    def _strings(self, path: str, shape: tuple, data=None) -> None:
+        """A string dataset and its CRC-32 twin under /checksums (filled with the data, if given).
+        An unwritten string reads back as "", whose CRC-32 is 0: the twin's fill value."""
+        self.file.create_dataset(path, shape, dtype=STRINGS, data=data)
+        self._numbers(f"{CHECKSUMS}/{path}", shape, np.uint32, fillvalue=0,
+                      **({} if data is None else {"data": string_crc32(data)}))
 
     def write_reference(self, names: list[str], rows: np.ndarray, numbered_newick: str) -> None:
-        f = self.file
-        f.create_dataset("tree/newick_numbered", data=numbered_newick, dtype=STRINGS)
-        f.create_dataset("reference/names", data=np.array(names, dtype=object), dtype=STRINGS)
-        f.create_dataset("reference/alignment", data=rows, dtype=np.uint8,
-                         compression="gzip", compression_opts=4)
+        self._strings("tree/newick_numbered", (), numbered_newick)
+        self._strings("reference/names", (len(names),), np.array(names, dtype=object))
+        self._numbers("reference/alignment", rows.shape, np.uint8, data=rows, compression="gzip",
+                      compression_opts=4)
 
     def write_reads(self, start: int, fields: dict[str, np.ndarray]) -> None:
         """Write rows [start, start + len) of the per-read datasets named in `fields`.
 
-        Keys are dataset paths below /reads (e.g. "score", "candidates/edge").
+        Keys are dataset paths below /reads (e.g. "score", "candidates/edge"); a string dataset's
+        CRC-32s are written with it.
         """
         for name, values in fields.items():
-            dataset = self._datasets.get(name)
-            if dataset is None:
-                dataset = self._datasets[name] = self.file["reads"][name]
+            dataset = self._dataset(f"reads/{name}")
             if dataset.dtype == STRINGS:
                 values = np.asarray(values, dtype=object)
+                crcs = self._dataset(f"{CHECKSUMS}/reads/{name}")
+                if crcs is not None:
+                    crcs[start:start + len(values)] = string_crc32(values)
             dataset[start:start + len(values)] = values
         check_writes(self.file)  # a full disk stops the run now, not at its end
+
+    def _dataset(self, path: str) -> h5py.Dataset | None:
+        dataset = self._datasets.get(path)
+        if dataset is None:
+            dataset = self.file.get(path)
+            if dataset is not None:
+                self._datasets[path] = dataset
+        return dataset
 
     def write_run_record(self, record: dict) -> None:
         """Store the run record as /run attributes (nested values as JSON strings)."""

@@ -117,11 +117,10 @@ def load_run(path: str | os.PathLike) -> RunView:
     loaded (see `RunView.names` and `read_depth`), so memory stays bounded for millions of reads.
     """
     with RunFile(path) as run:
-        sequence = run.dataset("reads/sequence")
         length = np.zeros(run.n_reads, dtype=np.int64)
         step = 1 << 16  # strings: a bounded number at a time
         for start in range(0, len(length), step):
-            length[start:start + step] = [len(s) for s in sequence[start:start + step]]
+            length[start:start + step] = [len(s) for s in run.column("sequence", slice(start, start + step))]
         filled = np.zeros(run.n_columns, dtype=np.int64)
         for block in run.row_blocks("reference/alignment"):
             filled += np.count_nonzero(~IS_GAP[block], axis=0)
