@@ -93,9 +93,10 @@ class Alphabet:
         bad = np.flatnonzero(self.read_code[ascii_bytes] == 0)
         return int(bad[0]) if bad.size else -1
 
-    def valid_letters(self) -> str:
-        """The residue letters, for messages (upper case; lower case is accepted too)."""
-        return self.letters + "".join(self.ambiguity)
+    def describe(self) -> str:
+        """What this alphabet accepts, for messages: its name and letters."""
+        return (f"{self.name} ({self.residue_kind} letters {self.letters}, also "
+                f"{''.join(self.ambiguity)}, either case)")
 
 
 DNA = Alphabet(
