@@ -81,7 +81,7 @@ class SimParams:
             if field.name == "alphabet" and self.alphabet == "dna":
                 continue
             value = self.n_held_out if field.name == "held_out" else getattr(self, field.name)
-            options.append(("--" + field.name.replace("_", "-"), repr(value)))
+            options.append(("--" + field.name.replace("_", "-"), value if isinstance(value, str) else repr(value)))
         return SCRIPT + "".join(f" {flag} {shlex.quote(value)}" for flag, value in options)
 
 
