@@ -466,7 +466,7 @@ def _build_alignment(rows: list[_Row], length: int, described: str, source: str,
             source,
             f"invalid character {_show_byte(int(ascii_rows[index, column]))} in row "
             f"'{names[index]}' at alignment column {column + 1} (column {line_column} of the line); "
-            f"the alignment is read as {chosen.describe()} or gaps -.?{_how_chosen(alphabet)}",
+            f"the alignment is read as {chosen.name}: {chosen.describe()} or gaps -.?{_how_chosen(alphabet)}",
             f"line {line}",
         )
     return Alignment(names=names, rows=_UPPER[ascii_rows], path=source, alphabet=chosen)
@@ -558,7 +558,7 @@ def _check_residues(residues: bytes, name: str, number: int, before: int, source
     if bad.size:
         byte = int(codes[bad[0]])
         why = " (gaps are not allowed in reads)" if IS_GAP[byte] else \
-            f" (reads are {alphabet.describe()}, the reference alignment's alphabet)"
+            f"; reads must be {alphabet.name} like the reference alignment: {alphabet.describe()}"
         raise InputError(
             source,
             f"invalid character {_show_byte(byte)} in read '{name}' at position "

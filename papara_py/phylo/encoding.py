@@ -42,7 +42,7 @@ NUCLEOTIDE_SHARE = 0.9
 _NUCLEOTIDE_LETTERS = "ACGTUNacgtun"
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Alphabet:
     """One alphabet of DESIGN 2 and everything derived from it (see the module docstring)."""
 
@@ -70,6 +70,9 @@ class Alphabet:
         object.__setattr__(self, "read_code", read_code)
         object.__setattr__(self, "ref_code", ref_code)
 
+    def __repr__(self) -> str:  # short: it shows inside kernel variants and messages
+        return f"Alphabet({self.name!r})"
+
     @property
     def n_states(self) -> int:
         return len(self.letters)
@@ -94,9 +97,8 @@ class Alphabet:
         return int(bad[0]) if bad.size else -1
 
     def describe(self) -> str:
-        """What this alphabet accepts, for messages: its name and letters."""
-        return (f"{self.name} ({self.residue_kind} letters {self.letters}, also "
-                f"{''.join(self.ambiguity)}, either case)")
+        """What this alphabet accepts, for messages: its letters."""
+        return f"{self.residue_kind} letters {self.letters} or {''.join(self.ambiguity)} (either case)"
 
 
 DNA = Alphabet(

@@ -44,14 +44,24 @@ class _Packing:
         self.tip_code = np.where(IS_GAP, 1 << n, 2 << n).astype(self.dtype) | alphabet.ref_code
         self.tip_code[alphabet.ref_code == 0] = 0
 
-    def union_where_empty(self, both: np.ndarray) -> np.ndarray:
+        if self.dtype.itemsize == 1:
+            # one-byte elements (DNA): the same functions as 256-entry tables, one gather each
+            # instead of 5-7 array passes (the tree passes measured 2x faster)
+            every = np.arange(256, dtype=self.dtype)
+            self.union_where_empty = self._union_where_empty(every).take
+            self.profile_elements = self._profile_elements(every).take
+        else:
+            self.union_where_empty = self._union_where_empty
+            self.profile_elements = self._profile_elements
+
+    def _union_where_empty(self, both: np.ndarray) -> np.ndarray:
         """For an intersection: the bits of each character whose intersection is empty, i.e.
         where the two-set rule must fall back to the union."""
         zero = self.dtype.type(0)
         return (np.where(both & self.state_mask == 0, self.state_mask, zero)
                 | np.where(both & self.gap_char_mask == 0, self.gap_char_mask, zero))
 
-    def profile_elements(self, packed: np.ndarray) -> np.ndarray:
+    def _profile_elements(self, packed: np.ndarray) -> np.ndarray:
         """Packed sets of virtual roots -> profile elements (states, CGAP bit iff the gap
         character's set is {gap})."""
         cgap = np.where(packed & self.gap_char_mask == self.gap_state, self.cgap_bit, self.dtype.type(0))
