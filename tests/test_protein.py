@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from misuse import Workspace, assert_refused, papara
 
+from papara_py.errors import InputError
 from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
 from papara_py.io.reads import ReadSet
 from papara_py.io.run_file import RunFile
@@ -201,3 +202,39 @@ def test_hybrid_engine_on_protein_profiles_matches_the_reference(opencl_device):
     scores, *_ = align_many(codes, reads.residues, offsets, np.arange(len(raw)),
                             profiles[want_edge[:, 0]], params)
     np.testing.assert_array_equal(scores, want_score[:, 0])
+
+
+def test_the_python_api_takes_protein_sequences_in_memory():
+    import papara_py
+
+    alignment = {name: bytes(row).decode() for name, row in zip(*_reference())}
+    reads = {"p1": "WLYDCFDWNSMATISDRTNPELGEGR", "p2": "KEHPGCPKARDYFTTS"}
+    run = papara_py.align(str(PROTEIN_DATA / "tree.nwk"), alignment, reads, device="cpu", threads=1, quiet=True)
+    assert run.alphabet == "protein" and run.parameters["preset"] == "protein"
+    assert [r.status for r in run] == ["aligned", "aligned"]
+    assert len(run.to_alignment()) == 24 + 2
+    run.close()
+    with pytest.raises(InputError, match="no reverse strand"):
+        papara_py.align(str(PROTEIN_DATA / "tree.nwk"), alignment, reads, strand="both", quiet=True)
+
+
+def _reference() -> tuple[list[str], np.ndarray]:
+    alignment = read_alignment(PROTEIN_DATA / "ref.phy")
+    return alignment.names, alignment.rows
+
+
+def test_protein_shards_merge_into_the_single_run(protein_run, tmp_path):
+    common = ["-t", str(PROTEIN_DATA / "tree.nwk"), "-s", str(PROTEIN_DATA / "ref.phy"), "-r",
+              str(PROTEIN_DATA / "reads.fa"), "--device", "cpu", "-j", "1", "-q"]
+    shards = [str(tmp_path / f"shard_{k}.h5") for k in range(2)]
+    for k, shard in enumerate(shards):
+        assert papara(*common, "--shard", f"{k}/2", "-o", shard).returncode == 0
+    merged = tmp_path / "merged.h5"
+    result = papara("merge", *shards, "-o", str(merged))
+    assert result.returncode == 0, result.stderr
+    with RunFile(merged) as got, RunFile(protein_run) as want:
+        assert got.alphabet is PROTEIN
+        for name in ("best_edge", "score", "cigar", "sequence"):
+            np.testing.assert_array_equal(got.column(name), want.column(name))
+    report = tmp_path / "report.html"
+    assert papara("report", str(merged), "-o", str(report)).returncode == 0 and report.stat().st_size > 0
