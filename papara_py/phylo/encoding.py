@@ -91,11 +91,6 @@ class Alphabet:
         """Encode read residues (uint8 ASCII) to state sets; invalid bytes come back as 0."""
         return self.read_code[ascii_bytes]
 
-    def first_invalid(self, ascii_bytes: np.ndarray) -> int:
-        """Index of the first byte that is not a valid read residue, or -1."""
-        bad = np.flatnonzero(self.read_code[ascii_bytes] == 0)
-        return int(bad[0]) if bad.size else -1
-
     def describe(self) -> str:
         """What this alphabet accepts, for messages: its letters."""
         return f"{self.residue_kind} letters {self.letters} or {''.join(self.ambiguity)} (either case)"
