@@ -52,7 +52,7 @@ two halves): a second independent chain (two rows per step, or 64 lanes) bought 
 With uint32 profile elements (protein) the two bit tests are `vptestnmd` over two zmm of 16
 elements each, and LLVM runs the int16 arithmetic in ymm halves to match: 42 instructions per 32
 cells, about half the cells per second of DNA (`scripts/bench_cpu.py --shape real --alphabet
-protein`: 8.5 against 17.3 GCUPS on one thread of the 2-core Zen 3 development machine).
+protein`: 8.5 against 17.3 GCUPS on one thread of the shared 2-core AVX-512 development machine).
 """
 
 from __future__ import annotations
