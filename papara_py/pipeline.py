@@ -36,7 +36,13 @@ from papara_py.io.reads import STATUS_ALIGNED, STATUSES, ReadSet
 from papara_py.io.run_writer import RunWriter, run_writer
 from papara_py.pairwise.candidates import Candidates, load_merges
 from papara_py.pairwise.params import PenaltyChoice, ScoringParams
-from papara_py.pairwise.strand import ReferenceKmers, StrandPlan, check_mode, mode_for, orient
+from papara_py.pairwise.strand import (
+    ReferenceKmers,
+    StrandPlan,
+    check_mode,
+    mode_for,
+    orient,
+)
 from papara_py.pairwise.traceback import align_many
 from papara_py.phylo.encoding import IS_GAP, Alphabet
 from papara_py.phylo.profiles import ProfileBuilder

@@ -153,7 +153,7 @@ def test_protein_errors_draw_amino_acids():
     row = "MKVLAAGTWYHE" * 20
     model = ba.ErrorModel(substitution=0.3, insertion=0.2, deletion=0.0, homopolymer=0.0,
                           length_mean=200, length_sd=0, min_length=20)
-    seq, cols = ba.cut_read(rng, row, np.arange(len(row)), model, ba.RESIDUES["protein"])
+    seq, _ = ba.cut_read(rng, row, np.arange(len(row)), model, ba.RESIDUES["protein"])
     assert set(seq) <= set(ba.RESIDUES["protein"]) and not set(seq) <= set("ACGT")
     assert set(seq) - set(row)  # substitutions and insertions reach letters the row lacks
     with pytest.raises(ValueError, match="no reverse strand"):

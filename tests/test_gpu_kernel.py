@@ -26,7 +26,7 @@ from papara_py.engine import opencl_devices
 from papara_py.engine.layout import block_count, make_block
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.reference_scorer import score_matrix_reference
-from papara_py.phylo.encoding import CGAP_BIT, DNA, PROTEIN, READ_CODE
+from papara_py.phylo.encoding import DNA, PROTEIN, READ_CODE
 
 cl = pytest.importorskip("pyopencl")
 from papara_py.engine.gpu import INF32, GpuScorer  # noqa: E402  (needs pyopencl)

@@ -18,7 +18,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_tree import RandomTree, random_trees
 
-from papara_py.phylo.encoding import CGAP_BIT, DNA, IS_GAP, PROTEIN, REF_CODE, STATE_MASK
+from papara_py.phylo.encoding import (
+    CGAP_BIT,
+    DNA,
+    IS_GAP,
+    PROTEIN,
+    REF_CODE,
+    STATE_MASK,
+)
 from papara_py.phylo.profiles import (
     ProfileBuilder,
     combine_all_but_one,

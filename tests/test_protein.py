@@ -6,6 +6,7 @@ against the reference scorer."""
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import h5py
@@ -195,7 +196,7 @@ def test_hybrid_engine_on_protein_profiles_matches_the_reference(opencl_device):
     params = ScoringParams.preset("protein")
     result = run(profiles, ReadBatch(codes, offsets), params, True, [gpu(opencl_device)],
                  EngineOptions(cpu_workers=1))
-    want_score, want_edge = expected(profiles, [codes[a:b] for a, b in zip(offsets[:-1], offsets[1:])], params)
+    want_score, want_edge = expected(profiles, [codes[a:b] for a, b in pairwise(offsets)], params)
     np.testing.assert_array_equal(result.candidates.score, want_score)
     np.testing.assert_array_equal(result.candidates.edge, want_edge)
     assert any(c.name.startswith("gpu") and c.blocks for c in result.consumers)

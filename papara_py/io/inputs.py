@@ -32,7 +32,14 @@ from dendropy.utility.error import DataParseError
 
 from papara_py.errors import InputError
 from papara_py.io.checksums import Digest, drain, open_input
-from papara_py.phylo.encoding import DNA, IS_GAP, NUCLEOTIDE_SHARE, Alphabet, alphabet_named, detect_alphabet
+from papara_py.phylo.encoding import (
+    DNA,
+    IS_GAP,
+    NUCLEOTIDE_SHARE,
+    Alphabet,
+    alphabet_named,
+    detect_alphabet,
+)
 
 PathLike = str | os.PathLike
 
