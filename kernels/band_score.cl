@@ -28,8 +28,9 @@
  * the minimum of the read's last row.
  *
  * Memory layout:
- *   profile [m][units]            prof_t: byte(s) of LANES edges (states | CGAP bit 0x10), the
+ *   profile [m][units]            prof_t: element(s) of LANES edges (states | CGAP bit), the
  *                                 chunk's edges side by side, so a warp reads one contiguous run
+ *   codes   [residues]            code_t: the reads' state sets, the profile's element type
  *   band    [m + 1][n_reads*units] cell_t: S of row j0-1 at column i stored at index i + 1,
  *                                 work-items side by side (coalesced)
  *   scores  [n_reads][units*LANES] int: S minimum of each (read, lane)
@@ -39,18 +40,35 @@
  * plain 32-bit add never carries between halves. Build options:
  *   -DROWS=<stripe height>  -DPACKED=0|1  -DUSE_PTX=0|1 (NVIDIA sm_90+: u16x2 PTX, which ptxas
  *   fuses into DPX add-min instructions)
+ *   -DPROF_BITS=8|32 -DSTATE_BITS=<states> (the alphabet, phylo/encoding.py): profile elements
+ *   and read codes are uchar (DNA: 4 states, CGAP bit 4) or uint (protein: 20 states, CGAP bit
+ *   20); the CGAP bit is bit STATE_BITS. PACKED needs 8-bit elements: two of them spread into the
+ *   16-bit halves of a cell, where 20-bit state sets do not fit, so protein runs 32-bit lanes.
  */
+
+#if PROF_BITS == 8
+typedef uchar elem_t;
+#elif PROF_BITS == 32
+typedef uint elem_t;
+#else
+#error "PROF_BITS must be 8 or 32"
+#endif
+#if PACKED && PROF_BITS != 8
+#error "PACKED lanes need 8-bit profile elements"
+#endif
+#define STATE_MASK ((1u << STATE_BITS) - 1u)
+typedef elem_t code_t;
 
 #if PACKED
 #define LANES 2
-typedef ushort prof_t;
+typedef ushort prof_t; /* two 8-bit elements */
 /* the same value in both 16-bit halves */
 #define SPLAT(x) ((uint)(x) * 0x00010001u)
 /* two profile bytes -> the low byte of each 16-bit half */
 #define SPREAD(v) (((uint)(v) & 0xFFu) | (((uint)(v) & 0xFF00u) << 8))
 #else
 #define LANES 1
-typedef uchar prof_t;
+typedef elem_t prof_t;
 #define SPLAT(x) ((uint)(x))
 #define SPREAD(v) ((uint)(v))
 #endif
@@ -78,9 +96,9 @@ inline uint lane_add(uint a, uint b) { return a + b; }
 inline uint lane_min(uint a, uint b) { return min(a, b); }
 #endif
 
-/* Per-column penalties of Equation 1, derived from the profile byte(s) of the column. */
+/* Per-column penalties of Equation 1, derived from the profile element(s) of the column. */
 typedef struct {
-    cell_t states; /* state nibble per lane */
+    cell_t states; /* state set per lane */
     cell_t diag;   /* CG_i + mismatch per lane */
     cell_t open;   /* OE_i per lane */
     cell_t extend; /* E_i per lane */
@@ -93,11 +111,11 @@ typedef struct {
 
 inline column_t load_column(global const prof_t *p, const penalties_t *pen)
 {
-    const uint bytes = SPREAD(*p);
-    const uint gap = (bytes >> 4) & SPLAT(1); /* CGAP flag per lane, 0 or 1 */
+    const uint elements = SPREAD(*p);
+    const uint gap = (elements >> STATE_BITS) & SPLAT(1); /* CGAP flag per lane, 0 or 1 */
     const uint residue = gap ^ SPLAT(1);
     column_t col;
-    col.states = bytes & SPLAT(0x0F);
+    col.states = elements & SPLAT(STATE_MASK);
     col.diag = gap * pen->cgap + SPLAT(pen->mismatch);
     col.open = residue * pen->open_extend;
     col.extend = residue * pen->extend;
@@ -181,7 +199,7 @@ inline void sweep_stripe(global const prof_t *profile, const int units, global c
 }
 
 kernel void band_score(global const prof_t *profile, const int m, const int units,
-                       global const uchar *codes, global const int *read_start,
+                       global const code_t *codes, global const int *read_start,
                        global const int *read_len, const int n_reads, global cell_t *band,
                        global int *scores, const uint mismatch, const uint cgap,
                        const uint open_extend, const uint extend, const uint insertion,
@@ -195,7 +213,7 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
                              SPLAT(inf)};
     const int n = read_len[q];
     const int width = m - n + 1;
-    global const uchar *read = codes + read_start[q];
+    global const code_t *read = codes + read_start[q];
     const size_t stride = (size_t)n_reads * units;
     global cell_t *my_band = band + (size_t)q * units + u;
     global const prof_t *my_profile = profile + u;

@@ -35,10 +35,16 @@ from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tre
 from papara_py.io.reads import STATUS_ALIGNED, STATUSES, ReadSet
 from papara_py.io.run_writer import RunWriter, run_writer
 from papara_py.pairwise.candidates import Candidates, load_merges
-from papara_py.pairwise.params import ScoringParams
-from papara_py.pairwise.strand import ReferenceKmers, StrandPlan, check_mode, orient
+from papara_py.pairwise.params import PenaltyChoice, ScoringParams
+from papara_py.pairwise.strand import (
+    ReferenceKmers,
+    StrandPlan,
+    check_mode,
+    mode_for,
+    orient,
+)
 from papara_py.pairwise.traceback import align_many
-from papara_py.phylo.encoding import IS_GAP, READ_CODE
+from papara_py.phylo.encoding import IS_GAP, Alphabet
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
 from papara_py.run_log import Reporter, RunLog
@@ -66,7 +72,10 @@ class RunConfig:
     alignment: str
     reads: str
     output: str
-    params: ScoringParams = field(default_factory=ScoringParams)
+    #: the penalties, or --preset and single penalties to resolve once the alphabet is known (the
+    #: default preset is the alphabet's: pairwise/params.py)
+    params: ScoringParams | PenaltyChoice = field(default_factory=PenaltyChoice)
+    alphabet: str = "auto"  # --alphabet: auto | dna | protein (phylo/encoding.py)
     threads: int = 1
     gpus: tuple[int, ...] | None = None  # --gpus: which OpenCL GPUs (numbers of `papara-py devices`); None: all
     threads_source: str = "RunConfig.threads"  # why that many: --threads, or the CPUs the process may use
@@ -75,7 +84,7 @@ class RunConfig:
     gpu_chunk: int = 40
     gpu_profile: bool = False  # device time per GPU in the run record (OpenCL profiling events)
     candidates: int = 5
-    strand: str = "auto"  # auto | both | forward (papara_py/pairwise/strand.py)
+    strand: str = "auto"  # auto | both | forward (papara_py/pairwise/strand.py; protein: forward)
     lanes: int | None = None
     batch_reads: int = 12_500
     quiet: bool = False
@@ -111,7 +120,7 @@ def load_reads(reads_path: str, alignment, extra_rows: list[int], reporter: Repo
 
     def records():
         nonlocal total
-        for read in iter_reads(reads_path, digest):
+        for read in iter_reads(reads_path, digest, alignment.alphabet):
             if read.name in extra_names:
                 raise InputError(alignment.path, f"taxon {read.name!r} is not in the tree and its name is "
                                  f"also a read name in {reads_path}; rename one of them",
@@ -128,7 +137,7 @@ def load_reads(reads_path: str, alignment, extra_rows: list[int], reporter: Repo
                 yield alignment.names[row], alignment.rows[row][~IS_GAP[alignment.rows[row]]].tobytes()
             total += 1
 
-    reads = ReadSet.from_sequences(records())
+    reads = ReadSet.from_sequences(records(), alignment.alphabet)
     if extra_rows:
         shown = ", ".join(alignment.names[r] for r in extra_rows[:5])
         more = f" and {len(extra_rows) - 5} more" if len(extra_rows) > 5 else ""
@@ -195,7 +204,7 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, be
 
     def one(piece: slice):
         residues, offsets = reads.select_residues(indices[piece], reverse[piece])
-        return align_many(READ_CODE[residues], residues, offsets, edge_slot[piece], profiles, params)
+        return align_many(reads.alphabet.read_code[residues], residues, offsets, edge_slot[piece], profiles, params)
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         results = list(pool.map(one, pieces))
@@ -258,6 +267,12 @@ class Inputs:
     reads: ReadSet
     n_reads_total: int       # reads in the input (a shard keeps only its slice)
     checksums: dict[str, str]
+    params: ScoringParams    # the penalties used: as given, or the alphabet's default preset
+    strand: str              # the strand mode used (pairwise/strand.mode_for: forward for protein)
+
+    @property
+    def alphabet(self) -> Alphabet:
+        return self.alignment.alphabet
 
     @property
     def n_columns(self) -> int:
@@ -270,31 +285,44 @@ def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]
     started = time.perf_counter()
     digests = {name: Digest() for name in ("tree", "alignment", "reads")}
     tree = read_tree(config.tree, digests["tree"])
-    alignment = read_alignment(config.alignment, digests["alignment"])
+    alignment = read_alignment(config.alignment, digests["alignment"], config.alphabet)
+    params = resolve_params(config.params, alignment.alphabet)
+    strand = mode_for(config.strand, alignment.alphabet, config.alignment)
     # reads shorter than the alignment are scored: their scores must fit the 32-bit kernels
-    config.params.check_fits_int32(alignment.rows.shape[1] - 1)
+    params.check_fits_int32(alignment.rows.shape[1] - 1)
     edge_tree = EdgeTree.from_dendropy(tree)
     match = match_tips(edge_tree.tip_names, alignment, config.tree)
     reads, n_reads_total = load_reads(config.reads, alignment, match.extra, reporter, config.shard,
                                       digests["reads"])
     inputs = Inputs(edge_tree, alignment, match, reads, n_reads_total,
-                    {name: digest.hexdigest() for name, digest in digests.items()})
+                    {name: digest.hexdigest() for name, digest in digests.items()}, params, strand)
     timings["input"] = time.perf_counter() - started
     for what in ("tree", "alignment", "reads"):
         reporter.record(f"input {what}: {os.path.abspath(getattr(config, what))} sha256 {inputs.checksums[what]}")
-    reporter.record(f"reference: {edge_tree.n_tips} taxa, {edge_tree.n_edges} edges, {inputs.n_columns} columns; "
-                    f"{len(reads)} reads ({n_reads_total} in the input)")
+    reporter.record(f"reference: {edge_tree.n_tips} taxa, {edge_tree.n_edges} edges, {inputs.n_columns} columns, "
+                    f"alphabet {alignment.alphabet.name} (--alphabet {config.alphabet}); {len(reads)} reads "
+                    f"({n_reads_total} in the input); penalties {params} (preset {params.preset_name()})")
+    if config.alphabet == "auto" and not alignment.alphabet.stranded:
+        reporter.detail(f"--alphabet auto: {config.alignment} holds {alignment.alphabet.residue_kind} data; reads "
+                        f"are taken as given (no reverse strand)")
     if config.shard is not None:
         reporter.notice(f"shard {config.shard} (from {config.shard.source}): {len(reads)} of {n_reads_total} reads")
     return inputs
+
+
+def resolve_params(params: ScoringParams | PenaltyChoice, alphabet: Alphabet) -> ScoringParams:
+    """The penalties a run uses: `params` as given, or a PenaltyChoice resolved with the
+    alphabet's default preset (DESIGN 4: protein data get the `protein` preset unless a preset is
+    given)."""
+    return params if isinstance(params, ScoringParams) else params.resolve(alphabet.default_preset)
 
 
 def edge_profiles(config: RunConfig, inputs: Inputs, timings: dict[str, float]) -> EdgeProfiles:
     """Stage 2: every edge's profile (DESIGN.md 3), built here or loaded from `papara-py prepare`."""
     started = time.perf_counter()
     profiles: EdgeProfiles = (
-        open_prepared(config.profiles, inputs.edge_tree, inputs.n_columns, inputs.checksums) if config.profiles
-        else ProfileBuilder(inputs.edge_tree, inputs.match.tip_rows))
+        open_prepared(config.profiles, inputs.edge_tree, inputs.n_columns, inputs.checksums, inputs.alphabet)
+        if config.profiles else ProfileBuilder(inputs.edge_tree, inputs.match.tip_rows, inputs.alphabet))
     timings["profiles"] = time.perf_counter() - started
     return profiles
 
@@ -369,7 +397,7 @@ def plan_batches(config: RunConfig, reporter: Reporter, inputs: Inputs, profiles
         k = profiles.n_edges
     batches = split_batches(alignable, config.batch_reads)
     started = time.perf_counter()
-    kmers = ReferenceKmers(inputs.match.tip_rows) if config.strand == "auto" else None
+    kmers = ReferenceKmers(inputs.match.tip_rows) if inputs.strand == "auto" else None
     timings["strand"] = time.perf_counter() - started
     return Work(statuses, alignable, batches, input_stretches(batches, len(inputs.reads)), k, kmers)
 
@@ -413,7 +441,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
         def make_batch(index: int) -> ReadBatch:
             """Batch `index` in its orientations (on the engine's master thread)."""
             started = time.perf_counter()
-            plan = StrandPlan.for_batch(batches[index], orient(config.strand, reads, batches[index], work.kmers))
+            plan = StrandPlan.for_batch(batches[index], orient(inputs.strand, reads, batches[index], work.kmers))
             plans[index] = plan
             timings["strand"] += time.perf_counter() - started
             return ReadBatch(*reads.select(plan.reads, plan.reverse))
@@ -421,7 +449,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
         t0 = time.perf_counter()
         jit_loader.join()  # left to wait only when the inputs were read in less time
         timings["jit_wait"] = time.perf_counter() - t0
-        engine = Engine(profiles.profiles, profiles.n_edges, m, devices.width, config.params, work.k,
+        engine = Engine(profiles.profiles, profiles.n_edges, m, devices.width, inputs.params, work.k,
                         devices.use_cpu, devices.gpu_scorers, devices.options, progress)
         # batches arrive as they finish; tracing back and writing one overlaps scoring the next
         with closing(engine.run(make_batch, len(batches))) as finished:
@@ -435,7 +463,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
                 strand_counts["+"] += int(len(reverse) - np.count_nonzero(reverse))
                 t0 = time.perf_counter()
                 scores, starts, cigars, rows = traceback_batch(reads, batch, reverse, candidates.edge[:, 0],
-                                                               profiles, config.params, config.threads)
+                                                               profiles, inputs.params, config.threads)
                 if not np.array_equal(scores, candidates.score[:, 0]):
                     raise RuntimeError("internal error: traceback score differs from the engine's score")
                 timings["traceback"] += time.perf_counter() - t0
@@ -447,7 +475,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
                                 f"{time.perf_counter() - run_started:.2f} s into the run")
     timings["scoring"] = engine.scoring_seconds
     timings["build_blocks"] = engine.build_seconds
-    reporter.detail(f"--strand {config.strand}: {strand_counts['scored_both']} of {len(work.alignable)} reads "
+    reporter.detail(f"--strand {inputs.strand}: {strand_counts['scored_both']} of {len(work.alignable)} reads "
                     f"scored in both orientations ({timings['strand']:.3f} s)")
     cells = scored_residues * profiles.n_edges * m
     return Tally(
@@ -465,7 +493,8 @@ def run_record(config: RunConfig, inputs: Inputs, profiles: EdgeProfiles, device
                tally: Tally, timings: dict[str, float]) -> dict:
     """Stage 6: the /run attributes (README: the run file) of what was run, on what, and how fast."""
     record = {
-        "parameters": asdict(config.params) | {"preset": config.params.preset_name()},
+        "parameters": asdict(inputs.params) | {"preset": inputs.params.preset_name()},
+        "alphabet": inputs.alphabet.name,
         "checksums_sha256": inputs.checksums,
         "inputs": {"tree": describe_input(config.tree), "alignment": describe_input(config.alignment),
                    "reads": describe_input(config.reads)},
@@ -477,7 +506,7 @@ def run_record(config: RunConfig, inputs: Inputs, profiles: EdgeProfiles, device
         **({"gpu_device_seconds": {scorer.name: scorer.device_seconds for scorer in devices.gpu_scorers}}
            if config.gpu_profile else {}),
         "status_counts": work.status_counts, "n_edges": profiles.n_edges, "n_columns": inputs.n_columns,
-        "strand": config.strand, "strand_counts": tally.strand_counts,
+        "strand": inputs.strand, "strand_counts": tally.strand_counts,
     }
     if config.shard is not None:  # the slice, for `papara-py merge` (papara_py/cluster/shards.py)
         record["shard"] = config.shard.record(inputs.n_reads_total)

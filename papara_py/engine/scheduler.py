@@ -71,7 +71,7 @@ from papara_py.pairwise.params import ScoringParams
 class ReadBatch:
     """Encoded reads ready for the kernels: all have 0 < n < m."""
 
-    codes: np.ndarray    # uint8 [total residues], state sets
+    codes: np.ndarray    # [total residues] state sets (the profiles' element type: uint8 DNA, uint32 protein)
     offsets: np.ndarray  # int64 [Q + 1]
 
     @property
@@ -175,7 +175,7 @@ class _Batch:
 class Engine:
     """One scoring run over a sequence of read batches (see the module docstring).
 
-    `build_profiles(edge_ids)` returns uint8 [len, n_columns] profiles
+    `build_profiles(edge_ids)` returns [len, n_columns] profiles (uint8 DNA, uint32 protein)
     (profiles.ProfileBuilder.profiles). `use_cpu` False means GPU only, with CPU workers
     started only if every GPU fails. `on_progress(blocks, cells)` is called as blocks finish.
     After `run` is exhausted, `consumers`, `build_seconds` and `scoring_seconds` (start to the

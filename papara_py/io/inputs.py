@@ -32,7 +32,14 @@ from dendropy.utility.error import DataParseError
 
 from papara_py.errors import InputError
 from papara_py.io.checksums import Digest, drain, open_input
-from papara_py.phylo.encoding import IS_GAP, READ_CODE, REF_CODE
+from papara_py.phylo.encoding import (
+    DNA,
+    IS_GAP,
+    NUCLEOTIDE_SHARE,
+    Alphabet,
+    alphabet_named,
+    detect_alphabet,
+)
 
 PathLike = str | os.PathLike
 
@@ -49,11 +56,13 @@ _WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")
 
 @dataclass(frozen=True, eq=False)
 class Alignment:
-    """A reference alignment: `rows` is uint8 [N, m], the ASCII characters as given, upper-cased."""
+    """A reference alignment: `rows` is uint8 [N, m], the ASCII characters as given, upper-cased,
+    all of `alphabet` (given, or detected from the rows: DESIGN 2)."""
 
     names: list[str]
     rows: np.ndarray
     path: str
+    alphabet: Alphabet = DNA
 
 
 @dataclass(frozen=True)
@@ -253,12 +262,13 @@ class _Row:
         return positions[column]
 
 
-def read_alignment(path: PathLike, digest: Digest | None = None) -> Alignment:
+def read_alignment(path: PathLike, digest: Digest | None = None, alphabet: str = "auto") -> Alignment:
     """Read a FASTA or PHYLIP (strict, relaxed, interleaved) alignment and validate it.
 
-    FASTA when the first non-blank line starts with '>', PHYLIP otherwise. Characters must be
-    nucleotides, IUPAC codes or the gap characters '-.?' (DESIGN.md section 2). The file is read
-    once; its bytes go into `digest`.
+    FASTA when the first non-blank line starts with '>', PHYLIP otherwise. `alphabet` is
+    --alphabet: dna, protein, or auto (detected from the rows, DESIGN.md section 2); characters
+    must be the alphabet's letters or the gap characters '-.?'. The file is read once; its bytes
+    go into `digest`.
     """
     source = str(path)
     lines = _read_bytes(source, digest).removeprefix(_UTF8_BOM).splitlines()
@@ -274,7 +284,7 @@ def read_alignment(path: PathLike, digest: Digest | None = None) -> Alignment:
         n_rows, expected_length = _phylip_header(header, header_line, source)
         rows = _phylip_rows(lines, header_line, n_rows, expected_length, source)
         described = f"the PHYLIP header (line {header_line}) gives"
-    return _build_alignment(rows, expected_length, described, source)
+    return _build_alignment(rows, expected_length, described, source, alphabet)
 
 
 def _fasta_rows(numbered: list[tuple[int, bytes]], source: str) -> list[_Row]:
@@ -427,8 +437,9 @@ def _name_rows(named: list[tuple[int, bytes]], strict: bool) -> list[_Row]:
     return rows
 
 
-def _build_alignment(rows: list[_Row], length: int, described: str, source: str) -> Alignment:
-    """Check names, lengths and characters of assembled rows; encode them as uint8 ASCII."""
+def _build_alignment(rows: list[_Row], length: int, described: str, source: str, alphabet: str) -> Alignment:
+    """Check names, lengths and characters of assembled rows (in the alphabet named, or the one
+    detected for "auto"); encode them as uint8 ASCII."""
     names: list[str] = []
     first_line: dict[str, int] = {}
     for row in rows:
@@ -453,27 +464,38 @@ def _build_alignment(rows: list[_Row], length: int, described: str, source: str)
                 f"line {row.line}",
             )
     ascii_rows = np.frombuffer(b"".join(sequences), dtype=np.uint8).reshape(len(rows), length)
-    bad = np.argwhere(REF_CODE[ascii_rows] == 0)
+    chosen = detect_alphabet(ascii_rows) if alphabet == "auto" else alphabet_named(alphabet)
+    bad = np.argwhere(chosen.ref_code[ascii_rows] == 0)
     if bad.size:
         index, column = (int(v) for v in bad[0])
         line, line_column = rows[index].locate(column)
         raise InputError(
             source,
             f"invalid character {_show_byte(int(ascii_rows[index, column]))} in row "
-            f"'{names[index]}' at alignment column {column + 1} (column {line_column} of the line)",
+            f"'{names[index]}' at alignment column {column + 1} (column {line_column} of the line); "
+            f"the alignment is read as {chosen.name}: {chosen.describe()} or gaps -.?{_how_chosen(alphabet)}",
             f"line {line}",
         )
-    return Alignment(names=names, rows=_UPPER[ascii_rows], path=source)
+    return Alignment(names=names, rows=_UPPER[ascii_rows], path=source, alphabet=chosen)
+
+
+def _how_chosen(alphabet: str) -> str:
+    """Why the alignment has its alphabet, for messages: given, or how `auto` decided."""
+    if alphabet != "auto":
+        return f" (--alphabet {alphabet})"
+    return (f" (--alphabet auto: DNA when at least {NUCLEOTIDE_SHARE:.0%} of the residues are A, C, G, T, U "
+            f"or N, else protein; give --alphabet to choose)")
 
 
 # ---------------------------------------------------------------------------------------------
 # Reads
 
 
-def iter_reads(path: PathLike, digest: Digest | None = None) -> Iterator[RawRead]:
+def iter_reads(path: PathLike, digest: Digest | None = None, alphabet: Alphabet = DNA) -> Iterator[RawRead]:
     """Stream reads from FASTA or FASTQ, plain or gzip (told apart by content, not by name).
 
-    Residues are validated as they are read (no gaps, DESIGN.md section 2); read names must be
+    Residues are validated as they are read (letters of `alphabet`, the reference alignment's;
+    no gaps, DESIGN.md section 2); read names must be
     unique. An empty read is yielded with sequence b"" for the pipeline to report. `path` may be
     `-` (standard input), a pipe or a FIFO: it is read once, its bytes (as stored, compressed or
     not) going into `digest`, which is complete when the iteration ends.
@@ -488,9 +510,9 @@ def iter_reads(path: PathLike, digest: Digest | None = None) -> Iterator[RawRead
     records = chain([(number, line)], lines)
     names: dict[str, int] = {}
     if line.startswith(b">"):
-        yield from _fasta_reads(records, names, source)
+        yield from _fasta_reads(records, names, source, alphabet)
     elif line.startswith(b"@"):
-        yield from _fastq_reads(records, names, source)
+        yield from _fastq_reads(records, names, source, alphabet)
     else:
         raise InputError(
             source,
@@ -535,13 +557,15 @@ def _read_name(header: bytes, number: int, names: dict[str, int], source: str) -
     return name
 
 
-def _check_residues(residues: bytes, name: str, number: int, before: int, source: str) -> None:
-    """Reject any byte that is not a nucleotide/IUPAC code; `before` residues precede these."""
+def _check_residues(residues: bytes, name: str, number: int, before: int, source: str,
+                    alphabet: Alphabet) -> None:
+    """Reject any byte that is not a residue of `alphabet`; `before` residues precede these."""
     codes = np.frombuffer(residues, dtype=np.uint8)
-    bad = np.flatnonzero(READ_CODE[codes] == 0)
+    bad = np.flatnonzero(alphabet.read_code[codes] == 0)
     if bad.size:
         byte = int(codes[bad[0]])
-        why = " (gaps are not allowed in reads)" if IS_GAP[byte] else ""
+        why = " (gaps are not allowed in reads)" if IS_GAP[byte] else \
+            f"; reads must be {alphabet.name} like the reference alignment: {alphabet.describe()}"
         raise InputError(
             source,
             f"invalid character {_show_byte(byte)} in read '{name}' at position "
@@ -551,7 +575,7 @@ def _check_residues(residues: bytes, name: str, number: int, before: int, source
 
 
 def _fasta_reads(
-    records: Iterator[tuple[int, bytes]], names: dict[str, int], source: str
+    records: Iterator[tuple[int, bytes]], names: dict[str, int], source: str, alphabet: Alphabet
 ) -> Iterator[RawRead]:
     """FASTA records, sequences possibly over several lines; the first line is a header."""
     name, header_line, pieces, length = "", 0, [], 0
@@ -563,14 +587,14 @@ def _fasta_reads(
             header_line, pieces, length = number, [], 0
             continue
         residues = _strip_whitespace(line)
-        _check_residues(residues, name, number, length, source)
+        _check_residues(residues, name, number, length, source, alphabet)
         pieces.append(residues)
         length += len(residues)
     yield RawRead(name, b"".join(pieces).upper(), header_line)
 
 
 def _fastq_reads(
-    records: Iterator[tuple[int, bytes]], names: dict[str, int], source: str
+    records: Iterator[tuple[int, bytes]], names: dict[str, int], source: str, alphabet: Alphabet
 ) -> Iterator[RawRead]:
     """Four-line FASTQ records: '@name', sequence, '+', quality of the sequence's length."""
     for number, line in records:
@@ -587,7 +611,7 @@ def _fastq_reads(
         separator_number, separator = _record_line(records, "'+' separator", name, number, source)
         quality_number, quality = _record_line(records, "quality", name, number, source)
         residues = _strip_whitespace(sequence)
-        _check_residues(residues, name, sequence_number, 0, source)
+        _check_residues(residues, name, sequence_number, 0, source, alphabet)
         if not separator.startswith(b"+"):
             raise InputError(
                 source,

@@ -2,7 +2,8 @@
 
 Python objects per read would cost ~100 bytes of overhead each; millions of reads are stored as
 names, one concatenated uint8 array of upper-cased residues (as given, so exports show what the
-user supplied) and int64 offsets. Encoded state sets are derived on demand.
+user supplied) and int64 offsets. Encoded state sets (of the reads' alphabet: the reference
+alignment's) are derived on demand.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Iterable
 
 import numpy as np
 
-from papara_py.phylo.encoding import READ_CODE, reverse_complement
+from papara_py.phylo.encoding import DNA, Alphabet, reverse_complement
 
 STATUS_ALIGNED = "aligned"
 STATUS_EMPTY = "empty"
@@ -25,14 +26,16 @@ STATUSES = (STATUS_ALIGNED, STATUS_EMPTY, STATUS_TOO_LONG)
 
 @dataclass
 class ReadSet:
-    """Reads in input order: `residues[offsets[q]:offsets[q+1]]` is read q (upper-case ASCII)."""
+    """Reads in input order: `residues[offsets[q]:offsets[q+1]]` is read q (upper-case ASCII) in
+    `alphabet`'s letters."""
 
     names: list[str]
     residues: np.ndarray
     offsets: np.ndarray
+    alphabet: Alphabet = DNA
 
     @classmethod
-    def from_sequences(cls, records: Iterable[tuple[str, bytes]]) -> "ReadSet":
+    def from_sequences(cls, records: Iterable[tuple[str, bytes]], alphabet: Alphabet = DNA) -> "ReadSet":
         """Collect (name, sequence) pairs; sequences are upper-cased.
 
         The arrays wrap the buffers they were collected in: a copy at the end would double the
@@ -45,7 +48,7 @@ class ReadSet:
             names.append(name)
             residues += sequence.upper()
             offsets.append(len(residues))
-        return cls(names, np.frombuffer(residues, dtype=np.uint8), np.frombuffer(offsets, dtype=np.int64))
+        return cls(names, np.frombuffer(residues, dtype=np.uint8), np.frombuffer(offsets, dtype=np.int64), alphabet)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -70,10 +73,11 @@ class ReadSet:
     def select(self, indices: np.ndarray, reverse: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Encoded residues and offsets of a subset of reads, reverse-complemented where flagged.
 
-        Returns (codes uint8 [total], offsets int64 [len(indices) + 1]) for the kernels.
+        Returns (codes [total] of the alphabet's element type, offsets int64 [len(indices) + 1])
+        for the kernels.
         """
         residues, offsets = self.select_residues(indices, reverse)
-        return READ_CODE[residues], offsets
+        return self.alphabet.read_code[residues], offsets
 
     def select_residues(self, indices: np.ndarray,
                         reverse: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -92,6 +96,9 @@ class ReadSet:
         return residues, offsets
 
     def oriented(self, q: int, reverse: bool) -> np.ndarray:
-        """Read q's residues (uint8 ASCII), reverse-complemented when `reverse`."""
+        """Read q's residues (uint8 ASCII), reverse-complemented when `reverse` (a stranded
+        alphabet only: pairwise/strand.py never asks it of protein reads)."""
         residues = self.residues[self.offsets[q]:self.offsets[q + 1]]
+        if reverse and not self.alphabet.stranded:
+            raise ValueError(f"{self.alphabet.name} reads have no reverse complement")
         return reverse_complement(residues) if reverse else residues

@@ -27,6 +27,7 @@ from papara_py import __version__
 from papara_py.errors import InputError
 from papara_py.io.checksums import attributes_crc32, string_crc32
 from papara_py.io.run_writer import CHECKSUMS, FORMAT_NAME, FORMAT_VERSION
+from papara_py.phylo.encoding import ALPHABETS, DNA, Alphabet
 
 #: Most attributes a group of a run file may have (papara-py writes a few dozen).
 MAX_ATTRIBUTES = 1024
@@ -234,6 +235,16 @@ class RunFile:
                 raise self.damaged(f"/{name} does not match its checksum{where}: its data were changed "
                                    "after papara-py wrote them")
         return found if isinstance(found, str) else np.asarray(found, dtype=object)
+
+    @property
+    def alphabet(self) -> Alphabet:
+        """The run's alphabet (/run attr `alphabet`; a run file from before protein support has
+        none and is DNA)."""
+        name = self.record.get("alphabet", DNA.name)
+        if name not in ALPHABETS:
+            raise self.damaged(f"its run record names the alphabet {str(name)[:40]!r}, which is neither "
+                               f"{' nor '.join(ALPHABETS)}")
+        return ALPHABETS[name]
 
     @property
     def newick_numbered(self) -> str:

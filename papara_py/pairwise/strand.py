@@ -38,7 +38,7 @@ import numpy as np
 from papara_py.errors import InputError
 from papara_py.io.reads import ReadSet
 from papara_py.pairwise.candidates import Candidates
-from papara_py.phylo.encoding import IS_GAP
+from papara_py.phylo.encoding import IS_GAP, Alphabet
 
 STRAND_MODES = ("auto", "both", "forward")
 
@@ -142,6 +142,20 @@ def check_mode(mode: str) -> str:
     if mode not in STRAND_MODES:
         raise InputError("--strand", f"must be one of {', '.join(STRAND_MODES)}; got {mode!r}")
     return mode
+
+
+def mode_for(mode: str, alphabet: Alphabet, alignment: str) -> str:
+    """The strand mode a run of `alphabet` data uses: `mode` where reads have a reverse strand;
+    for an alphabet without one (protein, DESIGN 2) "forward", the default `auto` included, and
+    InputError for `both`, which cannot be honoured."""
+    check_mode(mode)
+    if alphabet.stranded:
+        return mode
+    if mode == "both":
+        raise InputError("--strand", f"--strand both aligns reads and their reverse complements, but the alignment "
+                                     f"{alignment} is {alphabet.name} and {alphabet.residue_kind} reads have no "
+                                     f"reverse strand; leave --strand out (or give forward)")
+    return "forward"
 
 
 def orient(mode: str, reads: ReadSet, indices: np.ndarray, kmers: ReferenceKmers | None) -> np.ndarray:

@@ -20,7 +20,7 @@ from numba import njit
 from papara_py.io.cigar import parse_cigar
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.reference_scorer import column_penalties, fill_band
-from papara_py.phylo.encoding import STATE_MASK
+from papara_py.phylo.encoding import state_mask_of
 
 OP_M, OP_D, OP_I = 0, 1, 2
 _OP_LETTER = "MDI"
@@ -42,6 +42,7 @@ def _trace(read: np.ndarray, profile: np.ndarray, p: np.ndarray):
     n = read.shape[0]
     S, D = fill_band(read, profile, p)
     cg, oe, _ = column_penalties(profile, p)
+    states = state_mask_of(profile)
     last = S[n - 1]
     k = 0
     for kk in range(last.shape[0]):
@@ -61,7 +62,7 @@ def _trace(read: np.ndarray, profile: np.ndarray, p: np.ndarray):
             k -= 1
             continue
         diag_prev = S[j - 1, k] if j > 0 else 0
-        match = 0 if (profile[i] & STATE_MASK & read[j]) != 0 else p[0]
+        match = 0 if (profile[i] & states & read[j]) != 0 else p[0]
         if S[j, k] == diag_prev + match + cg[i]:
             ops[count] = OP_M
             count += 1
