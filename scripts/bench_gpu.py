@@ -15,8 +15,8 @@
    device time of the band kernels (profiling events) and from the wall time of score_chunk
    (uploads, top-k and copies included); median of --repeat runs after a warm-up.
 With --out, the build logs, the PTX of each variant and a JSON of all numbers go there.
-`--alphabet protein` verifies and times uint32 profiles (20 amino-acid states, -DPROF_BITS=32),
-which every variant runs on the 32-bit lane.
+`--alphabet protein` verifies and times uint32 profiles (20 amino-acid states, -DPROF_BITS=32):
+the packed variants with split state sets, the wide one on the 32-bit lane.
 """
 
 from __future__ import annotations

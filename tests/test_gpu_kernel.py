@@ -137,14 +137,16 @@ def test_random_chunks_match_reference(scorers, case) -> None:
 @given(instances())
 def test_random_protein_chunks_match_reference(scorers, case) -> None:
     """uint32 profile elements (20 states, CGAP at bit 20) through the same kernel source built
-    with -DPROF_BITS=32: always the 32-bit lane, whatever `narrow` allows."""
+    with -DPROF_BITS=32: packed lanes with split state sets where `narrow` allows, else the
+    32-bit lane."""
     rng = np.random.default_rng(case["seed"])
     profiles = random_profiles(rng, case["n_edges"], case["m"], PROTEIN)
     reads = [protein_states(rng, n) | np.uint32(1) << rng.integers(0, 20, size=n).astype(np.uint32)
              for n in case["lengths"]]
     scorer = scorers[case["narrow"], case["rows"]]
     check(scorer, profiles, reads, case["params"], case["k"], case["width"], case["first_edge"])
-    assert scorer.stats.packed_reads == 0
+    if not case["narrow"]:
+        assert scorer.stats.packed_reads == 0
 
 
 def test_protein_states_above_a_byte_and_the_cgap_bit_reach_the_device(scorers) -> None:
@@ -153,9 +155,23 @@ def test_protein_states_above_a_byte_and_the_cgap_bit_reach_the_device(scorers) 
     profiles = np.array([[w] * 6, [w >> 1] * 6, [w << 1] * 6, [w | PROTEIN.cgap_bit] * 6], np.uint32)
     params = ScoringParams(mismatch=5, cgap=7, gap_open=2, gap_extend=2, insertion=9)
     codes, offsets = pack_reads([np.full(3, w, np.uint32)])
-    score, edge = scorers[True, 32].score_chunk(as_chunk(profiles, 4, 0), 0, 4, codes, offsets, params, 4)
-    np.testing.assert_array_equal(score[0], [0, 15, 15, 21])
-    np.testing.assert_array_equal(edge[0], [0, 1, 2, 3])
+    for narrow in (True, False):  # split states in packed lanes, and the 32-bit lane
+        scorer = scorers[narrow, 32]
+        score, edge = scorer.score_chunk(as_chunk(profiles, 4, 0), 0, 4, codes, offsets, params, 4)
+        np.testing.assert_array_equal(score[0], [0, 15, 15, 21])
+        np.testing.assert_array_equal(edge[0], [0, 1, 2, 3])
+        assert scorer.stats.packed_reads == int(narrow)
+
+
+@pytest.mark.parametrize("narrow", [True, False])
+def test_protein_reads_of_every_stripe_remainder_in_both_widths(scorers, narrow) -> None:
+    """Split state sets in packed lanes: every state bit, in either lane of a pair, on odd edge counts."""
+    rng = np.random.default_rng(17)
+    profiles = random_profiles(rng, 45, 41, PROTEIN)
+    reads = [np.uint32(1) << rng.integers(0, 20, size=n).astype(np.uint32) for n in range(1, 41)]
+    scorer = scorers[narrow, 32]
+    check(scorer, profiles, reads, ScoringParams(), k=6, width=16, first_edge=3)
+    assert (scorer.stats.packed_reads, scorer.stats.wide_reads) == ((40, 0) if narrow else (0, 40))
 
 
 @pytest.mark.parametrize("narrow", [True, False])
