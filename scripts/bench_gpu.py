@@ -226,7 +226,7 @@ def dump_builds(scorer: GpuScorer, variants: list[Variant], out: Path) -> None:
 def make_scorers(device) -> dict[str, GpuScorer]:
     """The default scorer and the variants it is compared with."""
     variants = {"default": {}, "portable": dict(ptx=False), "wide": dict(narrow=False),
-                "rows16": dict(rows=16), "rows24": dict(rows=24)}
+                "rows16": dict(rows=16), "rows20": dict(rows=20), "rows24": dict(rows=24)}
     scorers = {name: GpuScorer(device, profiling=True, **kw) for name, kw in variants.items()}
     return scorers
 
@@ -332,10 +332,11 @@ def main() -> int:
     print(f"using: {device.summary()}", flush=True)
     scorers = make_scorers(device)
     default = scorers["default"]
-    print(f"default: {default.packed_variant}", flush=True)
+    print(f"default: {default.packed_variant.of(alphabet)}", flush=True)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        dump_builds(default, [s.packed_variant for s in scorers.values()] + [default.wide_variant], args.out)
+        dump_builds(default, [s.packed_variant.of(alphabet) for s in scorers.values()]
+                    + [default.wide_variant.of(alphabet)], args.out)
 
     bad = verify(scorers, rng, args.verify_rounds, alphabet)
     print("verify: " + ", ".join(f"{name} {'OK' if n == 0 else f'{n} MISMATCHING READS'}"

@@ -58,6 +58,12 @@ _contexts: dict[object, cl.Context] = {}
 _programs: dict[tuple, cl.Program] = {}
 
 
+#: Stripe height of split (protein) state sets in packed lanes. H100, bench_gpu.py --alphabet
+#: protein, Q=1250 E=320 m=5000: 2,574 kernel GCUPS with 32 rows, 2,888 with 24, 2,647 with 16
+#: (BENCHMARKS.md, "Protein on the GPU").
+SPLIT_ROWS = 24
+
+
 @dataclass(frozen=True)
 class Variant:
     """Compile-time shape of band_score: lanes per work-item, arithmetic path, stripe height,
@@ -76,6 +82,12 @@ class Variant:
         return (f"-DROWS={self.rows}", f"-DPACKED={int(self.packed)}",
                 f"-DUSE_PTX={int(self.packed and self.ptx)}",
                 f"-DPROF_BITS={self.alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={self.alphabet.n_states}")
+
+    def of(self, alphabet: Alphabet) -> "Variant":
+        """This variant for `alphabet`'s elements. Split state sets in packed lanes keep each
+        residue in two registers, so their stripes are at most SPLIT_ROWS rows high."""
+        split = self.packed and alphabet.dtype.itemsize > 1
+        return replace(self, alphabet=alphabet, rows=min(self.rows, SPLIT_ROWS) if split else self.rows)
 
     @staticmethod
     def packs(alphabet: Alphabet) -> bool:
@@ -340,8 +352,8 @@ class GpuScorer:
                              f"with these penalties; use the CPU engine")
         # narrow_ok is a suffix: reads are sorted by decreasing length
         first_narrow = int(np.argmax(narrow_ok)) if narrow_ok.any() else order.size
-        for variant, lo, hi in ((replace(self.wide_variant, alphabet=alphabet), 0, first_narrow),
-                                (replace(self.packed_variant, alphabet=alphabet), first_narrow, order.size)):
+        for variant, lo, hi in ((self.wide_variant.of(alphabet), 0, first_narrow),
+                                (self.packed_variant.of(alphabet), first_narrow, order.size)):
             if lo == hi:
                 continue
             units = _round_up(-(-n_edges // variant.lanes), WG_UNITS)
