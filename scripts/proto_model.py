@@ -266,7 +266,7 @@ def v_eq1(sd, e, mm=3, cg=6, go=2, ge=2, ins=7, ins_ext=None, cgm=None):
 
 
 def v_model(sd, e, mm=3, cg=6, go=2, ge=2, ins=7, ins_ext=None, m1=None, m2=None, cgg=None, cgb=None,
-            cgm=None, delfree=0, uninf=0):
+            cgm=None, delfree=0, uninf=0, m1u=None, mu=None):
     """The general variant (all parameters optional; defaults give Eq. 1 at robust).
 
     Mismatch by extra parsimony steps at the edge's virtual root (Sankoff with unit costs: a root
@@ -279,7 +279,9 @@ def v_model(sd, e, mm=3, cg=6, go=2, ge=2, ins=7, ins_ext=None, m1=None, m2=None
     delfree: 0 deletions free in every CGAP column (Eq. 1), 1 only in 'both gap' columns.
     uninf: a directional set that carries no signal does not halve the cost: 1 = a set of all four
     states, 2 = a view whose gap character is 'gap only' (its ACGT comes from gaps); with one
-    informative side, a residue outside it has extra 2; with none, extra 0."""
+    informative side, a residue outside it has extra 2; with none, extra 0.
+    m1u: the cost of extra 1 where the two sets do not meet (a state in neither; None: m1).
+    mu: the cost of a residue outside the one informative side (uninf; None: m2)."""
     dn, up = sd.down[e], sd.up[e]
     in_dn, in_up = _bits(dn), _bits(up)
     c = (~in_dn).astype(np.int64) + (~in_up).astype(np.int64)
@@ -292,9 +294,17 @@ def v_model(sd, e, mm=3, cg=6, go=2, ge=2, ins=7, ins_ext=None, m1=None, m2=None
         extra = np.where(u_dn[:, None] & ~u_up[:, None], 2 * (~in_up), extra)
         extra = np.where(u_up[:, None] & ~u_dn[:, None], 2 * (~in_dn), extra)
         extra = np.where((u_up & u_dn)[:, None], 0, extra)
+        one_side = (u_dn ^ u_up)[:, None]
+    else:
+        one_side = np.zeros((dn.shape[0], 1), bool)
     m1 = mm if m1 is None else m1
     m2 = mm if m2 is None else m2
     mis = np.where(extra == 0, 0, np.where(extra == 1, m1, m2))
+    if m1u is not None:
+        disjoint = ((dn & up & 15) == 0)[:, None]
+        mis = np.where(disjoint & (extra == 1) & ~one_side, m1u, mis)
+    if mu is not None:
+        mis = np.where(one_side & (extra == 2), mu, mis)
     g_dn, g_up = (dn & 0x30) == GAP_STATE, (up & 0x30) == GAP_STATE
     b_dn, b_up = (dn & 0x30) == 0x30, (up & 0x30) == 0x30
     gg = g_dn & g_up
@@ -329,14 +339,18 @@ def parse_variant(text: str):
 # evaluation
 # ---------------------------------------------------------------------------------------------
 
-def evaluate(sd: SetData, variant: str, kw: dict, k: int | None = None) -> dict:
-    """Column accuracy, best-edge hit rate, placements of a variant on one set."""
+def evaluate(sd: SetData, variant: str, kw: dict, k: int | None = None, oracle: bool = False) -> dict:
+    """Column accuracy, best-edge hit rate, placements of a variant on one set. oracle: trace every
+    read on its true edge (where it has one; the others as usual), to separate placement from
+    alignment errors."""
     fn = VARIANTS[variant]
     tables: dict[int, tuple] = {}
     right = total = edges_right = edges_total = 0
     placed = {}
     for name, read, rev, tcols, tedge, cands, _ in sd.reads:
         cands = cands[:k] if k else cands
+        if oracle and tedge is not None:
+            cands = [tedge]
         scores = []
         for e in cands:
             if e not in tables:
@@ -359,6 +373,7 @@ def evaluate(sd: SetData, variant: str, kw: dict, k: int | None = None) -> dict:
             edges_total += 1
             edges_right += best == tedge
     return {"column_accuracy": right / total, "edge_accuracy": edges_right / max(edges_total, 1),
+            "wrong": total - right,
             "placed": placed}
 
 
@@ -372,13 +387,14 @@ def cmd_eval(args) -> None:
             mafft[r["data"]] = r["column_accuracy"]
     for text in args.variant:
         variant, kw = parse_variant(text)
-        row = {"variant": text}
+        row = {"variant": text, "k": args.k, **({"oracle": True} if args.oracle else {})}
         t0 = time.perf_counter()
         margins = []
         for s in sets:
-            r = evaluate(loaded[s], variant, kw)
+            r = evaluate(loaded[s], variant, kw, oracle=args.oracle)
             row[s] = round(r["column_accuracy"], 4)
             row[s + "/edge"] = round(r["edge_accuracy"], 3)
+            row[s + "/wrong"] = r["wrong"]
             margins.append(r["column_accuracy"] - mafft.get(s, 0))
         row["worst_margin"] = round(min(margins), 4)
         row["s"] = round(time.perf_counter() - t0, 1)
@@ -386,6 +402,51 @@ def cmd_eval(args) -> None:
         if args.out:
             with open(args.out, "a") as f:
                 f.write(json.dumps(row) + "\n")
+
+
+#: out-of-sample sets (not used to choose anything before they were scored): name -> (study set, seed)
+VALIDATION = {"val-pyrg-101": ("pyrg", 101), "val-pyrg-102": ("pyrg", 102), "val-rpsS-101": ("rpsS", 101),
+              "val-rpsS-102": ("rpsS", 102), "val-16S-gg-101": ("16S-gg", 101), "val-sim-low-101": ("sim-low", 101)}
+
+
+def cmd_build_val(args) -> None:
+    """Build the validation sets (the study's reference, pruning and read model, another seed),
+    cache the robust run and MAFFT's placements, and record MAFFT's accuracy in DATA/results.jsonl."""
+    import accuracy_study as st
+    data_dir = Path(args.data)
+    for name in args.sets.split(","):
+        base, seed = VALIDATION[name]
+        tree, aln, prune, reads, model, _ = st.SETS[base]
+        out = data_dir / "sets" / name
+        if not (out / "truth.tsv").exists():
+            ba.leave_taxa_out(data_dir / tree, data_dir / aln, out, prune, reads, model, seed)
+        sd = SetData(data_dir, name, args.k, mafft=True)
+        placements = {n: ba.Placement(c) for n, c in sd.mafft.items()}
+        r = ba.score(placements, sd.data.truth)
+        with open(data_dir / "results.jsonl", "a") as f:
+            f.write(json.dumps({"data": name, "tool": "mafft", "params": [], **r}) + "\n")
+        print(name, json.dumps(r), flush=True)
+
+
+def cmd_table(args) -> None:
+    """Markdown rows of eval results (JSON lines files given with --out, ';'-separated)."""
+    sets = args.sets.split(",")
+    mafft = {}
+    for line in (Path(args.data) / "results.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if r["tool"] == "mafft":
+            mafft[r["data"]] = r["column_accuracy"]
+    print("| variant | " + " | ".join(sets) + " | worst margin |")
+    print("|---" * (len(sets) + 2) + "|")
+    print("| MAFFT | " + " | ".join(f"{mafft[s]:.4f}" for s in sets) + " | - |")
+    for path in args.out.split(";"):
+        for line in Path(path).read_text().splitlines():
+            r = json.loads(line)
+            if not all(s in r for s in sets):
+                continue
+            worst = min(r[s] - mafft[s] for s in sets)
+            print(f"| `{r['variant']}`{' (oracle)' if r.get('oracle') else ''} | "
+                  + " | ".join(f"{r[s]:.4f}" for s in sets) + f" | {worst:+.4f} |")
 
 
 def cmd_prepare(args) -> None:
@@ -419,20 +480,22 @@ def cmd_check(args) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["prepare", "check", "diff", "eval", "variants"])
+    ap.add_argument("command", choices=["prepare", "build-val", "check", "diff", "eval", "table", "variants"])
     ap.add_argument("--data", default="/work/accdata")
     ap.add_argument("--sets", default=",".join(ALL_SETS))
     ap.add_argument("--k", type=int, default=10, help="candidate edges per read from the robust run")
     ap.add_argument("--mafft", action="store_true", help="prepare: also run and cache MAFFT's placements")
     ap.add_argument("--variant", action="append", default=[])
+    ap.add_argument("--oracle", action="store_true", help="eval: trace each read on its true edge")
     ap.add_argument("--out", help="eval: append result rows (JSON lines) here")
+    ap.add_argument("--names", help="diff: show these reads (comma-separated) whatever their counts")
     ap.add_argument("--show", type=int, default=6, help="diff: reads shown column by column per set")
     args = ap.parse_args()
     if args.command == "variants":
         for name, fn in VARIANTS.items():
             print(f"{name}: {(fn.__doc__ or '').strip()}")
         return 0
-    {"prepare": cmd_prepare, "check": cmd_check, "eval": cmd_eval,
+    {"prepare": cmd_prepare, "build-val": cmd_build_val, "table": cmd_table, "check": cmd_check, "eval": cmd_eval,
      "diff": lambda a: cmd_diff(a)}[args.command](args)
     return 0
 
@@ -463,13 +526,32 @@ def _path_terms(read, comb, cols, mm, cg, go, ge, ins):
     return t
 
 
+def path_cost(read, tables, cols) -> int:
+    """Cost of an explicit path (columns per residue, -1 = insertion) under a variant's tables;
+    free leading/trailing columns as in the DP."""
+    C, OE, E, io, ie = tables
+    total, last, prev_ins = 0, None, False
+    for j, c in enumerate(cols):
+        if c < 0:
+            total += ie if prev_ins else io
+            prev_ins = True
+            continue
+        prev_ins = False
+        if last is not None and c > last + 1:
+            total += OE[last + 1] + int(E[last + 2:c].sum())
+        total += int(C[c, read[j]])
+        last = c
+    return total
+
+
 def cmd_diff(args) -> None:
     """Reads papara-py (robust) gets wrong and MAFFT right: the true path against the chosen and the
     true edge's profiles, column by column over the wrong stretch."""
     from collections import Counter
     for s in args.sets.split(","):
         sd = SetData(Path(args.data), s, args.k, mafft=True)
-        res = evaluate(sd, "eq1", {})
+        vname, vkw = parse_variant(args.variant[0]) if args.variant else ("eq1", {})
+        res = evaluate(sd, vname, vkw)
         freq = np.zeros((sd.m, 5), np.int64)  # A C G T gap counts per column among reference tips
         for code, col in ((65, 0), (67, 1), (71, 2), (84, 3)):
             freq[:, col] = ((sd.tip_rows | 32) == (code | 32)).sum(0)
@@ -487,7 +569,9 @@ def cmd_diff(args) -> None:
             agg["reads"] += 1
             agg["papara wrong residues"] += pw
             agg["mafft wrong residues"] += mw
-            if pw < 3 or mw * 2 >= pw:
+            if args.names and name not in args.names.split(","):
+                continue
+            if not args.names and (pw < 3 or mw * 2 >= pw):
                 continue
             n_reads += 1
             agg["diff reads"] += 1
@@ -528,6 +612,9 @@ def cmd_diff(args) -> None:
                 continue
             wrong = [j for j, (g, t) in enumerate(zip(cols, tcols)) if t >= 0 and g != t]
             lo, hi = max(0, wrong[0] - 3), min(len(cols), wrong[-1] + 4)
+            vt = lambda e, cc: path_cost(read, VARIANTS[vname](sd, e, **vkw), cc)
+            print(f"   variant {vname} {vkw}: found {vt(best, cols)}; true path on chosen {vt(best, tcols)}, "
+                  f"on true edge {vt(te, tcols)}")
             print(f"== {s} {name} len {len(read)} papara wrong {pw} mafft wrong {mw}; chosen edge {best} "
                   f"true edge {tedge} (rank {cands.index(tedge) if tedge in cands else '-'}); scores: found "
                   f"{sum(found.values())} {found}; true path on chosen {sum(true_c.values())}, on true edge "
