@@ -18,11 +18,17 @@ Shortcut, stated in docs/ACCURACY.md: each read is scored only against the K can
 chose; the best of them under the variant is traced back. The robust run, the reads and MAFFT's
 placements are cached per set under DATA/proto_cache (`prepare`).
 
-    python3 scripts/proto_model.py prepare --data DATA [--sets ...] [--mafft]
+    python3 scripts/proto_model.py prepare --data DATA [--sets ...] [--mafft] [--k 10]
     python3 scripts/proto_model.py check   --data DATA
-    python3 scripts/proto_model.py diff    --data DATA --sets pyrg,rpsS     # per-read diff vs MAFFT
-    python3 scripts/proto_model.py eval    --data DATA --variant NAME[:k=v,...] [--variant ...]
-    python3 scripts/proto_model.py variants                                 # the list
+    python3 scripts/proto_model.py diff    --data DATA --sets pyrg,rpsS [--variant V] [--names r1,r2]
+    python3 scripts/proto_model.py eval    --data DATA --variant NAME[:k=v,...] [--variant ...] \
+                                           [--sets ...] [--oracle] [--k 20] [--out R.jsonl]
+    python3 scripts/proto_model.py build-val --data DATA --sets val-pyrg-101,...  # other seeds + MAFFT
+    python3 scripts/proto_model.py table   --data DATA --out "R.jsonl;S.jsonl" [--sets ...]
+    python3 scripts/proto_model.py variants                                 # the parameters
+
+The recommendation of docs/ACCURACY.md is `--variant "model:cg=24,go=8,ge=8,ins=24,m1=5,m2=10,uninf=2"`.
+DATA defaults to /work/accdata (the study's data folder: sets/NAME/, results.jsonl).
 """
 
 from __future__ import annotations
@@ -39,14 +45,14 @@ import numpy as np
 from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_accuracy as ba  # noqa: E402
+import bench_accuracy as ba
 
 ALL_SETS = ["pyrg", "pyrg-indel", "rpsS", "16S-gg", "16S-gg-454", "sim-low", "sim-high-np"]
 ROBUST = (3, 6, 2, 2, 7)
 INF = np.int64(1) << 40
 CGAP_BIT, STATE_MASK = 0x10, 0x0F
 GAP_STATE, RESIDUE_STATE = 0x10, 0x20
-POP = np.array([bin(s).count("1") for s in range(256)], np.int64)
+POP = np.array([s.bit_count() for s in range(256)], np.int64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -57,22 +63,22 @@ class SetData:
     """One data set ready for prototypes: per read the encoded read (in the chosen orientation),
     its true columns in that orientation, the K candidate edges, and the tree's directional sets."""
 
-    def __init__(self, data_dir: Path, name: str, k: int = 10, mafft: bool = False):
+    def __init__(self, data_dir: Path, set_name: str, k: int = 10, mafft: bool = False):
         from papara_py.io.inputs import match_tips, read_alignment, read_tree
         from papara_py.phylo import encoding
         from papara_py.phylo.profiles import ProfileBuilder
         from papara_py.phylo.tree import EdgeTree
         assert encoding.CGAP_BIT == CGAP_BIT and encoding.STATE_MASK == STATE_MASK
-        self.name = name
-        self.data = ba.Data.from_dir(data_dir / "sets" / name, name)
-        cache = data_dir / "proto_cache" / f"{name}.k{k}.pkl"
+        self.name = set_name
+        self.data = ba.Data.from_dir(data_dir / "sets" / set_name, set_name)
+        cache = data_dir / "proto_cache" / f"{set_name}.k{k}.pkl"
         if cache.exists():
             run = pickle.loads(cache.read_bytes())
         else:
             run = self._robust_run(k)
             cache.parent.mkdir(parents=True, exist_ok=True)
             cache.write_bytes(pickle.dumps(run))
-        mcache = data_dir / "proto_cache" / f"{name}.mafft.pkl"
+        mcache = data_dir / "proto_cache" / f"{set_name}.mafft.pkl"
         if mafft and not mcache.exists():
             with tempfile.TemporaryDirectory() as tmp:
                 placements, _ = ba.run_mafft(self.data, Path(tmp))
@@ -256,7 +262,7 @@ def _deletions(cgap: np.ndarray, go: int, ge: int):
 
 def v_eq1(sd, e, mm=3, cg=6, go=2, ge=2, ins=7, ins_ext=None, cgm=None):
     """Eq. 1. cgm: cgap charged on a mismatch instead of cg (cg stays on matches)."""
-    a, b, comb = _edge_sets(sd, e)
+    _, _, comb = _edge_sets(sd, e)
     cgap = (comb & 0x30) == GAP_STATE
     inset = _bits(comb)
     cgm = cg if cgm is None else cgm
@@ -266,13 +272,14 @@ def v_eq1(sd, e, mm=3, cg=6, go=2, ge=2, ins=7, ins_ext=None, cgm=None):
 
 
 def v_model(sd, e, mm=3, cg=6, go=2, ge=2, ins=7, ins_ext=None, m1=None, m2=None, cgg=None, cgb=None,
-            cgm=None, delfree=0, uninf=0, m1u=None, mu=None):
+            cgm=None, delfree=0, uninf=0, m1u=None, mu=None, dgo=None, dge=None, deep=0, cap=4):
     """The general variant (all parameters optional; defaults give Eq. 1 at robust).
 
     Mismatch by extra parsimony steps at the edge's virtual root (Sankoff with unit costs: a root
     state s costs [s not in down set] + [s not in up set]; extra = that minus its minimum over
-    states, 0..2): extra 1 costs m1, extra 2 costs m2 (Eq. 1: m1 = m2 = mm, except that Eq. 1
-    charges mm to a state in one set when the two sets do not meet... no: then extra is 0 too).
+    states, 0..2): extra 1 costs m1, extra 2 costs m2. With m1 = m2 = mm this is Eq. 1 (a state
+    outside the combined set has extra >= 1), except where one view is 'gap only' (see uninf).
+    mm is used only where m1 or m2 is not given.
     CGAP by the two directional gap views: both 'gap only' costs cgg, one 'gap only' and the other
     'gap or residue' costs cgb (Eq. 1: both cg; the combined CGAP flag is exactly these two
     cases). cgm: replaces the cgap term when the residue is a mismatch (None: as on a match).
@@ -281,7 +288,12 @@ def v_model(sd, e, mm=3, cg=6, go=2, ge=2, ins=7, ins_ext=None, m1=None, m2=None
     states, 2 = a view whose gap character is 'gap only' (its ACGT comes from gaps); with one
     informative side, a residue outside it has extra 2; with none, extra 0.
     m1u: the cost of extra 1 where the two sets do not meet (a state in neither; None: m1).
-    mu: the cost of a residue outside the one informative side (uninf; None: m2)."""
+    mu: the cost of a residue outside the one informative side (uninf; None: m2).
+    dgo, dge: deletion open+extend / extend in a column that is not CGAP but where one directional
+    view is 'gap only' (the subtree on one side lacks the column); None: go + ge / ge.
+    deep=1: one level deeper: each side's cost of s is the number of its node's other neighbours
+    whose directional sets lack s (a tip: 0 or 2), minus its minimum, not clipped at 1; the
+    mismatch costs m1 per extra step, at most `cap` steps (m2 unused)."""
     dn, up = sd.down[e], sd.up[e]
     in_dn, in_up = _bits(dn), _bits(up)
     c = (~in_dn).astype(np.int64) + (~in_up).astype(np.int64)
@@ -299,7 +311,20 @@ def v_model(sd, e, mm=3, cg=6, go=2, ge=2, ins=7, ins_ext=None, m1=None, m2=None
         one_side = np.zeros((dn.shape[0], 1), bool)
     m1 = mm if m1 is None else m1
     m2 = mm if m2 is None else m2
-    mis = np.where(extra == 0, 0, np.where(extra == 1, m1, m2))
+    if deep:
+        rx, ry = _side_counts(sd, e, "down"), _side_counts(sd, e, "up")
+        if uninf:
+            u_dn, u_up = (dn & 0x30) == GAP_STATE, (up & 0x30) == GAP_STATE
+            rx = np.where(u_dn[:, None], 0, rx)
+            ry = np.where(u_up[:, None], 0, ry)
+            both = (~u_dn & ~u_up)[:, None]
+            tot = np.where(both, rx + ry, 2 * (rx + ry))
+        else:
+            tot = rx + ry
+        extra = tot - tot.min(axis=1, keepdims=True)
+        mis = np.minimum(extra, cap) * m1
+    else:
+        mis = np.where(extra == 0, 0, np.where(extra == 1, m1, m2))
     if m1u is not None:
         disjoint = ((dn & up & 15) == 0)[:, None]
         mis = np.where(disjoint & (extra == 1) & ~one_side, m1u, mis)
@@ -320,7 +345,31 @@ def v_model(sd, e, mm=3, cg=6, go=2, ge=2, ins=7, ins_ext=None, m1=None, m2=None
     cost4 = mis + cgterm
     free = gg if delfree else (gg | gb)
     oe, ex = _deletions(free, go, ge)
+    if dgo is not None or dge is not None:
+        half = (g_dn | g_up) & ~free
+        oe = np.where(half, go + ge if dgo is None else dgo, oe)
+        ex = np.where(half, ge if dge is None else dge, ex)
     return _min_over_bits(cost4), oe, ex, ins, ins if ins_ext is None else ins_ext
+
+
+def _side_counts(sd, e, side):
+    """[m, 4] relative Sankoff cost of each state on one side of edge e, one level deep: how many of
+    the side node's other neighbours' directional sets lack the state (a tip: 0 if the state is in
+    its set, else 2), minus the minimum over states."""
+    tree = sd.tree
+    if side == "down":
+        node, sets = e, [sd.down[c] for c in tree.children(e).tolist()]
+    else:
+        node = int(tree.parent[e])
+        sets = [sd.down[c] for c in tree.children(node).tolist() if c != e]
+        if tree.parent[node] >= 0:
+            sets.append(sd.up[node])
+    if not sets:  # a tip
+        own = sd.down[e]
+        cnt = 2 * (~_bits(own)).astype(np.int64)
+    else:
+        cnt = sum((~_bits(x)).astype(np.int64) for x in sets)
+    return cnt - cnt.min(axis=1, keepdims=True)
 
 
 VARIANTS = {"eq1": v_eq1, "model": v_model}
@@ -429,24 +478,35 @@ def cmd_build_val(args) -> None:
 
 
 def cmd_table(args) -> None:
-    """Markdown rows of eval results (JSON lines files given with --out, ';'-separated)."""
+    """Markdown rows of eval results (JSON lines files given with --out, ';'-separated); a set a
+    row lacks is left blank and the worst margin is then over the sets it has (marked *)."""
     sets = args.sets.split(",")
-    mafft = {}
+    mafft, residues = {}, {}
     for line in (Path(args.data) / "results.jsonl").read_text().splitlines():
         r = json.loads(line)
         if r["tool"] == "mafft":
             mafft[r["data"]] = r["column_accuracy"]
+            residues[r["data"]] = r["residues"]
     print("| variant | " + " | ".join(sets) + " | worst margin |")
     print("|---" * (len(sets) + 2) + "|")
     print("| MAFFT | " + " | ".join(f"{mafft[s]:.4f}" for s in sets) + " | - |")
+    seen = set()
     for path in args.out.split(";"):
         for line in Path(path).read_text().splitlines():
             r = json.loads(line)
-            if not all(s in r for s in sets):
+            have = [s for s in sets if s in r]
+            key = (r["variant"], r.get("oracle"), r.get("k"), tuple(have))
+            if not have or key in seen:
                 continue
-            worst = min(r[s] - mafft[s] for s in sets)
-            print(f"| `{r['variant']}`{' (oracle)' if r.get('oracle') else ''} | "
-                  + " | ".join(f"{r[s]:.4f}" for s in sets) + f" | {worst:+.4f} |")
+            seen.add(key)
+            for s in have:  # exact accuracies from the wrong counts (the rows round to 4 digits)
+                if s + "/wrong" in r:
+                    r[s] = 1 - r[s + "/wrong"] / residues[s]
+            worst = min(r[s] - mafft[s] for s in have)
+            name = r["variant"].replace("model:", "")
+            print(f"| `{name}`{' (oracle)' if r.get('oracle') else ''}{' K=20' if r.get('k') == 20 else ''} | "
+                  + " | ".join(f"{r[s]:.4f}" if s in r else "" for s in sets)
+                  + f" | {worst:+.4f}{'*' if len(have) < len(sets) else ''} |")
 
 
 def cmd_prepare(args) -> None:
@@ -513,7 +573,6 @@ def _path_terms(read, comb, cols, mm, cg, go, ge, ins):
             t["insertion"] += ins
             continue
         if last is not None and c > last + 1:
-            run = [i for i in range(last + 1, c) if not cgap[i]]
             opened = False
             for i in range(last + 1, c):
                 if cgap[i]:
@@ -542,6 +601,18 @@ def path_cost(read, tables, cols) -> int:
         total += int(C[c, read[j]])
         last = c
     return total
+
+
+def _describe(col, dn, up, comb, freq) -> str:
+    """One column of the diff: combined set (down, up sets), CGAP flag (gap views), A/C/G/T/gap counts."""
+    if col < 0:
+        return "   ins".ljust(30)
+    cgf = "G" if (comb[col] & 0x30) == GAP_STATE else "."
+    cgd = "".join("g" if (x[col] & 0x30) == GAP_STATE else ("b" if (x[col] & 0x30) == 0x30 else "r")
+                  for x in (dn, up))
+    f = "/".join(str(x) for x in freq[col])
+    return (f"{col:5d} {LETTER[comb[col] & 15]}({LETTER[dn[col] & 15]}{LETTER[up[col] & 15]}) "
+            f"{cgf}({cgd}) {f}").ljust(30)
 
 
 def cmd_diff(args) -> None:
@@ -612,27 +683,19 @@ def cmd_diff(args) -> None:
                 continue
             wrong = [j for j, (g, t) in enumerate(zip(cols, tcols)) if t >= 0 and g != t]
             lo, hi = max(0, wrong[0] - 3), min(len(cols), wrong[-1] + 4)
-            vt = lambda e, cc: path_cost(read, VARIANTS[vname](sd, e, **vkw), cc)
-            print(f"   variant {vname} {vkw}: found {vt(best, cols)}; true path on chosen {vt(best, tcols)}, "
-                  f"on true edge {vt(te, tcols)}")
+            tables_c, tables_t = VARIANTS[vname](sd, best, **vkw), VARIANTS[vname](sd, te, **vkw)
             print(f"== {s} {name} len {len(read)} papara wrong {pw} mafft wrong {mw}; chosen edge {best} "
-                  f"true edge {tedge} (rank {cands.index(tedge) if tedge in cands else '-'}); scores: found "
+                  f"true edge {tedge} (rank {cands.index(tedge) if tedge in cands else '-'}); Eq. 1 terms: found "
                   f"{sum(found.values())} {found}; true path on chosen {sum(true_c.values())}, on true edge "
                   f"{sum(true_t.values())} {true_t}")
+            print(f"   variant {vname} {vkw}: found {path_cost(read, tables_c, cols)}; true path on chosen "
+                  f"{path_cost(read, tables_c, tcols)}, on true edge {path_cost(read, tables_t, tcols)}")
             print("   j res | true col: set(dn/up) cg(dn/up) freq | papara col: set cg | mafft col")
             for j in range(lo, hi):
                 r = LETTER[read[j]]
-                def desc(col, dn, up, comb):
-                    if col < 0:
-                        return "   ins".ljust(30)
-                    cgf = "G" if (comb[col] & 0x30) == GAP_STATE else "."
-                    cgd = "".join("g" if (x[col] & 0x30) == GAP_STATE else ("b" if (x[col] & 0x30) == 0x30 else "r")
-                                  for x in (dn, up))
-                    f = "/".join(str(x) for x in freq[col])
-                    return (f"{col:5d} {LETTER[comb[col] & 15]}({LETTER[dn[col] & 15]}{LETTER[up[col] & 15]}) "
-                            f"{cgf}({cgd}) {f}").ljust(30)
                 mark = "*" if tcols[j] >= 0 and cols[j] != tcols[j] else " "
-                print(f"{mark}{j:4d} {r}  | {desc(tcols[j], a_t, b_t, comb_t)} | {desc(cols[j], a_c, b_c, comb_c)} | "
+                print(f"{mark}{j:4d} {r}  | {_describe(tcols[j], a_t, b_t, comb_t, freq)} | "
+                      f"{_describe(cols[j], a_c, b_c, comb_c, freq)} | "
                       f"{mcols[j]}")
         print(json.dumps({"data": s, **{k: int(v) for k, v in sorted(agg.items())}}, indent=0))
 
