@@ -388,11 +388,22 @@ def parse_variant(text: str):
 # evaluation
 # ---------------------------------------------------------------------------------------------
 
+def neighbour_edges(tree, e: int) -> list[int]:
+    """The edges that share a node with edge e (e joins node e to its parent)."""
+    p = int(tree.parent[e])
+    out = tree.children(e).tolist() + [c for c in tree.children(p).tolist() if c != e]
+    if tree.parent[p] >= 0:
+        out.append(p)
+    return out
+
+
 def evaluate(sd: SetData, variant: str, kw: dict, k: int | None = None, oracle: bool = False) -> dict:
     """Column accuracy, best-edge hit rate, placements of a variant on one set. oracle: trace every
     read on its true edge (where it has one; the others as usual), to separate placement from
     alignment errors."""
     fn = VARIANTS[variant]
+    kw = dict(kw)
+    nbr = kw.pop("nbr", 0)  # traceback only: 1 = min, 2 = mean of the cost tables of the best edge and its neighbours
     tables: dict[int, tuple] = {}
     right = total = edges_right = edges_total = 0
     placed = {}
@@ -412,6 +423,10 @@ def evaluate(sd: SetData, variant: str, kw: dict, k: int | None = None, oracle: 
         else:
             best = cands[int(np.argmin(scores))]
             C, OE, E, io, ie = tables[best]
+            if nbr:
+                near = [tables.setdefault(x, fn(sd, x, **kw))[0] for x in neighbour_edges(sd.tree, best)]
+                stack = np.stack([C] + near)
+                C = stack.min(axis=0) if nbr == 1 else np.rint(stack.mean(axis=0)).astype(np.int64)
             _, c = trace(read, C, OE, E, io, ie)
             cols = c.tolist()
         placed[name] = (best, cols)
@@ -455,7 +470,9 @@ def cmd_eval(args) -> None:
 
 #: out-of-sample sets (not used to choose anything before they were scored): name -> (study set, seed)
 VALIDATION = {"val-pyrg-101": ("pyrg", 101), "val-pyrg-102": ("pyrg", 102), "val-rpsS-101": ("rpsS", 101),
-              "val-rpsS-102": ("rpsS", 102), "val-16S-gg-101": ("16S-gg", 101), "val-sim-low-101": ("sim-low", 101)}
+              "val-rpsS-102": ("rpsS", 102), "val-16S-gg-101": ("16S-gg", 101), "val-sim-low-101": ("sim-low", 101),
+              "val-pyrg-indel-101": ("pyrg-indel", 101), "val-16S-gg-454-101": ("16S-gg-454", 101),
+              "val-sim-high-np-101": ("sim-high-np", 101)}
 
 
 def cmd_build_val(args) -> None:
