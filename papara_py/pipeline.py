@@ -20,6 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import asdict, dataclass, field
+from itertools import chain
 
 import numpy as np
 
@@ -31,8 +32,8 @@ from papara_py.engine.layout import block_count
 from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch
 from papara_py.errors import InputError
 from papara_py.io.checksums import Digest, describe_input
-from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
-from papara_py.io.reads import STATUS_ALIGNED, STATUSES, ReadSet
+from papara_py.io.inputs import iter_read_chunks, match_tips, read_alignment, read_tree
+from papara_py.io.reads import STATUS_ALIGNED, STATUSES, ReadChunk, ReadSet
 from papara_py.io.run_writer import RunWriter, run_writer
 from papara_py.pairwise.candidates import Candidates, load_merges
 from papara_py.pairwise.params import PenaltyChoice, ScoringParams
@@ -108,7 +109,7 @@ def load_reads(reads_path: str, alignment, extra_rows: list[int], reporter: Repo
                shard: Shard | None = None, digest: Digest | None = None) -> tuple[ReadSet, int]:
     """Reads from the file, then alignment taxa absent from the tree (gaps removed, DESIGN 9).
 
-    A read named like a reference taxon is refused (exports would hold two rows of one name).
+    A read named like a reference taxon is refused (exports would hold two rows of that name).
 
     Returns (the reads kept, the total read count). With a shard, every read is still parsed and
     validated (so bad input fails every shard alike) but only the shard's slice is kept in memory
@@ -118,26 +119,31 @@ def load_reads(reads_path: str, alignment, extra_rows: list[int], reporter: Repo
     reference_names = set(alignment.names)
     total = 0
 
-    def records():
-        nonlocal total
-        for read in iter_reads(reads_path, digest, alignment.alphabet):
-            if read.name in extra_names:
-                raise InputError(alignment.path, f"taxon {read.name!r} is not in the tree and its name is "
-                                 f"also a read name in {reads_path}; rename one of them",
-                                 where=f"sequence {read.name!r}")
-            if read.name in reference_names:  # exports would hold two rows of that name
-                raise InputError(reads_path, f"the read {read.name!r} has the name of a reference taxon of "
-                                 f"{alignment.path}; read names must differ from the reference's: rename it",
-                                 where=f"line {read.line}")
-            if shard is None or shard.owns(total):
-                yield read.name, read.sequence
-            total += 1
-        for row in extra_rows:
-            if shard is None or shard.owns(total):
-                yield alignment.names[row], alignment.rows[row][~IS_GAP[alignment.rows[row]]].tobytes()
-            total += 1
+    def checked(chunk: ReadChunk) -> ReadChunk:
+        if not extra_names.isdisjoint(chunk.names):
+            name = next(name for name in chunk.names if name in extra_names)
+            raise InputError(alignment.path, f"taxon {name!r} is not in the tree and its name is "
+                             f"also a read name in {reads_path}; rename one of them",
+                             where=f"sequence {name!r}")
+        if not reference_names.isdisjoint(chunk.names):  # exports would hold two rows of that name
+            q = next(q for q, name in enumerate(chunk.names) if name in reference_names)
+            raise InputError(reads_path, f"the read {chunk.names[q]!r} has the name of a reference taxon of "
+                             f"{alignment.path}; read names must differ from the reference's: rename it",
+                             where=f"line {chunk.lines[q]}")
+        return chunk
 
-    reads = ReadSet.from_sequences(records(), alignment.alphabet)
+    def kept(chunks):
+        nonlocal total
+        for chunk in chunks:
+            parsed = len(chunk.names)
+            yield chunk if shard is None else chunk.take(shard.owned_among(total, parsed))
+            total += parsed
+
+    extra = [alignment.rows[row][~IS_GAP[alignment.rows[row]]].tobytes() for row in extra_rows]
+    extra_chunk = ReadChunk([alignment.names[row] for row in extra_rows], b"".join(extra),
+                            np.array([len(e) for e in extra], np.int64), np.zeros(len(extra), np.int64))
+    parsed = (checked(chunk) for chunk in iter_read_chunks(reads_path, digest, alignment.alphabet))
+    reads = ReadSet.from_chunks(kept(chain(parsed, [extra_chunk])), alignment.alphabet)
     if extra_rows:
         shown = ", ".join(alignment.names[r] for r in extra_rows[:5])
         more = f" and {len(extra_rows) - 5} more" if len(extra_rows) > 5 else ""

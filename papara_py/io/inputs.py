@@ -23,7 +23,7 @@ import threading
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, islice
 
 import dendropy
 import numpy as np
@@ -32,6 +32,7 @@ from dendropy.utility.error import DataParseError
 
 from papara_py.errors import InputError
 from papara_py.io.checksums import Digest, drain, open_input
+from papara_py.io.reads import ReadChunk
 from papara_py.phylo.encoding import (
     DNA,
     IS_GAP,
@@ -491,28 +492,94 @@ def _how_chosen(alphabet: str) -> str:
 # Reads
 
 
+#: Decompressed bytes of read data taken at a time (the bulk path parses a block at once).
+READ_BLOCK_BYTES = 8 << 20
+#: Reads per chunk that the line-by-line path hands on.
+_LINE_PATH_CHUNK = 1 << 16
+#: Characters a name may not hold (besides whitespace, which ends a name): HDF5 strings end at
+#: NUL, and exports would break rows at the others.
+_NAME_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f]")
+
+
+class _NotBulk(Exception):
+    """A block the bulk parser does not take: the line-by-line parser reads on from there."""
+
+
 def iter_reads(path: PathLike, digest: Digest | None = None, alphabet: Alphabet = DNA) -> Iterator[RawRead]:
+    """The reads of `iter_read_chunks`, one at a time."""
+    for chunk in iter_read_chunks(path, digest, alphabet):
+        offsets = np.zeros(len(chunk.names) + 1, np.int64)
+        np.cumsum(chunk.lengths, out=offsets[1:])
+        for q, name in enumerate(chunk.names):
+            yield RawRead(name, chunk.residues[offsets[q]:offsets[q + 1]], int(chunk.lines[q]))
+
+
+def iter_read_chunks(path: PathLike, digest: Digest | None = None, alphabet: Alphabet = DNA) -> Iterator[ReadChunk]:
     """Stream reads from FASTA or FASTQ, plain or gzip (told apart by content, not by name).
 
     Residues are validated as they are read (letters of `alphabet`, the reference alignment's;
-    no gaps, DESIGN.md section 2); read names must be
-    unique. An empty read is yielded with sequence b"" for the pipeline to report. `path` may be
-    `-` (standard input), a pipe or a FIFO: it is read once, its bytes (as stored, compressed or
-    not) going into `digest`, which is complete when the iteration ends.
+    no gaps, DESIGN.md section 2); read names must be unique. An empty read has length 0, for
+    the pipeline to report. `path` may be `-` (standard input), a pipe or a FIFO: it is read
+    once, its bytes (as stored, compressed or not) going into `digest`, which is complete when
+    the iteration ends.
+
+    Two parsers, one result. Well-formed data (FASTA with one sequence line per read, four-line
+    FASTQ, no blank lines, every name and residue valid) is parsed a block of READ_BLOCK_BYTES at
+    a time with bytes and numpy operations (BENCHMARKS.md, "Reading reads": about 5x the line
+    parser). From the first block that is anything else, the line-by-line parser reads on to the
+    end, so whatever is wrong is reported by it, with its file, line, read and position.
     """
     source = str(path)
-    lines = _numbered_lines(source, digest)
-    for number, line in lines:
-        if line.strip():
-            break
-    else:
-        raise InputError(source, "the file is empty; expected FASTA or FASTQ reads")
-    records = chain([(number, line)], lines)
     names: dict[str, int] = {}
-    if line.startswith(b">"):
-        yield from _fasta_reads(records, names, source, alphabet)
-    elif line.startswith(b"@"):
-        yield from _fastq_reads(records, names, source, alphabet)
+    blocks = _line_blocks(source, digest)
+    pending: list[bytes] = []
+    number = 1  # the line number of pending[0]
+    parse = None
+    for lines in blocks:
+        pending = pending + lines if pending else lines
+        if parse is None:  # the format, from the first line; anything unusual: the line parser
+            parse = _BULK_PARSERS.get(pending[0][:1])
+            if parse is None:
+                break
+        try:
+            chunk, used = parse(pending, number, names, alphabet, final=False)
+        except _NotBulk:
+            break
+        if chunk is not None:
+            yield chunk
+        number += used
+        pending = pending[used:]
+    else:
+        if not pending:
+            if number == 1:
+                raise InputError(source, "the file is empty; expected FASTA or FASTQ reads")
+            return
+        try:
+            chunk, used = parse(pending, number, names, alphabet, final=True) if parse else (None, 0)
+        except _NotBulk:
+            used = 0
+        if used == len(pending):
+            yield chunk
+            return
+    continuation = chain(enumerate(pending, number), _numbered_rest(blocks, number + len(pending)))
+    yield from _line_path(continuation, names, source, alphabet, parse)
+
+
+def _line_path(records: Iterator[tuple[int, bytes]], names: dict[str, int], source: str,
+               alphabet: Alphabet, bulk=None) -> Iterator[ReadChunk]:
+    """The line-by-line parser over numbered lines, its reads handed on in chunks; `bulk`, the
+    bulk parser that stopped, says the format (else the first non-blank line does)."""
+    if bulk is None:
+        for number, line in records:
+            if line.strip():
+                break
+        else:
+            raise InputError(source, "the file is empty; expected FASTA or FASTQ reads")
+        records = chain([(number, line)], records)
+    if bulk is _fasta_block or bulk is None and line.startswith(b">"):
+        reads = _fasta_reads(records, names, source, alphabet)
+    elif bulk is _fastq_block or line.startswith(b"@"):
+        reads = _fastq_reads(records, names, source, alphabet)
     else:
         raise InputError(
             source,
@@ -520,26 +587,125 @@ def iter_reads(path: PathLike, digest: Digest | None = None, alphabet: Alphabet 
             "with '>', FASTQ records with '@')",
             f"line {number}",
         )
+    while True:
+        part = list(islice(reads, _LINE_PATH_CHUNK))
+        if not part:
+            return
+        yield ReadChunk([r.name for r in part], b"".join(r.sequence for r in part),
+                        np.fromiter((len(r.sequence) for r in part), np.int64, len(part)),
+                        np.fromiter((r.line for r in part), np.int64, len(part)))
 
 
-def _numbered_lines(source: str, digest: Digest | None = None) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, line without CR/LF or a leading BOM) of a plain or gzipped file,
-    read once into `digest` (to its very end, bytes after a gzip stream included)."""
-    number = 0
+def _bulk_names(headers: list[bytes], first_line: int, step: int, names: dict[str, int]) -> tuple[list[str], np.ndarray]:
+    """The names of a block's headers (first word after '>' or '@'), if every one is non-empty,
+    UTF-8, free of control characters and new; else _NotBulk (the line parser says which)."""
+    try:
+        words = [header[1:].split(None, 1)[0] for header in headers]
+        text = b"\n".join(words).decode("utf-8")
+    except (IndexError, UnicodeDecodeError):
+        raise _NotBulk from None
+    if _NAME_CONTROL.search(text):
+        raise _NotBulk
+    found = text.split("\n")
+    if len(set(found)) != len(found) or not names.keys().isdisjoint(found):
+        raise _NotBulk
+    return found, first_line + step * np.arange(len(found), dtype=np.int64)
+
+
+def _bulk_residues(sequences: list[bytes], alphabet: Alphabet) -> tuple[bytes, np.ndarray]:
+    """Joined, upper-cased residues and lengths, if every byte is a residue of `alphabet`
+    (whitespace, gaps and other letters go to the line parser for its message)."""
+    joined = b"".join(sequences)
+    if not alphabet.read_code[np.frombuffer(joined, np.uint8)].all():
+        raise _NotBulk
+    return joined.upper(), np.fromiter(map(len, sequences), np.int64, len(sequences))
+
+
+def _fasta_block(lines: list[bytes], number: int, names: dict[str, int], alphabet: Alphabet,
+                 final: bool) -> tuple[ReadChunk | None, int]:
+    """FASTA of two lines a read. All but the last read unless `final` (the next block may
+    continue its sequence); returns (chunk or None, lines used)."""
+    n = len(lines) if final else len(lines) - 2 - len(lines) % 2
+    if n <= 0:
+        return None, 0
+    if n % 2:  # the last header has no sequence line: an empty read, for the line parser
+        raise _NotBulk
+    headers, sequences = lines[0:n:2], lines[1:n:2]
+    if any(h[:1] != b">" for h in headers) or any(s[:1] == b">" or not s for s in sequences):
+        raise _NotBulk
+    if n < len(lines) and lines[n][:1] != b">":  # the last read's sequence goes on
+        raise _NotBulk
+    found, header_lines = _bulk_names(headers, number, 2, names)
+    residues, lengths = _bulk_residues(sequences, alphabet)
+    names.update(zip(found, header_lines.tolist()))
+    return ReadChunk(found, residues, lengths, header_lines), n
+
+
+def _fastq_block(lines: list[bytes], number: int, names: dict[str, int], alphabet: Alphabet,
+                 final: bool) -> tuple[ReadChunk | None, int]:
+    """FASTQ of four lines a read, qualities without whitespace; whole records only."""
+    n = len(lines) - len(lines) % 4
+    if final and n != len(lines):
+        raise _NotBulk
+    if n == 0:
+        return None, 0
+    headers, sequences, separators, qualities = (lines[k:n:4] for k in range(4))
+    if any(h[:1] != b"@" for h in headers) or any(p[:1] != b"+" for p in separators):
+        raise _NotBulk
+    if list(map(len, qualities)) != list(map(len, sequences)):
+        raise _NotBulk
+    joined = b"".join(qualities)
+    if joined and np.frombuffer(joined, np.uint8).min() <= 32:  # whitespace: the line parser strips it
+        raise _NotBulk
+    found, header_lines = _bulk_names(headers, number, 4, names)
+    residues, lengths = _bulk_residues(sequences, alphabet)
+    names.update(zip(found, header_lines.tolist()))
+    return ReadChunk(found, residues, lengths, header_lines), n
+
+
+_BULK_PARSERS = {b">": _fasta_block, b"@": _fastq_block}
+
+
+def _line_blocks(source: str, digest: Digest | None = None) -> Iterator[list[bytes]]:
+    """Lines (without CR/LF, the first without a BOM) of a plain or gzipped file, READ_BLOCK_BYTES
+    at a time, read once into `digest` (to its very end, bytes after a gzip stream included)."""
+    count = 0
     try:
         with open_input(source, digest) as raw:
             stream = gzip.GzipFile(fileobj=raw) if raw.peek(2)[:2] == _GZIP_MAGIC else raw
-            for number, line in enumerate(stream, 1):
-                if number == 1:
-                    line = line.removeprefix(_UTF8_BOM)
-                yield number, line.rstrip(b"\r\n")
+            tail = b""
+            first = True
+            while True:
+                data = stream.read(READ_BLOCK_BYTES)
+                if not data:
+                    break
+                data = tail + data
+                lines = data.split(b"\n")
+                tail = lines.pop()
+                if first and lines:
+                    lines[0] = lines[0].removeprefix(_UTF8_BOM)
+                    first = False
+                if b"\r" in data:
+                    lines = [line.rstrip(b"\r") for line in lines]
+                count += len(lines)
+                if lines:
+                    yield lines
+            if tail:
+                yield [(tail.removeprefix(_UTF8_BOM) if first else tail).rstrip(b"\r")]
             drain(raw)
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise InputError(
-            source, f"the gzip data is corrupt or truncated ({exc})", f"after line {number}"
+            source, f"the gzip data is corrupt or truncated ({exc})", f"after line {count}"
         ) from None
     except OSError as exc:
         raise InputError(source, f"cannot read the file: {exc.strerror or exc}") from None
+
+
+def _numbered_rest(blocks: Iterator[list[bytes]], number: int) -> Iterator[tuple[int, bytes]]:
+    """The lines of the remaining blocks, numbered from `number`."""
+    for lines in blocks:
+        yield from enumerate(lines, number)
+        number += len(lines)
 
 
 def _read_name(header: bytes, number: int, names: dict[str, int], source: str) -> str:

@@ -25,6 +25,24 @@ STATUSES = (STATUS_ALIGNED, STATUS_EMPTY, STATUS_TOO_LONG)
 
 
 @dataclass
+class ReadChunk:
+    """Consecutive reads as parsed, in bulk (io/inputs.iter_read_chunks): names, upper-cased
+    residues (all reads' joined), each read's length (int64) and 1-based header line (int64)."""
+
+    names: list[str]
+    residues: bytes
+    lengths: np.ndarray
+    lines: np.ndarray
+
+    def take(self, keep: np.ndarray) -> "ReadChunk":
+        """The reads at the sorted indices `keep`."""
+        offsets = np.zeros(len(self.names) + 1, np.int64)
+        np.cumsum(self.lengths, out=offsets[1:])
+        residues = b"".join(self.residues[offsets[q]:offsets[q + 1]] for q in keep.tolist())
+        return ReadChunk([self.names[q] for q in keep.tolist()], residues, self.lengths[keep], self.lines[keep])
+
+
+@dataclass
 class ReadSet:
     """Reads in input order: `residues[offsets[q]:offsets[q+1]]` is read q (upper-case ASCII) in
     `alphabet`'s letters."""
@@ -48,6 +66,20 @@ class ReadSet:
             names.append(name)
             residues += sequence.upper()
             offsets.append(len(residues))
+        return cls(names, np.frombuffer(residues, dtype=np.uint8), np.frombuffer(offsets, dtype=np.int64), alphabet)
+
+    @classmethod
+    def from_chunks(cls, chunks: Iterable[ReadChunk], alphabet: Alphabet = DNA) -> "ReadSet":
+        """Collect parsed chunks (residues already upper-case), a chunk at a time: no Python
+        object per read but its name (1M reads: BENCHMARKS.md, "Reading reads")."""
+        names: list[str] = []
+        residues = bytearray()
+        offsets = array("q", [0])
+        for chunk in chunks:
+            names += chunk.names
+            ends = np.cumsum(chunk.lengths, dtype=np.int64) + len(residues)
+            residues += chunk.residues
+            offsets.frombytes(ends.tobytes())
         return cls(names, np.frombuffer(residues, dtype=np.uint8), np.frombuffer(offsets, dtype=np.int64), alphabet)
 
     def __len__(self) -> int:
