@@ -51,14 +51,24 @@ def fill_band(read: np.ndarray, profile: np.ndarray, p: np.ndarray):
     Requires 0 < n < m. Out-of-band neighbours read as INF64.
     """
     n = read.shape[0]
+    width = profile.shape[0] - n + 1
+    S = np.empty((n, width), np.int64)
+    D = np.empty((n, width), np.int64)
+    fill_band_into(read, profile, p, S, D)
+    return S, D
+
+
+@njit(cache=True, nogil=True)
+def fill_band_into(read: np.ndarray, profile: np.ndarray, p: np.ndarray, S: np.ndarray, D: np.ndarray) -> None:
+    """`fill_band` into given int64 [n, m-n+1] arrays (the traceback reuses one pair for a whole
+    batch: a fresh pair per read cost more in page faults than the recurrence itself)."""
+    n = read.shape[0]
     m = profile.shape[0]
     width = m - n + 1
     cg, oe, ex = column_penalties(profile, p)
     states = state_mask_of(profile)
     mismatch = p[0]
     insertion = p[4]
-    S = np.empty((n, width), np.int64)
-    D = np.empty((n, width), np.int64)
     for j in range(n):
         b = read[j]
         for k in range(width):
@@ -79,7 +89,6 @@ def fill_band(read: np.ndarray, profile: np.ndarray, p: np.ndarray):
                 ins = INF64
             D[j, k] = d
             S[j, k] = min(diag, d, ins)
-    return S, D
 
 
 @njit(cache=True, nogil=True)
