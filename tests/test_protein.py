@@ -15,6 +15,7 @@ import pytest
 from misuse import Workspace, assert_refused, papara
 
 from papara_py.errors import InputError
+from papara_py.io.checksums import attributes_crc32
 from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
 from papara_py.io.reads import ReadSet
 from papara_py.io.run_file import RunFile
@@ -151,8 +152,9 @@ def test_strand_both_is_refused_for_protein_and_auto_means_forward(tmp_path):
 def test_a_run_file_without_an_alphabet_is_dna_and_an_unknown_one_is_damaged(protein_run, tmp_path):
     copy = tmp_path / "old.h5"
     copy.write_bytes(protein_run.read_bytes())
-    with h5py.File(copy, "a") as f:
+    with h5py.File(copy, "a") as f:  # a consistent edit: the run record's checksum follows it
         del f["run"].attrs["alphabet"]
+        f["checksums"].attrs["run"] = attributes_crc32(f["run"].attrs)
     with RunFile(copy) as run:
         assert run.alphabet is DNA  # runs from before protein support
     # ... so a protein run without the attribute reads as a damaged DNA run, never silently
@@ -160,6 +162,7 @@ def test_a_run_file_without_an_alphabet_is_dna_and_an_unknown_one_is_damaged(pro
     assert_refused(result, 2, "damaged", "no dna residue")
     with h5py.File(copy, "a") as f:
         f["run"].attrs["alphabet"] = "rna"
+        f["checksums"].attrs["run"] = attributes_crc32(f["run"].attrs)
     assert_refused(papara("export", str(copy), "--format", "fasta", "-o", str(tmp_path / "y.fasta")), 2,
                    "damaged", "alphabet 'rna'")
 
