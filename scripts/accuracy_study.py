@@ -169,6 +169,7 @@ def main() -> int:
     p.add_argument("--png", default=str(Path(__file__).resolve().parent.parent / "docs" / "accuracy_study.png"))
     p.add_argument("--data", required=True, help="folder of the study's data (docs/ACCURACY.md, Reproduce)")
     p.add_argument("--stage", default="coarse")
+    p.add_argument("--seeds", default="101,102,103", help="validate --suite protein: the seeds")
     p.add_argument("--sets", help="data set names (default: all of the suite)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--points", help="explicit points m,c,o,e,i;m,c,o,e,i (instead of --stage)")
@@ -218,42 +219,62 @@ def main() -> int:
             print(f"{k + 1}/{len(points)} {point} {time.time() - t0:.0f}s", flush=True)
         return 0
     if args.what == "table":
-        return table(results, names, start)
+        table(results, names, start)
+        if alphabet == "protein" and (data_dir / "val_results.jsonl").exists():
+            pooled(results, data_dir / "val_results.jsonl", names)
+        return 0
     if args.what == "validate":
         if alphabet == "protein":
             points = ([tuple(int(x) for x in q.split(",")) for q in args.points.split(";")] if args.points
                       else [start])
-            return validate_protein(data_dir, points, args.threads)
+            return validate_protein(data_dir, points, args.threads, [int(x) for x in args.seeds.split(",")])
         return validate(args.threads)
     if args.what == "plot":
         return plot(results, names, tuple(int(x) for x in args.chosen.split(",")), Path(args.png))
     return 1
 
 
-def validate_protein(data_dir: Path, points: list[tuple], threads: int) -> int:
-    """Out-of-sample check of the protein study: three more seeds (other pruned taxa, other reads) per
-    real family and read model, 200 reads each; papara-py at `points`, MAFFT and hmmalign. Prints one
-    row per family and read model (mean over the seeds; lowest seed in brackets)."""
-    import tempfile
-
+def validate_protein(data_dir: Path, points: list[tuple], threads: int, seeds=range(101, 104)) -> int:
+    """Out-of-sample check of the protein study: more seeds (other pruned taxa, other reads) per real
+    family and read model, 200 reads each (DATA/val/NAME; results cached in DATA/val_results.jsonl);
+    papara-py at `points`, MAFFT and hmmalign once. Prints one row per family and read model: the
+    mean over the seeds (lowest seed in brackets)."""
     import numpy as np
     refs = {"fn3": ("fn3", 12), "RRM": ("RRM_1", 10), "Pkinase": ("Pkinase", 6)}
-    with tempfile.TemporaryDirectory() as tmp:
-        for label, (folder, k) in refs.items():
-            for model_name, model in [("subst", PROT_SUB), ("indel", PROT_INDEL)]:
-                acc: dict = {}
-                for seed in range(101, 104):
-                    d = ba.leave_taxa_out(data_dir / folder / "tree.nwk", data_dir / folder / "ref.fasta",
-                                          Path(tmp) / f"{label}{model_name}{seed}", prune=k, n_reads=200,
-                                          model=model, seed=seed, alphabet="protein")
-                    data = ba.Data.from_dir(d, label, "protein")
-                    for p in points:
-                        r = ba.bench(data, ["papara-inproc"], p, threads)["papara-inproc"]
-                        acc.setdefault(",".join(map(str, p)), []).append(r["column_accuracy"])
-                    for tool, r in ba.bench(data, ["mafft", "hmmalign"], None, threads).items():
-                        acc.setdefault(tool, []).append(r["column_accuracy"])
-                print(f"| {label} | {model_name} | " + " | ".join(
-                    f"{np.mean(v):.4f} ({min(v):.4f})" for v in acc.values()) + " |  <- " + ", ".join(acc), flush=True)
+    results = data_dir / "val_results.jsonl"
+    have = done(results)
+    rows: dict[str, dict[str, list[float]]] = {}
+    for label, (folder, k) in refs.items():
+        for model_name, model in [("subst", PROT_SUB), ("indel", PROT_INDEL)]:
+            for seed in seeds:
+                name = f"{label}-{model_name}-{seed}"
+                d = data_dir / "val" / name
+                if not (d / "truth.tsv").exists():
+                    ba.leave_taxa_out(data_dir / folder / "tree.nwk", data_dir / folder / "ref.fasta", d, prune=k,
+                                      n_reads=200, model=model, seed=seed, alphabet="protein")
+                data = ba.Data.from_dir(d, name, "protein")
+                for tool, params in [("mafft", ()), ("hmmalign", ())] + [("papara-inproc", p) for p in points]:
+                    if (name, tool, tuple(params)) not in have:
+                        r = ba.bench(data, [tool], params or None, threads)[tool]
+                        append(results, {"data": name, "tool": tool} | r | {"params": list(params)})
+                        have.add((name, tool, tuple(params)))
+            rows[f"{label} | {model_name}"] = {}
+    acc: dict[tuple[str, str], list[float]] = {}
+    for line in results.read_text().splitlines():
+        r = json.loads(line)
+        label, model_name, seed = r["data"].rsplit("-", 2)
+        if int(seed) in seeds:
+            key = "mafft" if r["tool"] == "mafft" else "hmmalign" if r["tool"] == "hmmalign" else ",".join(
+                map(str, r["params"]))
+            acc.setdefault((f"{label} | {model_name}", key), []).append(r["column_accuracy"])
+    columns = [",".join(map(str, p)) for p in points] + ["mafft", "hmmalign"]
+    print("| family | reads | " + " | ".join(columns) + " |")
+    for row in rows:
+        print(f"| {row} | " + " | ".join(f"{np.mean(acc[row, c]):.4f} ({min(acc[row, c]):.4f})" for c in columns)
+              + " |", flush=True)
+    worst = {c: min(np.mean(acc[row, c]) - np.mean(acc[row, "mafft"]) for row in rows) for c in columns[:-2]}
+    print("worst margin over MAFFT (row means):", ", ".join(f"{c}: {v:+.4f}" for c, v in
+                                                          sorted(worst.items(), key=lambda kv: -kv[1])))
     return 0
 
 
@@ -333,6 +354,36 @@ def plot(results: Path, names: list[str], chosen: tuple, png: Path) -> int:
     fig.savefig(png, dpi=110)
     print("wrote", png)
     return 0
+
+
+def pooled(results: Path, val_results: Path, names: list[str], seeds=(101, 102, 103)) -> None:
+    """The protein study's choice: for each point run on the study's sets and on the validation seeds,
+    its margin over MAFFT on each study set and on each (family, read model) row of the validation
+    (mean over the seeds); ranked by the worst of these, then the mean."""
+    import numpy as np
+    papara, peers = collect(results)
+    val: dict[tuple, dict[str, list[float]]] = {}
+    for line in val_results.read_text().splitlines():
+        r = json.loads(line)
+        family, model, seed = r["data"].rsplit("-", 2)
+        if int(seed) in seeds:
+            key = "mafft" if r["tool"] == "mafft" else "hmmalign" if r["tool"] == "hmmalign" else tuple(r["params"])
+            val.setdefault(key, {}).setdefault(f"val-{family}-{model}", []).append(r["column_accuracy"])
+    ranked = []
+    for p, v in val.items():
+        if p in ("mafft", "hmmalign") or not all(n in papara.get(p, {}) for n in names):
+            continue
+        margins = {n: papara[p][n] - peers[n]["mafft"]["column_accuracy"] for n in names}
+        margins |= {row: float(np.mean(x) - np.mean(val["mafft"][row])) for row, x in v.items()}
+        ranked.append((p, margins))
+    ranked.sort(key=lambda pm: (-min(pm[1].values()), -float(np.mean(list(pm[1].values())))))
+    print(f"pooled: margin over MAFFT on the study sets and the validation rows (seeds {seeds}); "
+          f"{len(ranked)} points")
+    if ranked:
+        print("params | " + " | ".join(ranked[0][1]) + " | worst | mean")
+    for p, m in ranked[:12]:
+        print(",".join(map(str, p)), "|", " | ".join(f"{x:+.4f}" for x in m.values()),
+              f"| {min(m.values()):+.4f} | {np.mean(list(m.values())):+.4f}")
 
 
 def table(results: Path, names: list[str], start=ba.PAPER) -> int:
