@@ -148,7 +148,7 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
     scoring.add_argument("--preset", choices=list(PRESETS), default=None,
                          help="; ".join(f"{name}: {'/'.join(map(str, values))}" for name, values in PRESETS.items())
                          + f" (mismatch/cgap/gap-open/gap-extend/insertion; default: {DEFAULT_PRESET} for DNA, "
-                         "chosen by the accuracy study in docs/ACCURACY.md, protein for protein, provisional; "
+                         "protein for protein, both chosen by the accuracy studies in docs/ACCURACY.md; "
                          "paper: the 2012 paper's)")
     for k, (flag, meaning) in enumerate([
             ("--mismatch", "read residue not in the branch's state set"),

@@ -6,6 +6,11 @@ over a grid of (mismatch, cgap, gap_open, gap_extend, insertion) in one process.
     python3 scripts/accuracy_study.py grid    --data DATA --stage coarse|fine|final
     python3 scripts/accuracy_study.py table   --data DATA   # summary + docs/accuracy_study.png
 
+The protein study (docs/ACCURACY.md, "Protein defaults") is the same steps with `--suite protein`
+(PROTEIN_SETS); `protein-refs` first turns the Pfam seed alignments (Stockholm) under DATA into
+ref.fasta + tree.nwk (a neighbour-joining tree on Poisson-corrected distances: no tree is
+published with them).
+
 Results are appended to DATA/results.jsonl (one line per data set, tool and parameter point), so an
 interrupted study resumes where it stopped. The references: see SETS (paths under --data) and the
 provenance table in docs/ACCURACY.md.
@@ -21,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_accuracy as ba  # noqa: E402
+import bench_accuracy as ba
 
 ILLUMINA = ba.ErrorModel(substitution=0.01)
 INDEL = ba.ErrorModel(substitution=0.01, insertion=0.005, deletion=0.005, length_mean=150, length_sd=15)
@@ -42,6 +47,75 @@ SETS = {
     "sim-high-np": ("simref/highdiv/tree.nwk", "simref/highdiv/ref.fasta", 15, 200, NANOPORE_LIKE, 1),
 }
 
+#: The protein study: 40-60 residue reads (mean 50), substitution-only or 1% subst + 1% indels.
+PROT_SUB = ba.ErrorModel(substitution=0.01, length_mean=50, length_sd=5, min_length=40, max_length=60)
+PROT_INDEL = ba.ErrorModel(substitution=0.01, insertion=0.005, deletion=0.005, length_mean=50, length_sd=5,
+                           min_length=40, max_length=60)
+PROTEIN_SETS = {
+    "fn3": ("fn3/tree.nwk", "fn3/ref.fasta", 12, 500, PROT_SUB, 1),
+    "fn3-indel": ("fn3/tree.nwk", "fn3/ref.fasta", 12, 500, PROT_INDEL, 2),
+    "RRM": ("RRM_1/tree.nwk", "RRM_1/ref.fasta", 10, 500, PROT_SUB, 1),
+    "RRM-indel": ("RRM_1/tree.nwk", "RRM_1/ref.fasta", 10, 500, PROT_INDEL, 2),
+    "Pkinase": ("Pkinase/tree.nwk", "Pkinase/ref.fasta", 6, 500, PROT_SUB, 1),
+    "Pkinase-indel": ("Pkinase/tree.nwk", "Pkinase/ref.fasta", 6, 500, PROT_INDEL, 2),
+    "psim-low": ("simref/plow/tree.nwk", "simref/plow/ref.fasta", 15, 500, PROT_SUB, 1),
+    "psim-high-indel": ("simref/phigh/tree.nwk", "simref/phigh/ref.fasta", 15, 500, PROT_INDEL, 1),
+}
+#: The Pfam seeds of the protein study (HMMER's tutorial and test suite; docs/ACCURACY.md).
+PFAM_SEEDS = {"fn3": "fn3/seed.sto", "RRM_1": "RRM_1/seed.sto", "Pkinase": "Pkinase/seed.sto"}
+
+
+def stockholm_rows(path: Path) -> dict[str, str]:
+    """A Stockholm alignment's rows (all blocks joined), every column kept, '.' as '-', upper case;
+    names made Newick-safe (characters other than letters, digits, '_' and '.' become '_')."""
+    import re
+    rows: dict[str, list[str]] = {}
+    for line in path.read_text().splitlines():
+        if not line.strip() or line.startswith(("#", "//")):
+            continue
+        name, seq = line.split()
+        rows.setdefault(re.sub(r"[^A-Za-z0-9_.]", "_", name), []).append(seq)
+    return {n: "".join(parts).upper().replace(".", "-") for n, parts in rows.items()}
+
+
+def nj_newick(rows: dict[str, str]) -> str:
+    """Neighbour joining (Bio.Phylo) on Poisson-corrected amino-acid p-distances over the sites
+    both rows fill; deterministic. Negative branch lengths are set to 0."""
+    from io import StringIO
+
+    import numpy as np
+    from Bio import Phylo
+    from Bio.Phylo.TreeConstruction import DistanceMatrix, DistanceTreeConstructor
+    names = sorted(rows)
+    arr = np.array([np.frombuffer(rows[n].encode(), dtype=np.uint8) for n in names])
+    filled = arr != ord("-")
+    matrix = []
+    for i in range(len(names)):
+        both = filled[i] & filled[:i + 1]
+        same = (arr[:i + 1] == arr[i]) & both
+        n_both = np.maximum(both.sum(axis=1), 1)
+        p = np.minimum(1 - same.sum(axis=1) / n_both, 0.9)  # 0.9: keeps the correction finite
+        d = -0.95 * np.log(1 - p / 0.95)
+        matrix.append([float(x) for x in d[:i]] + [0.0])
+    tree = DistanceTreeConstructor().nj(DistanceMatrix(names, matrix))
+    for clade in tree.find_clades():
+        if not clade.is_terminal():
+            clade.name = None
+        if clade.branch_length is not None and clade.branch_length < 0:
+            clade.branch_length = 0.0
+    out = StringIO()
+    Phylo.write(tree, out, "newick")
+    return out.getvalue()
+
+
+def protein_refs(data_dir: Path) -> None:
+    for name, sto in PFAM_SEEDS.items():
+        rows = stockholm_rows(data_dir / sto)
+        folder = (data_dir / sto).parent
+        ba.write_fasta(folder / "ref.fasta", rows.items())
+        (folder / "tree.nwk").write_text(nj_newick(rows))
+        print(name, len(rows), "x", len(next(iter(rows.values()))))
+
 
 def grid(stage: str) -> list[tuple[int, int, int, int, int]]:
     if stage == "coarse":
@@ -54,11 +128,21 @@ def grid(stage: str) -> list[tuple[int, int, int, int, int]]:
     if stage == "final":
         pts = [ba.PAPER, (2, 3, 2, 1, 5)]
         return pts
+    if stage == "pcoarse":  # protein: around the provisional preset and robust, gap_extend 1 and 2
+        pts = list(itertools.product([1, 2, 3], [2, 3, 5], [1, 2, 4], [1], [3, 5, 8]))
+        pts += list(itertools.product([2, 3, 4, 5], [6], [2, 4], [2], [7, 10]))
+        return pts
+    if stage == "pwide":  # protein: the coarse grid's best moved to large gap_open and insertion
+        pts = list(itertools.product([1, 2, 3], [2, 3, 4], [4, 6, 8, 12], [1], [5, 8, 12, 20]))
+        pts += list(itertools.product([3, 4], [4, 6], [8, 12, 16], [2], [10, 16, 24]))
+        return pts
+    if stage == "pfine":  # protein: around the wide grid's best worst margin over MAFFT, 2/2/4/1/8, in half steps
+        return list(itertools.product([3, 4, 5], [3, 4, 5, 6], [6, 8, 10], [2], [12, 16, 20]))
     raise ValueError(stage)
 
 
-def load(data_dir: Path, name: str) -> ba.Data:
-    return ba.Data.from_dir(data_dir / "sets" / name, name)
+def load(data_dir: Path, name: str, alphabet: str = "dna") -> ba.Data:
+    return ba.Data.from_dir(data_dir / "sets" / name, name, alphabet)
 
 
 def done(results: Path) -> set[tuple[str, str, tuple]]:
@@ -78,35 +162,45 @@ def append(results: Path, record: dict) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["build", "peers", "grid", "table", "plot", "validate"])
+    p.add_argument("what", choices=["build", "peers", "grid", "table", "plot", "validate", "protein-refs"])
+    p.add_argument("--suite", choices=["dna", "protein"], default="dna",
+                   help="SETS (DNA) or PROTEIN_SETS (--alphabet protein everywhere)")
     p.add_argument("--chosen", default="", help="plot: the chosen point m,c,o,e,i")
     p.add_argument("--png", default=str(Path(__file__).resolve().parent.parent / "docs" / "accuracy_study.png"))
     p.add_argument("--data", required=True, help="folder of the study's data (docs/ACCURACY.md, Reproduce)")
     p.add_argument("--stage", default="coarse")
-    p.add_argument("--sets", default=",".join(SETS))
+    p.add_argument("--seeds", default="101,102,103", help="validate --suite protein: the seeds")
+    p.add_argument("--sets", help="data set names (default: all of the suite)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--points", help="explicit points m,c,o,e,i;m,c,o,e,i (instead of --stage)")
     args = p.parse_args()
     data_dir = Path(args.data)
     results = data_dir / "results.jsonl"
-    names = args.sets.split(",")
+    alphabet = args.suite
+    suite = PROTEIN_SETS if alphabet == "protein" else SETS
+    names = args.sets.split(",") if args.sets else list(suite)
+    start = ba.PAPER if alphabet == "dna" else (2, 3, 2, 1, 5)  # the CLI run: the old default
+    if args.what == "protein-refs":
+        protein_refs(data_dir)
+        return 0
     if args.what == "build":
         for name in names:
-            tree, aln, prune, reads, model, seed = SETS[name]
-            out = ba.leave_taxa_out(data_dir / tree, data_dir / aln, data_dir / "sets" / name, prune, reads, model, seed)
-            data = ba.Data.from_dir(out, name)
+            tree, aln, prune, reads, model, seed = suite[name]
+            out = ba.leave_taxa_out(data_dir / tree, data_dir / aln, data_dir / "sets" / name, prune, reads, model, seed,
+                                    alphabet)
+            data = ba.Data.from_dir(out, name, alphabet)
             print(name, len(ba.read_alignment(data.alignment)), "taxa x",
                   len(next(iter(ba.read_alignment(data.alignment).values()))), "columns,", len(data.truth), "reads")
         return 0
     if args.what == "peers":
         have = done(results)
         for name in names:
-            data = load(data_dir, name)
+            data = load(data_dir, name, alphabet)
             for tool in ["papara", "mafft", "hmmalign"]:
-                params = tuple(ba.PAPER) if tool == "papara" else ()
+                params = tuple(start) if tool == "papara" else ()
                 if (name, tool, params) in have:
                     continue
-                r = ba.bench(data, [tool], ba.PAPER, args.threads)[tool]
+                r = ba.bench(data, [tool], start, args.threads)[tool]
                 append(results, {"data": name, "tool": tool, "params": list(params)} | r)
                 print(name, tool, json.dumps(r), flush=True)
         return 0
@@ -114,7 +208,7 @@ def main() -> int:
         points = ([tuple(int(x) for x in s.split(",")) for s in args.points.split(";")]
                   if args.points else grid(args.stage))
         have = done(results)
-        datas = {name: load(data_dir, name) for name in names}
+        datas = {name: load(data_dir, name, alphabet) for name in names}
         t0 = time.time()
         for k, point in enumerate(points):
             for name, data in datas.items():
@@ -125,12 +219,63 @@ def main() -> int:
             print(f"{k + 1}/{len(points)} {point} {time.time() - t0:.0f}s", flush=True)
         return 0
     if args.what == "table":
-        return table(results, names)
+        table(results, names, start)
+        if alphabet == "protein" and (data_dir / "val_results.jsonl").exists():
+            pooled(results, data_dir / "val_results.jsonl", names)
+        return 0
     if args.what == "validate":
+        if alphabet == "protein":
+            points = ([tuple(int(x) for x in q.split(",")) for q in args.points.split(";")] if args.points
+                      else [start])
+            return validate_protein(data_dir, points, args.threads, [int(x) for x in args.seeds.split(",")])
         return validate(args.threads)
     if args.what == "plot":
         return plot(results, names, tuple(int(x) for x in args.chosen.split(",")), Path(args.png))
     return 1
+
+
+def validate_protein(data_dir: Path, points: list[tuple], threads: int, seeds=range(101, 104)) -> int:
+    """Out-of-sample check of the protein study: more seeds (other pruned taxa, other reads) per real
+    family and read model, 200 reads each (DATA/val/NAME; results cached in DATA/val_results.jsonl);
+    papara-py at `points`, MAFFT and hmmalign once. Prints one row per family and read model: the
+    mean over the seeds (lowest seed in brackets)."""
+    import numpy as np
+    refs = {"fn3": ("fn3", 12), "RRM": ("RRM_1", 10), "Pkinase": ("Pkinase", 6)}
+    results = data_dir / "val_results.jsonl"
+    have = done(results)
+    rows: dict[str, dict[str, list[float]]] = {}
+    for label, (folder, k) in refs.items():
+        for model_name, model in [("subst", PROT_SUB), ("indel", PROT_INDEL)]:
+            for seed in seeds:
+                name = f"{label}-{model_name}-{seed}"
+                d = data_dir / "val" / name
+                if not (d / "truth.tsv").exists():
+                    ba.leave_taxa_out(data_dir / folder / "tree.nwk", data_dir / folder / "ref.fasta", d, prune=k,
+                                      n_reads=200, model=model, seed=seed, alphabet="protein")
+                data = ba.Data.from_dir(d, name, "protein")
+                for tool, params in [("mafft", ()), ("hmmalign", ())] + [("papara-inproc", p) for p in points]:
+                    if (name, tool, tuple(params)) not in have:
+                        r = ba.bench(data, [tool], params or None, threads)[tool]
+                        append(results, {"data": name, "tool": tool} | r | {"params": list(params)})
+                        have.add((name, tool, tuple(params)))
+            rows[f"{label} | {model_name}"] = {}
+    acc: dict[tuple[str, str], list[float]] = {}
+    for line in results.read_text().splitlines():
+        r = json.loads(line)
+        label, model_name, seed = r["data"].rsplit("-", 2)
+        if int(seed) in seeds:
+            key = "mafft" if r["tool"] == "mafft" else "hmmalign" if r["tool"] == "hmmalign" else ",".join(
+                map(str, r["params"]))
+            acc.setdefault((f"{label} | {model_name}", key), []).append(r["column_accuracy"])
+    columns = [",".join(map(str, p)) for p in points] + ["mafft", "hmmalign"]
+    print("| family | reads | " + " | ".join(columns) + " |")
+    for row in rows:
+        print(f"| {row} | " + " | ".join(f"{np.mean(acc[row, c]):.4f} ({min(acc[row, c]):.4f})" for c in columns)
+              + " |", flush=True)
+    worst = {c: min(np.mean(acc[row, c]) - np.mean(acc[row, "mafft"]) for row in rows) for c in columns[:-2]}
+    print("worst margin over MAFFT (row means):", ", ".join(f"{c}: {v:+.4f}" for c, v in
+                                                          sorted(worst.items(), key=lambda kv: -kv[1])))
+    return 0
 
 
 def validate(threads: int) -> int:
@@ -211,7 +356,37 @@ def plot(results: Path, names: list[str], chosen: tuple, png: Path) -> int:
     return 0
 
 
-def table(results: Path, names: list[str]) -> int:
+def pooled(results: Path, val_results: Path, names: list[str], seeds=(101, 102, 103)) -> None:
+    """The protein study's choice: for each point run on the study's sets and on the validation seeds,
+    its margin over MAFFT on each study set and on each (family, read model) row of the validation
+    (mean over the seeds); ranked by the worst of these, then the mean."""
+    import numpy as np
+    papara, peers = collect(results)
+    val: dict[tuple, dict[str, list[float]]] = {}
+    for line in val_results.read_text().splitlines():
+        r = json.loads(line)
+        family, model, seed = r["data"].rsplit("-", 2)
+        if int(seed) in seeds:
+            key = "mafft" if r["tool"] == "mafft" else "hmmalign" if r["tool"] == "hmmalign" else tuple(r["params"])
+            val.setdefault(key, {}).setdefault(f"val-{family}-{model}", []).append(r["column_accuracy"])
+    ranked = []
+    for p, v in val.items():
+        if p in ("mafft", "hmmalign") or not all(n in papara.get(p, {}) for n in names):
+            continue
+        margins = {n: papara[p][n] - peers[n]["mafft"]["column_accuracy"] for n in names}
+        margins |= {row: float(np.mean(x) - np.mean(val["mafft"][row])) for row, x in v.items()}
+        ranked.append((p, margins))
+    ranked.sort(key=lambda pm: (-min(pm[1].values()), -float(np.mean(list(pm[1].values())))))
+    print(f"pooled: margin over MAFFT on the study sets and the validation rows (seeds {seeds}); "
+          f"{len(ranked)} points")
+    if ranked:
+        print("params | " + " | ".join(ranked[0][1]) + " | worst | mean")
+    for p, m in ranked[:12]:
+        print(",".join(map(str, p)), "|", " | ".join(f"{x:+.4f}" for x in m.values()),
+              f"| {min(m.values()):+.4f} | {np.mean(list(m.values())):+.4f}")
+
+
+def table(results: Path, names: list[str], start=ba.PAPER) -> int:
     papara, peers = collect(results)
     complete = {p: v for p, v in papara.items() if all(n in v for n in names)}
     ranked = sorted(complete.items(), key=lambda kv: (-min(kv[1].values()), -sum(kv[1].values())))
@@ -219,14 +394,26 @@ def table(results: Path, names: list[str]) -> int:
     for p, v in ranked[:25]:
         print(",".join(map(str, p)), "|", " | ".join(f"{v[n]:.4f}" for n in names),
               f"| {min(v.values()):.4f} | {sum(v.values()) / len(v):.4f}")
-    paper = complete.get(tuple(ba.PAPER))
+    paper = complete.get(tuple(start))
     if paper:
-        print("paper", " | ".join(f"{paper[n]:.4f}" for n in names), f"worst {min(paper.values()):.4f}")
+        print(",".join(map(str, start)), " | ".join(f"{paper[n]:.4f}" for n in names), f"worst {min(paper.values()):.4f}")
         dominating = [p for p, v in complete.items() if all(v[n] >= paper[n] for n in names)]
-        print("points >= paper on every set:", len(dominating))
+        print(f"points >= {start} on every set:", len(dominating))
     for tool in ["mafft", "hmmalign", "papara"]:
         print(tool, " | ".join(f"{peers.get(n, {}).get(tool, {}).get('column_accuracy', float('nan')):.4f}"
                               for n in names))
+    if all("mafft" in peers.get(n, {}) and "hmmalign" in peers.get(n, {}) for n in names):
+        # the margin over MAFFT, and over the better of MAFFT and hmmalign, on each set; ranked by
+        # the worst set's margin (then the mean)
+        for label, peer in [("MAFFT", lambda n: peers[n]["mafft"]["column_accuracy"]),
+                            ("the better of MAFFT and hmmalign",
+                             lambda n: max(peers[n]["mafft"]["column_accuracy"], peers[n]["hmmalign"]["column_accuracy"]))]:
+            margins = {p: {n: v[n] - peer(n) for n in names} for p, v in complete.items()}
+            ranked = sorted(margins.items(), key=lambda kv: (-min(kv[1].values()), -sum(kv[1].values())))
+            print(f"margin over {label} | " + " | ".join(names) + " | worst | mean")
+            for p, v in ranked[:12]:
+                print(",".join(map(str, p)), "|", " | ".join(f"{v[n]:+.4f}" for n in names),
+                      f"| {min(v.values()):+.4f} | {sum(v.values()) / len(v):+.4f}")
     return 0
 
 

@@ -39,10 +39,10 @@ def test_unknown_preset_is_refused():
 
 
 def test_protein_data_default_to_the_protein_preset_unless_a_preset_is_given():
-    """PaPaRa 2.5's defaults (its -a uses the DNA ones) in Eq. 1's terms; provisional (docs/ACCURACY.md)."""
+    """The protein study's choice (docs/ACCURACY.md, "Protein defaults")."""
     from papara_py.phylo.encoding import PROTEIN
 
-    assert PROTEIN.default_preset == "protein" and PRESETS["protein"] == (2, 3, 2, 1, 5)
-    assert _params([], PROTEIN.default_preset) == ScoringParams(2, 3, 2, 1, 5)
-    assert _params(["--insertion", "4"], PROTEIN.default_preset) == ScoringParams(2, 3, 2, 1, 4)
+    assert PROTEIN.default_preset == "protein" and PRESETS["protein"] == (4, 7, 8, 2, 12)
+    assert _params([], PROTEIN.default_preset) == ScoringParams(4, 7, 8, 2, 12)
+    assert _params(["--insertion", "4"], PROTEIN.default_preset) == ScoringParams(4, 7, 8, 2, 4)
     assert _params(["--preset", "robust"], PROTEIN.default_preset) == ScoringParams(3, 6, 2, 2, 7)
