@@ -290,3 +290,37 @@ def test_after_a_write_fault_reads_see_what_was_written_since(tmp_path):
     assert path.read_bytes() == b"abcdef"         # nothing after the fault reached the disk
     with pytest.raises(OSError):
         guard.check()
+
+
+class _InterruptedOnce:
+    """A raw file whose first write is cut short by Ctrl-C after `after` bytes."""
+
+    def __init__(self, raw, after: int) -> None:
+        self._raw, self._after = raw, after
+
+    def write(self, data):
+        if self._after is not None:
+            after, self._after = self._after, None
+            self._raw.write(bytes(data)[:after])
+            raise KeyboardInterrupt
+        return self._raw.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self._raw, name)
+
+
+def test_a_stop_signal_inside_an_hdf5_write_is_kept_for_the_next_check(tmp_path):
+    """HDF5 calls the guard from C, where an exception is only printed: a Ctrl-C landing inside a
+    write must neither be lost nor tear the write; the next check raises it."""
+    path = tmp_path / "f"
+    path.write_bytes(b"")
+    guard = outputs._GuardedFile(path)
+    guard._file = _InterruptedOnce(guard._file, 3)
+    guard.seek(2)
+    assert guard.write(b"abcdefgh") == 8      # redone from its start: whole and in place
+    assert guard.tell() == 10
+    with pytest.raises(KeyboardInterrupt):
+        guard.check()
+    guard.check()                              # raised once
+    guard.close()
+    assert path.read_bytes() == bytes(2) + b"abcdefgh"

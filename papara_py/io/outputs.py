@@ -35,6 +35,7 @@ import stat
 import sys
 import tempfile
 from contextlib import contextmanager
+from functools import wraps
 from pathlib import Path
 from typing import IO, Callable, Iterable, Iterator
 
@@ -304,9 +305,29 @@ def output_stream(path: str) -> Iterator[IO[bytes]]:
         raise converted from None
 
 
+def _shielded(method):
+    """A _GuardedFile method as HDF5 calls it, from C, where an exception is only printed and
+    dropped ("Exception ignored in h5py...__dealloc__", seen when Ctrl-C landed in a write
+    during a destructor): a KeyboardInterrupt (Ctrl-C, or SIGTERM/SIGHUP as Terminated) raised
+    inside is kept in `interrupt`, the operation is redone from where it started (every one of
+    them is idempotent from its starting position), and `check` raises the interrupt at the
+    run's next check."""
+    @wraps(method)
+    def shielded(self: "_GuardedFile", *args):
+        start = self._file.tell()
+        while True:
+            try:
+                return method(self, *args)
+            except KeyboardInterrupt as interrupt:
+                if self.interrupt is None:
+                    self.interrupt = interrupt
+                self._file.seek(start)
+    return shielded
+
+
 class _GuardedFile:
     """The file under an HDF5 output, as h5py's file-object driver sees it: the first failed write
-    is kept (`error`), so HDF5 itself never sees a failure.
+    is kept (`error`), so HDF5 itself never sees a failure; so is a stop signal (`_shielded`).
 
     HDF5 writes from many places, destructors and the closing flush among them, where h5py can only
     print a failure ("Exception ignored") and may crash afterwards; with the guard the run notices
@@ -320,6 +341,7 @@ class _GuardedFile:
     def __init__(self, path: Path) -> None:
         self._file = open(path, "r+b", buffering=0)
         self.error: OSError | None = None
+        self.interrupt: KeyboardInterrupt | None = None
         self._overlay: list[tuple[int, bytes]] = []  # (offset, bytes) written after the fault, in order
         self._end = 0  # the file's size as HDF5 sees it, once the overlay exists
 
@@ -328,6 +350,7 @@ class _GuardedFile:
             self.error = error
             self._end = os.fstat(self._file.fileno()).st_size
 
+    @_shielded
     def write(self, data) -> int:
         view = memoryview(data).cast("B")
         size = len(view)
@@ -348,6 +371,7 @@ class _GuardedFile:
             self._file.seek(position + len(view))
         return size
 
+    @_shielded
     def readinto(self, buffer) -> int:
         if not self._overlay:
             return self._file.readinto(buffer)
@@ -363,6 +387,7 @@ class _GuardedFile:
         self._file.seek(start + count)
         return count
 
+    @_shielded
     def read(self, size: int = -1) -> bytes:
         if not self._overlay:
             return self._file.read(size)
@@ -371,14 +396,17 @@ class _GuardedFile:
         buffer = bytearray(size)
         return bytes(buffer[:self.readinto(buffer)])
 
+    @_shielded
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
         if whence == os.SEEK_END and self._overlay:
             return self._file.seek(self._end + offset)
         return self._file.seek(offset, whence)
 
+    @_shielded
     def tell(self) -> int:
         return self._file.tell()
 
+    @_shielded
     def truncate(self, size: int | None = None) -> int:
         if self.error is None:
             try:
@@ -396,6 +424,9 @@ class _GuardedFile:
         self._file.close()
 
     def check(self) -> None:
+        if self.interrupt is not None:
+            interrupt, self.interrupt = self.interrupt, None
+            raise interrupt
         if self.error is not None:
             raise self.error
 
