@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from itertools import chain
@@ -457,8 +457,23 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
         timings["jit_wait"] = time.perf_counter() - t0
         engine = Engine(profiles.profiles, profiles.n_edges, m, devices.width, inputs.params, work.k,
                         devices.use_cpu, devices.gpu_scorers, devices.options, progress)
-        # batches arrive as they finish; tracing back and writing one overlaps scoring the next
-        with closing(engine.run(make_batch, len(batches))) as finished:
+        def write(index: int, batch: np.ndarray, reverse: np.ndarray, candidates: Candidates, scores, starts,
+                  cigars, rows) -> None:
+            """One traced batch into the run file (on the writer thread, in batch order)."""
+            t0 = time.perf_counter()
+            _write_read_identities(writer, reads, work.statuses, *work.stretches[index], config.batch_reads)
+            _write_batch(writer, batch, reverse, candidates, scores, starts, cigars, rows)
+            timings["output"] += time.perf_counter() - t0
+            reporter.record(f"batch {index + 1}/{len(batches)}: {len(batch)} reads, "
+                            f"{time.perf_counter() - run_started:.2f} s into the run")
+
+        # batches arrive as they finish; tracing back one overlaps scoring the next, and writing
+        # one (a thread of its own, one batch at a time) overlaps tracing back the next: the main
+        # thread's traceback and the writes (h5py holds the GIL) no longer add up while the GPU
+        # waits for a batch slot (BENCHMARKS.md, "Sample scale")
+        writing: Future | None = None
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="papara-writer") as writer_thread, \
+                closing(engine.run(make_batch, len(batches))) as finished:
             for index, candidates in finished:
                 batch = batches[index]
                 plan = plans.pop(index)
@@ -473,12 +488,11 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
                 if not np.array_equal(scores, candidates.score[:, 0]):
                     raise RuntimeError("internal error: traceback score differs from the engine's score")
                 timings["traceback"] += time.perf_counter() - t0
-                t0 = time.perf_counter()
-                _write_read_identities(writer, reads, work.statuses, *work.stretches[index], config.batch_reads)
-                _write_batch(writer, batch, reverse, candidates, scores, starts, cigars, rows)
-                timings["output"] += time.perf_counter() - t0
-                reporter.record(f"batch {index + 1}/{len(batches)}: {len(batch)} reads, "
-                                f"{time.perf_counter() - run_started:.2f} s into the run")
+                if writing is not None:
+                    writing.result()  # the previous batch is written (its write fault, if any, raised here)
+                writing = writer_thread.submit(write, index, batch, reverse, candidates, scores, starts, cigars, rows)
+            if writing is not None:
+                writing.result()
     timings["scoring"] = engine.scoring_seconds
     timings["build_blocks"] = engine.build_seconds
     reporter.detail(f"--strand {inputs.strand}: {strand_counts['scored_both']} of {len(work.alignable)} reads "
