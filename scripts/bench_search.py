@@ -2,7 +2,7 @@
 
 Runs the papara-py CLI once per search mode on a scripts/simulate.py data set (or reuses run
 files given with --exhaustive / --guided) and reports, per mode: the cells computed (run record),
-the wall time of the run and of its scoring, the share of the edges each read was scored
+the wall and CPU time of the run and the wall time of its scoring, the share of the edges each read was scored
 against; between the modes: the reads whose best edge (and score) the guided search shares with
 the exhaustive one; against the truth (truth.tsv, scored by scripts/bench_accuracy.py's code):
 column accuracy and best edge = true edge.
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -33,26 +34,31 @@ import bench_accuracy  # noqa: E402  (scripts/ is not a package)
 MODES = ("exhaustive", "guided")
 
 
-def run_mode(data: bench_accuracy.Data, mode: str, out: Path, threads: int, device: str) -> float:
-    """Run papara-py with `--search mode` into `out`; returns the wall time in seconds."""
+def run_mode(data: bench_accuracy.Data, mode: str, out: Path, threads: int, device: str) -> tuple[float, float]:
+    """Run papara-py with `--search mode` into `out`; returns its wall time and CPU time (user +
+    system) in seconds. On a shared machine the CPU time is the steadier of the two."""
     out.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "papara_py", "-t", str(data.tree), "-s", str(data.alignment), "-r", str(data.reads),
            "-o", str(out), "--search", mode, "--device", device, "--threads", str(threads), "--strand", "forward",
            "--quiet"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(cmd, check=True)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def run_summary(path: Path, data: bench_accuracy.Data, wall: float | None) -> dict:
+def run_summary(path: Path, data: bench_accuracy.Data, times: tuple[float, float] | None) -> dict:
     """What one run computed and how well it placed the reads."""
-    with h5py.File(path) as run_file:
-        record = dict(run_file["run"].attrs)
-    decoded = {key: json.loads(value) if isinstance(value, str) and value[:1] in "{[" else value
-               for key, value in record.items()}
+    from papara_py.io.run_file import RunFile
+
+    decoded = RunFile(str(path)).record
     accuracy = bench_accuracy.score(bench_accuracy.read_run_file(path, data), data.truth)
     timings = decoded.get("timings_seconds", {})
-    return {"cells": int(decoded["cells"]), "wall_seconds": wall, "scoring_seconds": timings.get("scoring"),
+    wall, cpu = times or (None, None)
+    return {"cells": int(decoded["cells"]), "wall_seconds": wall, "cpu_seconds": cpu,
+            "scoring_seconds": timings.get("scoring"),
             "total_seconds": timings.get("total"), "search": decoded.get("search"),
             "edges_scored_fraction": decoded.get("edges_scored_fraction"),
             "column_accuracy": accuracy["column_accuracy"], "edge_accuracy": accuracy["edge_accuracy"],
@@ -90,11 +96,11 @@ def main(argv: list[str] | None = None) -> int:
         for mode in MODES:
             given = getattr(args, mode)
             runs[mode] = given or work / f"{mode}.h5"
-            wall = None if given else run_mode(data, mode, runs[mode], args.threads, args.device)
-            results[mode] = run_summary(runs[mode], data, wall)
+            times = None if given else run_mode(data, mode, runs[mode], args.threads, args.device)
+            results[mode] = run_summary(runs[mode], data, times)
         results["agreement"] = agreement(runs["exhaustive"], runs["guided"])
     results["cells_ratio"] = results["guided"]["cells"] / results["exhaustive"]["cells"]
-    text = json.dumps(results, indent=2)
+    text = json.dumps(results, indent=2, default=lambda value: value.item())  # numpy scalars
     print(text)
     if args.json:
         args.json.write_text(text + "\n")

@@ -63,10 +63,18 @@ def assert_same_results(a: RunFile, b: RunFile) -> None:
 
 
 def test_guided_equals_exhaustive_on_the_bundled_example(tmp_path):
+    """... and scripts/bench_search.py says so from the two run files."""
     exhaustive = align(EXAMPLE, tmp_path / "e.h5", "exhaustive")
     guided = align(EXAMPLE, tmp_path / "g.h5", "guided")
     assert_same_results(exhaustive, guided)
     assert guided.record["cells"] < exhaustive.record["cells"]
+    bench = load_script("bench_search")
+    assert bench.main(["--simulated", str(EXAMPLE), "--exhaustive", str(tmp_path / "e.h5"),
+                       "--guided", str(tmp_path / "g.h5"), "--json", str(tmp_path / "b.json")]) == 0
+    result = json.loads((tmp_path / "b.json").read_text())
+    assert result["agreement"] == {"reads": 200, "best_edge_equal": 1.0, "score_equal": 1.0}
+    assert result["cells_ratio"] == guided.record["cells"] / exhaustive.record["cells"] < 1
+    assert result["guided"]["column_accuracy"] == result["exhaustive"]["column_accuracy"] > 0.99
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -40,7 +40,7 @@ from papara_py.phylo.tree import EdgeTree
 class GuidedOptions:
     """The search's knobs. `cluster_size` None: sqrt(E / (initial + 1)). `stable` None: K."""
 
-    initial: int = 4
+    initial: int = 16
     stable: int | None = None
     cluster_size: int | None = None
 
