@@ -61,15 +61,16 @@ def cluster_edges(tree: EdgeTree, size: int) -> EdgeClusters:
     """Cut `tree`'s edges into connected clusters of about `size` edges (module docstring)."""
     n_edges = tree.n_edges
     size = max(1, int(size))
-    pending = np.ones(tree.n_nodes, dtype=np.int64)  # edges hanging from v not yet in a cluster, edge v included
+    parent = tree.parent.tolist()
+    pending = [1] * tree.n_nodes  # edges hanging from v not yet in a cluster, edge v included
     pending[tree.top] = 0
-    cut = np.zeros(tree.n_nodes, dtype=bool)  # edge v closes a cluster (its pending set)
-    for v in range(tree.n_nodes):  # ascending ids: children before their parent
-        kids = tree.children(v)
-        if kids.size:
-            pending[v] += int(pending[kids][~cut[kids]].sum())
-        if v != tree.top and pending[v] >= size:
+    cut = [False] * tree.n_nodes  # edge v closes a cluster (its pending set)
+    for v in range(tree.top):  # ascending ids: a node's children have added theirs before it
+        if pending[v] >= size:
             cut[v] = True
+        else:
+            pending[parent[v]] += pending[v]
+    pending, cut = np.array(pending, dtype=np.int64), np.array(cut)
     # each edge belongs to the cluster closed by the nearest cut edge at or above it (the top: the rest)
     label = np.empty(tree.n_nodes, dtype=np.int64)
     label[tree.top] = tree.top
@@ -110,18 +111,18 @@ def _centroid(tree: EdgeTree, head: int, cut: np.ndarray, pending: np.ndarray) -
 def _borders(tree: EdgeTree, cluster_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per edge, the other clusters with an edge at one of its two nodes (CSR, ascending)."""
     n_edges = tree.n_edges
+    n_clusters = int(cluster_of.max()) + 1
+    # every (node, edge) incidence: edge e joins node e and its parent
     edges = np.concatenate((np.arange(n_edges), np.arange(n_edges)))
     nodes = np.concatenate((np.arange(n_edges), tree.parent[:n_edges].astype(np.int64)))
-    clusters_at: dict[int, set[int]] = {}
-    for node, cluster in set(zip(nodes.tolist(), cluster_of[edges].tolist())):
-        clusters_at.setdefault(node, set()).add(cluster)
-    mixed = {node: found for node, found in clusters_at.items() if len(found) > 1}
-    lists: list[list[int]] = [[] for _ in range(n_edges)]
-    for node, found in mixed.items():
-        incident = ([node] if node != tree.top else []) + tree.children(node).tolist()
-        for edge in incident:
-            lists[edge].extend(found - {int(cluster_of[edge])})
-    lists = [sorted(set(found)) for found in lists]
-    ptr = np.concatenate(([0], np.cumsum([len(found) for found in lists]))).astype(np.int64)
-    flat = np.array([c for found in lists for c in found], dtype=np.int32)
-    return ptr, flat
+    present = np.unique(nodes * n_clusters + cluster_of[edges])  # (node, cluster) pairs
+    node_of, cluster_at = np.divmod(present, n_clusters)
+    mixed = np.unique(node_of[np.diff(node_of, prepend=-1) == 0])  # nodes where two clusters meet
+    at_mixed = np.isin(nodes, mixed)
+    pairs = set()
+    for node, edge in zip(nodes[at_mixed].tolist(), edges[at_mixed].tolist()):
+        lo, hi = np.searchsorted(node_of, [node, node + 1])
+        pairs.update((edge, int(c)) for c in cluster_at[lo:hi] if c != cluster_of[edge])
+    ordered = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
+    ptr = np.concatenate(([0], np.cumsum(np.bincount(ordered[:, 0], minlength=n_edges)))).astype(np.int64)
+    return ptr, ordered[:, 1].astype(np.int32)
