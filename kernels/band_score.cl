@@ -28,8 +28,9 @@
  * the minimum of the read's last row.
  *
  * Memory layout:
- *   profile [m][units]            prof_t: byte(s) of LANES edges (states | CGAP bit 0x10), the
+ *   profile [m][units]            prof_t: element(s) of LANES edges (states | CGAP bit), the
  *                                 chunk's edges side by side, so a warp reads one contiguous run
+ *   codes   [residues]            code_t: the reads' state sets, the profile's element type
  *   band    [m + 1][n_reads*units] cell_t: S of row j0-1 at column i stored at index i + 1,
  *                                 work-items side by side (coalesced)
  *   scores  [n_reads][units*LANES] int: S minimum of each (read, lane)
@@ -39,18 +40,53 @@
  * plain 32-bit add never carries between halves. Build options:
  *   -DROWS=<stripe height>  -DPACKED=0|1  -DUSE_PTX=0|1 (NVIDIA sm_90+: u16x2 PTX, which ptxas
  *   fuses into DPX add-min instructions)
+ *   -DPROF_BITS=8|32 -DSTATE_BITS=<states> (the alphabet, phylo/encoding.py): profile elements
+ *   and read codes are uchar (DNA: 4 states, CGAP bit 4) or uint (protein: 20 states, CGAP bit
+ *   20); the CGAP bit is bit STATE_BITS.
+ *
+ * Packed lanes and wide state sets (PACKED with PROF_BITS 32, "split" states): a 16-bit half
+ * cannot hold a 20-bit set, so each set is cut into a low and a high part of HALF_BITS =
+ * STATE_BITS / 2 bits, and a_i & b_j != 0 becomes (a_lo & b_lo) | (a_hi & b_hi) != 0, computed
+ * for both lanes at once in the halves. The host (engine/gpu.py, _split_pairs) lays the profile
+ * out as prof_t = uint2 per work-item and column:
+ *     .x = states 0..9 of lane 0 | (states 0..9 of lane 1) << 16
+ *     .y = states 10..19 | CGAP << 10 of lane 0 | (the same of lane 1) << 16
+ * and a read residue's two parts sit in B (low) and BH (high), each in both halves. One more
+ * AND and OR per cell pair than DNA, and the profile is 4 bytes per lane instead of 1.
  */
 
-#if PACKED
+#if PROF_BITS == 8
+typedef uchar elem_t;
+#elif PROF_BITS == 32
+typedef uint elem_t;
+#else
+#error "PROF_BITS must be 8 or 32"
+#endif
+#define STATE_MASK ((1u << STATE_BITS) - 1u)
+typedef elem_t code_t;
+#define SPLIT (PACKED && PROF_BITS == 32)
+#if SPLIT
+#define HALF_BITS (STATE_BITS / 2)
+#define HALF_MASK ((1u << HALF_BITS) - 1u)
+#if STATE_BITS - HALF_BITS + 1 > 16
+#error "split state sets must fit a 16-bit half with their CGAP bit"
+#endif
+#endif
+
+#if SPLIT
 #define LANES 2
-typedef ushort prof_t;
+typedef uint2 prof_t; /* two wide elements, split (see above) */
+#define SPLAT(x) ((uint)(x) * 0x00010001u)
+#elif PACKED
+#define LANES 2
+typedef ushort prof_t; /* two 8-bit elements */
 /* the same value in both 16-bit halves */
 #define SPLAT(x) ((uint)(x) * 0x00010001u)
 /* two profile bytes -> the low byte of each 16-bit half */
 #define SPREAD(v) (((uint)(v) & 0xFFu) | (((uint)(v) & 0xFF00u) << 8))
 #else
 #define LANES 1
-typedef uchar prof_t;
+typedef elem_t prof_t;
 #define SPLAT(x) ((uint)(x))
 #define SPREAD(v) ((uint)(v))
 #endif
@@ -78,9 +114,12 @@ inline uint lane_add(uint a, uint b) { return a + b; }
 inline uint lane_min(uint a, uint b) { return min(a, b); }
 #endif
 
-/* Per-column penalties of Equation 1, derived from the profile byte(s) of the column. */
+/* Per-column penalties of Equation 1, derived from the profile element(s) of the column. */
 typedef struct {
-    cell_t states; /* state nibble per lane */
+    cell_t states; /* state set per lane (SPLIT: its low part) */
+#if SPLIT
+    cell_t states_hi; /* SPLIT: the high part of the state set per lane */
+#endif
     cell_t diag;   /* CG_i + mismatch per lane */
     cell_t open;   /* OE_i per lane */
     cell_t extend; /* E_i per lane */
@@ -93,11 +132,18 @@ typedef struct {
 
 inline column_t load_column(global const prof_t *p, const penalties_t *pen)
 {
-    const uint bytes = SPREAD(*p);
-    const uint gap = (bytes >> 4) & SPLAT(1); /* CGAP flag per lane, 0 or 1 */
-    const uint residue = gap ^ SPLAT(1);
     column_t col;
-    col.states = bytes & SPLAT(0x0F);
+#if SPLIT
+    const uint2 elements = *p;
+    const uint gap = (elements.y >> (STATE_BITS - HALF_BITS)) & SPLAT(1); /* CGAP per lane */
+    col.states = elements.x & SPLAT(HALF_MASK);
+    col.states_hi = elements.y & SPLAT(HALF_MASK);
+#else
+    const uint elements = SPREAD(*p);
+    const uint gap = (elements >> STATE_BITS) & SPLAT(1); /* CGAP flag per lane, 0 or 1 */
+    col.states = elements & SPLAT(STATE_MASK);
+#endif
+    const uint residue = gap ^ SPLAT(1);
     col.diag = gap * pen->cgap + SPLAT(pen->mismatch);
     col.open = residue * pen->open_extend;
     col.extend = residue * pen->extend;
@@ -107,7 +153,7 @@ inline column_t load_column(global const prof_t *p, const penalties_t *pen)
 /* One column of a stripe: rows 0 .. ROWS-1 (or 0 .. h-1 when `track`), top to bottom.
  * dsrc = S(i-1, j0-1), up = S(i, j0-1). `masked` and `track` are compile-time constants at
  * every call, so each call site is specialised. */
-inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const column_t col, cell_t dsrc,
+inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH, const column_t col, cell_t dsrc,
                         cell_t up, const int c, const int width, const int h,
                         const penalties_t *pen, const bool masked, const bool track, cell_t *best)
 {
@@ -119,7 +165,12 @@ inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const column_t co
         /* old + open is a plain add (no half carries, see Overflow): ptxas may then issue it on
          * the FMA pipe as an IMAD, next to the integer pipe that runs the DPX instructions */
         cell_t d = lane_min(old + col.open, lane_add(D[r], col.extend));
-        const cell_t hit = lane_min(col.states & B[r], SPLAT(1)); /* 1 where states meet */
+#if SPLIT
+        const cell_t meet = (col.states & B[r]) | (col.states_hi & BH[r]);
+#else
+        const cell_t meet = col.states & B[r];
+#endif
+        const cell_t hit = lane_min(meet, SPLAT(1)); /* 1 where states meet */
         /* M_ij + CG_i = (CG_i + mismatch) - hit * mismatch: one multiply-add; modulo 2^32 it
          * is the per-half subtraction, as no half can borrow (CG_i + mismatch >= mismatch) */
         const cell_t cost = col.diag + hit * pen->neg_mismatch;
@@ -144,7 +195,7 @@ inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const column_t co
 /* One stripe, rows j0 .. j0+h-1. The last stripe (`track`) follows the read's last row instead
  * of writing the band. */
 inline void sweep_stripe(global const prof_t *profile, const int units, global cell_t *band,
-                         const size_t stride, cell_t *S, cell_t *D, const cell_t *B, const int j0,
+                         const size_t stride, cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH, const int j0,
                          const int h, const int width, const bool first, const penalties_t *pen,
                          const bool track, cell_t *best)
 {
@@ -163,7 +214,7 @@ inline void sweep_stripe(global const prof_t *profile, const int units, global c
     {                                                                                            \
         const column_t col = load_column(p, pen);                                                \
         const cell_t up = first ? 0 : *bp;                                                       \
-        column_step(S, D, B, col, dsrc, up, c, width, h, pen, MASKED, track, best);              \
+        column_step(S, D, B, BH, col, dsrc, up, c, width, h, pen, MASKED, track, best);          \
         if (!track)                                                                              \
             *bp = S[ROWS - 1];                                                                   \
         dsrc = up;                                                                               \
@@ -180,8 +231,22 @@ inline void sweep_stripe(global const prof_t *profile, const int units, global c
 #undef STRIPE_COLUMN
 }
 
+/* A stripe's ROWS read residues, each in both halves (SPLIT: low part in B, high part in BH). */
+inline void load_residues(global const code_t *read, cell_t *B, cell_t *BH)
+{
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+#if SPLIT
+        B[r] = SPLAT(read[r] & HALF_MASK);
+        BH[r] = SPLAT(read[r] >> HALF_BITS);
+#else
+        B[r] = SPLAT(read[r]);
+#endif
+    }
+}
+
 kernel void band_score(global const prof_t *profile, const int m, const int units,
-                       global const uchar *codes, global const int *read_start,
+                       global const code_t *codes, global const int *read_start,
                        global const int *read_len, const int n_reads, global cell_t *band,
                        global int *scores, const uint mismatch, const uint cgap,
                        const uint open_extend, const uint extend, const uint insertion,
@@ -195,25 +260,26 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
                              SPLAT(inf)};
     const int n = read_len[q];
     const int width = m - n + 1;
-    global const uchar *read = codes + read_start[q];
+    global const code_t *read = codes + read_start[q];
     const size_t stride = (size_t)n_reads * units;
     global cell_t *my_band = band + (size_t)q * units + u;
     global const prof_t *my_profile = profile + u;
 
     cell_t S[ROWS], D[ROWS], B[ROWS];
+#if SPLIT
+    cell_t BH[ROWS];
+#else
+    cell_t *BH = B; /* unused */
+#endif
     cell_t best = pen.inf;
     int j0 = 0;
     for (; j0 + ROWS < n; j0 += ROWS) {
-#pragma unroll
-        for (int r = 0; r < ROWS; ++r)
-            B[r] = SPLAT(read[j0 + r]);
-        sweep_stripe(my_profile, units, my_band, stride, S, D, B, j0, ROWS, width, j0 == 0, &pen,
-                     false, &best);
+        load_residues(read + j0, B, BH);
+        sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, j0, ROWS, width, j0 == 0,
+                     &pen, false, &best);
     }
-#pragma unroll
-    for (int r = 0; r < ROWS; ++r) /* codes are padded by ROWS bytes past the last read */
-        B[r] = SPLAT(read[j0 + r]);
-    sweep_stripe(my_profile, units, my_band, stride, S, D, B, j0, n - j0, width, j0 == 0, &pen,
+    load_residues(read + j0, B, BH); /* codes are padded by ROWS elements past the last read */
+    sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, j0, n - j0, width, j0 == 0, &pen,
                  true, &best);
 
     global int *out = scores + ((size_t)q * units + u) * LANES;

@@ -64,8 +64,9 @@ class Run:
     """A papara-py run file, read through `RunFile`; no file handle is held between calls.
 
     Attributes: `path`, `n_reads`, `n_columns`, `tree` (Newick with jplace `{n}` edge numbers),
-    `reference_names`, `record` (the run record: parameters, timings, checksums, ...), and
-    `command_line` (the CLI call, or the `align(...)` call, that wrote it).
+    `reference_names`, `alphabet` ("dna" or "protein"), `record` (the run record: parameters,
+    timings, checksums, ...), and `command_line` (the CLI call, or the `align(...)` call, that
+    wrote it).
     """
 
     def __init__(self, path: str | os.PathLike, _owned_directory: str | None = None) -> None:
@@ -77,6 +78,7 @@ class Run:
             self.n_columns = run.n_columns
             self.tree = run.newick_numbered
             self.reference_names = run.reference_names
+            self.alphabet = run.alphabet.name
         self._cleanup = (weakref.finalize(self, shutil.rmtree, _owned_directory, True)
                          if _owned_directory else None)
 

@@ -112,11 +112,17 @@ class _RaisingParser(argparse.ArgumentParser):
 
 
 def _add_reference(group) -> None:
-    """-t and -s: the main job's and `prepare`'s reference (one definition for both)."""
+    """-t, -s and --alphabet: the main job's and `prepare`'s reference (one definition for both)."""
+    from papara_py.phylo.encoding import ALPHABET_CHOICES, NUCLEOTIDE_SHARE
+
     group.add_argument("-t", "--tree", required=True, metavar="TREE.nwk",
                        help="reference tree (Newick); its tips must all be in the alignment")
     group.add_argument("-s", "--alignment", required=True, metavar="REF.phy",
                        help="reference alignment (PHYLIP or FASTA, detected from the content)")
+    group.add_argument("--alphabet", choices=ALPHABET_CHOICES, default="auto",
+                       help=f"dna (nucleotides, IUPAC codes) or protein (amino acids); auto: protein when fewer "
+                            f"than {NUCLEOTIDE_SHARE * 100:.0f}%% of the alignment's residues are A, C, G, T, U or N "
+                            f"(default: %(default)s). Reads must be of the alignment's alphabet")
 
 
 def _add_output(group, metavar: str, what: str, default: str | None = None) -> None:
@@ -139,10 +145,11 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
     from papara_py.pairwise.params import DEFAULT_PRESET, PRESETS
     scoring = parser.add_argument_group(
         "scoring (penalties, minimised; a preset, then any single penalty given overrides it)")
-    scoring.add_argument("--preset", choices=list(PRESETS), default=DEFAULT_PRESET,
+    scoring.add_argument("--preset", choices=list(PRESETS), default=None,
                          help="; ".join(f"{name}: {'/'.join(map(str, values))}" for name, values in PRESETS.items())
-                         + f" (mismatch/cgap/gap-open/gap-extend/insertion; default: %(default)s, chosen by the "
-                         "accuracy study in docs/ACCURACY.md; paper: the 2012 paper's)")
+                         + f" (mismatch/cgap/gap-open/gap-extend/insertion; default: {DEFAULT_PRESET} for DNA, "
+                         "chosen by the accuracy study in docs/ACCURACY.md, protein for protein, provisional; "
+                         "paper: the 2012 paper's)")
     for k, (flag, meaning) in enumerate([
             ("--mismatch", "read residue not in the branch's state set"),
             ("--cgap", "read residue in a column the tree says is a gap"),
@@ -150,7 +157,8 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
             ("--gap-extend", "extending a gap in the read"),
             ("--insertion", "read residue between reference columns")]):
         scoring.add_argument(flag, type=_penalty, default=None,
-                             help=f"{meaning} (default: the preset's; {PRESETS[DEFAULT_PRESET][k]} in {DEFAULT_PRESET})")
+                             help=f"{meaning} (default: the preset's; {PRESETS[DEFAULT_PRESET][k]} in {DEFAULT_PRESET}, "
+                                  f"{PRESETS['protein'][k]} in protein)")
     engine = parser.add_argument_group("engine")
     engine.add_argument("-j", "--threads", type=_bounded_int(1, MAX_THREADS), default=None,
                         help="threads (default: the CPUs this process may use: its CPU affinity, e.g. "
@@ -180,7 +188,8 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
     engine.add_argument("--strand", choices=["auto", "both", "forward"], default="auto",
                         help="read orientation: auto decides from shared k-mers with the reference and scores "
                              "both orientations where that evidence is weak; both always scores both and keeps "
-                             "the better (ties: forward); forward takes reads as given (default: %(default)s)")
+                             "the better (ties: forward); forward takes reads as given (default: %(default)s). "
+                             "Protein reads have no reverse strand: auto means forward, both is refused")
     engine.add_argument("--batch-reads", type=_bounded_int(1, MAX_BATCH_READS), default=12_500, metavar="N",
                         help="reads scored per batch; bounds memory (default: %(default)s)")
     cluster = parser.add_argument_group("cluster array jobs (README: Running at cluster scale)")
@@ -212,7 +221,6 @@ def main_job_config(args: argparse.Namespace, command_line: str):
     the checks that come before any work (output policy, PAPARA_LANES)."""
     from papara_py.cluster.shards import resolve_shard
     from papara_py.engine.cpus import available_cpus
-    from papara_py.pairwise.params import ScoringParams
     from papara_py.pipeline import RunConfig
 
     if args.lanes is None:  # PAPARA_LANES is checked now, not after the inputs are read
@@ -226,7 +234,7 @@ def main_job_config(args: argparse.Namespace, command_line: str):
     threads, threads_source = (args.threads, "--threads") if args.threads else available_cpus()
     return RunConfig(
         tree=args.tree, alignment=args.alignment, reads=args.reads, output=args.output,
-        params=_penalties(args, ScoringParams),
+        params=_penalty_choice(args), alphabet=args.alphabet,
         threads=threads, threads_source=threads_source, log=args.log, device=args.device, gpus=args.gpus,
         gpu_chunk=args.gpu_chunk, gpu_profile=args.gpu_profile, candidates=args.candidates, search=args.search,
         strand=args.strand, lanes=args.lanes, batch_reads=args.batch_reads, quiet=args.quiet, verbose=args.verbose,
@@ -234,11 +242,13 @@ def main_job_config(args: argparse.Namespace, command_line: str):
     )
 
 
-def _penalties(args: argparse.Namespace, scoring_params: type):
-    """The preset's penalties, each one given on the command line replacing its value."""
-    preset = scoring_params.preset(args.preset)
-    given = {name: getattr(args, name) for name in ("mismatch", "cgap", "gap_open", "gap_extend", "insertion")}
-    return scoring_params(**{name: getattr(preset, name) if value is None else value for name, value in given.items()})
+def _penalty_choice(args: argparse.Namespace):
+    """--preset and the single penalties given (pairwise/params.py PenaltyChoice); the run resolves
+    it once the alphabet, whose default preset applies without --preset, is known."""
+    from papara_py.pairwise.params import PENALTY_NAMES, PenaltyChoice
+
+    given = tuple((name, getattr(args, name)) for name in PENALTY_NAMES if getattr(args, name) is not None)
+    return PenaltyChoice(args.preset, given)
 
 
 def _check_output_path(path: str, inputs: list[tuple[str, str | None]], *, option: str = "-o",
@@ -303,7 +313,8 @@ def _prepare(argv: list[str]) -> int:
     _add_output(parser, "PROFILES.h5", "the edge profiles (HDF5)")
     args = parser.parse_args(argv)
     _check_output_path(args.output, [("tree", args.tree), ("alignment", args.alignment)])
-    edges = prepare(args.tree, args.alignment, args.output, shlex.join(["papara-py", "prepare", *argv]))
+    edges = prepare(args.tree, args.alignment, args.output, shlex.join(["papara-py", "prepare", *argv]),
+                    args.alphabet)
     print(f"papara-py: {edges} edge profiles written to {args.output}", file=sys.stderr)
     return 0
 

@@ -20,6 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import asdict, dataclass, field
+from itertools import chain
 
 import numpy as np
 
@@ -32,14 +33,20 @@ from papara_py.engine.layout import block_count
 from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch
 from papara_py.errors import InputError
 from papara_py.io.checksums import Digest, describe_input
-from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
-from papara_py.io.reads import STATUS_ALIGNED, STATUSES, ReadSet
+from papara_py.io.inputs import iter_read_chunks, match_tips, read_alignment, read_tree
+from papara_py.io.reads import STATUS_ALIGNED, STATUSES, ReadChunk, ReadSet
 from papara_py.io.run_writer import RunWriter, run_writer
 from papara_py.pairwise.candidates import Candidates, load_merges
-from papara_py.pairwise.params import ScoringParams
-from papara_py.pairwise.strand import ReferenceKmers, StrandPlan, check_mode, orient
+from papara_py.pairwise.params import PenaltyChoice, ScoringParams
+from papara_py.pairwise.strand import (
+    ReferenceKmers,
+    StrandPlan,
+    check_mode,
+    mode_for,
+    orient,
+)
 from papara_py.pairwise.traceback import align_many
-from papara_py.phylo.encoding import IS_GAP, READ_CODE
+from papara_py.phylo.encoding import IS_GAP, Alphabet
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
 from papara_py.run_log import Reporter, RunLog
@@ -67,7 +74,10 @@ class RunConfig:
     alignment: str
     reads: str
     output: str
-    params: ScoringParams = field(default_factory=ScoringParams)
+    #: the penalties, or --preset and single penalties to resolve once the alphabet is known (the
+    #: default preset is the alphabet's: pairwise/params.py)
+    params: ScoringParams | PenaltyChoice = field(default_factory=PenaltyChoice)
+    alphabet: str = "auto"  # --alphabet: auto | dna | protein (phylo/encoding.py)
     threads: int = 1
     gpus: tuple[int, ...] | None = None  # --gpus: which OpenCL GPUs (numbers of `papara-py devices`); None: all
     threads_source: str = "RunConfig.threads"  # why that many: --threads, or the CPUs the process may use
@@ -78,7 +88,7 @@ class RunConfig:
     candidates: int = 5
     search: str = "exhaustive"  # exhaustive | guided (papara_py/engine/guided.py)
     guided: GuidedOptions = field(default_factory=GuidedOptions)
-    strand: str = "auto"  # auto | both | forward (papara_py/pairwise/strand.py)
+    strand: str = "auto"  # auto | both | forward (papara_py/pairwise/strand.py; protein: forward)
     lanes: int | None = None
     batch_reads: int = 12_500
     quiet: bool = False
@@ -102,7 +112,7 @@ def load_reads(reads_path: str, alignment, extra_rows: list[int], reporter: Repo
                shard: Shard | None = None, digest: Digest | None = None) -> tuple[ReadSet, int]:
     """Reads from the file, then alignment taxa absent from the tree (gaps removed, DESIGN 9).
 
-    A read named like a reference taxon is refused (exports would hold two rows of one name).
+    A read named like a reference taxon is refused (exports would hold two rows of that name).
 
     Returns (the reads kept, the total read count). With a shard, every read is still parsed and
     validated (so bad input fails every shard alike) but only the shard's slice is kept in memory
@@ -112,26 +122,31 @@ def load_reads(reads_path: str, alignment, extra_rows: list[int], reporter: Repo
     reference_names = set(alignment.names)
     total = 0
 
-    def records():
-        nonlocal total
-        for read in iter_reads(reads_path, digest):
-            if read.name in extra_names:
-                raise InputError(alignment.path, f"taxon {read.name!r} is not in the tree and its name is "
-                                 f"also a read name in {reads_path}; rename one of them",
-                                 where=f"sequence {read.name!r}")
-            if read.name in reference_names:  # exports would hold two rows of that name
-                raise InputError(reads_path, f"the read {read.name!r} has the name of a reference taxon of "
-                                 f"{alignment.path}; read names must differ from the reference's: rename it",
-                                 where=f"line {read.line}")
-            if shard is None or shard.owns(total):
-                yield read.name, read.sequence
-            total += 1
-        for row in extra_rows:
-            if shard is None or shard.owns(total):
-                yield alignment.names[row], alignment.rows[row][~IS_GAP[alignment.rows[row]]].tobytes()
-            total += 1
+    def checked(chunk: ReadChunk) -> ReadChunk:
+        if not extra_names.isdisjoint(chunk.names):
+            name = next(name for name in chunk.names if name in extra_names)
+            raise InputError(alignment.path, f"taxon {name!r} is not in the tree and its name is "
+                             f"also a read name in {reads_path}; rename one of them",
+                             where=f"sequence {name!r}")
+        if not reference_names.isdisjoint(chunk.names):  # exports would hold two rows of that name
+            q = next(q for q, name in enumerate(chunk.names) if name in reference_names)
+            raise InputError(reads_path, f"the read {chunk.names[q]!r} has the name of a reference taxon of "
+                             f"{alignment.path}; read names must differ from the reference's: rename it",
+                             where=f"line {chunk.lines[q]}")
+        return chunk
 
-    reads = ReadSet.from_sequences(records())
+    def kept(chunks):
+        nonlocal total
+        for chunk in chunks:
+            parsed = len(chunk.names)
+            yield chunk if shard is None else chunk.take(shard.owned_among(total, parsed))
+            total += parsed
+
+    extra = [alignment.rows[row][~IS_GAP[alignment.rows[row]]].tobytes() for row in extra_rows]
+    extra_chunk = ReadChunk([alignment.names[row] for row in extra_rows], b"".join(extra),
+                            np.array([len(e) for e in extra], np.int64), np.zeros(len(extra), np.int64))
+    parsed = (checked(chunk) for chunk in iter_read_chunks(reads_path, digest, alignment.alphabet))
+    reads = ReadSet.from_chunks(kept(chain(parsed, [extra_chunk])), alignment.alphabet)
     if extra_rows:
         shown = ", ".join(alignment.names[r] for r in extra_rows[:5])
         more = f" and {len(extra_rows) - 5} more" if len(extra_rows) > 5 else ""
@@ -198,7 +213,7 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, be
 
     def one(piece: slice):
         residues, offsets = reads.select_residues(indices[piece], reverse[piece])
-        return align_many(READ_CODE[residues], residues, offsets, edge_slot[piece], profiles, params)
+        return align_many(reads.alphabet.read_code[residues], residues, offsets, edge_slot[piece], profiles, params)
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         results = list(pool.map(one, pieces))
@@ -261,6 +276,12 @@ class Inputs:
     reads: ReadSet
     n_reads_total: int       # reads in the input (a shard keeps only its slice)
     checksums: dict[str, str]
+    params: ScoringParams    # the penalties used: as given, or the alphabet's default preset
+    strand: str              # the strand mode used (pairwise/strand.mode_for: forward for protein)
+
+    @property
+    def alphabet(self) -> Alphabet:
+        return self.alignment.alphabet
 
     @property
     def n_columns(self) -> int:
@@ -273,31 +294,44 @@ def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]
     started = time.perf_counter()
     digests = {name: Digest() for name in ("tree", "alignment", "reads")}
     tree = read_tree(config.tree, digests["tree"])
-    alignment = read_alignment(config.alignment, digests["alignment"])
+    alignment = read_alignment(config.alignment, digests["alignment"], config.alphabet)
+    params = resolve_params(config.params, alignment.alphabet)
+    strand = mode_for(config.strand, alignment.alphabet, config.alignment)
     # reads shorter than the alignment are scored: their scores must fit the 32-bit kernels
-    config.params.check_fits_int32(alignment.rows.shape[1] - 1)
+    params.check_fits_int32(alignment.rows.shape[1] - 1)
     edge_tree = EdgeTree.from_dendropy(tree)
     match = match_tips(edge_tree.tip_names, alignment, config.tree)
     reads, n_reads_total = load_reads(config.reads, alignment, match.extra, reporter, config.shard,
                                       digests["reads"])
     inputs = Inputs(edge_tree, alignment, match, reads, n_reads_total,
-                    {name: digest.hexdigest() for name, digest in digests.items()})
+                    {name: digest.hexdigest() for name, digest in digests.items()}, params, strand)
     timings["input"] = time.perf_counter() - started
     for what in ("tree", "alignment", "reads"):
         reporter.record(f"input {what}: {os.path.abspath(getattr(config, what))} sha256 {inputs.checksums[what]}")
-    reporter.record(f"reference: {edge_tree.n_tips} taxa, {edge_tree.n_edges} edges, {inputs.n_columns} columns; "
-                    f"{len(reads)} reads ({n_reads_total} in the input)")
+    reporter.record(f"reference: {edge_tree.n_tips} taxa, {edge_tree.n_edges} edges, {inputs.n_columns} columns, "
+                    f"alphabet {alignment.alphabet.name} (--alphabet {config.alphabet}); {len(reads)} reads "
+                    f"({n_reads_total} in the input); penalties {params} (preset {params.preset_name()})")
+    if config.alphabet == "auto" and not alignment.alphabet.stranded:
+        reporter.detail(f"--alphabet auto: {config.alignment} holds {alignment.alphabet.residue_kind} data; reads "
+                        f"are taken as given (no reverse strand)")
     if config.shard is not None:
         reporter.notice(f"shard {config.shard} (from {config.shard.source}): {len(reads)} of {n_reads_total} reads")
     return inputs
+
+
+def resolve_params(params: ScoringParams | PenaltyChoice, alphabet: Alphabet) -> ScoringParams:
+    """The penalties a run uses: `params` as given, or a PenaltyChoice resolved with the
+    alphabet's default preset (DESIGN 4: protein data get the `protein` preset unless a preset is
+    given)."""
+    return params if isinstance(params, ScoringParams) else params.resolve(alphabet.default_preset)
 
 
 def edge_profiles(config: RunConfig, inputs: Inputs, timings: dict[str, float]) -> EdgeProfiles:
     """Stage 2: every edge's profile (DESIGN.md 3), built here or loaded from `papara-py prepare`."""
     started = time.perf_counter()
     profiles: EdgeProfiles = (
-        open_prepared(config.profiles, inputs.edge_tree, inputs.n_columns, inputs.checksums) if config.profiles
-        else ProfileBuilder(inputs.edge_tree, inputs.match.tip_rows))
+        open_prepared(config.profiles, inputs.edge_tree, inputs.n_columns, inputs.checksums, inputs.alphabet)
+        if config.profiles else ProfileBuilder(inputs.edge_tree, inputs.match.tip_rows, inputs.alphabet))
     timings["profiles"] = time.perf_counter() - started
     return profiles
 
@@ -372,7 +406,7 @@ def plan_batches(config: RunConfig, reporter: Reporter, inputs: Inputs, profiles
         k = profiles.n_edges
     batches = split_batches(alignable, config.batch_reads)
     started = time.perf_counter()
-    kmers = ReferenceKmers(inputs.match.tip_rows) if config.strand == "auto" else None
+    kmers = ReferenceKmers(inputs.match.tip_rows) if inputs.strand == "auto" else None
     timings["strand"] = time.perf_counter() - started
     return Work(statuses, alignable, batches, input_stretches(batches, len(inputs.reads)), k, kmers)
 
@@ -420,7 +454,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
         def make_batch(index: int) -> ReadBatch:
             """Batch `index` in its orientations (on the engine's master thread)."""
             started = time.perf_counter()
-            plan = StrandPlan.for_batch(batches[index], orient(config.strand, reads, batches[index], work.kmers))
+            plan = StrandPlan.for_batch(batches[index], orient(inputs.strand, reads, batches[index], work.kmers))
             plans[index] = plan
             timings["strand"] += time.perf_counter() - started
             return ReadBatch(*reads.select(plan.reads, plan.reverse))
@@ -429,7 +463,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
         jit_loader.join()  # left to wait only when the inputs were read in less time
         timings["jit_wait"] = time.perf_counter() - t0
         def new_engine(k: int) -> Engine:
-            return Engine(profiles.profiles, profiles.n_edges, m, devices.width, config.params, k,
+            return Engine(profiles.profiles, profiles.n_edges, m, devices.width, inputs.params, k,
                           devices.use_cpu, devices.gpu_scorers, devices.options, progress)
 
         search = GuidedSearch(inputs.edge_tree, new_engine, m, work.k, config.guided) if guided else None
@@ -446,7 +480,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
                 strand_counts["+"] += int(len(reverse) - np.count_nonzero(reverse))
                 t0 = time.perf_counter()
                 scores, starts, cigars, rows = traceback_batch(reads, batch, reverse, candidates.edge[:, 0],
-                                                               profiles, config.params, config.threads)
+                                                               profiles, inputs.params, config.threads)
                 if not np.array_equal(scores, candidates.score[:, 0]):
                     raise RuntimeError("internal error: traceback score differs from the engine's score")
                 timings["traceback"] += time.perf_counter() - t0
@@ -459,7 +493,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
     stats = search.stats if search else engine
     timings["scoring"] = stats.scoring_seconds
     timings["build_blocks"] = stats.build_seconds
-    reporter.detail(f"--strand {config.strand}: {strand_counts['scored_both']} of {len(work.alignable)} reads "
+    reporter.detail(f"--strand {inputs.strand}: {strand_counts['scored_both']} of {len(work.alignable)} reads "
                     f"scored in both orientations ({timings['strand']:.3f} s)")
     if search:
         cells, edges_scored = search.stats.cells, search.stats.edge_fraction(profiles.n_edges)
@@ -483,7 +517,8 @@ def run_record(config: RunConfig, inputs: Inputs, profiles: EdgeProfiles, device
                tally: Tally, timings: dict[str, float]) -> dict:
     """Stage 6: the /run attributes (README: the run file) of what was run, on what, and how fast."""
     record = {
-        "parameters": asdict(config.params) | {"preset": config.params.preset_name()},
+        "parameters": asdict(inputs.params) | {"preset": inputs.params.preset_name()},
+        "alphabet": inputs.alphabet.name,
         "checksums_sha256": inputs.checksums,
         "inputs": {"tree": describe_input(config.tree), "alignment": describe_input(config.alignment),
                    "reads": describe_input(config.reads)},
@@ -495,7 +530,7 @@ def run_record(config: RunConfig, inputs: Inputs, profiles: EdgeProfiles, device
         **({"gpu_device_seconds": {scorer.name: scorer.device_seconds for scorer in devices.gpu_scorers}}
            if config.gpu_profile else {}),
         "status_counts": work.status_counts, "n_edges": profiles.n_edges, "n_columns": inputs.n_columns,
-        "strand": config.strand, "strand_counts": tally.strand_counts,
+        "strand": inputs.strand, "strand_counts": tally.strand_counts,
         "search": tally.search, "edges_scored_fraction": tally.edges_scored,
     }
     if config.shard is not None:  # the slice, for `papara-py merge` (papara_py/cluster/shards.py)

@@ -17,6 +17,11 @@ ref.fasta, reads.fa, truth.tsv), so both are scored by the same code.
 
     python3 scripts/bench_accuracy.py -t TREE -s REF --prune 8 --reads 80 --json out.json
     python3 scripts/bench_accuracy.py --simulated data/example --tools papara,mafft
+    python3 scripts/bench_accuracy.py --simulated data/protein --alphabet protein
+
+`--alphabet protein` benchmarks amino-acid data: papara-py gets `--alphabet protein`, MAFFT
+`--amino`, hmmbuild and hmmalign `--amino`, and cut reads get amino-acid substitution errors
+(no reverse strand).
 
 Every import of papara_py lives in `_papara_adapter` (module paths may move); the default
 papara-py runner calls the `papara-py` CLI in a subprocess and reads the run file with h5py.
@@ -40,6 +45,8 @@ import numpy as np
 GAPS = frozenset("-.")
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))  # Newick of deep (ladder) trees
 COMPLEMENT = str.maketrans("ACGTRYKMBVDHNacgtrykmbvdhn", "TGCAYRMKVBHDNtgcayrmkvbhdn")
+#: Residues a substitution or inserted error draws from, per alphabet.
+RESIDUES = {"dna": "ACGT", "protein": "ARNDCQEGHILKMFPSTWYV"}
 #: The 2012 paper's penalties (mismatch, cgap, gap_open, gap_extend, insertion).
 PAPER = (3, 3, 3, 1, 3)
 
@@ -304,8 +311,10 @@ class Read:
     true_split: frozenset[str] | None
 
 
-def cut_read(rng: np.random.Generator, row: str, columns: np.ndarray, model: ErrorModel) -> tuple[str, list[int]] | None:
-    """One read from an aligned row: residues with their (new) column, then errors applied."""
+def cut_read(rng: np.random.Generator, row: str, columns: np.ndarray, model: ErrorModel,
+             residues: str = RESIDUES["dna"]) -> tuple[str, list[int]] | None:
+    """One read from an aligned row: residues with their (new) column, then errors applied
+    (substitutions and insertions drawn from `residues`)."""
     positions = [i for i, c in enumerate(row) if c not in GAPS]
     if len(positions) < model.min_length:
         return None
@@ -337,18 +346,21 @@ def cut_read(rng: np.random.Generator, row: str, columns: np.ndarray, model: Err
         if u < model.deletion:
             continue
         if u < model.deletion + model.substitution:
-            b = "ACGT"[(("ACGT".find(b) if b in "ACGT" else 0) + int(rng.integers(1, 4))) % 4]
+            k = len(residues)
+            b = residues[((residues.find(b) if b in residues else 0) + int(rng.integers(1, k))) % k]
         out_b.append(b)
         out_c.append(c)
         if rng.random() < model.insertion:
-            out_b.append("ACGT"[int(rng.integers(0, 4))])
+            out_b.append(residues[int(rng.integers(0, len(residues)))])
             out_c.append(-1)
     return "".join(out_b), out_c
 
 
 def leave_taxa_out(tree_path: str | Path, alignment_path: str | Path, out: str | Path, prune: int,
-                   n_reads: int, model: ErrorModel, seed: int = 1) -> Path:
+                   n_reads: int, model: ErrorModel, seed: int = 1, alphabet: str = "dna") -> Path:
     """Write a leave-taxa-out data set (tree.nwk, ref.fasta, reads.fa, truth.tsv) into `out`."""
+    if alphabet != "dna" and model.reverse_fraction > 0:
+        raise ValueError(f"{alphabet} reads have no reverse strand: use --reverse-fraction 0")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
@@ -378,7 +390,7 @@ def leave_taxa_out(tree_path: str | Path, alignment_path: str | Path, out: str |
         if tries > 100 * n_reads:
             raise ValueError("the pruned taxa are too short for reads of this length")
         taxon = pruned[int(rng.integers(0, len(pruned)))]
-        cut = cut_read(rng, rows[taxon], columns, model)
+        cut = cut_read(rng, rows[taxon], columns, model, RESIDUES[alphabet])
         if cut is None:
             continue
         seq, cols = cut
@@ -493,13 +505,14 @@ class Data:
     alignment: Path
     reads: Path
     truth: dict[str, tuple[list[int], frozenset[str] | None]]
+    alphabet: str = "dna"  # or "protein": what every tool is told the data are
 
     @classmethod
-    def from_dir(cls, directory: str | Path, name: str | None = None) -> "Data":
+    def from_dir(cls, directory: str | Path, name: str | None = None, alphabet: str = "dna") -> "Data":
         d = Path(directory)
         alignment = d / "ref.fasta" if (d / "ref.fasta").exists() else d / "ref.phy"
         reads = d / "reads.fa" if (d / "reads.fa").exists() else d / "reads.fasta"
-        return cls(name or d.name, d / "tree.nwk", alignment, reads, read_truth(d / "truth.tsv"))
+        return cls(name or d.name, d / "tree.nwk", alignment, reads, read_truth(d / "truth.tsv"), alphabet)
 
 
 def read_run_file(path: Path, data: Data) -> dict[str, Placement]:
@@ -533,7 +546,7 @@ def run_papara_cli(data: Data, work: Path, params=PAPER, threads: int = 2) -> tu
     out = work / "papara.h5"
     out.unlink(missing_ok=True)
     cmd += ["-t", str(data.tree), "-s", str(data.alignment), "-r", str(data.reads), "-o", str(out),
-            "--device", "cpu", "--threads", str(threads), "--quiet"]
+            "--device", "cpu", "--threads", str(threads), "--quiet", "--alphabet", data.alphabet]
     if params is not None:  # None: papara-py's own defaults
         mm, cg, go, ge, ins = params
         cmd += ["--mismatch", str(mm), "--cgap", str(cg), "--gap-open", str(go), "--gap-extend", str(ge),
@@ -549,9 +562,10 @@ def run_papara_inprocess(data: Data, work: Path, params=PAPER, threads: int = 2)
     RunConfig, run, ScoringParams = _papara_adapter()
     out = work / "papara.h5"
     out.unlink(missing_ok=True)
-    scoring = ScoringParams() if params is None else ScoringParams(*params)  # None: the defaults
+    penalties = {} if params is None else {"params": ScoringParams(*params)}  # none: the alphabet's preset
     config = RunConfig(tree=str(data.tree), alignment=str(data.alignment), reads=str(data.reads),
-                       output=str(out), threads=threads, device="cpu", quiet=True, params=scoring)
+                       output=str(out), threads=threads, device="cpu", quiet=True, alphabet=data.alphabet,
+                       **penalties)
     t0 = time.perf_counter()
     run(config)
     wall = time.perf_counter() - t0
@@ -576,7 +590,8 @@ def run_mafft(data: Data, work: Path, threads: int = 2, adjust_direction: bool =
     reads = work / "mafft_reads.fa"
     write_fasta(reads, _reads_forward(data))
     cmd = ["mafft", "--addfragments", str(reads), "--keeplength", "--mapout", "--thread", str(threads),
-           "--quiet"] + (["--adjustdirection"] if adjust_direction else []) + [str(ref)]
+           "--quiet"] + (["--adjustdirection"] if adjust_direction else []) + \
+        (["--amino"] if data.alphabet == "protein" else []) + [str(ref)]
     t0 = time.perf_counter()
     with open(work / "mafft_out.fasta", "w") as handle:
         subprocess.run(cmd, check=True, stdout=handle, stderr=subprocess.DEVNULL)
@@ -601,7 +616,9 @@ def run_mafft(data: Data, work: Path, threads: int = 2, adjust_direction: bool =
 
 
 def run_hmmalign(data: Data, work: Path, threads: int = 2) -> tuple[dict[str, Placement], float]:
-    """`hmmbuild --hand --dna` (every reference column a match state) + `hmmalign --outformat A2M`."""
+    """`hmmbuild --hand --dna` (every reference column a match state) + `hmmalign --outformat A2M`;
+    `--amino` for both for protein data."""
+    kind = "--amino" if data.alphabet == "protein" else "--dna"
     rows = read_alignment(data.alignment)
     m = len(next(iter(rows.values())))
     sto = work / "ref.sto"
@@ -611,9 +628,10 @@ def run_hmmalign(data: Data, work: Path, threads: int = 2) -> tuple[dict[str, Pl
             handle.write(f"{n} {r.replace('.', '-')}\n")
         handle.write(f"#=GC RF {'x' * m}\n//\n")
     t0 = time.perf_counter()
-    subprocess.run(["hmmbuild", "--hand", "--dna", "--cpu", str(threads), str(work / "ref.hmm"), str(sto)],
+    subprocess.run(["hmmbuild", "--hand", kind, "--cpu", str(threads), str(work / "ref.hmm"), str(sto)],
                    check=True, stdout=subprocess.DEVNULL)
-    result = subprocess.run(["hmmalign", "--outformat", "A2M", str(work / "ref.hmm"), str(data.reads)],
+    result = subprocess.run(["hmmalign", *([kind] if kind == "--amino" else []), "--outformat", "A2M",
+                             str(work / "ref.hmm"), str(data.reads)],
                             check=True, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     out: dict[str, Placement] = {}
@@ -672,6 +690,8 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument("-s", "--alignment", help="reference alignment (FASTA or PHYLIP)")
     src.add_argument("--simulated", metavar="DIR", help="scripts/simulate.py output (truth.tsv) instead")
     src.add_argument("--name", help="data set name in the output")
+    src.add_argument("--alphabet", choices=list(RESIDUES), default="dna",
+                     help="dna, or protein (papara-py --alphabet protein, mafft --amino, hmmbuild/hmmalign --amino)")
     lto = p.add_argument_group("leave-taxa-out and the read error model")
     lto.add_argument("--prune", type=int, default=8, help="taxa to prune (K)")
     lto.add_argument("--reads", type=int, default=100)
@@ -699,8 +719,8 @@ def main(argv: list[str] | None = None) -> int:
     params = None if args.params == "defaults" else tuple(int(x) for x in args.params.split(","))
     with tempfile.TemporaryDirectory() as tmp:
         if args.simulated:
-            data = Data.from_dir(args.simulated, args.name)
-            setup = {"simulated": args.simulated}
+            data = Data.from_dir(args.simulated, args.name, args.alphabet)
+            setup = {"simulated": args.simulated, "alphabet": args.alphabet}
         else:
             if not (args.tree and args.alignment):
                 p.error("give -t and -s, or --simulated")
@@ -708,10 +728,11 @@ def main(argv: list[str] | None = None) -> int:
                                args.hp_min, args.length_mean, args.length_sd, args.min_length,
                                reverse_fraction=args.reverse_fraction)
             directory = Path(args.keep or Path(tmp) / "data")
-            leave_taxa_out(args.tree, args.alignment, directory, args.prune, args.reads, model, args.seed)
-            data = Data.from_dir(directory, args.name or Path(args.alignment).parent.name)
+            leave_taxa_out(args.tree, args.alignment, directory, args.prune, args.reads, model, args.seed,
+                           args.alphabet)
+            data = Data.from_dir(directory, args.name or Path(args.alignment).parent.name, args.alphabet)
             setup = {"tree": args.tree, "alignment": args.alignment, "prune": args.prune,
-                     "reads": args.reads, "seed": args.seed, "error_model": asdict(model)}
+                     "reads": args.reads, "seed": args.seed, "error_model": asdict(model), "alphabet": args.alphabet}
         tools = [t.strip() for t in args.tools.split(",") if t.strip()]
         results = bench(data, tools, params, args.threads)
     print(f"data set {data.name}: {len(data.truth)} reads, "

@@ -3,11 +3,15 @@
 GCUPS = E * sum(read lengths) * m / seconds (DESIGN 4: the full rectangle, as the paper and
 PaPaRa count; the kernel itself only computes the band). Blocks are scored by a
 ThreadPoolExecutor of 1 and 2 threads (the engine's queue does the same job in production).
-Data are random: profile state nibbles 1..15 with ~10% CGAP columns, reads of A/C/G/T.
+Data are random: profile state nibbles 1..15 with ~10% CGAP columns, reads of A/C/G/T; with
+`--alphabet protein`, uint32 profiles of one of the 20 amino acids (a quarter any set of them)
+with ~10% CGAP columns and reads of single amino acids (the same kernel source, compiled for
+uint32 elements).
 
     python scripts/bench_cpu.py                      # every shape, 1 and 2 threads
     python scripts/bench_cpu.py --shape real --repeat 3
     python scripts/bench_cpu.py --asm                # packed instructions of the hot loop
+    python scripts/bench_cpu.py --shape real --alphabet protein
 
 Large m: read counts are scaled down so each measurement stays near --cells cell updates
 (the "reads" column says how many were used). The machine is shared: take the best of
@@ -46,16 +50,24 @@ def shapes(which: str) -> list[Shape]:
     return {"table1": table1, "table2": table2, "real": real, "all": table1 + table2 + real}[which]
 
 
-def make_data(shape: Shape, width: int, max_cells: float, rng: np.random.Generator):
+def make_data(shape: Shape, width: int, max_cells: float, rng: np.random.Generator, alphabet: str = "dna"):
     """Blocks, codes, offsets for `shape`, the read count cut so E * sum(n) * m <= max_cells."""
     from papara_py.engine.layout import block_count, make_block
+    from papara_py.phylo.encoding import ALPHABETS
 
+    chosen = ALPHABETS[alphabet]
     reads = max(1, min(shape.reads, int(max_cells // (shape.edges * shape.read_length * shape.columns))))
-    profiles = rng.integers(1, 16, size=(shape.edges, shape.columns), dtype=np.uint8)
-    profiles |= np.where(rng.random(profiles.shape) < 0.1, 0x10, 0).astype(np.uint8)
+    size = (shape.edges, shape.columns)
+    singles = (1 << np.arange(chosen.n_states)).astype(chosen.dtype)
+    if alphabet == "dna":
+        profiles = rng.integers(1, 16, size=size, dtype=np.uint8)
+    else:
+        profiles = np.where(rng.random(size) < 0.75, rng.choice(singles, size=size),
+                            rng.integers(1, chosen.state_mask + 1, size=size, dtype=chosen.dtype))
+    profiles |= np.where(rng.random(profiles.shape) < 0.1, chosen.cgap_bit, 0).astype(chosen.dtype)
     blocks = [make_block(b, b * width, profiles[b * width:(b + 1) * width], width)
               for b in range(block_count(shape.edges, width))]
-    codes = rng.choice(np.array([1, 2, 4, 8], dtype=np.uint8), size=reads * shape.read_length)
+    codes = rng.choice(singles, size=reads * shape.read_length)
     offsets = np.arange(reads + 1, dtype=np.int64) * shape.read_length
     return blocks, codes, offsets
 
@@ -81,11 +93,11 @@ def run(args: argparse.Namespace) -> None:
     strip = args.strip or DEFAULT_STRIP
     params = ScoringParams()
     rng = np.random.default_rng(2026)
-    print(f"# lanes W={width}, strip={strip}, best of {args.repeat}, threads {args.threads}")
+    print(f"# {args.alphabet}, lanes W={width}, strip={strip}, best of {args.repeat}, threads {args.threads}")
     print("| shape | reads x bp | edges | m | threads | wall s | GCUPS |")
     print("|---|---|---|---|---|---|---|")
     for shape in shapes(args.shape):
-        blocks, codes, offsets = make_data(shape, width, args.cells, rng)
+        blocks, codes, offsets = make_data(shape, width, args.cells, rng, args.alphabet)
         reads = offsets.size - 1
         time_blocks(blocks[:1], codes[:offsets[1]], offsets[:2], params, 1, strip)  # compile / load
         cells = shape.edges * codes.size * shape.columns
@@ -140,6 +152,8 @@ def main() -> None:
     parser.add_argument("--cells", type=float, default=6.5e11, help="cell budget per measurement")
     parser.add_argument("--strip", type=int, default=0, help="column strip (default: the kernel's)")
     parser.add_argument("--lanes", type=int, default=0, help="block width W (default: default_lane_width())")
+    parser.add_argument("--alphabet", choices=["dna", "protein"], default="dna",
+                        help="profile elements: dna (uint8) or protein (uint32)")
     parser.add_argument("--asm", action="store_true", help="print the hot loop's instructions and exit")
     args = parser.parse_args()
     if args.asm:

@@ -1,6 +1,6 @@
 """Verify, then time, the OpenCL scorer on a GPU; prints GCUPS tables (BENCHMARKS.md, GPU section).
 
-    python3 scripts/bench_gpu.py [--out DIR] [--quick]
+    python3 scripts/bench_gpu.py [--out DIR] [--quick] [--alphabet protein]
 
 1. Discovery: lists the OpenCL devices (registering NVIDIA's ICD itself when needed).
 2. Verification, before any timing: every variant timed here (PTX and portable 16-bit lanes,
@@ -15,6 +15,8 @@
    device time of the band kernels (profiling events) and from the wall time of score_chunk
    (uploads, top-k and copies included); median of --repeat runs after a warm-up.
 With --out, the build logs, the PTX of each variant and a JSON of all numbers go there.
+`--alphabet protein` verifies and times uint32 profiles (20 amino-acid states, -DPROF_BITS=32):
+the packed variants with split state sets, the wide one on the 32-bit lane.
 """
 
 from __future__ import annotations
@@ -36,22 +38,32 @@ from papara_py.engine.layout import block_count, make_block
 from papara_py.engine.opencl_devices import describe_devices, discover_devices
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.reference_scorer import score_matrix_reference
+from papara_py.phylo.encoding import ALPHABETS, DNA, Alphabet
 
 PARAMS = ScoringParams()
 BLOCK_WIDTH = 16
 CHUNK_BLOCKS = 40  # blocks per GPU call in the engine (DESIGN 6)
 
 
-def random_profiles(rng: np.random.Generator, n_edges: int, m: int) -> np.ndarray:
-    """Profile bytes like real ones: mostly single bases, some ambiguity, CGAP in runs."""
-    states = rng.choice(np.array([1, 2, 4, 8, 1, 2, 4, 8, 5, 10, 15], np.uint8), size=(n_edges, m))
+def _state_choices(alphabet: Alphabet, ambiguous: str) -> tuple[np.ndarray, np.ndarray]:
+    """(single states, single states twice plus the sets of the `ambiguous` letters) of `alphabet`."""
+    single = alphabet.read_code[np.frombuffer(alphabet.letters.encode(), np.uint8)]
+    mixed = np.concatenate([single, single, alphabet.read_code[np.frombuffer(ambiguous.encode(), np.uint8)]])
+    return single, mixed
+
+
+def random_profiles(rng: np.random.Generator, n_edges: int, m: int, alphabet: Alphabet = DNA) -> np.ndarray:
+    """Profile elements like real ones: mostly single states, some ambiguity, CGAP in runs."""
+    _, mixed = _state_choices(alphabet, "RYN" if alphabet is DNA else "BZX")
+    states = rng.choice(mixed, size=(n_edges, m))
     cgap = np.repeat(rng.random((n_edges, -(-m // 8))) < 0.3, 8, axis=1)[:, :m]
-    return states | (cgap * np.uint8(0x10))
+    return states | (cgap * alphabet.dtype.type(alphabet.cgap_bit))
 
 
-def random_reads(rng: np.random.Generator, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def random_reads(rng: np.random.Generator, lengths: np.ndarray, alphabet: Alphabet = DNA
+                 ) -> tuple[np.ndarray, np.ndarray]:
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    codes = rng.choice(np.array([1, 2, 4, 8], np.uint8), size=int(offsets[-1]))
+    codes = rng.choice(_state_choices(alphabet, "")[0], size=int(offsets[-1]))
     return codes, offsets
 
 
@@ -69,25 +81,26 @@ def as_chunks(profiles: np.ndarray, chunk_blocks: int) -> list[tuple[int, int, n
 
 
 def random_instance(rng: np.random.Generator, m: int, n_edges: int, n_reads: int,
-                    params: ScoringParams):
+                    params: ScoringParams, alphabet: Alphabet = DNA):
     """Profiles, reads (including 1 and m-1 residues) and the expected k-best lists."""
     lengths = np.r_[1, m - 1, rng.integers(1, m, size=n_reads)]
-    profiles = random_profiles(rng, n_edges, m)
-    codes, offsets = random_reads(rng, lengths)
+    profiles = random_profiles(rng, n_edges, m, alphabet)
+    codes, offsets = random_reads(rng, lengths, alphabet)
     ref = score_matrix_reference([codes[offsets[q]:offsets[q + 1]] for q in range(lengths.size)],
                                  profiles, params)
     order = np.lexsort((np.broadcast_to(np.arange(n_edges), ref.shape), ref), axis=1)
     return profiles, codes, offsets, ref, order
 
 
-def verify(scorers: dict[str, GpuScorer], rng: np.random.Generator, rounds: int) -> dict[str, int]:
+def verify(scorers: dict[str, GpuScorer], rng: np.random.Generator, rounds: int,
+           alphabet: Alphabet = DNA) -> dict[str, int]:
     """Mismatching reads per scorer over random chunks (k-best scores and edges vs the reference)."""
     cases = [(int(rng.integers(2, 200)), int(rng.integers(1, 90)), int(rng.integers(1, 12)),
               ScoringParams(*rng.integers(0, 8, size=5).tolist())) for _ in range(rounds)]
     cases += [(1500, 64, 8, PARAMS), (300, 40, 10, ScoringParams(2000, 900, 3000, 100, 2500))]
     bad = dict.fromkeys(scorers, 0)
     for m, n_edges, n_reads, params in cases:
-        profiles, codes, offsets, ref, order = random_instance(rng, m, n_edges, n_reads, params)
+        profiles, codes, offsets, ref, order = random_instance(rng, m, n_edges, n_reads, params, alphabet)
         k = int(rng.integers(1, 10))
         take = min(k, n_edges)
         want_score = np.take_along_axis(ref, order[:, :take], 1)
@@ -170,11 +183,12 @@ WAITERS = {"sleep-poll": GpuScorer, "callback": _CallbackWait, "clWaitForEvents"
 
 
 def time_shape(scorer: GpuScorer, name: str, n_reads: int, read_len, n_edges: int, m: int,
-               repeat: int, rng: np.random.Generator, chunk_blocks: int = CHUNK_BLOCKS) -> dict:
+               repeat: int, rng: np.random.Generator, chunk_blocks: int = CHUNK_BLOCKS,
+               alphabet: Alphabet = DNA) -> dict:
     lengths = (np.full(n_reads, read_len) if np.isscalar(read_len)
                else np.clip(rng.normal(*read_len, size=n_reads), 40, m - 1).astype(np.int64))
-    codes, offsets = random_reads(rng, lengths)
-    chunks = as_chunks(random_profiles(rng, n_edges, m), chunk_blocks)
+    codes, offsets = random_reads(rng, lengths, alphabet)
+    chunks = as_chunks(random_profiles(rng, n_edges, m, alphabet), chunk_blocks)
     cells = n_edges * int(lengths.sum()) * m
     walls, kernels = [], []
     for run in range(repeat + 1):
@@ -212,7 +226,7 @@ def dump_builds(scorer: GpuScorer, variants: list[Variant], out: Path) -> None:
 def make_scorers(device) -> dict[str, GpuScorer]:
     """The default scorer and the variants it is compared with."""
     variants = {"default": {}, "portable": dict(ptx=False), "wide": dict(narrow=False),
-                "rows16": dict(rows=16), "rows24": dict(rows=24)}
+                "rows16": dict(rows=16), "rows20": dict(rows=20), "rows24": dict(rows=24)}
     scorers = {name: GpuScorer(device, profiling=True, **kw) for name, kw in variants.items()}
     return scorers
 
@@ -306,7 +320,10 @@ def main() -> int:
     parser.add_argument("--verify-rounds", type=int, default=12)
     parser.add_argument("--kind", default="gpu", help="device kind: gpu, or any to try the script on PoCL")
     parser.add_argument("--skip-timing", action="store_true", help="verify and measure waiting only")
+    parser.add_argument("--alphabet", choices=list(ALPHABETS), default="dna",
+                        help="profile elements to verify and time: dna (uint8) or protein (uint32)")
     args = parser.parse_args()
+    alphabet = ALPHABETS[args.alphabet]
     rng = np.random.default_rng(2026)
     scale = (lambda q: max(4, q // 100)) if args.quick else (lambda q: q)
 
@@ -315,12 +332,13 @@ def main() -> int:
     print(f"using: {device.summary()}", flush=True)
     scorers = make_scorers(device)
     default = scorers["default"]
-    print(f"default: {default.packed_variant}", flush=True)
+    print(f"default: {default.packed_variant.of(alphabet)}", flush=True)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        dump_builds(default, [s.packed_variant for s in scorers.values()] + [default.wide_variant], args.out)
+        dump_builds(default, [s.packed_variant.of(alphabet) for s in scorers.values()]
+                    + [default.wide_variant.of(alphabet)], args.out)
 
-    bad = verify(scorers, rng, args.verify_rounds)
+    bad = verify(scorers, rng, args.verify_rounds, alphabet)
     print("verify: " + ", ".join(f"{name} {'OK' if n == 0 else f'{n} MISMATCHING READS'}"
                                  for name, n in bad.items()), flush=True)
     if any(bad.values()):
@@ -331,7 +349,7 @@ def main() -> int:
     m = 1000 if args.quick else 5000
     for name, scorer in (() if args.skip_timing else scorers.items()):  # the variants on T1, one m
         row = time_shape(scorer, f"T1 Q={scale(1250)} E=320 m={m}", scale(1250), 100, 320, m,
-                         args.repeat, rng)
+                         args.repeat, rng, alphabet=alphabet)
         results.append({"variant": name, **row})
         print(f"{name:10s} {row['kernel_gcups']:8.1f} GCUPS kernel {row['wall_gcups']:8.1f} wall", flush=True)
     scorers = scorer = None  # frees the other variants' band buffers
@@ -344,13 +362,13 @@ def main() -> int:
     waiting = measure_waits(device, rng, scale, args.quick)
     for tag, q, length, e, m in ([] if args.skip_timing else shapes(args.quick)):
         row = time_shape(default, f"{tag} Q={scale(q)} E={e} m={m}", scale(q), length, e, m,
-                         args.repeat, rng)
+                         args.repeat, rng, alphabet=alphabet)
         results.append({"variant": "default", **row})
         print(f"{row['shape']:32s} {row['kernel_gcups']:8.1f} kernel {row['wall_gcups']:8.1f} wall GCUPS "
               f"({row['kernel_s']:.3f} s, {row['chunks']} call(s))", flush=True)
 
     if args.out:
-        summary = {"device": device.summary(), "results": results, "waiting": waiting}
+        summary = {"device": device.summary(), "alphabet": alphabet.name, "results": results, "waiting": waiting}
         (args.out / "bench.json").write_text(json.dumps(summary, indent=1))
     print("\n| variant | shape | kernel GCUPS | wall GCUPS | kernel s | wall s |")
     print("|---|---|---|---|---|---|")

@@ -5,7 +5,9 @@ right we need data where the right answer is recorded. This script grows a rando
 evolves sequences down it (K2P substitutions with optional gamma rate heterogeneity, insertions
 and deletions that create and remove alignment columns), hides some taxa from the reference, cuts
 reads with sequencing errors from those hidden taxa, and writes the reference inputs together with
-each read's true edge and true reference columns.
+each read's true edge and true reference columns. `--alphabet protein` evolves amino acids instead
+(Poisson model: every change equally likely among the 20, with the same gamma rates and indel
+machinery; reads are never reverse-complemented).
 
 Column identity: every residue descends from one "site". The root has sites 0..L-1; an insertion
 creates new sites. The true MSA has one column per site that survives in some tip, ordered so that
@@ -26,8 +28,9 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-#: Residue codes used during simulation: 0..3 index this table.
-BASES = np.frombuffer(b"ACGT", dtype=np.uint8)
+#: Residue letters per alphabet: codes 0..K-1 used during simulation index the table.
+LETTERS = {"dna": np.frombuffer(b"ACGT", dtype=np.uint8),
+           "protein": np.frombuffer(b"ARNDCQEGHILKMFPSTWYV", dtype=np.uint8)}
 GAP = ord("-")
 #: Sequencing errors: shares of substitutions, 1-bp insertions and 1-bp deletions.
 ERROR_SHARES = (0.9, 0.05, 0.05)
@@ -56,7 +59,16 @@ class SimParams:
     read_length_sd: float = 0.1
     error_rate: float = 0.01
     reverse_fraction: float = 0.0
+    alphabet: str = "dna"
     target_columns: int | None = None  # instead of indel_rate: the rate that gives about this width
+
+    @property
+    def letters(self) -> np.ndarray:
+        return LETTERS[self.alphabet]
+
+    @property
+    def n_states(self) -> int:
+        return len(self.letters)
 
     def indel_rate_for(self, tree_length: float) -> float:
         """The indel rate used: `indel_rate`, or with `target_columns` the rate at which the
@@ -75,13 +87,16 @@ class SimParams:
         return self.held_out if self.held_out is not None else max(3, self.taxa // 5)
 
     def command(self, out: str = "DIR") -> str:
-        """The full command line (every option explicit) that reproduces this simulation."""
+        """The full command line (every option explicit, --alphabet only for protein: DNA data sets
+        made before it existed keep their command) that reproduces this simulation."""
         options = [("--out", out)]
         for field in fields(self):
+            if field.name == "alphabet" and self.alphabet == "dna":
+                continue
             value = self.n_held_out if field.name == "held_out" else getattr(self, field.name)
             if value is None:  # target_columns unset: --indel-rate decides
                 continue
-            options.append(("--" + field.name.replace("_", "-"), repr(value)))
+            options.append(("--" + field.name.replace("_", "-"), value if isinstance(value, str) else repr(value)))
         return SCRIPT + "".join(f" {flag} {shlex.quote(value)}" for flag, value in options)
 
 
@@ -386,6 +401,17 @@ def substitute(res: np.ndarray, rates: np.ndarray, t: float, kappa: float,
     return out
 
 
+def substitute_poisson(res: np.ndarray, rates: np.ndarray, t: float, n_states: int,
+                       rng: np.random.Generator) -> np.ndarray:
+    """Poisson (Jukes-Cantor for n_states) change over time t for every site at once: a site
+    changes with probability (K-1)/K (1 - exp(-K/(K-1) r t)), to any other state alike."""
+    k = n_states
+    changed = rng.random(len(res)) < (k - 1) / k * (1.0 - np.exp(-k / (k - 1) * rates * t))
+    out = res.copy()
+    out[changed] = (res[changed] + rng.integers(1, k, size=int(changed.sum()))) % k
+    return out
+
+
 def apply_indels(ids: np.ndarray, res: np.ndarray, t: float, params: SimParams, indel_rate: float, sites: SiteLog,
                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Insertion and deletion events over a branch of length t, in random order.
@@ -403,7 +429,7 @@ def apply_indels(ids: np.ndarray, res: np.ndarray, t: float, params: SimParams, 
             pos = int(rng.integers(len(ids) + 1))
             new = sites.insert(int(ids[pos - 1]) if pos else -1, k)
             ids = np.concatenate([ids[:pos], new, ids[pos:]])
-            res = np.concatenate([res[:pos], rng.integers(4, size=k, dtype=np.uint8), res[pos:]])
+            res = np.concatenate([res[:pos], rng.integers(params.n_states, size=k, dtype=np.uint8), res[pos:]])
         else:
             pos = int(rng.integers(len(ids)))
             k = min(k, len(ids) - pos, len(ids) - 1)
@@ -422,7 +448,7 @@ def evolve(tree: Tree, params: SimParams, rng: np.random.Generator
     sites = SiteLog(params.columns, params.gamma_alpha, rng)
     indel_rate = params.indel_rate_for(float(tree.length.sum()))
     root = (np.arange(params.columns, dtype=np.int32),
-            rng.integers(4, size=params.columns, dtype=np.uint8))
+            rng.integers(params.n_states, size=params.columns, dtype=np.uint8))
     tips, stack = {}, [(0, *root)]
     while stack:
         v, ids, res = stack.pop()
@@ -431,7 +457,8 @@ def evolve(tree: Tree, params: SimParams, rng: np.random.Generator
             continue
         for c in tree.children(v):
             t = float(tree.length[c])
-            child_res = substitute(res, sites.rates[ids], t, params.kappa, rng)
+            child_res = (substitute(res, sites.rates[ids], t, params.kappa, rng) if params.alphabet == "dna"
+                         else substitute_poisson(res, sites.rates[ids], t, params.n_states, rng))
             stack.append((c, *apply_indels(ids, child_res, t, params, indel_rate, sites, rng)))
     return tips, sites
 
@@ -460,7 +487,7 @@ def site_order(n_root: int, anchors: list[int], starts: list[int], lengths: list
     return np.array(order, dtype=np.int64)
 
 
-def true_alignment(tip_seqs: list[tuple[np.ndarray, np.ndarray]], sites: SiteLog
+def true_alignment(tip_seqs: list[tuple[np.ndarray, np.ndarray]], sites: SiteLog, letters: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray]:
     """The true MSA (ASCII rows in `tip_seqs` order) and the column of every site (-1: none).
 
@@ -475,27 +502,27 @@ def true_alignment(tip_seqs: list[tuple[np.ndarray, np.ndarray]], sites: SiteLog
     column_of[columns] = np.arange(len(columns))
     msa = np.full((len(tip_seqs), len(columns)), GAP, dtype=np.uint8)
     for row, (ids, res) in enumerate(tip_seqs):
-        msa[row, column_of[ids]] = BASES[res]
+        msa[row, column_of[ids]] = letters[res]
     return msa, column_of
 
 
 # -------------------------------------------------------------------------------------- reads
 
 
-def add_errors(codes: np.ndarray, columns: np.ndarray, rate: float, rng: np.random.Generator
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """Sequencing errors: a substitution keeps its column, an inserted base gets -1, a deletion
+def add_errors(codes: np.ndarray, columns: np.ndarray, rate: float, rng: np.random.Generator,
+               n_states: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """Sequencing errors: a substitution keeps its column, an inserted residue gets -1, a deletion
     drops a residue and its column."""
     sub, ins, dele = (rate * share for share in ERROR_SHARES)
     kind = rng.choice(4, size=len(codes), p=[1.0 - rate, sub, ins, dele])
     codes = codes.copy()
     is_sub = kind == 1
-    codes[is_sub] = (codes[is_sub] + rng.integers(1, 4, size=int(is_sub.sum()))) % 4
+    codes[is_sub] = (codes[is_sub] + rng.integers(1, n_states, size=int(is_sub.sum()))) % n_states
     repeats = np.where(kind == 3, 0, np.where(kind == 2, 2, 1))
     index = np.repeat(np.arange(len(codes)), repeats)
     codes, columns = codes[index], columns[index].copy()
     added = np.cumsum(repeats)[kind == 2] - 1
-    codes[added] = rng.integers(4, size=len(added), dtype=np.uint8)
+    codes[added] = rng.integers(n_states, size=len(added), dtype=np.uint8)
     columns[added] = -1
     return codes, columns
 
@@ -516,12 +543,12 @@ def cut_reads(sources: list[tuple[str, np.ndarray, np.ndarray]], n_ref_columns: 
         length = int(np.clip(drawn, min(MIN_READ_LENGTH, upper), upper))
         start = int(rng.integers(len(codes) - length + 1))
         read, truth = add_errors(codes[start:start + length], columns[start:start + length],
-                                 params.error_rate, rng)
+                                 params.error_rate, rng, params.n_states)
         read, truth = read[: n_ref_columns - 1], truth[: n_ref_columns - 1]
         strand = "-" if rng.random() < params.reverse_fraction else "+"
         if strand == "-":
             read, truth = 3 - read[::-1], truth[::-1]
-        reads.append(Read(f"read_{i + 1:0{width}d}", name, strand, BASES[read].tobytes(),
+        reads.append(Read(f"read_{i + 1:0{width}d}", name, strand, params.letters[read].tobytes(),
                           truth.astype(np.int32)))
     return reads
 
@@ -539,7 +566,7 @@ def simulate(params: SimParams) -> Simulation:
     ref_names = sorted(n for n in by_name if n.startswith(REF_PREFIX))
     held_names = sorted(n for n in by_name if n.startswith(HELD_OUT_PREFIX))
     truth_names = ref_names + held_names
-    msa, column_of = true_alignment([by_name[n] for n in truth_names], sites)
+    msa, column_of = true_alignment([by_name[n] for n in truth_names], sites, params.letters)
     in_ref = (msa[: len(ref_names)] != GAP).any(axis=0)
     ref_column = np.where(in_ref, np.cumsum(in_ref) - 1, -1)
     sources = [(n, by_name[n][1], ref_column[column_of[by_name[n][0]]]) for n in held_names]
@@ -551,7 +578,7 @@ def simulate(params: SimParams) -> Simulation:
         ref_alignment=msa[: len(ref_names)][:, in_ref],
         truth_names=truth_names,
         truth_alignment=msa,
-        tip_sequences={n: BASES[by_name[n][1]].tobytes() for n in truth_names},
+        tip_sequences={n: params.letters[by_name[n][1]].tobytes() for n in truth_names},
         splits=attachment_splits(tree, ref_names),
         reads=cut_reads(sources, int(in_ref.sum()), params, rng),
     )
@@ -677,8 +704,12 @@ def parse_args(argv: list[str]) -> tuple[Path, SimParams]:
                    help="sequencing errors per base (90%% substitutions, 5%% 1-bp insertions, "
                         "5%% 1-bp deletions)")
     p.add_argument("--reverse-fraction", type=fraction, default=d.reverse_fraction,
-                   help="share of reads written reverse-complemented")
+                   help="share of reads written reverse-complemented (DNA only)")
+    p.add_argument("--alphabet", choices=list(LETTERS), default=d.alphabet,
+                   help="dna (K2P, --kappa) or protein (Poisson over the 20 amino acids)")
     args = vars(p.parse_args(argv))
+    if args["alphabet"] != "dna" and args["reverse_fraction"] > 0:
+        p.error("--reverse-fraction needs --alphabet dna: protein reads have no reverse strand")
     out = args.pop("out")
     return out, SimParams(**args)
 

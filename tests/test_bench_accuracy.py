@@ -146,3 +146,27 @@ def test_hmmalign_a2m_on_the_example(tmp_path):
     data = ba.Data.from_dir(ROOT / "data" / "example")
     placements, _ = ba.run_hmmalign(data, tmp_path, threads=1)
     assert ba.score(placements, data.truth)["column_accuracy"] > 0.97
+
+
+def test_protein_errors_draw_amino_acids():
+    rng = np.random.default_rng(2)
+    row = "MKVLAAGTWYHE" * 20
+    model = ba.ErrorModel(substitution=0.3, insertion=0.2, deletion=0.0, homopolymer=0.0,
+                          length_mean=200, length_sd=0, min_length=20)
+    seq, _ = ba.cut_read(rng, row, np.arange(len(row)), model, ba.RESIDUES["protein"])
+    assert set(seq) <= set(ba.RESIDUES["protein"]) and not set(seq) <= set("ACGT")
+    assert set(seq) - set(row)  # substitutions and insertions reach letters the row lacks
+    with pytest.raises(ValueError, match="no reverse strand"):
+        ba.leave_taxa_out(ROOT / "data" / "protein" / "tree.nwk", ROOT / "data" / "protein" / "ref.phy", "unused",
+                          2, 5, ba.ErrorModel(reverse_fraction=0.5), alphabet="protein")
+
+
+@pytest.mark.parametrize("tool, floor", [("papara-inproc", 0.98), ("mafft", 0.98), ("hmmalign", 0.97)])
+def test_every_tool_on_the_protein_example(tool, floor):
+    """--alphabet protein: papara-py --alphabet protein, mafft --amino, hmmbuild/hmmalign --amino."""
+    binary = ba.PEER_BINARIES.get(tool)
+    if binary and shutil.which(binary) is None:
+        pytest.skip(f"{binary} not installed (Debian: mafft, hmmer)")
+    data = ba.Data.from_dir(ROOT / "data" / "protein", alphabet="protein")
+    result = ba.bench(data, [tool], params=None, threads=1)[tool]
+    assert result["column_accuracy"] > floor

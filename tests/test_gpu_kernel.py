@@ -26,7 +26,7 @@ from papara_py.engine import opencl_devices
 from papara_py.engine.layout import block_count, make_block
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.reference_scorer import score_matrix_reference
-from papara_py.phylo.encoding import CGAP_BIT, READ_CODE
+from papara_py.phylo.encoding import DNA, PROTEIN, READ_CODE
 
 cl = pytest.importorskip("pyopencl")
 from papara_py.engine.gpu import INF32, GpuScorer  # noqa: E402  (needs pyopencl)
@@ -48,17 +48,29 @@ def scorers(device) -> dict:
             for narrow in (True, False) for rows in (4, 32)}
 
 
-def random_profiles(rng: np.random.Generator, n_edges: int, m: int) -> np.ndarray:
-    """uint8 [n_edges, m]: random state sets (0 and 15 included) with CGAP in runs."""
-    states = rng.integers(0, 16, size=(n_edges, m), dtype=np.uint8)
-    plain = rng.random((n_edges, m)) < 0.6
-    states[plain] = rng.choice(np.array([1, 2, 4, 8], np.uint8), size=int(plain.sum()))
+def protein_states(rng: np.random.Generator, shape) -> np.ndarray:
+    """uint32 amino-acid state sets: mostly one of the 20 (mismatches are common), else any set,
+    the empty one and all 20 included."""
+    single = np.left_shift(1, rng.integers(0, 20, size=shape)).astype(np.uint32)
+    return np.where(rng.random(shape) < 0.7, single, rng.integers(0, 1 << 20, size=shape, endpoint=True,
+                                                                  dtype=np.uint32) & np.uint32(0xFFFFF))
+
+
+def random_profiles(rng: np.random.Generator, n_edges: int, m: int, alphabet=DNA) -> np.ndarray:
+    """[n_edges, m] profile elements of `alphabet`: random state sets (the empty and the full set
+    included) with CGAP in runs."""
+    if alphabet is DNA:
+        states = rng.integers(0, 16, size=(n_edges, m), dtype=np.uint8)
+        plain = rng.random((n_edges, m)) < 0.6
+        states[plain] = rng.choice(np.array([1, 2, 4, 8], np.uint8), size=int(plain.sum()))
+    else:
+        states = protein_states(rng, (n_edges, m))
     run_starts = rng.random((n_edges, m)) < 0.15
     run_lengths = rng.integers(1, 6, size=(n_edges, m))
     cgap = np.zeros((n_edges, m), bool)
     for e, i in zip(*np.nonzero(run_starts)):
         cgap[e, i:i + run_lengths[e, i]] = True
-    return states | np.where(cgap, CGAP_BIT, 0).astype(np.uint8)
+    return states | np.where(cgap, alphabet.cgap_bit, 0).astype(alphabet.dtype)
 
 
 def as_chunk(profiles: np.ndarray, width: int, first_edge: int) -> np.ndarray:
@@ -71,7 +83,7 @@ def as_chunk(profiles: np.ndarray, width: int, first_edge: int) -> np.ndarray:
 def pack_reads(reads: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     offsets = np.concatenate([[0], np.cumsum([r.size for r in reads])]).astype(np.int64)
     codes = np.concatenate(reads) if reads else np.zeros(0, np.uint8)
-    return codes.astype(np.uint8), offsets
+    return codes, offsets
 
 
 def expected_top(reference: np.ndarray, first_edge: int, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -119,6 +131,47 @@ def test_random_chunks_match_reference(scorers, case) -> None:
     reads = [rng.choice(READ_STATES, size=n) for n in case["lengths"]]
     check(scorers[case["narrow"], case["rows"]], profiles, reads, case["params"], case["k"],
           case["width"], case["first_edge"])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances())
+def test_random_protein_chunks_match_reference(scorers, case) -> None:
+    """uint32 profile elements (20 states, CGAP at bit 20) through the same kernel source built
+    with -DPROF_BITS=32: packed lanes with split state sets where `narrow` allows, else the
+    32-bit lane."""
+    rng = np.random.default_rng(case["seed"])
+    profiles = random_profiles(rng, case["n_edges"], case["m"], PROTEIN)
+    reads = [protein_states(rng, n) | np.uint32(1) << rng.integers(0, 20, size=n).astype(np.uint32)
+             for n in case["lengths"]]
+    scorer = scorers[case["narrow"], case["rows"]]
+    check(scorer, profiles, reads, case["params"], case["k"], case["width"], case["first_edge"])
+    if not case["narrow"]:
+        assert scorer.stats.packed_reads == 0
+
+
+def test_protein_states_above_a_byte_and_the_cgap_bit_reach_the_device(scorers) -> None:
+    """Profiles differing only in bits 8-20: a kernel that read bytes or DNA's CGAP bit fails."""
+    w = np.uint32(PROTEIN.read_code[ord("W")])  # bit 17
+    profiles = np.array([[w] * 6, [w >> 1] * 6, [w << 1] * 6, [w | PROTEIN.cgap_bit] * 6], np.uint32)
+    params = ScoringParams(mismatch=5, cgap=7, gap_open=2, gap_extend=2, insertion=9)
+    codes, offsets = pack_reads([np.full(3, w, np.uint32)])
+    for narrow in (True, False):  # split states in packed lanes, and the 32-bit lane
+        scorer = scorers[narrow, 32]
+        score, edge = scorer.score_chunk(as_chunk(profiles, 4, 0), 0, 4, codes, offsets, params, 4)
+        np.testing.assert_array_equal(score[0], [0, 15, 15, 21])
+        np.testing.assert_array_equal(edge[0], [0, 1, 2, 3])
+        assert scorer.stats.packed_reads == int(narrow)
+
+
+@pytest.mark.parametrize("narrow", [True, False])
+def test_protein_reads_of_every_stripe_remainder_in_both_widths(scorers, narrow) -> None:
+    """Split state sets in packed lanes: every state bit, in either lane of a pair, on odd edge counts."""
+    rng = np.random.default_rng(17)
+    profiles = random_profiles(rng, 45, 41, PROTEIN)
+    reads = [np.uint32(1) << rng.integers(0, 20, size=n).astype(np.uint32) for n in range(1, 41)]
+    scorer = scorers[narrow, 32]
+    check(scorer, profiles, reads, ScoringParams(), k=6, width=16, first_edge=3)
+    assert (scorer.stats.packed_reads, scorer.stats.wide_reads) == ((40, 0) if narrow else (0, 40))
 
 
 @pytest.mark.parametrize("narrow", [True, False])

@@ -87,6 +87,14 @@ def test_guided_made_to_reach_every_cluster_is_exhaustive(tmp_path, seed):
     assert guided.record["cells"] == exhaustive.record["cells"]  # every pair scored once
 
 
+def test_guided_on_protein_made_to_reach_every_cluster_is_exhaustive(tmp_path):
+    protein = EXAMPLE.parent / "protein"
+    exhaustive = align(protein, tmp_path / "e.h5", "exhaustive")
+    guided = align(protein, tmp_path / "g.h5", "guided", GuidedOptions(initial=10**6, cluster_size=3))
+    assert_same_results(exhaustive, guided)
+    assert guided.record["cells"] == exhaustive.record["cells"]
+
+
 @pytest.mark.parametrize("size", [1, 2, 7])
 def test_any_cluster_size_reaching_every_cluster_is_exhaustive(tmp_path, size):
     data = simulated(tmp_path, 11, taxa=30)

@@ -14,7 +14,9 @@ import pytest
 from bad_inputs import BASE, CATALOGUE, BadInput
 
 from papara_py.errors import InputError
+from papara_py.io import inputs
 from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
+from papara_py.phylo.encoding import DNA
 
 
 def _write(directory: Path, name: str, content: str | bytes) -> Path:
@@ -317,3 +319,89 @@ def test_catalogue_case_raises_a_named_input_error(tmp_path: Path, case: BadInpu
     message = str(error).lower()
     missing = [fragment for fragment in case.expect if fragment not in message]
     assert not missing, f"message {str(error)!r} lacks {missing}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Reads: the bulk parser and the line parser agree on everything
+
+def _by_lines(path: Path) -> list:
+    """What the line-by-line parser alone makes of `path` (reads, or the error's message)."""
+    lines = path.read_bytes()
+    if lines[:2] == b"\x1f\x8b":
+        try:
+            lines = gzip.decompress(lines)
+        except (EOFError, OSError):
+            return ["the gzip data is corrupt or truncated"]
+    numbered = enumerate((line.rstrip(b"\r") for line in lines.removeprefix(b"\xef\xbb\xbf").split(b"\n")), 1)
+    numbered = list(numbered)
+    if numbered and numbered[-1][1] == b"" and lines.endswith(b"\n"):
+        numbered.pop()  # the text after the last newline
+    try:
+        chunks = list(inputs._line_path(iter(numbered), {}, str(path), DNA))
+    except InputError as error:
+        return [str(error)]
+    return _flat(chunks)
+
+
+def _flat(chunks) -> list:
+    out = []
+    for chunk in chunks:
+        offsets = np.concatenate([[0], np.cumsum(chunk.lengths)])
+        out += [(name, chunk.residues[a:b], int(line))
+                for name, a, b, line in zip(chunk.names, offsets[:-1], offsets[1:], chunk.lines)]
+    return out
+
+
+def _both_parsers(path: Path) -> list:
+    try:
+        return _flat(inputs.iter_read_chunks(path))
+    except InputError as error:
+        return [str(error)]
+
+
+def _many_reads(n: int, fastq: bool, wrap: int = 0, newline: str = "\n") -> str:
+    rng = np.random.default_rng(n)
+    records = []
+    for q in range(n):
+        seq = "".join(rng.choice(list("ACGTacgtN"), size=int(rng.integers(1, 30))))
+        if fastq:
+            records.append(f"@read{q} comment{newline}{seq}{newline}+{newline}{'I' * len(seq)}{newline}")
+        else:
+            body = newline.join(seq[i:i + wrap] for i in range(0, len(seq), wrap)) if wrap else seq
+            records.append(f">read{q} comment{newline}{body}{newline}")
+    return "".join(records)
+
+
+READ_FILES = {
+    "fasta": _many_reads(300, False), "fastq": _many_reads(300, True), "wrapped": _many_reads(300, False, wrap=7),
+    "crlf": _many_reads(300, False, newline="\r\n"), "bom": "\ufeff" + _many_reads(50, True),
+    "no final newline": _many_reads(40, False).rstrip("\n"),
+    "late bad residue": _many_reads(200, False) + ">bad\nACGT!A\n" + _many_reads(5, False).replace(">read", ">more"),
+    "late duplicate": _many_reads(200, True) + "@read7\nACGT\n+\nIIII\n",
+    "late wrapped": _many_reads(200, False) + ">w1\nACGT\nACGT\n>w2\nAC\n",
+    "late empty read": _many_reads(200, False) + ">empty\n>next\nACGT\n",
+    "late blank line": _many_reads(100, True) + "\n\n" + _many_reads(3, True).replace("@read", "@x"),
+    "quality with spaces": _many_reads(100, True) + "@q\nACGT\n+\n IIII\n",
+    "late control name": _many_reads(100, False) + ">a\x01b\nACGT\n",
+    "truncated fastq": _many_reads(100, True) + "@t\nACGT\n+\n",
+    **{f"catalogue {case.id}": case.reads for case in CATALOGUE if case.culprit == "reads"},
+}
+
+
+@pytest.mark.parametrize("block", [5, 64, 1000, 1 << 20])
+@pytest.mark.parametrize("name", list(READ_FILES))
+def test_bulk_and_line_parsers_agree(tmp_path: Path, monkeypatch, name: str, block: int) -> None:
+    """Reads, lengths, header lines and every error message are the line parser's, whatever
+    the block size (records and lines cut anywhere), plain and gzipped."""
+    content = READ_FILES[name]
+    data = content if isinstance(content, bytes) else content.encode()
+    monkeypatch.setattr(inputs, "READ_BLOCK_BYTES", block)
+    for path in (_write(tmp_path, "reads", data), _write(tmp_path, "reads.gz", gzip.compress(data))):
+        expected, found = _by_lines(path), _both_parsers(path)
+        if expected == ["the gzip data is corrupt or truncated"]:  # where it breaks: line by line or by block
+            assert len(found) == 1 and expected[0] in found[0], found
+        else:
+            assert found == expected, name
+    if name in ("fasta", "fastq", "crlf"):  # well-formed: the bulk path takes every block
+        monkeypatch.setattr(inputs, "_line_path", None)
+        assert _both_parsers(path) == expected

@@ -19,6 +19,7 @@ from Bio import Phylo
 
 from papara_py.errors import InputError
 from papara_py.io import jplace
+from papara_py.io.checksums import string_crc32
 from papara_py.io.export import export
 from papara_py.io.jplace import (
     FIELDS,
@@ -189,6 +190,7 @@ def test_a_damaged_tree_fails_with_no_output(example, tmp_path):
         tree = run["tree/newick_numbered"].asstr()[()]
         del run["tree/newick_numbered"]
         run["tree/newick_numbered"] = tree.replace("{3}", "{4}", 1)  # edge 4 twice, edge 3 missing
+        run["checksums/tree/newick_numbered"][()] = string_crc32(run["tree/newick_numbered"].asstr()[()])
     target = tmp_path / "out.jplace"
     with pytest.raises(InputError, match="edge number"):
         export(str(broken), "jplace", str(target))

@@ -47,10 +47,12 @@ def test_an_opencl_device_runs_the_kernels():
 
 def test_the_check_compiles_what_the_engine_compiles(opencl_device):
     from papara_py.engine.gpu import GpuScorer
+    from papara_py.phylo.encoding import DNA, PROTEIN
 
     scorer = GpuScorer(opencl_device)
     band = {options for source, options in opencl_devices.CHECK_BUILDS if source == "band_score.cl"}
-    ptx_free = [replace(v, ptx=False) for v in (scorer.packed_variant, scorer.wide_variant)]
+    ptx_free = [replace(v, ptx=False).of(alphabet) for v in (scorer.packed_variant, scorer.wide_variant)
+                for alphabet in (DNA, PROTEIN)]
     assert {v.options() for v in ptx_free} == band
     kmax = max(4, 1 << (5 - 1).bit_length())  # the default --candidates 5, as GpuScorer.build rounds it
     assert ("top_k.cl", (f"-DKMAX={kmax}",)) in opencl_devices.CHECK_BUILDS

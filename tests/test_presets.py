@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from papara_py.cli import _penalties, build_parser
+from papara_py.cli import _penalty_choice, build_parser
 from papara_py.pairwise.params import DEFAULT_PRESET, PRESETS, ScoringParams
 
 
-def _params(argv):
-    return _penalties(build_parser().parse_args(["-t", "t", "-s", "s", "-r", "r", *argv]), ScoringParams)
+def _params(argv, default_preset=DEFAULT_PRESET):
+    """The penalties of these options for an alphabet whose default preset is `default_preset`."""
+    return _penalty_choice(build_parser().parse_args(["-t", "t", "-s", "s", "-r", "r", *argv])).resolve(default_preset)
 
 
 def test_default_is_the_robust_preset_of_the_accuracy_study():
@@ -35,3 +36,13 @@ def test_unknown_preset_is_refused():
         _params(["--preset", "nope"])
     with pytest.raises(ValueError):
         ScoringParams.preset("nope")
+
+
+def test_protein_data_default_to_the_protein_preset_unless_a_preset_is_given():
+    """PaPaRa 2.5's defaults (its -a uses the DNA ones) in Eq. 1's terms; provisional (docs/ACCURACY.md)."""
+    from papara_py.phylo.encoding import PROTEIN
+
+    assert PROTEIN.default_preset == "protein" and PRESETS["protein"] == (2, 3, 2, 1, 5)
+    assert _params([], PROTEIN.default_preset) == ScoringParams(2, 3, 2, 1, 5)
+    assert _params(["--insertion", "4"], PROTEIN.default_preset) == ScoringParams(2, 3, 2, 1, 4)
+    assert _params(["--preset", "robust"], PROTEIN.default_preset) == ScoringParams(3, 6, 2, 2, 7)

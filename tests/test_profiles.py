@@ -18,7 +18,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_tree import RandomTree, random_trees
 
-from papara_py.phylo.encoding import CGAP_BIT, IS_GAP, REF_CODE, STATE_MASK
+from papara_py.phylo.encoding import (
+    CGAP_BIT,
+    DNA,
+    IS_GAP,
+    PROTEIN,
+    REF_CODE,
+    STATE_MASK,
+)
 from papara_py.phylo.profiles import (
     ProfileBuilder,
     combine_all_but_one,
@@ -29,17 +36,17 @@ from papara_py.phylo.tree import EdgeTree
 
 ALIGNMENT_CHARACTERS = "ACGTUacgtRYSWKMBDHVNn-.?"
 
-#: Unit-cost matrices: changing state costs 1, staying costs 0.
-NUCLEOTIDE_COST = 1.0 - np.eye(4)
+#: Unit cost: changing state costs 1, staying costs 0 (the states' matrix is built per alphabet).
 GAP_COST = 1.0 - np.eye(2)  # states: 0 = gap, 1 = residue
 
 
-def tip_costs(rows: dict[str, bytes]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Per tip, cost arrays [m, 4] (nucleotides) and [m, 2] (gap character): 0 allowed, inf not."""
+def tip_costs(rows: dict[str, bytes], ref_code: np.ndarray = REF_CODE,
+              n_states: int = 4) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Per tip, cost arrays [m, n_states] (residues) and [m, 2] (gap character): 0 allowed, inf not."""
     nucleotide, gap = {}, {}
     for name, row in rows.items():
-        codes = REF_CODE[np.frombuffer(row, dtype=np.uint8)]
-        allowed = (codes[:, None] >> np.arange(4)) & 1
+        codes = ref_code[np.frombuffer(row, dtype=np.uint8)].astype(np.int64)
+        allowed = (codes[:, None] >> np.arange(n_states)) & 1
         nucleotide[name] = np.where(allowed == 1, 0.0, np.inf)
         is_gap = IS_GAP[np.frombuffer(row, dtype=np.uint8)]
         gap[name] = np.where(np.stack([is_gap, ~is_gap], axis=1), 0.0, np.inf)
@@ -77,9 +84,11 @@ def tips_beyond(graph: dict, names: dict, x, away_from) -> frozenset[str]:
 
 
 def brute_force_profiles(
-    graph: dict, names: dict, rows: dict[str, bytes], edge_tree: EdgeTree
+    graph: dict, names: dict, rows: dict[str, bytes], edge_tree: EdgeTree, alphabet=DNA,
+    cgap_bit: int = CGAP_BIT,
 ) -> np.ndarray:
-    """uint8 [E, m] profile bytes of `edge_tree`'s edges, by Sankoff on `graph` rooted on each.
+    """[E, m] profile elements of `edge_tree`'s edges, by Sankoff on `graph` rooted on each, with
+    the states of `alphabet` (its character table only) and the CGAP flag at `cgap_bit`.
 
     `graph` may keep degree-two nodes (a rooted Newick's root): rooting beside such a node gives
     the same root sets, so any graph edge with the right bipartition will do.
@@ -88,21 +97,23 @@ def brute_force_profiles(
     for u in graph:
         for v in graph[u]:
             edge_of_split[tips_beyond(graph, names, u, v)] = (u, v)
-    nucleotide, gap = tip_costs(rows)
+    n_states = len(alphabet.letters)
+    nucleotide, gap = tip_costs(rows, alphabet.ref_code, n_states)
+    state_cost = 1.0 - np.eye(n_states)
     out = []
     for e in range(edge_tree.n_edges):
         u, v = edge_of_split[edge_tree.edge_split(e)]
-        nucleotide_set = optimal_root_states(graph, names, nucleotide, NUCLEOTIDE_COST, u, v)
+        state_set = optimal_root_states(graph, names, nucleotide, state_cost, u, v)
         gap_set = optimal_root_states(graph, names, gap, GAP_COST, u, v)
-        nibble = (nucleotide_set * (1 << np.arange(4))).sum(axis=1)
+        bits = (state_set * (1 << np.arange(n_states, dtype=np.int64))).sum(axis=1)
         cgap = gap_set[:, 0] & ~gap_set[:, 1]
-        out.append(nibble | np.where(cgap, CGAP_BIT, 0))
-    return np.array(out, dtype=np.uint8)
+        out.append(bits | np.where(cgap, cgap_bit, 0))
+    return np.array(out, dtype=alphabet.dtype)
 
 
-def builder_for(edge_tree: EdgeTree, rows: dict[str, bytes]) -> ProfileBuilder:
+def builder_for(edge_tree: EdgeTree, rows: dict[str, bytes], alphabet=DNA) -> ProfileBuilder:
     tip_rows = np.array([np.frombuffer(rows[name], dtype=np.uint8) for name in edge_tree.tip_names])
-    return ProfileBuilder(edge_tree, tip_rows)
+    return ProfileBuilder(edge_tree, tip_rows, alphabet)
 
 
 def parse(newick: str) -> dendropy.Tree:
@@ -130,6 +141,44 @@ def test_profiles_equal_brute_force_sankoff(case: tuple[RandomTree, dict[str, by
     builder = builder_for(edge_tree, rows)
     expected = brute_force_profiles(tree.adjacency, tree.names, rows, edge_tree)
     np.testing.assert_array_equal(builder.profiles(np.arange(builder.n_edges)), expected)
+
+
+#: Amino-acid alignment characters: the 20 states, both cases, the ambiguity codes, gaps.
+PROTEIN_CHARACTERS = "ARNDCQEGHILKMFPSTWYVarndcqeghilkmfpstwyvBZJXUObzjxuo-.?"
+
+
+@st.composite
+def trees_with_protein_columns(draw) -> tuple[RandomTree, dict[str, bytes]]:
+    tree = draw(random_trees(names=st.text(alphabet="abcdefgh", min_size=1, max_size=3)))
+    m = draw(st.integers(1, 5))
+    # a few amino acids and gaps drawn more often, so that columns agree often enough to matter
+    character = st.one_of(st.sampled_from("AKW-"), st.sampled_from(PROTEIN_CHARACTERS))
+    rows = {name: "".join(draw(st.lists(character, min_size=m, max_size=m))).encode()
+            for name in tree.names.values()}
+    return tree, rows
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(trees_with_protein_columns())
+def test_protein_profiles_equal_brute_force_sankoff(case: tuple[RandomTree, dict[str, bytes]]) -> None:
+    """20 states in uint32 elements, the CGAP flag at bit 20 (DESIGN 2)."""
+    tree, rows = case
+    edge_tree = EdgeTree.from_dendropy(parse(tree.newick))
+    builder = builder_for(edge_tree, rows, PROTEIN)
+    expected = brute_force_profiles(tree.adjacency, tree.names, rows, edge_tree, PROTEIN, cgap_bit=1 << 20)
+    got = builder.profiles(np.arange(builder.n_edges))
+    assert got.dtype == np.uint32
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_protein_ambiguity_codes_are_unions_of_the_20_states() -> None:
+    code = {letter: int(PROTEIN.ref_code[ord(letter)]) for letter in "ARNDCQEGHILKMFPSTWYVBZJXUO-"}
+    order = "ARNDCQEGHILKMFPSTWYV"
+    assert [code[letter] for letter in order] == [1 << k for k in range(20)]
+    assert code["B"] == code["N"] | code["D"] and code["Z"] == code["Q"] | code["E"]
+    assert code["J"] == code["I"] | code["L"] and code["X"] == code["-"] == (1 << 20) - 1
+    assert code["U"] == code["C"] and code["O"] == code["K"]
+    assert PROTEIN.read_code[ord("*")] == 0 and PROTEIN.read_code[ord("-")] == 0
 
 
 def read_fasta(path: Path) -> dict[str, bytes]:

@@ -150,3 +150,10 @@ def test_a_string_changed_behind_its_checksum_is_refused_where_it_is_read(run_pa
             read()
         with RunFile(run_path) as intact:
             assert run.column("cigar", 6) == intact.column("cigar", 6)  # the rest still reads
+
+
+def test_a_run_record_changed_behind_its_checksum_is_refused(run_path, tmp_path):
+    def edit(handle):
+        handle["run"].attrs["parameters"] = '{"mismatch": 30}'
+    with pytest.raises(InputError, match=r"the run record \(/run attributes\) does not match its checksum"):
+        RunFile(_damaged_copy(run_path, tmp_path, edit))

@@ -25,6 +25,7 @@ from papara_py.cluster.shards import (
     shard_from_environment,
 )
 from papara_py.errors import InputError
+from papara_py.io.checksums import attributes_crc32
 from papara_py.phylo.profiles import ProfileBuilder
 
 FAST = ["--device", "cpu", "-j", "1", "-q"]
@@ -283,6 +284,7 @@ def _claim_more_reads(path: Path, more: int) -> None:
         record = json.loads(shard["run"].attrs["shard"])
         record["n_reads_total"] += more
         shard["run"].attrs["shard"] = json.dumps(record)
+        shard["checksums"].attrs["run"] = attributes_crc32(shard["run"].attrs)  # a consistent edit
 
 
 def test_merge_refuses_shards_whose_rows_do_not_match_their_slice(four, tmp_path, capsys):

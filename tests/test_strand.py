@@ -77,6 +77,23 @@ def test_windows_match_string_slicing(sequences, k):
     assert list(zip(forward.tolist(), reverse.tolist(), owner.tolist())) == naive_windows(sequences, k)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=IUPAC + "acgtuU", max_size=40), max_size=6),
+       st.lists(st.text(alphabet="ACGTN", min_size=1, max_size=20), min_size=1, max_size=4), st.integers(1, 16))
+def test_rolling_hits_count_the_windows_that_string_slicing_finds(sequences, reference, k):
+    """ReferenceKmers.hits (rolling codes, numba) against the k-mers found by string slicing."""
+    rows = np.array([np.frombuffer(r.ljust(20, "-").encode(), np.uint8) for r in reference])
+    kmers = ReferenceKmers(rows, k=k)
+    present = {code for code, _, _ in naive_windows([r.replace("-", "") for r in reference], k)}
+    ascii = np.frombuffer("".join(sequences).encode(), dtype=np.uint8)
+    offsets = np.concatenate(([0], np.cumsum([len(s) for s in sequences]))).astype(np.int64)
+    f, r, w = kmers.hits(ascii, offsets)
+    expected = np.zeros((3, len(sequences)), np.int64)
+    for code, rc_code, owner in naive_windows(sequences, k):
+        expected[:, owner] += (code in present, rc_code in present, 1)
+    assert np.array_equal(np.stack([f, r, w]), expected)
+
+
 @pytest.fixture(scope="module")
 def example_kmers() -> ReferenceKmers:
     return ReferenceKmers(read_alignment(str(EXAMPLE / "ref.phy")).rows)

@@ -1,7 +1,7 @@
 """Edge profiles computed once (`papara-py prepare`) and shared by every shard (`--profiles`).
 
 Why: every array task would otherwise repeat the two tree passes and hold 2 x E x m bytes of
-directional sets. `prepare` stores the final profiles, uint8 [E, m], in an HDF5 file; a shard
+directional sets. `prepare` stores the final profiles, [E, m] profile elements, in an HDF5 file; a shard
 opens it instead of building them.
 
 File layout (format "papara-py-profiles", format_version 2):
@@ -10,7 +10,9 @@ File layout (format "papara-py-profiles", format_version 2):
                             checksums_sha256 (JSON: tree, alignment), inputs (JSON: paths),
                             n_edges, n_columns, profiles_sha256 (of the profile bytes, row order)
     /tree/newick_numbered   string: the tree whose edges the rows are numbered by
-    /profiles               uint8 [E, m]: row e is edge e's profile (ProfileBuilder.profiles)
+    /profiles               uint8 (dna) or uint32 (protein) [E, m]: row e is edge e's profile
+                            (ProfileBuilder.profiles); the root attr `alphabet` names the alphabet
+                            (absent in files made before protein support: dna)
 
 The profiles are stored contiguous and uncompressed so that a shard can memory-map them: the
 memory cost is E x m bytes of page cache, shared by every shard on a node and paged in as the
@@ -38,6 +40,7 @@ from papara_py.errors import InputError
 from papara_py.io.checksums import Digest, describe_input, sha256_file
 from papara_py.io.outputs import hdf5_output
 from papara_py.io.run_writer import STRINGS
+from papara_py.phylo.encoding import DNA, Alphabet
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
 
@@ -79,15 +82,16 @@ class PreparedProfiles:
         return isinstance(self._table, np.memmap)
 
     def profiles(self, edge_ids: np.ndarray) -> np.ndarray:
-        """uint8 [len(edge_ids), m] profile bytes of these edges (a copy)."""
+        """[len(edge_ids), m] profile elements of these edges (a copy)."""
         ids = np.asarray(edge_ids, dtype=np.intp).reshape(-1)
         if ids.size and (ids.min() < 0 or ids.max() >= self.n_edges):
             raise IndexError(f"edge ids must lie in 0..{self.n_edges - 1}")
         return np.asarray(self._table[ids])
 
 
-def prepare(tree: str, alignment: str, output: str, command_line: str = "") -> int:
-    """Compute every edge profile of (tree, alignment) and write them to `output` atomically.
+def prepare(tree: str, alignment: str, output: str, command_line: str = "", alphabet: str = "auto") -> int:
+    """Compute every edge profile of (tree, alignment) and write them to `output` atomically;
+    `alphabet` is --alphabet (auto, dna, protein), stored beside the profiles.
 
     Returns the number of edges. Input problems raise InputError exactly as the main job would.
     Each input is read once, hashed as it is parsed; the profile bytes are hashed as written.
@@ -96,19 +100,21 @@ def prepare(tree: str, alignment: str, output: str, command_line: str = "") -> i
 
     digests = {"tree": Digest(), "alignment": Digest()}
     edge_tree = EdgeTree.from_dendropy(read_tree(tree, digests["tree"]))
-    aligned = read_alignment(alignment, digests["alignment"])
-    builder = ProfileBuilder(edge_tree, match_tips(edge_tree.tip_names, aligned, tree).tip_rows)
+    aligned = read_alignment(alignment, digests["alignment"], alphabet)
+    builder = ProfileBuilder(edge_tree, match_tips(edge_tree.tip_names, aligned, tree).tip_rows, aligned.alphabet)
     m = builder.n_columns
     with hdf5_output(output) as handle:
         handle.attrs.update({
             "format": FORMAT_NAME, "format_version": FORMAT_VERSION, "version": __version__,
             "command_line": command_line, "n_edges": builder.n_edges, "n_columns": m,
+            "alphabet": aligned.alphabet.name,
             "checksums_sha256": json.dumps({name: d.hexdigest() for name, d in digests.items()}, sort_keys=True),
             "inputs": json.dumps({"tree": describe_input(tree), "alignment": describe_input(alignment)},
                                  sort_keys=True),
         })
         handle.create_dataset("tree/newick_numbered", data=edge_tree.numbered_newick, dtype=STRINGS)
-        table = handle.create_dataset("profiles", (builder.n_edges, m), dtype=np.uint8)  # contiguous: mappable
+        # contiguous: mappable; little-endian elements, as the hash and a memory map read them
+        table = handle.create_dataset("profiles", (builder.n_edges, m), dtype=aligned.alphabet.dtype.newbyteorder("<"))
         data_hash = hashlib.sha256()
         for first in range(0, builder.n_edges, _WRITE_EDGES):
             edges = np.arange(first, min(builder.n_edges, first + _WRITE_EDGES))
@@ -133,16 +139,18 @@ def profiles_digest(table) -> str:
     return data_hash.hexdigest()
 
 
-def open_prepared(path: str, edge_tree: EdgeTree, n_columns: int, checksums: dict[str, str]) -> PreparedProfiles:
-    """Open `path` for a run on `edge_tree` / an m = `n_columns` alignment whose files hash to
-    `checksums` (keys tree, alignment); InputError naming `path` when it belongs to other inputs."""
+def open_prepared(path: str, edge_tree: EdgeTree, n_columns: int, checksums: dict[str, str],
+                  alphabet: Alphabet = DNA) -> PreparedProfiles:
+    """Open `path` for a run on `edge_tree` / an m = `n_columns` alignment of `alphabet` whose files
+    hash to `checksums` (keys tree, alignment); InputError naming `path` when it belongs to other
+    inputs or was prepared for the other alphabet."""
     try:
         handle = h5py.File(path, "r")
     except OSError as exc:
         raise InputError(path, f"cannot open the prepared profiles (made by `papara-py prepare`): {exc}") from None
     with handle:
         try:
-            return _checked_profiles(handle, path, edge_tree, n_columns, checksums)
+            return _checked_profiles(handle, path, edge_tree, n_columns, checksums, alphabet)
         except (OSError, KeyError, ValueError, TypeError, AttributeError, RuntimeError) as exc:
             raise InputError(path, f"the prepared profiles are damaged ({type(exc).__name__}: {exc}); run "
                                    f"`papara-py prepare` again") from None
@@ -156,7 +164,7 @@ def _json_attribute(attrs, key: str) -> dict:
 
 
 def _checked_profiles(handle: h5py.File, path: str, edge_tree: EdgeTree, n_columns: int,
-                      checksums: dict[str, str]) -> PreparedProfiles:
+                      checksums: dict[str, str], alphabet: Alphabet) -> PreparedProfiles:
     """`open_prepared`'s checks; exceptions other than InputError mean a damaged file."""
     attrs = handle.attrs
     if attrs.get("format") != FORMAT_NAME or "profiles" not in handle:
@@ -172,9 +180,14 @@ def _checked_profiles(handle: h5py.File, path: str, edge_tree: EdgeTree, n_colum
             raise InputError(path, f"the profiles were prepared from a different {name} ({made_from}, sha256 "
                                    f"{str(stored.get(name))[:12]}...) than the one given (sha256 "
                                    f"{checksums[name][:12]}...); run `papara-py prepare` on these inputs")
+    stored_alphabet = attrs.get("alphabet", DNA.name)  # files from before protein support are DNA
+    if stored_alphabet != alphabet.name:
+        raise InputError(path, f"the profiles were prepared with the alphabet {stored_alphabet}, and this run reads "
+                               f"the alignment as {alphabet.name}; give the same --alphabet to `papara-py prepare` "
+                               f"and the run")
     table = handle["profiles"]
     newick = handle["tree/newick_numbered"].asstr()[()] if "tree/newick_numbered" in handle else None
-    if table.shape != (edge_tree.n_edges, n_columns) or table.dtype != np.uint8 \
+    if table.shape != (edge_tree.n_edges, n_columns) or table.dtype != alphabet.dtype \
             or newick != edge_tree.numbered_newick:
         raise InputError(path, f"the stored profiles ({table.shape[0]} edges x {table.shape[1]} columns) do not "
                                f"fit this tree and alignment ({edge_tree.n_edges} edges x {n_columns} columns); "
@@ -184,7 +197,7 @@ def _checked_profiles(handle: h5py.File, path: str, edge_tree: EdgeTree, n_colum
     data = None
     if offset is not None and table.size:
         try:
-            data = np.memmap(path, dtype=np.uint8, mode="r", offset=offset, shape=table.shape)
+            data = np.memmap(path, dtype=table.dtype, mode="r", offset=offset, shape=table.shape)
         except (OSError, ValueError):
             pass  # a filesystem that cannot map files: read them instead
     if data is None:

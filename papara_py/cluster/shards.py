@@ -65,6 +65,10 @@ class Shard:
         """True when read q (0-based, input order) belongs to this shard."""
         return q % self.count == self.index
 
+    def owned_among(self, first: int, n: int) -> np.ndarray:
+        """int64: which of the n reads first .. first + n - 1 (as 0 .. n - 1) belong to this shard."""
+        return np.arange((self.index - first) % self.count, n, self.count, dtype=np.int64)
+
     def read_indices(self, n_total: int) -> np.ndarray:
         """int64: the input-order indices of this shard's reads, ascending (its rows, in order)."""
         return np.arange(self.index, n_total, self.count, dtype=np.int64)

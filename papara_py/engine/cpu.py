@@ -1,6 +1,9 @@
 """The CPU worker kernel of DESIGN.md section 6: every read against the W edges of one block.
 
-A block is uint8 [m, W] (engine/layout.py): column i of all W edges is W contiguous bytes. The
+A block is [m, W] profile elements (engine/layout.py; uint8 for DNA, uint32 for protein): column
+i of all W edges is W contiguous elements. One source serves both alphabets: numba compiles
+`_score_reads` once per element type, and `cgap_bit_of(lanes)` is a constant of that type
+(phylo/encoding.py), so each gets its own machine code without a copy of the kernel. The
 kernel runs the DESIGN 4 recurrence for one read against all W edge profiles at once, with the
 lane (edge) loop innermost, so LLVM turns each DP step into a handful of packed instructions
 over W lanes. Everything below exists to keep that step short:
@@ -46,6 +49,10 @@ registers. The int32 path is the same on two zmm per 32 lanes (`vpaddd`, `vpmins
 emits a copy of the loop with a fourth `vpminsw` for the last row, which keeps the best score.
 The step is bound by vector ALU throughput (about 7 cycles; Zen 4 splits 512-bit operations in
 two halves): a second independent chain (two rows per step, or 64 lanes) bought 3-11%.
+With uint32 profile elements (protein) the two bit tests are `vptestnmd` over two zmm of 16
+elements each, and LLVM runs the int16 arithmetic in ymm halves to match: 42 instructions per 32
+cells, about half the cells per second of DNA (`scripts/bench_cpu.py --shape real --alphabet
+protein`: 8.5 against 17.3 GCUPS on one thread of the shared 2-core AVX-512 development machine).
 """
 
 from __future__ import annotations
@@ -61,7 +68,7 @@ from numba.extending import intrinsic
 
 from papara_py.errors import InputError
 from papara_py.pairwise.params import ScoringParams
-from papara_py.phylo.encoding import CGAP_BIT
+from papara_py.phylo.encoding import alphabet_of, cgap_bit_of
 
 INT32_MAX = 2**31 - 1
 
@@ -138,14 +145,15 @@ def score_block(
 ) -> np.ndarray:
     """DESIGN 4 score of every read against every lane's edge profile, int32 [Q, W].
 
-    `lanes` is a block (uint8 [m, W]), read q is `codes[offsets[q]:offsets[q + 1]]` (state sets,
-    0 < n < m; the caller filters the rest). Runs without the GIL, so threads can score several
+    `lanes` is a block ([m, W] profile elements: uint8 DNA, uint32 protein), read q is
+    `codes[offsets[q]:offsets[q + 1]]` (state sets of the same alphabet, 0 < n < m; the caller
+    filters the rest). Runs without the GIL, so threads can score several
     blocks at once. Reads take int16 lanes where `params.int16_safe(n)`, int32 lanes otherwise;
     `force_int32` sends every read down the int32 path (tests compare both paths on the same
     inputs). `strip` is the column-strip length, 1..MAX_STRIP.
     """
-    lanes = np.ascontiguousarray(lanes, dtype=np.uint8)
-    codes = np.ascontiguousarray(codes, dtype=np.uint8)
+    lanes = np.ascontiguousarray(lanes)
+    codes = np.ascontiguousarray(codes, dtype=alphabet_of(lanes).dtype)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     m, width = lanes.shape
     lengths = np.diff(offsets)
@@ -203,6 +211,7 @@ def _score_read(lanes, read, k, strip, carry, out, lane_token):
     t = k.dtype.type
     mismatch, insertion, inf = k[0], k[1], k[2]
     cgap, open_extend, extend = k[3], k[4], k[5]
+    cgap_bit = cgap_bit_of(lanes)
     buf = carray(_stack_array(_BUF_ROWS, lane_token, k), (_BUF_ROWS, W))
     state = carray(_stack_array(_CARRY_ROWS, lane_token, k), (_CARRY_ROWS, W))
     diag, s_left, d_left, best = state[0], state[1], state[2], state[3]
@@ -236,7 +245,7 @@ def _score_read(lanes, read, k, strip, carry, out, lane_token):
                 for w in range(W):
                     diag[w] = buf[lo - i0, w]
                     s_left[w] = inf
-                    d_left[w] = t(inf - (0 if lanes[lo, w] & CGAP_BIT else extend))
+                    d_left[w] = t(inf - (0 if lanes[lo, w] & cgap_bit else extend))
             last_row = j == n - 1
             rows = buf[lo - i0 + 1:]
             profile = lanes[lo:]
@@ -244,7 +253,7 @@ def _score_read(lanes, read, k, strip, carry, out, lane_token):
                 for w in range(W):
                     a = profile[x, w]
                     above = rows[x, w]
-                    is_cgap = a & CGAP_BIT
+                    is_cgap = a & cgap_bit
                     d = min(t(s_left[w] + (0 if is_cgap else open_extend)),
                             t(d_left[w] + (0 if is_cgap else extend)))
                     s = t(diag[w] + (cgap if is_cgap else 0))

@@ -9,7 +9,12 @@ Why the host side looks the way it does:
   cells in device memory, so a batch holds as many reads as the memory budget allows; sorting
   keeps reads of similar length (similar run time, same arithmetic width) together.
 - A batch runs with two 16-bit lanes per work-item where `ScoringParams.int16_safe` holds for
-  its longest read, with one 32-bit lane otherwise; both give identical scores.
+  its longest read, with one 32-bit lane otherwise; both give identical scores. The profile
+  element type (uint8 DNA, uint32 protein: the alphabet of the blocks' dtype) is a build option
+  of the one kernel source. A 20-bit protein state set does not fit a 16-bit lane, so for the
+  packed lanes its sets are split in two 10-bit parts (`_split_pairs`, the kernel's "SPLIT"
+  layout): protein keeps the DPX path at one more AND and OR per cell pair (at 1.86 TCUPS on
+  the 32-bit lane it ran at 46% of DNA's rate on the H100).
 - On NVIDIA sm_90+ the 16-bit lane arithmetic is inline PTX (add/min.u16x2, fused into DPX
   instructions); elsewhere portable OpenCL C. Tests hold the two against each other.
 - Waiting for the device sleeps in short steps between status queries: NVIDIA's blocking waits
@@ -31,7 +36,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.resources import files
 
 import numpy as np
@@ -39,6 +44,7 @@ import pyopencl as cl
 
 from papara_py.engine.opencl_devices import DeviceInfo
 from papara_py.pairwise.params import ScoringParams
+from papara_py.phylo.encoding import DNA, Alphabet, alphabet_of
 
 EMPTY_SCORE = np.iinfo(np.int32).max
 #: Stand-in for +infinity on the 32-bit path: finite cells must stay below it (checked per batch).
@@ -52,13 +58,21 @@ _contexts: dict[object, cl.Context] = {}
 _programs: dict[tuple, cl.Program] = {}
 
 
+#: Stripe height of split (protein) state sets in packed lanes. H100, bench_gpu.py --alphabet
+#: protein, Q=1250 E=320 m=5000: 2,574 kernel GCUPS with 32 rows, 2,888 with 24, 2,647 with 16
+#: (BENCHMARKS.md, "Protein on the GPU").
+SPLIT_ROWS = 24
+
+
 @dataclass(frozen=True)
 class Variant:
-    """Compile-time shape of band_score: lanes per work-item, arithmetic path, stripe height."""
+    """Compile-time shape of band_score: lanes per work-item, arithmetic path, stripe height,
+    and the alphabet (profile element type and state count)."""
 
     packed: bool
     ptx: bool
     rows: int
+    alphabet: Alphabet = DNA
 
     @property
     def lanes(self) -> int:
@@ -66,7 +80,20 @@ class Variant:
 
     def options(self) -> tuple[str, ...]:
         return (f"-DROWS={self.rows}", f"-DPACKED={int(self.packed)}",
-                f"-DUSE_PTX={int(self.packed and self.ptx)}")
+                f"-DUSE_PTX={int(self.packed and self.ptx)}",
+                f"-DPROF_BITS={self.alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={self.alphabet.n_states}")
+
+    def of(self, alphabet: Alphabet) -> "Variant":
+        """This variant for `alphabet`'s elements. Split state sets in packed lanes keep each
+        residue in two registers, so their stripes are at most SPLIT_ROWS rows high."""
+        split = self.packed and alphabet.dtype.itemsize > 1
+        return replace(self, alphabet=alphabet, rows=min(self.rows, SPLIT_ROWS) if split else self.rows)
+
+    @staticmethod
+    def packs(alphabet: Alphabet) -> bool:
+        """Whether two elements of `alphabet` fit one work-item's 16-bit lane pair: 8-bit ones
+        do; wider ones when each half of a split state set, with the CGAP bit, fits 16 bits."""
+        return alphabet.dtype.itemsize == 1 or alphabet.n_states - alphabet.n_states // 2 + 1 <= 16
 
 
 @dataclass
@@ -104,12 +131,27 @@ def _round_up(value: int, multiple: int) -> int:
 
 
 def _padded_profile(lanes: np.ndarray, variant: Variant) -> np.ndarray:
-    """A chunk's profiles as [m, units * lanes] bytes, zero-padded to whole work-groups."""
+    """A chunk's profiles as [m, units * lanes] elements, zero-padded to whole work-groups
+    (wide elements in packed lanes: in the split layout, `_split_pairs`)."""
     m, n_edges = lanes.shape
     units = _round_up(-(-n_edges // variant.lanes), WG_UNITS)
-    padded = np.zeros((m, units * variant.lanes), np.uint8)
+    padded = np.zeros((m, units * variant.lanes), lanes.dtype)
     padded[:, :n_edges] = lanes
+    if variant.packed and lanes.dtype.itemsize > 1:
+        return _split_pairs(padded, variant.alphabet.n_states)
     return padded
+
+
+def _split_pairs(padded: np.ndarray, n_states: int) -> np.ndarray:
+    """Wide elements of lane pairs (2u, 2u+1) as the kernel's SPLIT words, uint32 [m, units*2]:
+    per pair x = low states of both lanes (lane 2u+1 in bits 16+), y = high states and the
+    CGAP bit (bit n_states of an element) of both lanes (kernels/band_score.cl)."""
+    half = n_states // 2
+    low_mask, high_mask = (1 << half) - 1, (1 << (n_states - half + 1)) - 1
+    even, odd = padded[:, 0::2].astype(np.uint32), padded[:, 1::2].astype(np.uint32)
+    x = (even & low_mask) | ((odd & low_mask) << 16)
+    y = ((even >> half) & high_mask) | (((odd >> half) & high_mask) << 16)
+    return np.stack([x, y], axis=2).reshape(padded.shape[0], -1)
 
 
 @dataclass
@@ -204,8 +246,9 @@ class GpuScorer:
                     offsets: np.ndarray, params: ScoringParams, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Each read's k best (score, edge) over the chunk's first n_edges lanes.
 
-        blocks: uint8 [nb, m, W], consecutive blocks (edge first_edge + b*W + w at [b, :, w]).
-        codes / offsets: encoded reads, read q = codes[offsets[q]:offsets[q+1]].
+        blocks: [nb, m, W] profile elements (uint8 DNA, uint32 protein), consecutive blocks (edge
+        first_edge + b*W + w at [b, :, w]).
+        codes / offsets: encoded reads of the same alphabet, read q = codes[offsets[q]:offsets[q+1]].
         Returns int32 [Q, k] scores and global edge numbers, sorted by (score, edge), padded with
         (INT32_MAX, -1); reads that cannot be scored (empty, or not shorter than m) are all padding.
         """
@@ -215,7 +258,9 @@ class GpuScorer:
         if k < 1:
             raise ValueError(f"k must be positive, got {k}")
         started = time.perf_counter()
-        plan = self._plan(blocks, n_edges, np.asarray(codes, np.uint8), np.asarray(offsets, np.int64), params, k)
+        alphabet = alphabet_of(blocks)
+        plan = self._plan(blocks, n_edges, np.asarray(codes, alphabet.dtype), np.asarray(offsets, np.int64), params,
+                          k, alphabet)
         stats = ChunkStats()
         if plan.batches:
             inputs = self._upload_inputs(plan)  # while another chunk's kernels may run
@@ -229,7 +274,7 @@ class GpuScorer:
             self.device_seconds += stats.device_seconds
         return plan.score, plan.edge
 
-    def _plan(self, blocks, n_edges, codes, offsets, params, k) -> "_ChunkPlan":
+    def _plan(self, blocks, n_edges, codes, offsets, params, k, alphabet: Alphabet) -> "_ChunkPlan":
         """The host side of a chunk, no OpenCL call: another thread may prepare its chunk while
         this device still runs the last one (engine/scheduler.py, GPU feeders)."""
         m = blocks.shape[1]
@@ -244,9 +289,9 @@ class GpuScorer:
         sorted_lengths = lengths[order]
         starts = np.concatenate([[0], np.cumsum(sorted_lengths)[:-1]])
         gather = np.arange(int(sorted_lengths.sum())) + np.repeat(offsets[order] - starts, sorted_lengths)
-        plan.sorted_codes = np.concatenate([codes[gather], np.zeros(self.packed_variant.rows, np.uint8)])
+        plan.sorted_codes = np.concatenate([codes[gather], np.zeros(self.packed_variant.rows, codes.dtype)])
         lanes = np.moveaxis(blocks, 1, 0).reshape(m, -1)[:, :n_edges]
-        for variant, slots in self._batches(order, lengths, m, n_edges, params):
+        for variant, slots in self._batches(order, lengths, m, n_edges, params, alphabet):
             if variant.packed not in plan.profiles:
                 plan.profiles[variant.packed] = _padded_profile(lanes, variant)
             reads = order[slots]
@@ -298,17 +343,17 @@ class GpuScorer:
         cl.enqueue_copy(self.transfers, buffer, host)
         return buffer
 
-    def _batches(self, order, lengths, m, n_edges, params):
+    def _batches(self, order, lengths, m, n_edges, params, alphabet: Alphabet):
         """(variant, slots into `order`) per batch: longest reads first, each batch within memory."""
-        narrow_ok = params.int16_safe(lengths[order]) & self.narrow
+        narrow_ok = params.int16_safe(lengths[order]) & self.narrow & Variant.packs(alphabet)
         longest_wide = int(lengths[order[0]])
         if not narrow_ok.all() and params.cell_bound(longest_wide) >= INF32:
             raise ValueError(f"scores of {longest_wide}-residue reads may exceed the GPU's 32-bit range "
                              f"with these penalties; use the CPU engine")
         # narrow_ok is a suffix: reads are sorted by decreasing length
         first_narrow = int(np.argmax(narrow_ok)) if narrow_ok.any() else order.size
-        for variant, lo, hi in ((self.wide_variant, 0, first_narrow),
-                                (self.packed_variant, first_narrow, order.size)):
+        for variant, lo, hi in ((self.wide_variant.of(alphabet), 0, first_narrow),
+                                (self.packed_variant.of(alphabet), first_narrow, order.size)):
             if lo == hi:
                 continue
             units = _round_up(-(-n_edges // variant.lanes), WG_UNITS)

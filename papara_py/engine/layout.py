@@ -1,7 +1,8 @@
 """The inter-reference structure-of-arrays layout of DESIGN.md section 6.
 
-A block holds W edge profiles transposed to [m, W]: element [i, w] is the profile byte (state
-nibble + CGAP bit) of edge w at column i, so one column of a block is W contiguous lanes. A CPU
+A block holds W edge profiles transposed to [m, W]: element [i, w] is the profile element (state
+set + CGAP bit; uint8 for DNA, uint32 for protein, phylo/encoding.py) of edge w at column i, so
+one column of a block is W contiguous lanes. A CPU
 worker loads one column as one vector; on the GPU, W neighbouring work-items read W neighbouring
 bytes (coalesced).
 
@@ -18,7 +19,7 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Block:
-    """W edges in SoA layout: `lanes` is uint8 [m, W], C-contiguous."""
+    """W edges in SoA layout: `lanes` is [m, W] profile elements, C-contiguous."""
 
     index: int
     first_edge: int
@@ -35,11 +36,11 @@ class Block:
 
 
 def make_block(index: int, first_edge: int, profiles: np.ndarray, width: int) -> Block:
-    """Transpose `profiles` (uint8 [w, m], w <= width) into one block of `width` lanes."""
+    """Transpose `profiles` ([w, m] profile elements, w <= width) into one block of `width` lanes."""
     n_edges, m = profiles.shape
     if not 0 < n_edges <= width:
         raise ValueError(f"a block holds 1..{width} edges, got {n_edges}")
-    lanes = np.empty((m, width), dtype=np.uint8)
+    lanes = np.empty((m, width), dtype=profiles.dtype)
     lanes[:, :n_edges] = profiles.T
     lanes[:, n_edges:] = profiles[-1][:, None]
     return Block(index=index, first_edge=first_edge, n_edges=n_edges, lanes=lanes)

@@ -77,7 +77,7 @@ class ReadBatch:
     (score, edge) order, so ties and the K kept are those of the real edge numbers.
     """
 
-    codes: np.ndarray    # uint8 [total residues], state sets
+    codes: np.ndarray    # [total residues] state sets (the profiles' element type: uint8 DNA, uint32 protein)
     offsets: np.ndarray  # int64 [Q + 1]
     edges: np.ndarray | None = None  # int32, ascending; None: every edge
 
@@ -183,7 +183,7 @@ class _Batch:
 class Engine:
     """One scoring run over a sequence of read batches (see the module docstring).
 
-    `build_profiles(edge_ids)` returns uint8 [len, n_columns] profiles
+    `build_profiles(edge_ids)` returns [len, n_columns] profiles (uint8 DNA, uint32 protein)
     (profiles.ProfileBuilder.profiles). `use_cpu` False means GPU only, with CPU workers
     started only if every GPU fails. `on_progress(blocks, cells)` is called as blocks finish.
     After `run` is exhausted, `consumers`, `build_seconds` and `scoring_seconds` (start to the

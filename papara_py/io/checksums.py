@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import sys
 import zlib
@@ -100,3 +101,22 @@ def string_crc32(values) -> np.ndarray:
         return np.uint32(zlib.crc32(values.encode("utf-8") if isinstance(values, str) else values))
     return np.fromiter((zlib.crc32(v.encode("utf-8") if isinstance(v, str) else v) for v in values),
                        dtype=np.uint32, count=len(values))
+
+
+def attributes_crc32(attrs) -> int:
+    """CRC-32 of an HDF5 attribute set (an h5py AttributeManager) in a canonical form: every
+    (name, value) in name order, values as plain Python (bytes decoded, numpy scalars unwrapped).
+
+    The run record lives in attributes, which no HDF5 filter covers; a damaged record would
+    otherwise hand exports and the report wrong parameters that still look valid.
+    """
+    def plain(value):
+        if isinstance(value, bytes):
+            return value.decode("utf-8", "replace")
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, np.ndarray):
+            return value.tolist()
+        return value
+    items = [[name, plain(attrs[name])] for name in sorted(attrs.keys())]
+    return zlib.crc32(json.dumps(items, sort_keys=True, default=str).encode("utf-8"))

@@ -6,6 +6,9 @@ gaps in every other row, and each read's inserted residues fill them from the le
 epa: the aligned reads only, in reference columns (insertions removed), as EPA-ng expects queries.
 jplace: each aligned read's candidate edges as a jplace v3 placement document (`papara_py.io.jplace`).
 
+Alphabets: rows are written as stored, in the letters of the run's alphabet (`RunFile.alphabet`,
+DNA or protein), which also decides what a row may hold; protein reads are always "+".
+
 Orientation: every export shows each read as it was aligned, i.e. reverse-complemented where
 /reads/strand is "-". /reads/aligned, /reads/start and /reads/cigar already describe that oriented
 read; /reads/sequence holds the read as given in the input, so its inserted residues are taken
@@ -36,7 +39,7 @@ from papara_py.io.jplace import write_jplace
 from papara_py.io.outputs import atomic_path, check_output, is_direct, output_stream
 from papara_py.io.reads import STATUS_ALIGNED
 from papara_py.io.run_file import RunFile
-from papara_py.phylo.encoding import READ_CODE, REF_CODE, reverse_complement
+from papara_py.phylo.encoding import reverse_complement
 
 GAP = ord("-")
 _WHITESPACE = re.compile(r"\s+")
@@ -200,20 +203,24 @@ def _check_path(run: RunFile, q: int, start: int, cigar: str, m: int) -> None:
 
 
 def _check_row(run: RunFile, row: np.ndarray, what: str) -> np.ndarray:
-    """`row` if every byte is a residue or gap an alignment may hold, else the run is damaged."""
-    if not REF_CODE[row].all():
-        bad = int(row[np.flatnonzero(REF_CODE[row] == 0)[0]])
-        raise run.damaged(f"{what} holds the byte 0x{bad:02x}, which is no residue or gap")
+    """`row` if every byte is a residue or gap an alignment of the run's alphabet may hold, else
+    the run is damaged."""
+    ref_code = run.alphabet.ref_code
+    if not ref_code[row].all():
+        bad = int(row[np.flatnonzero(ref_code[row] == 0)[0]])
+        raise run.damaged(f"{what} holds the byte 0x{bad:02x}, which is no {run.alphabet.name} residue or gap")
     return row
 
 
 def _checked_residues(run: RunFile, q: int, sequence: str, strand: str, cigar: str) -> np.ndarray:
     """Read q as aligned (`oriented_sequence`), checked against its strand and CIGAR."""
-    if strand not in ("+", "-") or not isinstance(sequence, str) or not sequence.isascii():
-        raise run.damaged(f"read {q} has the strand {strand!r} and a sequence that is not ASCII text")
+    strands = ("+", "-") if run.alphabet.stranded else ("+",)
+    if strand not in strands or not isinstance(sequence, str) or not sequence.isascii():
+        raise run.damaged(f"read {q} has the strand {strand!r} ({run.alphabet.name} reads: {' or '.join(strands)}) "
+                          f"or a sequence that is not ASCII text")
     residues = oriented_sequence(sequence, strand)
-    if not READ_CODE[residues].all():
-        raise run.damaged(f"read {q}'s sequence holds characters that are no residues")
+    if not run.alphabet.read_code[residues].all():
+        raise run.damaged(f"read {q}'s sequence holds characters that are no {run.alphabet.name} residues")
     if sum(length for length, op in parse_cigar(cigar) if op != "D") != len(residues):
         raise run.damaged(f"read {q}'s CIGAR does not hold its {len(residues)} residues")
     return residues

@@ -23,7 +23,7 @@ import threading
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, islice
 
 import dendropy
 import numpy as np
@@ -32,7 +32,15 @@ from dendropy.utility.error import DataParseError
 
 from papara_py.errors import InputError
 from papara_py.io.checksums import Digest, drain, open_input
-from papara_py.phylo.encoding import IS_GAP, READ_CODE, REF_CODE
+from papara_py.io.reads import ReadChunk
+from papara_py.phylo.encoding import (
+    DNA,
+    IS_GAP,
+    NUCLEOTIDE_SHARE,
+    Alphabet,
+    alphabet_named,
+    detect_alphabet,
+)
 
 PathLike = str | os.PathLike
 
@@ -49,11 +57,13 @@ _WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")
 
 @dataclass(frozen=True, eq=False)
 class Alignment:
-    """A reference alignment: `rows` is uint8 [N, m], the ASCII characters as given, upper-cased."""
+    """A reference alignment: `rows` is uint8 [N, m], the ASCII characters as given, upper-cased,
+    all of `alphabet` (given, or detected from the rows: DESIGN 2)."""
 
     names: list[str]
     rows: np.ndarray
     path: str
+    alphabet: Alphabet = DNA
 
 
 @dataclass(frozen=True)
@@ -253,12 +263,13 @@ class _Row:
         return positions[column]
 
 
-def read_alignment(path: PathLike, digest: Digest | None = None) -> Alignment:
+def read_alignment(path: PathLike, digest: Digest | None = None, alphabet: str = "auto") -> Alignment:
     """Read a FASTA or PHYLIP (strict, relaxed, interleaved) alignment and validate it.
 
-    FASTA when the first non-blank line starts with '>', PHYLIP otherwise. Characters must be
-    nucleotides, IUPAC codes or the gap characters '-.?' (DESIGN.md section 2). The file is read
-    once; its bytes go into `digest`.
+    FASTA when the first non-blank line starts with '>', PHYLIP otherwise. `alphabet` is
+    --alphabet: dna, protein, or auto (detected from the rows, DESIGN.md section 2); characters
+    must be the alphabet's letters or the gap characters '-.?'. The file is read once; its bytes
+    go into `digest`.
     """
     source = str(path)
     lines = _read_bytes(source, digest).removeprefix(_UTF8_BOM).splitlines()
@@ -274,7 +285,7 @@ def read_alignment(path: PathLike, digest: Digest | None = None) -> Alignment:
         n_rows, expected_length = _phylip_header(header, header_line, source)
         rows = _phylip_rows(lines, header_line, n_rows, expected_length, source)
         described = f"the PHYLIP header (line {header_line}) gives"
-    return _build_alignment(rows, expected_length, described, source)
+    return _build_alignment(rows, expected_length, described, source, alphabet)
 
 
 def _fasta_rows(numbered: list[tuple[int, bytes]], source: str) -> list[_Row]:
@@ -427,8 +438,9 @@ def _name_rows(named: list[tuple[int, bytes]], strict: bool) -> list[_Row]:
     return rows
 
 
-def _build_alignment(rows: list[_Row], length: int, described: str, source: str) -> Alignment:
-    """Check names, lengths and characters of assembled rows; encode them as uint8 ASCII."""
+def _build_alignment(rows: list[_Row], length: int, described: str, source: str, alphabet: str) -> Alignment:
+    """Check names, lengths and characters of assembled rows (in the alphabet named, or the one
+    detected for "auto"); encode them as uint8 ASCII."""
     names: list[str] = []
     first_line: dict[str, int] = {}
     for row in rows:
@@ -453,44 +465,121 @@ def _build_alignment(rows: list[_Row], length: int, described: str, source: str)
                 f"line {row.line}",
             )
     ascii_rows = np.frombuffer(b"".join(sequences), dtype=np.uint8).reshape(len(rows), length)
-    bad = np.argwhere(REF_CODE[ascii_rows] == 0)
+    chosen = detect_alphabet(ascii_rows) if alphabet == "auto" else alphabet_named(alphabet)
+    bad = np.argwhere(chosen.ref_code[ascii_rows] == 0)
     if bad.size:
         index, column = (int(v) for v in bad[0])
         line, line_column = rows[index].locate(column)
         raise InputError(
             source,
             f"invalid character {_show_byte(int(ascii_rows[index, column]))} in row "
-            f"'{names[index]}' at alignment column {column + 1} (column {line_column} of the line)",
+            f"'{names[index]}' at alignment column {column + 1} (column {line_column} of the line); "
+            f"the alignment is read as {chosen.name}: {chosen.describe()} or gaps -.?{_how_chosen(alphabet)}",
             f"line {line}",
         )
-    return Alignment(names=names, rows=_UPPER[ascii_rows], path=source)
+    return Alignment(names=names, rows=_UPPER[ascii_rows], path=source, alphabet=chosen)
+
+
+def _how_chosen(alphabet: str) -> str:
+    """Why the alignment has its alphabet, for messages: given, or how `auto` decided."""
+    if alphabet != "auto":
+        return f" (--alphabet {alphabet})"
+    return (f" (--alphabet auto: DNA when at least {NUCLEOTIDE_SHARE:.0%} of the residues are A, C, G, T, U "
+            f"or N, else protein; give --alphabet to choose)")
 
 
 # ---------------------------------------------------------------------------------------------
 # Reads
 
 
-def iter_reads(path: PathLike, digest: Digest | None = None) -> Iterator[RawRead]:
+#: Decompressed bytes of read data taken at a time (the bulk path parses a block at once).
+READ_BLOCK_BYTES = 8 << 20
+#: Reads per chunk that the line-by-line path hands on.
+_LINE_PATH_CHUNK = 1 << 16
+#: Characters a name may not hold (besides whitespace, which ends a name): HDF5 strings end at
+#: NUL, and exports would break rows at the others.
+_NAME_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f]")
+
+
+class _NotBulk(Exception):
+    """A block the bulk parser does not take: the line-by-line parser reads on from there."""
+
+
+def iter_reads(path: PathLike, digest: Digest | None = None, alphabet: Alphabet = DNA) -> Iterator[RawRead]:
+    """The reads of `iter_read_chunks`, one at a time."""
+    for chunk in iter_read_chunks(path, digest, alphabet):
+        offsets = np.zeros(len(chunk.names) + 1, np.int64)
+        np.cumsum(chunk.lengths, out=offsets[1:])
+        for q, name in enumerate(chunk.names):
+            yield RawRead(name, chunk.residues[offsets[q]:offsets[q + 1]], int(chunk.lines[q]))
+
+
+def iter_read_chunks(path: PathLike, digest: Digest | None = None, alphabet: Alphabet = DNA) -> Iterator[ReadChunk]:
     """Stream reads from FASTA or FASTQ, plain or gzip (told apart by content, not by name).
 
-    Residues are validated as they are read (no gaps, DESIGN.md section 2); read names must be
-    unique. An empty read is yielded with sequence b"" for the pipeline to report. `path` may be
-    `-` (standard input), a pipe or a FIFO: it is read once, its bytes (as stored, compressed or
-    not) going into `digest`, which is complete when the iteration ends.
+    Residues are validated as they are read (letters of `alphabet`, the reference alignment's;
+    no gaps, DESIGN.md section 2); read names must be unique. An empty read has length 0, for
+    the pipeline to report. `path` may be `-` (standard input), a pipe or a FIFO: it is read
+    once, its bytes (as stored, compressed or not) going into `digest`, which is complete when
+    the iteration ends.
+
+    Two parsers, one result. Well-formed data (FASTA with one sequence line per read, four-line
+    FASTQ, no blank lines, every name and residue valid) is parsed a block of READ_BLOCK_BYTES at
+    a time with bytes and numpy operations (BENCHMARKS.md, "Reading reads": about 5x the line
+    parser). From the first block that is anything else, the line-by-line parser reads on to the
+    end, so whatever is wrong is reported by it, with its file, line, read and position.
     """
     source = str(path)
-    lines = _numbered_lines(source, digest)
-    for number, line in lines:
-        if line.strip():
-            break
-    else:
-        raise InputError(source, "the file is empty; expected FASTA or FASTQ reads")
-    records = chain([(number, line)], lines)
     names: dict[str, int] = {}
-    if line.startswith(b">"):
-        yield from _fasta_reads(records, names, source)
-    elif line.startswith(b"@"):
-        yield from _fastq_reads(records, names, source)
+    blocks = _line_blocks(source, digest)
+    pending: list[bytes] = []
+    number = 1  # the line number of pending[0]
+    parse = None
+    for lines in blocks:
+        pending = pending + lines if pending else lines
+        if parse is None:  # the format, from the first line; anything unusual: the line parser
+            parse = _BULK_PARSERS.get(pending[0][:1])
+            if parse is None:
+                break
+        try:
+            chunk, used = parse(pending, number, names, alphabet, final=False)
+        except _NotBulk:
+            break
+        if chunk is not None:
+            yield chunk
+        number += used
+        pending = pending[used:]
+    else:
+        if not pending:
+            if number == 1:
+                raise InputError(source, "the file is empty; expected FASTA or FASTQ reads")
+            return
+        try:
+            chunk, used = parse(pending, number, names, alphabet, final=True) if parse else (None, 0)
+        except _NotBulk:
+            used = 0
+        if used == len(pending):
+            yield chunk
+            return
+    continuation = chain(enumerate(pending, number), _numbered_rest(blocks, number + len(pending)))
+    yield from _line_path(continuation, names, source, alphabet, parse)
+
+
+def _line_path(records: Iterator[tuple[int, bytes]], names: dict[str, int], source: str,
+               alphabet: Alphabet, bulk=None) -> Iterator[ReadChunk]:
+    """The line-by-line parser over numbered lines, its reads handed on in chunks; `bulk`, the
+    bulk parser that stopped, says the format (else the first non-blank line does)."""
+    if bulk is None:
+        for number, line in records:
+            if line.strip():
+                break
+        else:
+            raise InputError(source, "the file is empty; expected FASTA or FASTQ reads")
+        records = chain([(number, line)], records)
+    if bulk is _fasta_block or bulk is None and line.startswith(b">"):
+        reads = _fasta_reads(records, names, source, alphabet)
+    elif bulk is _fastq_block or line.startswith(b"@"):
+        reads = _fastq_reads(records, names, source, alphabet)
     else:
         raise InputError(
             source,
@@ -498,26 +587,125 @@ def iter_reads(path: PathLike, digest: Digest | None = None) -> Iterator[RawRead
             "with '>', FASTQ records with '@')",
             f"line {number}",
         )
+    while True:
+        part = list(islice(reads, _LINE_PATH_CHUNK))
+        if not part:
+            return
+        yield ReadChunk([r.name for r in part], b"".join(r.sequence for r in part),
+                        np.fromiter((len(r.sequence) for r in part), np.int64, len(part)),
+                        np.fromiter((r.line for r in part), np.int64, len(part)))
 
 
-def _numbered_lines(source: str, digest: Digest | None = None) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, line without CR/LF or a leading BOM) of a plain or gzipped file,
-    read once into `digest` (to its very end, bytes after a gzip stream included)."""
-    number = 0
+def _bulk_names(headers: list[bytes], first_line: int, step: int, names: dict[str, int]) -> tuple[list[str], np.ndarray]:
+    """The names of a block's headers (first word after '>' or '@'), if every one is non-empty,
+    UTF-8, free of control characters and new; else _NotBulk (the line parser says which)."""
+    try:
+        words = [header[1:].split(None, 1)[0] for header in headers]
+        text = b"\n".join(words).decode("utf-8")
+    except (IndexError, UnicodeDecodeError):
+        raise _NotBulk from None
+    if _NAME_CONTROL.search(text):
+        raise _NotBulk
+    found = text.split("\n")
+    if len(set(found)) != len(found) or not names.keys().isdisjoint(found):
+        raise _NotBulk
+    return found, first_line + step * np.arange(len(found), dtype=np.int64)
+
+
+def _bulk_residues(sequences: list[bytes], alphabet: Alphabet) -> tuple[bytes, np.ndarray]:
+    """Joined, upper-cased residues and lengths, if every byte is a residue of `alphabet`
+    (whitespace, gaps and other letters go to the line parser for its message)."""
+    joined = b"".join(sequences)
+    if not alphabet.read_code[np.frombuffer(joined, np.uint8)].all():
+        raise _NotBulk
+    return joined.upper(), np.fromiter(map(len, sequences), np.int64, len(sequences))
+
+
+def _fasta_block(lines: list[bytes], number: int, names: dict[str, int], alphabet: Alphabet,
+                 final: bool) -> tuple[ReadChunk | None, int]:
+    """FASTA of two lines a read. All but the last read unless `final` (the next block may
+    continue its sequence); returns (chunk or None, lines used)."""
+    n = len(lines) if final else len(lines) - 2 - len(lines) % 2
+    if n <= 0:
+        return None, 0
+    if n % 2:  # the last header has no sequence line: an empty read, for the line parser
+        raise _NotBulk
+    headers, sequences = lines[0:n:2], lines[1:n:2]
+    if any(h[:1] != b">" for h in headers) or any(s[:1] == b">" or not s for s in sequences):
+        raise _NotBulk
+    if n < len(lines) and lines[n][:1] != b">":  # the last read's sequence goes on
+        raise _NotBulk
+    found, header_lines = _bulk_names(headers, number, 2, names)
+    residues, lengths = _bulk_residues(sequences, alphabet)
+    names.update(zip(found, header_lines.tolist()))
+    return ReadChunk(found, residues, lengths, header_lines), n
+
+
+def _fastq_block(lines: list[bytes], number: int, names: dict[str, int], alphabet: Alphabet,
+                 final: bool) -> tuple[ReadChunk | None, int]:
+    """FASTQ of four lines a read, qualities without whitespace; whole records only."""
+    n = len(lines) - len(lines) % 4
+    if final and n != len(lines):
+        raise _NotBulk
+    if n == 0:
+        return None, 0
+    headers, sequences, separators, qualities = (lines[k:n:4] for k in range(4))
+    if any(h[:1] != b"@" for h in headers) or any(p[:1] != b"+" for p in separators):
+        raise _NotBulk
+    if list(map(len, qualities)) != list(map(len, sequences)):
+        raise _NotBulk
+    joined = b"".join(qualities)
+    if joined and np.frombuffer(joined, np.uint8).min() <= 32:  # whitespace: the line parser strips it
+        raise _NotBulk
+    found, header_lines = _bulk_names(headers, number, 4, names)
+    residues, lengths = _bulk_residues(sequences, alphabet)
+    names.update(zip(found, header_lines.tolist()))
+    return ReadChunk(found, residues, lengths, header_lines), n
+
+
+_BULK_PARSERS = {b">": _fasta_block, b"@": _fastq_block}
+
+
+def _line_blocks(source: str, digest: Digest | None = None) -> Iterator[list[bytes]]:
+    """Lines (without CR/LF, the first without a BOM) of a plain or gzipped file, READ_BLOCK_BYTES
+    at a time, read once into `digest` (to its very end, bytes after a gzip stream included)."""
+    count = 0
     try:
         with open_input(source, digest) as raw:
             stream = gzip.GzipFile(fileobj=raw) if raw.peek(2)[:2] == _GZIP_MAGIC else raw
-            for number, line in enumerate(stream, 1):
-                if number == 1:
-                    line = line.removeprefix(_UTF8_BOM)
-                yield number, line.rstrip(b"\r\n")
+            tail = b""
+            first = True
+            while True:
+                data = stream.read(READ_BLOCK_BYTES)
+                if not data:
+                    break
+                data = tail + data
+                lines = data.split(b"\n")
+                tail = lines.pop()
+                if first and lines:
+                    lines[0] = lines[0].removeprefix(_UTF8_BOM)
+                    first = False
+                if b"\r" in data:
+                    lines = [line.rstrip(b"\r") for line in lines]
+                count += len(lines)
+                if lines:
+                    yield lines
+            if tail:
+                yield [(tail.removeprefix(_UTF8_BOM) if first else tail).rstrip(b"\r")]
             drain(raw)
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise InputError(
-            source, f"the gzip data is corrupt or truncated ({exc})", f"after line {number}"
+            source, f"the gzip data is corrupt or truncated ({exc})", f"after line {count}"
         ) from None
     except OSError as exc:
         raise InputError(source, f"cannot read the file: {exc.strerror or exc}") from None
+
+
+def _numbered_rest(blocks: Iterator[list[bytes]], number: int) -> Iterator[tuple[int, bytes]]:
+    """The lines of the remaining blocks, numbered from `number`."""
+    for lines in blocks:
+        yield from enumerate(lines, number)
+        number += len(lines)
 
 
 def _read_name(header: bytes, number: int, names: dict[str, int], source: str) -> str:
@@ -535,13 +723,15 @@ def _read_name(header: bytes, number: int, names: dict[str, int], source: str) -
     return name
 
 
-def _check_residues(residues: bytes, name: str, number: int, before: int, source: str) -> None:
-    """Reject any byte that is not a nucleotide/IUPAC code; `before` residues precede these."""
+def _check_residues(residues: bytes, name: str, number: int, before: int, source: str,
+                    alphabet: Alphabet) -> None:
+    """Reject any byte that is not a residue of `alphabet`; `before` residues precede these."""
     codes = np.frombuffer(residues, dtype=np.uint8)
-    bad = np.flatnonzero(READ_CODE[codes] == 0)
+    bad = np.flatnonzero(alphabet.read_code[codes] == 0)
     if bad.size:
         byte = int(codes[bad[0]])
-        why = " (gaps are not allowed in reads)" if IS_GAP[byte] else ""
+        why = " (gaps are not allowed in reads)" if IS_GAP[byte] else \
+            f"; reads must be {alphabet.name} like the reference alignment: {alphabet.describe()}"
         raise InputError(
             source,
             f"invalid character {_show_byte(byte)} in read '{name}' at position "
@@ -551,7 +741,7 @@ def _check_residues(residues: bytes, name: str, number: int, before: int, source
 
 
 def _fasta_reads(
-    records: Iterator[tuple[int, bytes]], names: dict[str, int], source: str
+    records: Iterator[tuple[int, bytes]], names: dict[str, int], source: str, alphabet: Alphabet
 ) -> Iterator[RawRead]:
     """FASTA records, sequences possibly over several lines; the first line is a header."""
     name, header_line, pieces, length = "", 0, [], 0
@@ -563,14 +753,14 @@ def _fasta_reads(
             header_line, pieces, length = number, [], 0
             continue
         residues = _strip_whitespace(line)
-        _check_residues(residues, name, number, length, source)
+        _check_residues(residues, name, number, length, source, alphabet)
         pieces.append(residues)
         length += len(residues)
     yield RawRead(name, b"".join(pieces).upper(), header_line)
 
 
 def _fastq_reads(
-    records: Iterator[tuple[int, bytes]], names: dict[str, int], source: str
+    records: Iterator[tuple[int, bytes]], names: dict[str, int], source: str, alphabet: Alphabet
 ) -> Iterator[RawRead]:
     """Four-line FASTQ records: '@name', sequence, '+', quality of the sequence's length."""
     for number, line in records:
@@ -587,7 +777,7 @@ def _fastq_reads(
         separator_number, separator = _record_line(records, "'+' separator", name, number, source)
         quality_number, quality = _record_line(records, "quality", name, number, source)
         residues = _strip_whitespace(sequence)
-        _check_residues(residues, name, sequence_number, 0, source)
+        _check_residues(residues, name, sequence_number, 0, source, alphabet)
         if not separator.startswith(b"+"):
             raise InputError(
                 source,

@@ -2,7 +2,8 @@
 
 Python objects per read would cost ~100 bytes of overhead each; millions of reads are stored as
 names, one concatenated uint8 array of upper-cased residues (as given, so exports show what the
-user supplied) and int64 offsets. Encoded state sets are derived on demand.
+user supplied) and int64 offsets. Encoded state sets (of the reads' alphabet: the reference
+alignment's) are derived on demand.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Iterable
 
 import numpy as np
 
-from papara_py.phylo.encoding import READ_CODE, reverse_complement
+from papara_py.phylo.encoding import DNA, Alphabet, reverse_complement
 
 STATUS_ALIGNED = "aligned"
 STATUS_EMPTY = "empty"
@@ -24,15 +25,35 @@ STATUSES = (STATUS_ALIGNED, STATUS_EMPTY, STATUS_TOO_LONG)
 
 
 @dataclass
+class ReadChunk:
+    """Consecutive reads as parsed, in bulk (io/inputs.iter_read_chunks): names, upper-cased
+    residues (all reads' joined), each read's length (int64) and 1-based header line (int64)."""
+
+    names: list[str]
+    residues: bytes
+    lengths: np.ndarray
+    lines: np.ndarray
+
+    def take(self, keep: np.ndarray) -> "ReadChunk":
+        """The reads at the sorted indices `keep`."""
+        offsets = np.zeros(len(self.names) + 1, np.int64)
+        np.cumsum(self.lengths, out=offsets[1:])
+        residues = b"".join(self.residues[offsets[q]:offsets[q + 1]] for q in keep.tolist())
+        return ReadChunk([self.names[q] for q in keep.tolist()], residues, self.lengths[keep], self.lines[keep])
+
+
+@dataclass
 class ReadSet:
-    """Reads in input order: `residues[offsets[q]:offsets[q+1]]` is read q (upper-case ASCII)."""
+    """Reads in input order: `residues[offsets[q]:offsets[q+1]]` is read q (upper-case ASCII) in
+    `alphabet`'s letters."""
 
     names: list[str]
     residues: np.ndarray
     offsets: np.ndarray
+    alphabet: Alphabet = DNA
 
     @classmethod
-    def from_sequences(cls, records: Iterable[tuple[str, bytes]]) -> "ReadSet":
+    def from_sequences(cls, records: Iterable[tuple[str, bytes]], alphabet: Alphabet = DNA) -> "ReadSet":
         """Collect (name, sequence) pairs; sequences are upper-cased.
 
         The arrays wrap the buffers they were collected in: a copy at the end would double the
@@ -45,7 +66,21 @@ class ReadSet:
             names.append(name)
             residues += sequence.upper()
             offsets.append(len(residues))
-        return cls(names, np.frombuffer(residues, dtype=np.uint8), np.frombuffer(offsets, dtype=np.int64))
+        return cls(names, np.frombuffer(residues, dtype=np.uint8), np.frombuffer(offsets, dtype=np.int64), alphabet)
+
+    @classmethod
+    def from_chunks(cls, chunks: Iterable[ReadChunk], alphabet: Alphabet = DNA) -> "ReadSet":
+        """Collect parsed chunks (residues already upper-case), a chunk at a time: no Python
+        object per read but its name (1M reads: BENCHMARKS.md, "Reading reads")."""
+        names: list[str] = []
+        residues = bytearray()
+        offsets = array("q", [0])
+        for chunk in chunks:
+            names += chunk.names
+            ends = np.cumsum(chunk.lengths, dtype=np.int64) + len(residues)
+            residues += chunk.residues
+            offsets.frombytes(ends.tobytes())
+        return cls(names, np.frombuffer(residues, dtype=np.uint8), np.frombuffer(offsets, dtype=np.int64), alphabet)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -70,10 +105,11 @@ class ReadSet:
     def select(self, indices: np.ndarray, reverse: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Encoded residues and offsets of a subset of reads, reverse-complemented where flagged.
 
-        Returns (codes uint8 [total], offsets int64 [len(indices) + 1]) for the kernels.
+        Returns (codes [total] of the alphabet's element type, offsets int64 [len(indices) + 1])
+        for the kernels.
         """
         residues, offsets = self.select_residues(indices, reverse)
-        return READ_CODE[residues], offsets
+        return self.alphabet.read_code[residues], offsets
 
     def select_residues(self, indices: np.ndarray,
                         reverse: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -92,6 +128,9 @@ class ReadSet:
         return residues, offsets
 
     def oriented(self, q: int, reverse: bool) -> np.ndarray:
-        """Read q's residues (uint8 ASCII), reverse-complemented when `reverse`."""
+        """Read q's residues (uint8 ASCII), reverse-complemented when `reverse` (a stranded
+        alphabet only: pairwise/strand.py never asks it of protein reads)."""
         residues = self.residues[self.offsets[q]:self.offsets[q + 1]]
+        if reverse and not self.alphabet.stranded:
+            raise ValueError(f"{self.alphabet.name} reads have no reverse complement")
         return reverse_complement(residues) if reverse else residues

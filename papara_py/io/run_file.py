@@ -25,8 +25,9 @@ import numpy as np
 
 from papara_py import __version__
 from papara_py.errors import InputError
-from papara_py.io.checksums import string_crc32
+from papara_py.io.checksums import attributes_crc32, string_crc32
 from papara_py.io.run_writer import CHECKSUMS, FORMAT_NAME, FORMAT_VERSION
+from papara_py.phylo.encoding import ALPHABETS, DNA, Alphabet
 
 #: Most attributes a group of a run file may have (papara-py writes a few dozen).
 MAX_ATTRIBUTES = 1024
@@ -167,6 +168,19 @@ class RunFile:
             raise self.damaged("/reads/candidates/score and /reads/candidates/edge differ in width")
         run = handle.get("run")
         self.record = self._attributes(run, "its run record") if isinstance(run, h5py.Group) else {}
+        if self._checksummed:
+            self._check_record(run)
+
+    def _check_record(self, run: h5py.Group | None) -> None:
+        """The run record against its CRC-32 (/checksums attribute `run`)."""
+        try:
+            expected = self._handle[CHECKSUMS].attrs.get("run")
+            found = attributes_crc32(run.attrs) if isinstance(run, h5py.Group) else None
+        except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
+            raise self.damaged(f"the run record's checksum cannot be read ({error})") from None
+        if expected is None or found != int(expected):
+            raise self.damaged("the run record (/run attributes) does not match its checksum: "
+                               "it was changed after papara-py wrote it")
 
     def _attributes(self, obj: h5py.HLObject, what: str) -> dict:
         """The attributes of `obj`, decoded; a damaged count (a flipped byte made one file claim
@@ -221,6 +235,16 @@ class RunFile:
                 raise self.damaged(f"/{name} does not match its checksum{where}: its data were changed "
                                    "after papara-py wrote them")
         return found if isinstance(found, str) else np.asarray(found, dtype=object)
+
+    @property
+    def alphabet(self) -> Alphabet:
+        """The run's alphabet (/run attr `alphabet`; a run file from before protein support has
+        none and is DNA)."""
+        name = self.record.get("alphabet", DNA.name)
+        if name not in ALPHABETS:
+            raise self.damaged(f"its run record names the alphabet {str(name)[:40]!r}, which is neither "
+                               f"{' nor '.join(ALPHABETS)}")
+        return ALPHABETS[name]
 
     @property
     def newick_numbered(self) -> str:

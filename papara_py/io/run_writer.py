@@ -8,8 +8,9 @@ with the read count.
 
 Damaged values are detectable (format version 2): every numeric dataset carries HDF5's fletcher32
 checksum per chunk, which HDF5 verifies on every read, and every string dataset has a twin under
-/checksums (same path, uint32, one CRC-32 per string, itself fletcher32-checked) that
-io/run_file.RunFile compares with what it reads. A flipped bit in a score, a name or a CIGAR is
+/checksums (same path, uint32, one CRC-32 per string, itself fletcher32-checked), and the run
+record's attributes have one CRC-32 (/checksums attribute `run`); io/run_file.RunFile compares
+them with what it reads. A flipped bit in a score, a name or a CIGAR is
 then refused as damage instead of being exported as a valid result.
 """
 
@@ -24,7 +25,7 @@ import h5py
 import numpy as np
 
 from papara_py import __version__
-from papara_py.io.checksums import string_crc32
+from papara_py.io.checksums import attributes_crc32, string_crc32
 from papara_py.io.outputs import atomic_path, check_writes, hdf5_output
 
 __all__ = ["RunWriter", "run_writer", "atomic_path", "FORMAT_NAME", "FORMAT_VERSION", "STRINGS", "CHECKSUMS"]
@@ -128,3 +129,4 @@ class RunWriter:
         for key, value in record.items():
             run.attrs[key] = value if isinstance(value, (int, float, str, np.integer, np.floating)) \
                 else json.dumps(value, sort_keys=True)
+        self.file.require_group(CHECKSUMS).attrs["run"] = np.uint32(attributes_crc32(run.attrs))

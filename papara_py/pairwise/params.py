@@ -20,12 +20,17 @@ INT32_LIMIT = 1 << 30
 
 #: Named penalty sets (mismatch, cgap, gap_open, gap_extend, insertion); `--preset NAME`.
 #: paper: the 2012 paper's values. robust: chosen by the leave-taxa-out study in docs/ACCURACY.md
-#: (maximises the worst of seven data sets; at least as accurate as paper on every one).
+#: (maximises the worst of seven data sets; at least as accurate as paper on every one); the
+#: default for DNA. protein: the default for amino-acid data (phylo/encoding.py PROTEIN), provisional
+#: until a protein accuracy study: PaPaRa 2.5's -a defaults translated into Eq. 1's terms
+#: (docs/ACCURACY.md, "Protein defaults").
 PRESETS: dict[str, tuple[int, int, int, int, int]] = {
     "robust": (3, 6, 2, 2, 7),
     "paper": (3, 3, 3, 1, 3),
+    "protein": (2, 3, 2, 1, 5),
 }
 DEFAULT_PRESET = "robust"
+PENALTY_NAMES = ("mismatch", "cgap", "gap_open", "gap_extend", "insertion")
 
 
 @dataclass(frozen=True)
@@ -94,3 +99,17 @@ class ScoringParams:
         Finite values stay below the stand-in infinity, and infinity plus one step cannot wrap.
         """
         return self.cell_bound(read_length) < self.int16_infinity()
+
+
+@dataclass(frozen=True)
+class PenaltyChoice:
+    """The penalties as asked for: `--preset` (None: the alphabet's default, which is known only
+    once the alignment is read) and the single penalties given, each replacing the preset's."""
+
+    preset: str | None = None
+    given: tuple[tuple[str, int], ...] = ()
+
+    def resolve(self, default_preset: str = DEFAULT_PRESET) -> ScoringParams:
+        """The penalties, with `default_preset` (the alphabet's) where no --preset was given."""
+        base = ScoringParams.preset(self.preset or default_preset)
+        return ScoringParams(**(asdict(base) | dict(self.given)))

@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from papara_py.pairwise.params import ScoringParams
-from papara_py.phylo.encoding import CGAP_BIT, STATE_MASK
+from papara_py.phylo.encoding import cgap_bit_of, state_mask_of
 
 #: Stand-in for +infinity in int64: far above any score, far below wrap-around.
 INF64 = np.int64(1) << 40
@@ -25,13 +25,15 @@ INF64 = np.int64(1) << 40
 
 @njit(cache=True, nogil=True)
 def column_penalties(profile: np.ndarray, p: np.ndarray):
-    """Per-column (CG_i, OE_i, E_i) of Equation 1 from the CGAP bit of each profile element."""
+    """Per-column (CG_i, OE_i, E_i) of Equation 1 from the CGAP bit of each profile element
+    (where that bit lies follows from the element type: uint8 DNA, uint32 protein)."""
     m = profile.shape[0]
+    cgap_bit = cgap_bit_of(profile)
     cg = np.empty(m, np.int64)
     oe = np.empty(m, np.int64)
     ex = np.empty(m, np.int64)
     for i in range(m):
-        if profile[i] & CGAP_BIT:
+        if profile[i] & cgap_bit:
             cg[i] = p[1]
             oe[i] = 0
             ex[i] = 0
@@ -49,20 +51,31 @@ def fill_band(read: np.ndarray, profile: np.ndarray, p: np.ndarray):
     Requires 0 < n < m. Out-of-band neighbours read as INF64.
     """
     n = read.shape[0]
+    width = profile.shape[0] - n + 1
+    S = np.empty((n, width), np.int64)
+    D = np.empty((n, width), np.int64)
+    fill_band_into(read, profile, p, S, D)
+    return S, D
+
+
+@njit(cache=True, nogil=True)
+def fill_band_into(read: np.ndarray, profile: np.ndarray, p: np.ndarray, S: np.ndarray, D: np.ndarray) -> None:
+    """`fill_band` into given int64 [n, m-n+1] arrays (the traceback reuses one pair for a whole
+    batch: a fresh pair per read cost more in page faults than the recurrence itself)."""
+    n = read.shape[0]
     m = profile.shape[0]
     width = m - n + 1
     cg, oe, ex = column_penalties(profile, p)
+    states = state_mask_of(profile)
     mismatch = p[0]
     insertion = p[4]
-    S = np.empty((n, width), np.int64)
-    D = np.empty((n, width), np.int64)
     for j in range(n):
         b = read[j]
         for k in range(width):
             i = j + k
             # diagonal: S(i-1, j-1); row -1 is 0 for i-1 in [-1, m-n-1], which is every k here
             diag_prev = S[j - 1, k] if j > 0 else 0
-            match = 0 if (profile[i] & STATE_MASK & b) != 0 else mismatch
+            match = 0 if (profile[i] & states & b) != 0 else mismatch
             diag = diag_prev + match + cg[i]
             # deletion: S(i-1, j), D(i-1, j) are out of band at k == 0
             if k > 0:
@@ -76,7 +89,6 @@ def fill_band(read: np.ndarray, profile: np.ndarray, p: np.ndarray):
                 ins = INF64
             D[j, k] = d
             S[j, k] = min(diag, d, ins)
-    return S, D
 
 
 @njit(cache=True, nogil=True)
@@ -87,7 +99,8 @@ def score_one(read: np.ndarray, profile: np.ndarray, p: np.ndarray) -> int:
 
 
 def score_reference(read: np.ndarray, profile: np.ndarray, params: ScoringParams) -> int:
-    """Score one encoded read (uint8 state sets, 0 < n < m) against one edge profile (uint8 [m])."""
+    """Score one encoded read (state sets, 0 < n < m) against one edge profile ([m]); both of
+    one alphabet's element type (uint8 DNA, uint32 protein)."""
     n, m = read.shape[0], profile.shape[0]
     if not 0 < n < m:
         raise ValueError(f"read length {n} cannot be scored against {m} columns (need 0 < n < m)")

@@ -34,11 +34,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from papara_py.errors import InputError
 from papara_py.io.reads import ReadSet
 from papara_py.pairwise.candidates import Candidates
-from papara_py.phylo.encoding import IS_GAP
+from papara_py.phylo.encoding import IS_GAP, Alphabet
 
 STRAND_MODES = ("auto", "both", "forward")
 
@@ -114,16 +115,46 @@ class ReferenceKmers:
         """Share of all 4^k k-mers that occur in the reference (a random k-mer's hit chance)."""
         return self.distinct / 4 ** self.k
 
-    def _contains(self, codes: np.ndarray) -> np.ndarray:
-        return ((self._bitmap[codes >> 3] >> (codes & 7).astype(np.uint8)) & 1).astype(bool)
-
     def hits(self, ascii: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per sequence: (forward hits, reverse-complement hits, windows), int64 [S] each."""
-        forward, reverse, owner = _windows(ascii, offsets, self.k)
-        n = len(offsets) - 1
-        return (np.bincount(owner[self._contains(forward)], minlength=n),
-                np.bincount(owner[self._contains(reverse)], minlength=n),
-                np.bincount(owner, minlength=n))
+        offsets = np.asarray(offsets, dtype=np.int64)
+        return self.hits_at(ascii, offsets[:-1], offsets[1:])
+
+    def hits_at(self, ascii: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`hits` of the sequences ascii[starts[s]:ends[s]], read in place (no copy of a read
+        set's residues): one GIL-free pass with rolling codes, where the vectorised windows
+        (`_windows`, still used for the reference) made k passes over arrays of every window."""
+        return _rolling_hits(np.asarray(ascii, dtype=np.uint8), np.asarray(starts, dtype=np.int64),
+                             np.asarray(ends, dtype=np.int64), self.k, self._bitmap, _BASE)
+
+
+@njit(cache=True, nogil=True)
+def _rolling_hits(ascii, starts, ends, k, bitmap, base_of):
+    """Per sequence the windows of `_windows` (inside it, free of non-ACGT) counted, and those
+    whose code, or whose reverse complement's code, is in `bitmap` (bit c of byte c >> 3)."""
+    n = starts.shape[0]
+    forward_hits = np.zeros(n, np.int64)
+    reverse_hits = np.zeros(n, np.int64)
+    windows = np.zeros(n, np.int64)
+    mask = (np.uint64(1) << np.uint64(2 * k)) - np.uint64(1)
+    top = np.uint64(2 * (k - 1))
+    for s in range(n):
+        forward = np.uint64(0)
+        reverse = np.uint64(0)
+        run = 0
+        for i in range(starts[s], ends[s]):
+            b = base_of[ascii[i]]
+            if b == 255:
+                run = 0
+                continue
+            forward = ((forward << np.uint64(2)) | np.uint64(b)) & mask
+            reverse = (reverse >> np.uint64(2)) | (np.uint64(3 - b) << top)
+            run += 1
+            if run >= k:
+                windows[s] += 1
+                forward_hits[s] += (bitmap[forward >> np.uint64(3)] >> (forward & np.uint64(7))) & 1
+                reverse_hits[s] += (bitmap[reverse >> np.uint64(3)] >> (reverse & np.uint64(7))) & 1
+    return forward_hits, reverse_hits, windows
 
 
 def decide(forward_hits: np.ndarray, reverse_hits: np.ndarray, windows: np.ndarray,
@@ -144,6 +175,20 @@ def check_mode(mode: str) -> str:
     return mode
 
 
+def mode_for(mode: str, alphabet: Alphabet, alignment: str) -> str:
+    """The strand mode a run of `alphabet` data uses: `mode` where reads have a reverse strand;
+    for an alphabet without one (protein, DESIGN 2) "forward", the default `auto` included, and
+    InputError for `both`, which cannot be honoured."""
+    check_mode(mode)
+    if alphabet.stranded:
+        return mode
+    if mode == "both":
+        raise InputError("--strand", f"--strand both aligns reads and their reverse complements, but the alignment "
+                                     f"{alignment} is {alphabet.name} and {alphabet.residue_kind} reads have no "
+                                     f"reverse strand; leave --strand out (or give forward)")
+    return "forward"
+
+
 def orient(mode: str, reads: ReadSet, indices: np.ndarray, kmers: ReferenceKmers | None) -> np.ndarray:
     """int8 decision per read of `indices`: forward -> all FORWARD, both -> all UNDECIDED,
     auto -> `decide` on the k-mer evidence (`kmers` required)."""
@@ -154,7 +199,8 @@ def orient(mode: str, reads: ReadSet, indices: np.ndarray, kmers: ReferenceKmers
         return np.full(len(indices), UNDECIDED, dtype=np.int8)
     if kmers is None:
         raise ValueError("--strand auto needs the reference k-mers")
-    f, r, windows = kmers.hits(*reads.select_residues(indices))
+    indices = np.asarray(indices, dtype=np.int64)
+    f, r, windows = kmers.hits_at(reads.residues, reads.offsets[indices], reads.offsets[indices + 1])
     return decide(f, r, windows, kmers.density)
 
 

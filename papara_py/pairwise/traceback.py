@@ -1,6 +1,6 @@
 """Traceback of DESIGN.md section 5: the alignment of a read to its best edge.
 
-The band is recomputed with the reference scorer's `fill_band` (int64, so the traceback never
+The band is recomputed with the reference scorer's `fill_band_into` (int64, so the traceback never
 depends on a fast path) and walked back from the end column. Ties prefer, in this order, the
 diagonal, then D (a reference column opposite a read gap), then I (a read residue between
 columns); inside D, opening is preferred over extending. The end column is the smallest column
@@ -19,8 +19,8 @@ from numba import njit
 
 from papara_py.io.cigar import parse_cigar
 from papara_py.pairwise.params import ScoringParams
-from papara_py.pairwise.reference_scorer import column_penalties, fill_band
-from papara_py.phylo.encoding import STATE_MASK
+from papara_py.pairwise.reference_scorer import column_penalties, fill_band_into
+from papara_py.phylo.encoding import state_mask_of
 
 OP_M, OP_D, OP_I = 0, 1, 2
 _OP_LETTER = "MDI"
@@ -37,11 +37,17 @@ class ReadAlignment:
 
 
 @njit(cache=True, nogil=True)
-def _trace(read: np.ndarray, profile: np.ndarray, p: np.ndarray):
-    """Walk the band back; returns (score, start column, ops in forward order as uint8)."""
+def _trace(read: np.ndarray, profile: np.ndarray, p: np.ndarray, S_buffer: np.ndarray, D_buffer: np.ndarray):
+    """Walk the band back; returns (score, start column, ops in forward order as uint8).
+
+    S_buffer and D_buffer: int64 work space of at least n * (m - n + 1) cells each."""
     n = read.shape[0]
-    S, D = fill_band(read, profile, p)
+    width = profile.shape[0] - n + 1
+    S = S_buffer[:n * width].reshape((n, width))
+    D = D_buffer[:n * width].reshape((n, width))
+    fill_band_into(read, profile, p, S, D)
     cg, oe, _ = column_penalties(profile, p)
+    states = state_mask_of(profile)
     last = S[n - 1]
     k = 0
     for kk in range(last.shape[0]):
@@ -61,7 +67,7 @@ def _trace(read: np.ndarray, profile: np.ndarray, p: np.ndarray):
             k -= 1
             continue
         diag_prev = S[j - 1, k] if j > 0 else 0
-        match = 0 if (profile[i] & STATE_MASK & read[j]) != 0 else p[0]
+        match = 0 if (profile[i] & states & read[j]) != 0 else p[0]
         if S[j, k] == diag_prev + match + cg[i]:
             ops[count] = OP_M
             count += 1
@@ -127,7 +133,8 @@ def align(read: np.ndarray, profile: np.ndarray, params: ScoringParams) -> ReadA
     n, m = read.shape[0], profile.shape[0]
     if not 0 < n < m:
         raise ValueError(f"read length {n} cannot be aligned to {m} columns (need 0 < n < m)")
-    score, start, ops = _trace(read, profile, params.as_array())
+    cells = n * (m - n + 1)
+    score, start, ops = _trace(read, profile, params.as_array(), np.empty(cells, np.int64), np.empty(cells, np.int64))
     return ReadAlignment(score=int(score), start=int(start), cigar=cigar_string(ops))
 
 
@@ -139,10 +146,17 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, p, scores, starts
     aligned row goes to rows[r] (pre-filled with gaps) and its CIGAR to
     cigar_bytes[cigar_ends[r - 1]:cigar_ends[r]].
     """
+    m = profiles.shape[1]
+    cells = 0
+    for r in range(offsets.shape[0] - 1):
+        n = offsets[r + 1] - offsets[r]
+        cells = max(cells, n * (m - n + 1))
+    S_buffer = np.empty(cells, np.int64)  # one work space for the batch (see fill_band_into)
+    D_buffer = np.empty(cells, np.int64)
     pos = 0
     for r in range(offsets.shape[0] - 1):
         a, b = offsets[r], offsets[r + 1]
-        score, start, ops = _trace(codes[a:b], profiles[edge_slot[r]], p)
+        score, start, ops = _trace(codes[a:b], profiles[edge_slot[r]], p, S_buffer, D_buffer)
         scores[r] = score
         starts[r] = start
         _place_ops(ops, start, residues[a:b], rows[r])

@@ -1,6 +1,7 @@
 """Phylogeny: the reference tree with numbered edges, the state encodings, and edge profiles.
 
-- `encoding`: read and reference characters as nucleotide state sets (DESIGN 2), the CGAP bit.
+- `encoding`: `Alphabet` (DNA, protein): read and reference characters as state sets, the
+  profile element type and its CGAP bit (DESIGN 2).
 - `tree`: `EdgeTree`, the unrooted tree with jplace edge numbers (DESIGN 3).
 - `profiles`: `ProfileBuilder`, the Sankoff state sets and CGAP flag of every edge (DESIGN 3).
 - `clusters`: `cluster_edges`, connected clusters of edges with central edges (DESIGN 6a).

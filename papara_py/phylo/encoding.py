@@ -1,52 +1,176 @@
-"""Nucleotide state encodings of DESIGN.md section 2, as 256-entry lookup tables.
+"""State encodings of DESIGN.md section 2: the two alphabets, as 256-entry lookup tables.
 
-A state is a 4-bit set: A=1, C=2, G=4, T=8 (U is T), IUPAC ambiguity codes are unions, case is
-ignored. Lookup tables let every parser encode a whole sequence with one numpy gather.
+A residue is a set of states, one bit per state: nucleotides A=1, C=2, G=4, T=8 (U is T, IUPAC
+ambiguity codes are unions); amino acids bit k for the k-th letter of ARNDCQEGHILKMFPSTWYV
+(B = N|D, Z = Q|E, J = I|L, X = all 20, U reads as C and O as K). Case is ignored. Lookup tables
+let every parser encode a whole sequence with one numpy gather.
 
-Edge profile elements (DESIGN.md 3-4) are one byte: bits 0-3 the state set of the edge's virtual
-root, bit 4 (`CGAP_BIT`) set where the phylogenetic gap signal says "gap".
+`Alphabet` is the one place that knows what differs between nucleotide and amino-acid data:
+the tables, how wide a state set is (`n_states`), the element type that holds a set plus the
+CGAP bit (`dtype`: uint8 for DNA, uint32 for protein), whether reads have a reverse strand, the
+default penalties, and the name used in options, messages and the run record. Every other
+module asks its alphabet (or, inside numba code, the element type: `cgap_bit_of`,
+`state_mask_of`) instead of testing which alphabet it has.
+
+Edge profile elements (DESIGN.md 3-4): bits 0..n_states-1 the state set of the edge's virtual
+root, bit n_states (`Alphabet.cgap_bit`) set where the phylogenetic gap signal says "gap": bit 4
+(0x10) of a byte for DNA, bit 20 (0x100000) of a uint32 for protein. Read codes use the same
+element type (their CGAP bit is never set).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
+from numba.core import types
+from numba.extending import overload
+from numba.np.numpy_support import as_dtype
 
-A, C, G, T = 1, 2, 4, 8
-ACGT = A | C | G | T
-CGAP_BIT = 0x10
-STATE_MASK = 0x0F
+from papara_py.errors import InputError
 
-_IUPAC = {
-    "A": A, "C": C, "G": G, "T": T, "U": T,
-    "R": A | G, "Y": C | T, "S": C | G, "W": A | T, "K": G | T, "M": A | C,
-    "B": C | G | T, "D": A | G | T, "H": A | C | T, "V": A | C | G, "N": ACGT,
-}
 GAP_CHARACTERS = "-.?"
-
-#: ASCII byte -> state set for read residues; 0 marks a byte that is not a valid residue.
-READ_CODE = np.zeros(256, dtype=np.uint8)
-for _ch, _bits in _IUPAC.items():
-    READ_CODE[ord(_ch)] = _bits
-    READ_CODE[ord(_ch.lower())] = _bits
-
-#: ASCII byte -> state set for reference alignment characters: gaps are the full set ACGT.
-REF_CODE = READ_CODE.copy()
-for _ch in GAP_CHARACTERS:
-    REF_CODE[ord(_ch)] = ACGT
 
 #: ASCII byte -> True for the reference gap/missing characters (the CGAP "gap" state).
 IS_GAP = np.zeros(256, dtype=bool)
 for _ch in GAP_CHARACTERS:
     IS_GAP[ord(_ch)] = True
 
-#: State set -> canonical upper-case IUPAC letter (index 0 unused), for displaying profiles.
-STATE_LETTER = np.frombuffer(b"?ACMGRSVTWYHKDBN", dtype=np.uint8).copy()
+#: --alphabet auto: an alignment is nucleotide data when at least this share of its residues
+#: (gaps left out) are A, C, G, T, U or N (DESIGN 2).
+NUCLEOTIDE_SHARE = 0.9
+_NUCLEOTIDE_LETTERS = "ACGTUNacgtun"
 
-#: Complement of a state set (A<->T, C<->G), for reverse-complementing encoded reads.
-COMPLEMENT_CODE = np.array(
-    [((s & A) << 3) | ((s & C) << 1) | ((s & G) >> 1) | ((s & T) >> 3) for s in range(16)],
-    dtype=np.uint8,
-)
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Alphabet:
+    """One alphabet of DESIGN 2 and everything derived from it (see the module docstring)."""
+
+    name: str                     # "dna" or "protein": --alphabet, the run record, messages
+    residue_kind: str             # "nucleotide" / "amino-acid", for messages
+    letters: str                  # the states: bit k is letters[k]
+    ambiguity: dict[str, str]     # further letters -> the states they stand for
+    dtype: np.dtype               # profile elements and read codes: a state set plus the CGAP bit
+    stranded: bool                # reads may come from the reverse strand (reverse complement)
+    default_preset: str           # pairwise/params.py PRESETS: the penalties when none are given
+    read_code: np.ndarray = field(init=False, repr=False)
+    ref_code: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if np.dtype(self.dtype).itemsize * 8 <= self.n_states:
+            raise ValueError(f"{self.dtype} cannot hold {self.n_states} states and the CGAP bit")
+        read_code = np.zeros(256, dtype=self.dtype)
+        sets = {letter: 1 << k for k, letter in enumerate(self.letters)}
+        for letter, stands_for in self.ambiguity.items():
+            sets[letter] = sum(1 << self.letters.index(s) for s in stands_for)
+        for letter, bits in sets.items():
+            read_code[ord(letter)] = read_code[ord(letter.lower())] = bits
+        ref_code = read_code.copy()
+        ref_code[IS_GAP] = self.state_mask  # a gap is no constraint on the states
+        object.__setattr__(self, "read_code", read_code)
+        object.__setattr__(self, "ref_code", ref_code)
+
+    def __repr__(self) -> str:  # short: it shows inside kernel variants and messages
+        return f"Alphabet({self.name!r})"
+
+    @property
+    def n_states(self) -> int:
+        return len(self.letters)
+
+    @property
+    def state_mask(self) -> int:
+        """The bits of the state set in an element (a gap's, or X's / N's, set)."""
+        return (1 << self.n_states) - 1
+
+    @property
+    def cgap_bit(self) -> int:
+        """The CGAP flag of a profile element: the bit above the states."""
+        return 1 << self.n_states
+
+    def encode_read(self, ascii_bytes: np.ndarray) -> np.ndarray:
+        """Encode read residues (uint8 ASCII) to state sets; invalid bytes come back as 0."""
+        return self.read_code[ascii_bytes]
+
+    def describe(self) -> str:
+        """What this alphabet accepts, for messages: its letters."""
+        return f"{self.residue_kind} letters {self.letters} or {''.join(self.ambiguity)} (either case)"
+
+
+DNA = Alphabet(
+    name="dna", residue_kind="nucleotide", letters="ACGT",
+    ambiguity={"U": "T", "R": "AG", "Y": "CT", "S": "CG", "W": "AT", "K": "GT", "M": "AC",
+               "B": "CGT", "D": "AGT", "H": "ACT", "V": "ACG", "N": "ACGT"},
+    dtype=np.dtype(np.uint8), stranded=True, default_preset="robust")
+
+PROTEIN = Alphabet(
+    name="protein", residue_kind="amino-acid", letters="ARNDCQEGHILKMFPSTWYV",
+    ambiguity={"B": "ND", "Z": "QE", "J": "IL", "X": "ARNDCQEGHILKMFPSTWYV", "U": "C", "O": "K"},
+    dtype=np.dtype(np.uint32), stranded=False, default_preset="protein")
+
+#: --alphabet NAME -> Alphabet ("auto" is `detect_alphabet`).
+ALPHABETS = {alphabet.name: alphabet for alphabet in (DNA, PROTEIN)}
+ALPHABET_CHOICES = ("auto", *ALPHABETS)
+_BY_DTYPE = {alphabet.dtype: alphabet for alphabet in ALPHABETS.values()}
+
+
+def alphabet_named(name: str, source: str = "--alphabet") -> Alphabet:
+    """The alphabet of `name` (dna, protein), or InputError naming `source`."""
+    if name not in ALPHABETS:
+        raise InputError(source, f"the alphabet must be one of {', '.join(ALPHABET_CHOICES)}; got {name!r}")
+    return ALPHABETS[name]
+
+
+def alphabet_of(elements: np.ndarray) -> Alphabet:
+    """The alphabet whose profile elements / read codes have the dtype of `elements`."""
+    dtype = np.dtype(elements.dtype)
+    if dtype not in _BY_DTYPE:
+        raise TypeError(f"profile elements and read codes are uint8 (dna) or uint32 (protein), got {dtype}")
+    return _BY_DTYPE[dtype]
+
+
+def detect_alphabet(ascii_rows: np.ndarray) -> Alphabet:
+    """--alphabet auto (DESIGN 2): DNA when at least NUCLEOTIDE_SHARE of the residues (gap
+    characters left out, case ignored) are A, C, G, T, U or N, protein otherwise; an alignment
+    of gaps only counts as DNA."""
+    counts = np.bincount(np.asarray(ascii_rows, dtype=np.uint8).reshape(-1), minlength=256)
+    counts[[ord(c) for c in GAP_CHARACTERS]] = 0
+    nucleotide = sum(int(counts[ord(c)]) for c in _NUCLEOTIDE_LETTERS)
+    total = int(counts.sum())
+    return DNA if total == 0 or nucleotide >= NUCLEOTIDE_SHARE * total else PROTEIN
+
+
+def cgap_bit_of(elements: np.ndarray) -> int:
+    """The CGAP bit of profile elements of this dtype (`Alphabet.cgap_bit`). In numba code it is
+    a compile-time constant of the array's type, so each element type gets its own machine code
+    from one source."""
+    return alphabet_of(elements).cgap_bit
+
+
+def state_mask_of(elements: np.ndarray) -> int:
+    """The state bits of profile elements of this dtype (`Alphabet.state_mask`); numba: a constant."""
+    return alphabet_of(elements).state_mask
+
+
+def _numba_constant(of_alphabet):
+    """An overload body returning `of_alphabet(alphabet of the array's dtype)` as a constant."""
+
+    def typer(elements):
+        if not isinstance(elements, types.Array):
+            return None
+        value = of_alphabet(_BY_DTYPE[np.dtype(as_dtype(elements.dtype))])
+        return lambda elements: value
+
+    return typer
+
+
+overload(cgap_bit_of)(_numba_constant(lambda alphabet: alphabet.cgap_bit))
+overload(state_mask_of)(_numba_constant(lambda alphabet: alphabet.state_mask))
+
+# DNA's tables under their historical names (tests, scripts and the DNA-only k-mer strand code).
+READ_CODE = DNA.read_code
+REF_CODE = DNA.ref_code
+CGAP_BIT = DNA.cgap_bit
+STATE_MASK = DNA.state_mask
 
 #: ASCII byte -> its IUPAC complement letter, same case; other bytes map to themselves.
 COMPLEMENT_ASCII = np.arange(256, dtype=np.uint8)
@@ -59,16 +183,11 @@ COMPLEMENT_ASCII[ord("u")] = ord("a")
 
 
 def reverse_complement(ascii_bytes: np.ndarray) -> np.ndarray:
-    """The reverse complement of a sequence (uint8 ASCII, IUPAC codes complemented, case kept)."""
+    """The reverse complement of a nucleotide sequence (uint8 ASCII, IUPAC codes complemented,
+    case kept); only for an alphabet that is `stranded`."""
     return COMPLEMENT_ASCII[ascii_bytes[::-1]]
 
 
 def encode_read(ascii_bytes: np.ndarray) -> np.ndarray:
-    """Encode read residues (uint8 ASCII) to state sets; invalid bytes come back as 0."""
-    return READ_CODE[ascii_bytes]
-
-
-def first_invalid(ascii_bytes: np.ndarray) -> int:
-    """Index of the first byte that is not a valid read residue, or -1."""
-    bad = np.flatnonzero(READ_CODE[ascii_bytes] == 0)
-    return int(bad[0]) if bad.size else -1
+    """Encode DNA read residues (uint8 ASCII) to state sets; invalid bytes come back as 0."""
+    return DNA.encode_read(ascii_bytes)

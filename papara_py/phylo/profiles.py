@@ -9,87 +9,105 @@ The combination rule (for unit cost it is exact, see DESIGN.md 3): count, per st
 many of the input sets it occurs, and keep the states with the maximal count; for two sets that
 is "intersection if non-empty, else union".
 
-Two characters travel together in one byte per (direction, column), so both passes handle them
-with the same byte operations:
-    bits 0-3  nucleotide state set (gaps = ACGT, no constraint)
-    bit  4    state "gap" of the two-state gap character (tip has - . ?)
-    bit  5    state "residue" of that character
-The rule is applied to bits 0-3 and bits 4-5 separately. An edge's profile byte is its
-nucleotide set plus CGAP_BIT where the gap character's optimal set is exactly {gap}.
+Two characters travel together in one element per (direction, column), so both passes handle
+them with the same integer operations; with n = the alphabet's state count (4 for DNA in a
+uint8, 20 for protein in a uint32, phylo/encoding.py):
+    bits 0..n-1  the state set (gaps = all states, no constraint)
+    bit  n       state "gap" of the two-state gap character (tip has - . ?)
+    bit  n+1     state "residue" of that character
+The rule is applied to the states and to bits n..n+1 separately. An edge's profile element is its
+state set plus the CGAP bit (bit n, `Alphabet.cgap_bit`) where the gap character's optimal set is
+exactly {gap}.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from papara_py.phylo.encoding import CGAP_BIT, IS_GAP, REF_CODE, STATE_MASK
+from papara_py.phylo.encoding import DNA, IS_GAP, Alphabet
 from papara_py.phylo.tree import EdgeTree
 
-GAP_STATE = 0x10
-RESIDUE_STATE = 0x20
-GAP_CHAR_MASK = GAP_STATE | RESIDUE_STATE
-_N_BITS = 6
 
-#: ASCII -> packed tip byte; 0 for bytes that are not alignment characters.
-_TIP_CODE = np.where(IS_GAP, GAP_STATE, RESIDUE_STATE).astype(np.uint8) | REF_CODE
-_TIP_CODE[REF_CODE == 0] = 0
+class _Packing:
+    """The packed elements of one alphabet: where the two characters' bits lie, and the rule."""
 
-#: For an intersection byte: the bits of each character whose intersection is empty, i.e.
-#: where the two-set rule must fall back to the union.
-_UNION_WHERE_EMPTY = np.array(
-    [
-        (STATE_MASK if i & STATE_MASK == 0 else 0)
-        | (GAP_CHAR_MASK if i & GAP_CHAR_MASK == 0 else 0)
-        for i in range(256)
-    ],
-    dtype=np.uint8,
-)
+    def __init__(self, alphabet: Alphabet) -> None:
+        self.alphabet = alphabet
+        n = alphabet.n_states
+        self.dtype = alphabet.dtype
+        self.n_bits = n + 2
+        self.state_mask = self.dtype.type(alphabet.state_mask)
+        self.gap_state = self.dtype.type(1 << n)
+        self.gap_char_mask = self.dtype.type(3 << n)
+        self.cgap_bit = self.dtype.type(alphabet.cgap_bit)
+        #: ASCII -> packed tip element; 0 for bytes that are not alignment characters.
+        self.tip_code = np.where(IS_GAP, 1 << n, 2 << n).astype(self.dtype) | alphabet.ref_code
+        self.tip_code[alphabet.ref_code == 0] = 0
 
-#: Packed byte of a virtual root -> profile byte (nucleotide set, CGAP_BIT iff set is {gap}).
-_PROFILE_BYTE = np.array(
-    [(s & STATE_MASK) | (CGAP_BIT if s & GAP_CHAR_MASK == GAP_STATE else 0) for s in range(256)],
-    dtype=np.uint8,
-)
+        if self.dtype.itemsize == 1:
+            # one-byte elements (DNA): the same functions as 256-entry tables, one gather each
+            # instead of 5-7 array passes (the tree passes measured 2x faster)
+            every = np.arange(256, dtype=self.dtype)
+            self.union_where_empty = self._union_where_empty(every).take
+            self.profile_elements = self._profile_elements(every).take
+        else:
+            self.union_where_empty = self._union_where_empty
+            self.profile_elements = self._profile_elements
+
+    def _union_where_empty(self, both: np.ndarray) -> np.ndarray:
+        """For an intersection: the bits of each character whose intersection is empty, i.e.
+        where the two-set rule must fall back to the union."""
+        zero = self.dtype.type(0)
+        return (np.where(both & self.state_mask == 0, self.state_mask, zero)
+                | np.where(both & self.gap_char_mask == 0, self.gap_char_mask, zero))
+
+    def _profile_elements(self, packed: np.ndarray) -> np.ndarray:
+        """Packed sets of virtual roots -> profile elements (states, CGAP bit iff the gap
+        character's set is {gap})."""
+        cgap = np.where(packed & self.gap_char_mask == self.gap_state, self.cgap_bit, self.dtype.type(0))
+        return (packed & self.state_mask) | cgap
 
 
-def combine_two(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+_DNA_PACKING = _Packing(DNA)
+
+
+def combine_two(a: np.ndarray, b: np.ndarray, packing: _Packing = _DNA_PACKING) -> np.ndarray:
     """The rule for two packed sets: per character, intersection if non-empty, else union."""
     both = a & b
-    return both | ((a | b) & _UNION_WHERE_EMPTY[both])
+    return both | ((a | b) & packing.union_where_empty(both))
 
 
-def bit_counts(sets: np.ndarray) -> np.ndarray:
-    """int32 [6, m]: for each state bit, in how many of the packed sets [k, m] it occurs.
+def bit_counts(sets: np.ndarray, n_bits: int = _DNA_PACKING.n_bits) -> np.ndarray:
+    """int32 [n_bits, m]: for each state bit, in how many of the packed sets [k, m] it occurs.
 
-    One bit at a time, so a large polytomy needs k x m temporary bytes, not 6 k m.
+    One bit at a time, so a large polytomy needs k x m temporary elements, not n_bits k m.
     """
-    counts = np.empty((_N_BITS, sets.shape[1]), dtype=np.int32)
-    for bit in range(_N_BITS):
+    counts = np.empty((n_bits, sets.shape[1]), dtype=np.int32)
+    for bit in range(n_bits):
         np.sum((sets >> bit) & 1, axis=0, dtype=np.int32, out=counts[bit])
     return counts
 
 
-def _count_levels(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _count_levels(counts: np.ndarray, packing: _Packing) -> tuple[np.ndarray, np.ndarray]:
     """Packed sets [m] of the states at the maximal count and at one below it, per character."""
-    best = np.empty(counts.shape, dtype=bool)
-    runner_up = np.empty(counts.shape, dtype=bool)
-    for lo, hi in ((0, 4), (4, _N_BITS)):
+    n = packing.alphabet.n_states
+    best = np.zeros(counts.shape[1], dtype=packing.dtype)
+    runner_up = np.zeros(counts.shape[1], dtype=packing.dtype)
+    for lo, hi in ((0, n), (n, n + 2)):
         part = counts[lo:hi]
         top = part.max(axis=0)
-        best[lo:hi] = part == top
-        runner_up[lo:hi] = part == top - 1
-    return (
-        np.packbits(best, axis=0, bitorder="little")[0],
-        np.packbits(runner_up, axis=0, bitorder="little")[0],
-    )
+        for bit in range(lo, hi):
+            best |= (counts[bit] == top).astype(packing.dtype) << packing.dtype.type(bit)
+            runner_up |= (counts[bit] == top - 1).astype(packing.dtype) << packing.dtype.type(bit)
+    return best, runner_up
 
 
-def combine_many(sets: np.ndarray) -> np.ndarray:
+def combine_many(sets: np.ndarray, packing: _Packing = _DNA_PACKING) -> np.ndarray:
     """The rule for any number of packed sets [k, m] (k >= 1)."""
-    return _count_levels(bit_counts(sets))[0]
+    return _count_levels(bit_counts(sets, packing.n_bits), packing)[0]
 
 
-def combine_all_but_one(sets: np.ndarray) -> np.ndarray:
+def combine_all_but_one(sets: np.ndarray, packing: _Packing = _DNA_PACKING) -> np.ndarray:
     """[k, m]: row i is the rule applied to all packed sets except row i, in O(k m).
 
     A polytomy node of degree k needs this for each neighbour; recounting per neighbour would
@@ -97,10 +115,9 @@ def combine_all_but_one(sets: np.ndarray) -> np.ndarray:
     states at the maximal count that the left-out set lacks win if there are any; otherwise
     (it held them all) the maximum drops by one and the runner-up states it lacks join them.
     """
-    best, runner_up = _count_levels(bit_counts(sets))
+    best, runner_up = _count_levels(bit_counts(sets, packing.n_bits), packing)
     kept = best & ~sets
-    return kept | ((best | (runner_up & ~sets)) & _UNION_WHERE_EMPTY[kept])
-
+    return kept | ((best | (runner_up & ~sets)) & packing.union_where_empty(kept))
 
 class ProfileBuilder:
     """Directional sets of every node, computed once; edge profiles combined on request.
@@ -109,8 +126,9 @@ class ProfileBuilder:
     may call `profiles` at once.
     """
 
-    def __init__(self, edge_tree: EdgeTree, tip_rows: np.ndarray) -> None:
-        """`tip_rows`: uint8 [n_tips, m] ASCII alignment rows in `edge_tree.tip_names` order."""
+    def __init__(self, edge_tree: EdgeTree, tip_rows: np.ndarray, alphabet: Alphabet = DNA) -> None:
+        """`tip_rows`: uint8 [n_tips, m] ASCII alignment rows in `edge_tree.tip_names` order, in
+        `alphabet`'s letters (its profile elements are the result's dtype)."""
         tip_rows = np.asarray(tip_rows)
         n_tips = edge_tree.n_tips
         if tip_rows.dtype != np.uint8 or tip_rows.ndim != 2 or tip_rows.shape[0] != n_tips:
@@ -120,6 +138,7 @@ class ProfileBuilder:
         if tip_rows.shape[1] == 0:
             raise ValueError("tip_rows has no columns")
         self._tree = edge_tree
+        self._packing = _Packing(alphabet)
         # Row v of `_down`: node v seen from its parent; row v of `_up`: parent[v] seen from v.
         self._down = self._down_pass(tip_rows)
         self._up = self._up_pass()
@@ -134,36 +153,42 @@ class ProfileBuilder:
     def n_columns(self) -> int:
         return int(self._down.shape[1])
 
+    @property
+    def alphabet(self) -> Alphabet:
+        return self._packing.alphabet
+
     def profiles(self, edge_ids: np.ndarray) -> np.ndarray:
-        """uint8 [len(edge_ids), m] profile bytes (nucleotide set | CGAP_BIT) of these edges."""
+        """[len(edge_ids), m] profile elements (state set | CGAP bit, the alphabet's dtype) of
+        these edges."""
         ids = np.asarray(edge_ids, dtype=np.intp).reshape(-1)
         if ids.size and (ids.min() < 0 or ids.max() >= self.n_edges):
             raise IndexError(f"edge ids must lie in 0..{self.n_edges - 1}")
-        return _PROFILE_BYTE[combine_two(self._down[ids], self._up[ids])]
+        return self._packing.profile_elements(combine_two(self._down[ids], self._up[ids], self._packing))
 
     def _down_pass(self, tip_rows: np.ndarray) -> np.ndarray:
         """Post-order: each node seen from its parent, from its children seen from it."""
         tree = self._tree
-        down = np.empty((tree.n_edges, tip_rows.shape[1]), dtype=np.uint8)
+        packing = self._packing
+        down = np.empty((tree.n_edges, tip_rows.shape[1]), dtype=packing.dtype)
         for t, v in enumerate(tree.tip_node.tolist()):
-            np.take(_TIP_CODE, tip_rows[t], out=down[v])
+            np.take(packing.tip_code, tip_rows[t], out=down[v])
             if not down[v].all():
                 col = int(np.flatnonzero(down[v] == 0)[0])
                 raise ValueError(
                     f"tip {tree.tip_names[t]!r}, column {col + 1}: "
-                    f"{chr(tip_rows[t, col])!r} is not an alignment character"
+                    f"{chr(tip_rows[t, col])!r} is not an alignment character ({packing.alphabet.name})"
                 )
         for v in range(tree.n_edges):  # ascending ids: children come before their parent
             kids = tree.children(v)
             if kids.size == 2:
-                down[v] = combine_two(down[kids[0]], down[kids[1]])
+                down[v] = combine_two(down[kids[0]], down[kids[1]], packing)
             elif kids.size:
-                down[v] = combine_many(down[kids])
+                down[v] = combine_many(down[kids], packing)
         return down
 
     def _up_pass(self) -> np.ndarray:
         """Pre-order: for each child c of v, v seen from c, from v's other neighbours."""
-        tree, down = self._tree, self._down
+        tree, down, packing = self._tree, self._down, self._packing
         up = np.empty_like(down)
         for v in range(tree.top, -1, -1):  # descending ids: a parent before its children
             kids = tree.children(v)
@@ -176,7 +201,7 @@ class ProfileBuilder:
             if len(neighbours) == 3:  # the binary case: each child sees the other two
                 x, y, z = neighbours
                 for c, (a, b) in zip(kids, ((y, z), (x, z), (x, y))):
-                    up[c] = combine_two(a, b)
+                    up[c] = combine_two(a, b, packing)
             else:
-                up[kids] = combine_all_but_one(np.stack(neighbours))[: kids.size]
+                up[kids] = combine_all_but_one(np.stack(neighbours), packing)[: kids.size]
         return up

@@ -1,0 +1,244 @@
+"""Amino-acid data end to end (DESIGN 2, issue #22): the bundled example data/protein through the
+command line and every export, the alphabet's detection and its messages, strand handling, run
+files of either alphabet, and the hybrid engine (numba + OpenCL on PoCL) on real protein profiles
+against the reference scorer."""
+
+from __future__ import annotations
+
+import json
+from itertools import pairwise
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from misuse import Workspace, assert_refused, papara
+
+from papara_py.errors import InputError
+from papara_py.io.checksums import attributes_crc32
+from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
+from papara_py.io.reads import ReadSet
+from papara_py.io.run_file import RunFile
+from papara_py.pairwise.params import PRESETS, ScoringParams
+from papara_py.pairwise.reference_scorer import score_matrix_reference
+from papara_py.pairwise.traceback import align_many
+from papara_py.phylo.encoding import DNA, PROTEIN, detect_alphabet
+from papara_py.phylo.profiles import ProfileBuilder
+from papara_py.phylo.tree import EdgeTree
+
+PROTEIN_DATA = Path(__file__).resolve().parent.parent / "data" / "protein"
+
+
+@pytest.fixture(scope="module")
+def protein_run(tmp_path_factory) -> Path:
+    """data/protein aligned by the command line with every default (--alphabet auto)."""
+    out = tmp_path_factory.mktemp("protein") / "run.h5"
+    result = papara("-t", str(PROTEIN_DATA / "tree.nwk"), "-s", str(PROTEIN_DATA / "ref.phy"), "-r",
+                    str(PROTEIN_DATA / "reads.fa"), "-o", str(out), "--device", "cpu", "-j", "2", "-v")
+    assert result.returncode == 0, result.stderr
+    assert "amino-acid data" in result.stderr
+    return out
+
+
+def test_the_run_records_the_alphabet_the_protein_preset_and_forward_reads(protein_run):
+    with RunFile(protein_run) as run:
+        assert run.alphabet is PROTEIN and run.record["alphabet"] == "protein"
+        assert run.record["parameters"] == dict(zip(("mismatch", "cgap", "gap_open", "gap_extend", "insertion"),
+                                                    PRESETS["protein"])) | {"preset": "protein"}
+        assert run.record["strand"] == "forward" and set(run.column("strand")) == {"+"}
+        assert (run.column("status") == "aligned").all() and run.n_reads == 120
+        # the aligned rows hold the reads' own letters in reference columns
+        reads = {r.name: r.sequence for r in iter_reads(PROTEIN_DATA / "reads.fa", alphabet=PROTEIN)}
+        for name, row, cigar in zip(run.names(), run.aligned_rows(np.arange(run.n_reads)), run.column("cigar")):
+            if "I" not in cigar:
+                assert bytes(row[row != ord("-")]) == reads[name]
+
+
+def test_the_best_edges_score_as_the_reference_scorer_says(protein_run):
+    tree = EdgeTree.from_dendropy(read_tree(PROTEIN_DATA / "tree.nwk"))
+    alignment = read_alignment(PROTEIN_DATA / "ref.phy")
+    profiles = ProfileBuilder(tree, match_tips(tree.tip_names, alignment, "tree").tip_rows, PROTEIN)
+    reads = [PROTEIN.encode_read(np.frombuffer(r.sequence, np.uint8))
+             for r in iter_reads(PROTEIN_DATA / "reads.fa", alphabet=PROTEIN)][:20]
+    matrix = score_matrix_reference(reads, profiles.profiles(np.arange(tree.n_edges)),
+                                    ScoringParams.preset("protein"))
+    with RunFile(protein_run) as run:
+        np.testing.assert_array_equal(run.column("score")[:20], matrix.min(axis=1))
+        np.testing.assert_array_equal(run.column("best_edge")[:20], matrix.argmin(axis=1))
+
+
+@pytest.mark.parametrize("fmt", ["phylip", "fasta"])
+def test_an_export_reads_back_as_a_protein_reference_of_a_new_run(protein_run, fmt, tmp_path):
+    out = tmp_path / f"ext.{fmt}"
+    assert papara("export", str(protein_run), "--format", fmt, "-o", str(out)).returncode == 0
+    back = read_alignment(out, alphabet="protein")
+    reference = read_alignment(PROTEIN_DATA / "ref.phy")
+    assert back.alphabet is PROTEIN and len(back.names) == 24 + 120
+    assert [bytes(r[r != ord("-")]) for r in back.rows[:24]] == [bytes(r[r != ord("-")]) for r in reference.rows]
+    reads = tmp_path / "new.fa"
+    reads.write_text(">new1\nWLYDCFDWNSMATISDRTNPELGEGR\n>new2\nKEHPGCPKARDYFTTS\n")
+    result = papara("-t", str(PROTEIN_DATA / "tree.nwk"), "-s", str(out), "-r", str(reads), "--alphabet",
+                    "protein", "-o", str(tmp_path / "again.h5"), "--device", "cpu", "-j", "1")
+    assert result.returncode == 0, result.stderr
+    assert "120 alignment taxa are not in the tree" in result.stderr  # the exported reads, aligned again
+    with RunFile(tmp_path / "again.h5") as again:
+        assert again.alphabet is PROTEIN and (again.column("status") == "aligned").all()
+
+
+def test_epa_and_jplace_exports_of_a_protein_run(protein_run, tmp_path):
+    result = papara("export", str(protein_run), "--format", "epa", "--outdir", str(tmp_path / "epa"))
+    assert result.returncode == 0, result.stderr
+    query = read_alignment(tmp_path / "epa" / "query.fasta", alphabet="protein")
+    reference = read_alignment(tmp_path / "epa" / "reference.fasta", alphabet="protein")
+    assert len(query.names) == 120 and len(reference.names) == 24
+    assert query.rows.shape[1] == reference.rows.shape[1] == 357
+    assert papara("export", str(protein_run), "--format", "jplace", "-o", str(tmp_path / "p.jplace")).returncode == 0
+    placements = json.loads((tmp_path / "p.jplace").read_text())["placements"]
+    assert len(placements) == 120
+
+
+def test_detection_follows_the_ninety_percent_rule():
+    def rows(text: str) -> np.ndarray:
+        return np.frombuffer(text.encode(), np.uint8).reshape(1, -1)
+
+    assert detect_alphabet(rows("ACGTACGTAN" * 9 + "RYKMSWACGT")) is DNA  # 94% ACGTN
+    assert detect_alphabet(rows("ACGTACGTAC" * 8 + "RYKMSWRYKM" * 2)) is PROTEIN  # 80%
+    assert detect_alphabet(rows("acgu----acgu...?")) is DNA  # gaps left out, case ignored
+    assert detect_alphabet(rows("MKVLAAGTWYHE")) is PROTEIN
+    assert read_alignment(PROTEIN_DATA / "ref.phy").alphabet is PROTEIN
+
+
+def protein_case(tmp_path: Path, alignment: str | None = None, reads: str | None = None) -> Workspace:
+    """A workspace holding data/protein's tree, and its alignment and reads unless replaced."""
+    ws = Workspace(tmp_path)
+    (tmp_path / "tree.nwk").write_text((PROTEIN_DATA / "tree.nwk").read_text())
+    (tmp_path / "ref.phy").write_text(alignment or (PROTEIN_DATA / "ref.phy").read_text())
+    (tmp_path / "reads.fa").write_text(reads or (PROTEIN_DATA / "reads.fa").read_text())
+    ws.snapshot()
+    return ws
+
+
+def test_bad_protein_inputs_are_refused_naming_the_alphabet(tmp_path):
+    ws = protein_case(tmp_path, reads=">p1\nMKV*LAAG\n")
+    assert_refused(papara(*ws.main_job()), 2, "reads.fa, line 2", "invalid character '*'", "'p1'",
+                   "position 4", "protein", "ARNDCQEGHILKMFPSTWYV")
+    ws.assert_untouched()
+    lines = (PROTEIN_DATA / "ref.phy").read_text().splitlines()
+    lines[3] = lines[3][:10] + "*" + lines[3][11:]
+    star = tmp_path / "star"
+    star.mkdir()
+    ws = protein_case(star, alignment="\n".join(lines) + "\n")
+    assert_refused(papara(*ws.main_job()), 2, "ref.phy, line 4", "invalid character '*'", "protein",
+                   "--alphabet auto")
+    ws.assert_untouched()
+
+
+def test_a_protein_alignment_read_as_dna_is_refused(tmp_path):
+    ws = protein_case(tmp_path)
+    assert_refused(papara(*ws.main_job("--alphabet", "dna")), 2, "ref.phy", "invalid character", "as dna",
+                   "(--alphabet dna)")
+    ws.assert_untouched()
+
+
+def test_strand_both_is_refused_for_protein_and_auto_means_forward(tmp_path):
+    ws = protein_case(tmp_path)
+    assert_refused(papara(*ws.main_job("--strand", "both")), 2, "--strand", "protein", "no reverse strand")
+    ws.assert_untouched()
+    reads = ReadSet.from_sequences([("p", b"MKV")], PROTEIN)
+    with pytest.raises(ValueError, match="no reverse complement"):
+        reads.select(np.array([0]), np.array([True]))
+
+
+def test_a_run_file_without_an_alphabet_is_dna_and_an_unknown_one_is_damaged(protein_run, tmp_path):
+    copy = tmp_path / "old.h5"
+    copy.write_bytes(protein_run.read_bytes())
+    with h5py.File(copy, "a") as f:  # consistent edits (the record's checksum follows)
+        del f["run"].attrs["alphabet"]
+        f["checksums"].attrs["run"] = attributes_crc32(f["run"].attrs)
+    with RunFile(copy) as run:
+        assert run.alphabet is DNA  # runs from before protein support
+    # ... so a protein run without the attribute reads as a damaged DNA run, never silently
+    result = papara("export", str(copy), "--format", "fasta", "-o", str(tmp_path / "x.fasta"))
+    assert_refused(result, 2, "damaged", "no dna residue")
+    with h5py.File(copy, "a") as f:
+        f["run"].attrs["alphabet"] = "rna"
+        f["checksums"].attrs["run"] = attributes_crc32(f["run"].attrs)
+    assert_refused(papara("export", str(copy), "--format", "fasta", "-o", str(tmp_path / "y.fasta")), 2,
+                   "damaged", "alphabet 'rna'")
+
+
+def test_prepared_profiles_carry_the_alphabet(tmp_path):
+    profiles = tmp_path / "profiles.h5"
+    result = papara("prepare", "-t", str(PROTEIN_DATA / "tree.nwk"), "-s", str(PROTEIN_DATA / "ref.phy"),
+                    "-o", str(profiles))
+    assert result.returncode == 0, result.stderr
+    with h5py.File(profiles) as f:
+        assert f.attrs["alphabet"] == "protein" and f["profiles"].dtype == np.uint32
+    common = ["-t", str(PROTEIN_DATA / "tree.nwk"), "-s", str(PROTEIN_DATA / "ref.phy"), "-r",
+              str(PROTEIN_DATA / "reads.fa"), "--profiles", str(profiles), "--device", "cpu", "-j", "1"]
+    result = papara(*common, "-o", str(tmp_path / "run.h5"))
+    assert result.returncode == 0, result.stderr
+    assert_refused(papara(*common, "--alphabet", "dna", "-o", str(tmp_path / "dna.h5")), 2, "ref.phy",
+                   "invalid character")
+
+
+def test_hybrid_engine_on_protein_profiles_matches_the_reference(opencl_device):
+    """Real protein profiles and reads through CPU workers and the OpenCL kernel (PoCL in CI)."""
+    from test_engine import expected, gpu, run
+
+    from papara_py.engine.scheduler import EngineOptions, ReadBatch
+
+    tree = EdgeTree.from_dendropy(read_tree(PROTEIN_DATA / "tree.nwk"))
+    alignment = read_alignment(PROTEIN_DATA / "ref.phy")
+    profiles = ProfileBuilder(tree, match_tips(tree.tip_names, alignment, "tree").tip_rows,
+                              PROTEIN).profiles(np.arange(tree.n_edges))
+    raw = [r.sequence for r in iter_reads(PROTEIN_DATA / "reads.fa", alphabet=PROTEIN)][:12]
+    reads = ReadSet.from_sequences([(f"q{i}", s) for i, s in enumerate(raw)], PROTEIN)
+    codes, offsets = reads.select(np.arange(len(raw)))
+    assert codes.dtype == np.uint32 and profiles.dtype == np.uint32
+    params = ScoringParams.preset("protein")
+    result = run(profiles, ReadBatch(codes, offsets), params, True, [gpu(opencl_device)],
+                 EngineOptions(cpu_workers=1))
+    want_score, want_edge = expected(profiles, [codes[a:b] for a, b in pairwise(offsets)], params)
+    np.testing.assert_array_equal(result.candidates.score, want_score)
+    np.testing.assert_array_equal(result.candidates.edge, want_edge)
+    assert any(c.name.startswith("gpu") and c.blocks for c in result.consumers)
+    scores, *_ = align_many(codes, reads.residues, offsets, np.arange(len(raw)),
+                            profiles[want_edge[:, 0]], params)
+    np.testing.assert_array_equal(scores, want_score[:, 0])
+
+
+def test_the_python_api_takes_protein_sequences_in_memory():
+    import papara_py
+
+    alignment = {name: bytes(row).decode() for name, row in zip(*_reference())}
+    reads = {"p1": "WLYDCFDWNSMATISDRTNPELGEGR", "p2": "KEHPGCPKARDYFTTS"}
+    run = papara_py.align(str(PROTEIN_DATA / "tree.nwk"), alignment, reads, device="cpu", threads=1, quiet=True)
+    assert run.alphabet == "protein" and run.parameters["preset"] == "protein"
+    assert [r.status for r in run] == ["aligned", "aligned"]
+    assert len(run.to_alignment()) == 24 + 2
+    run.close()
+    with pytest.raises(InputError, match="no reverse strand"):
+        papara_py.align(str(PROTEIN_DATA / "tree.nwk"), alignment, reads, strand="both", quiet=True)
+
+
+def _reference() -> tuple[list[str], np.ndarray]:
+    alignment = read_alignment(PROTEIN_DATA / "ref.phy")
+    return alignment.names, alignment.rows
+
+
+def test_protein_shards_merge_into_the_single_run(protein_run, tmp_path):
+    common = ["-t", str(PROTEIN_DATA / "tree.nwk"), "-s", str(PROTEIN_DATA / "ref.phy"), "-r",
+              str(PROTEIN_DATA / "reads.fa"), "--device", "cpu", "-j", "1", "-q"]
+    shards = [str(tmp_path / f"shard_{k}.h5") for k in range(2)]
+    for k, shard in enumerate(shards):
+        assert papara(*common, "--shard", f"{k}/2", "-o", shard).returncode == 0
+    merged = tmp_path / "merged.h5"
+    result = papara("merge", *shards, "-o", str(merged))
+    assert result.returncode == 0, result.stderr
+    with RunFile(merged) as got, RunFile(protein_run) as want:
+        assert got.alphabet is PROTEIN
+        for name in ("best_edge", "score", "cigar", "sequence"):
+            np.testing.assert_array_equal(got.column(name), want.column(name))
+    report = tmp_path / "report.html"
+    assert papara("report", str(merged), "-o", str(report)).returncode == 0 and report.stat().st_size > 0
