@@ -180,6 +180,11 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
     engine.add_argument("--candidates", type=_positive_int, default=5, metavar="K",
                         help="best K branches kept per read, for placement tools; at most the tree's "
                              "edge count (default: %(default)s)")
+    engine.add_argument("--search", choices=["exhaustive", "guided"], default="exhaustive",
+                        help="exhaustive scores every read against every edge (the reference); guided scores "
+                             "each read against the central edges of clusters of the tree, then inside the best "
+                             "clusters, widening until its best edges are surrounded by scored edges: exact DP on "
+                             "a few percent of the edges of a large tree (default: %(default)s)")
     engine.add_argument("--strand", choices=["auto", "both", "forward"], default="auto",
                         help="read orientation: auto decides from shared k-mers with the reference and scores "
                              "both orientations where that evidence is weak; both always scores both and keeps "
@@ -231,8 +236,8 @@ def main_job_config(args: argparse.Namespace, command_line: str):
         tree=args.tree, alignment=args.alignment, reads=args.reads, output=args.output,
         params=_penalty_choice(args), alphabet=args.alphabet,
         threads=threads, threads_source=threads_source, log=args.log, device=args.device, gpus=args.gpus,
-        gpu_chunk=args.gpu_chunk, gpu_profile=args.gpu_profile, candidates=args.candidates, strand=args.strand,
-        lanes=args.lanes, batch_reads=args.batch_reads, quiet=args.quiet, verbose=args.verbose,
+        gpu_chunk=args.gpu_chunk, gpu_profile=args.gpu_profile, candidates=args.candidates, search=args.search,
+        strand=args.strand, lanes=args.lanes, batch_reads=args.batch_reads, quiet=args.quiet, verbose=args.verbose,
         command_line=command_line, shard=resolve_shard(args.shard), profiles=args.profiles,
     )
 

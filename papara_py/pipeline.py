@@ -28,6 +28,7 @@ from papara_py import __version__
 from papara_py.cluster.prepared import EdgeProfiles, open_prepared
 from papara_py.cluster.shards import Shard
 from papara_py.engine.cpu import default_lane_width
+from papara_py.engine.guided import GuidedOptions, GuidedSearch
 from papara_py.engine.layout import block_count
 from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch
 from papara_py.errors import InputError
@@ -85,6 +86,8 @@ class RunConfig:
     gpu_chunk: int = 40
     gpu_profile: bool = False  # device time per GPU in the run record (OpenCL profiling events)
     candidates: int = 5
+    search: str = "exhaustive"  # exhaustive | guided (papara_py/engine/guided.py)
+    guided: GuidedOptions = field(default_factory=GuidedOptions)
     strand: str = "auto"  # auto | both | forward (papara_py/pairwise/strand.py; protein: forward)
     lanes: int | None = None
     batch_reads: int = 12_500
@@ -416,6 +419,8 @@ class Tally:
     gcups: float
     strand_counts: dict[str, int]
     consumers: dict[str, dict]
+    search: dict                   # the search's identity (mode, and the guided search's settings)
+    edges_scored: dict[str, float]  # share of the edges each scored read met: mean, min, max
 
 
 def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, profiles: EdgeProfiles,
@@ -433,7 +438,9 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
     if not batches:  # nothing to score: every read's identity now
         _write_read_identities(writer, reads, work.statuses, 0, len(reads), config.batch_reads)
     timings["output"] += time.perf_counter() - t0
-    with reporter.bar(block_count(profiles.n_edges, devices.width) * len(batches), "block", "scoring") as bar:
+    guided = config.search == "guided"
+    blocks_total = None if guided else block_count(profiles.n_edges, devices.width) * len(batches)
+    with reporter.bar(blocks_total, "block", "scoring") as bar:
         scored = 0
         engine_started = time.perf_counter()
 
@@ -455,8 +462,13 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
         t0 = time.perf_counter()
         jit_loader.join()  # left to wait only when the inputs were read in less time
         timings["jit_wait"] = time.perf_counter() - t0
-        engine = Engine(profiles.profiles, profiles.n_edges, m, devices.width, inputs.params, work.k,
-                        devices.use_cpu, devices.gpu_scorers, devices.options, progress)
+        def new_engine(k: int) -> Engine:
+            return Engine(profiles.profiles, profiles.n_edges, m, devices.width, inputs.params, k,
+                          devices.use_cpu, devices.gpu_scorers, devices.options, progress)
+
+        search = GuidedSearch(inputs.edge_tree, new_engine, m, work.k, config.guided) if guided else None
+        engine = search or new_engine(work.k)
+
         def write(index: int, batch: np.ndarray, reverse: np.ndarray, candidates: Candidates, scores, starts,
                   cigars, rows) -> None:
             """One traced batch into the run file (on the writer thread, in batch order)."""
@@ -493,20 +505,27 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
                 writing = writer_thread.submit(write, index, batch, reverse, candidates, scores, starts, cigars, rows)
             if writing is not None:
                 writing.result()
-    timings["scoring"] = engine.scoring_seconds
-    timings["build_blocks"] = engine.build_seconds
+    stats = search.stats if search else engine
+    timings["scoring"] = stats.scoring_seconds
+    timings["build_blocks"] = stats.build_seconds
     reporter.detail(f"--strand {inputs.strand}: {strand_counts['scored_both']} of {len(work.alignable)} reads "
                     f"scored in both orientations ({timings['strand']:.3f} s)")
-    cells = scored_residues * profiles.n_edges * m
+    if search:
+        cells, edges_scored = search.stats.cells, search.stats.edge_fraction(profiles.n_edges)
+        reporter.detail(f"--search guided: {search.clusters.n_clusters} clusters, {search.stats.rounds} rounds, "
+                        f"{edges_scored['mean']:.2%} of the edges per read on average")
+    else:
+        cells, edges_scored = scored_residues * profiles.n_edges * m, {"mean": 1.0, "min": 1.0, "max": 1.0}
     return Tally(
         cells=cells, gcups=cells / timings["scoring"] / 1e9 if timings["scoring"] > 0 else 0.0,
-        strand_counts=strand_counts,
-        consumers={stats.name: {"blocks": stats.blocks, "edges": stats.edges, "cells": stats.cells,
-                                "calls": stats.calls, "busy_seconds": stats.busy_seconds,
-                                **({"error": stats.error} if stats.error else {}),
-                                **({"retries": stats.retries} if stats.retries else {}),
-                                **({"faults": stats.faults} if stats.faults else {})}
-                   for stats in engine.consumers})
+        strand_counts=strand_counts, search=search.identity() if search else {"mode": "exhaustive"},
+        edges_scored=edges_scored,
+        consumers={consumer.name: {"blocks": consumer.blocks, "edges": consumer.edges, "cells": consumer.cells,
+                                   "calls": consumer.calls, "busy_seconds": consumer.busy_seconds,
+                                   **({"error": consumer.error} if consumer.error else {}),
+                                   **({"retries": consumer.retries} if consumer.retries else {}),
+                                   **({"faults": consumer.faults} if consumer.faults else {})}
+                   for consumer in stats.consumers})
 
 
 def run_record(config: RunConfig, inputs: Inputs, profiles: EdgeProfiles, devices: Devices, work: Work,
@@ -527,6 +546,7 @@ def run_record(config: RunConfig, inputs: Inputs, profiles: EdgeProfiles, device
            if config.gpu_profile else {}),
         "status_counts": work.status_counts, "n_edges": profiles.n_edges, "n_columns": inputs.n_columns,
         "strand": inputs.strand, "strand_counts": tally.strand_counts,
+        "search": tally.search, "edges_scored_fraction": tally.edges_scored,
     }
     if config.shard is not None:  # the slice, for `papara-py merge` (papara_py/cluster/shards.py)
         record["shard"] = config.shard.record(inputs.n_reads_total)

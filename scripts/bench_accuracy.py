@@ -481,12 +481,15 @@ def cigar_columns(start: int, cigar: str) -> list[int]:
     return cols
 
 
-def edge_splits_from_numbered(newick: str) -> tuple[dict[int, frozenset[str]], frozenset[str]]:
-    """Edge number -> split (tips below the edge, away from the top) of a jplace-numbered tree."""
+def edge_splits_from_numbered(newick: str, wanted: set[int] | None = None
+                              ) -> tuple[dict[int, frozenset[str]], frozenset[str]]:
+    """Edge number -> split (tips below the edge, away from the top) of a jplace-numbered tree,
+    for the `wanted` edges only where given (every edge's split is quadratic in the taxa: hours
+    at 10^5)."""
     tree = parse_newick(newick)
     tips = frozenset(tree.tips())
     return ({n: normalise_split(tips_beyond(tree, par, child), tips)
-             for (child, par), n in tree.edge_number.items()}, tips)
+             for (child, par), n in tree.edge_number.items() if wanted is None or n in wanted}, tips)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -524,7 +527,7 @@ def read_run_file(path: Path, data: Data) -> dict[str, Placement]:
         best = reads["best_edge"][:]
         newick = run_file["tree/newick_numbered"][()]
         newick = newick.decode() if isinstance(newick, bytes) else str(newick)
-    splits, _ = edge_splits_from_numbered(newick)
+    splits, _ = edge_splits_from_numbered(newick, {int(edge) for edge in best if edge >= 0})
     out = {}
     for name, start, cigar, strand, edge in zip(names, starts, cigars, strands, best):
         if name not in data.truth or start < 0:

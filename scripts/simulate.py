@@ -24,6 +24,7 @@ import shlex
 import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -59,6 +60,7 @@ class SimParams:
     error_rate: float = 0.01
     reverse_fraction: float = 0.0
     alphabet: str = "dna"
+    target_columns: int | None = None  # instead of indel_rate: the rate that gives about this width
 
     @property
     def letters(self) -> np.ndarray:
@@ -67,6 +69,17 @@ class SimParams:
     @property
     def n_states(self) -> int:
         return len(self.letters)
+
+    def indel_rate_for(self, tree_length: float) -> float:
+        """The indel rate used: `indel_rate`, or with `target_columns` the rate at which the
+        insertions expected over the whole tree (each makes a new column) widen the root's
+        `columns` to about `target_columns`. A fixed rate widens the alignment with the tree's
+        total length, that is with the taxa: 0.05 gives 12,000 columns at 10^4 taxa and
+        ~34,000 at 10^5 (a 3.4 GB alignment); 16S alignments of any size have ~1,500."""
+        if self.target_columns is None:
+            return self.indel_rate
+        inserted = max(0, self.target_columns - self.columns)
+        return inserted / (0.5 * tree_length * self.columns * self.indel_mean_length)
 
     @property
     def n_held_out(self) -> int:
@@ -81,6 +94,8 @@ class SimParams:
             if field.name == "alphabet" and self.alphabet == "dna":
                 continue
             value = self.n_held_out if field.name == "held_out" else getattr(self, field.name)
+            if value is None:  # target_columns unset: --indel-rate decides
+                continue
             options.append(("--" + field.name.replace("_", "-"), value if isinstance(value, str) else repr(value)))
         return SCRIPT + "".join(f" {flag} {shlex.quote(value)}" for flag, value in options)
 
@@ -397,15 +412,15 @@ def substitute_poisson(res: np.ndarray, rates: np.ndarray, t: float, n_states: i
     return out
 
 
-def apply_indels(ids: np.ndarray, res: np.ndarray, t: float, params: SimParams, sites: SiteLog,
+def apply_indels(ids: np.ndarray, res: np.ndarray, t: float, params: SimParams, indel_rate: float, sites: SiteLog,
                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Insertion and deletion events over a branch of length t, in random order.
 
-    Each kind occurs at rate indel_rate/2 per site per unit time; lengths are geometric with mean
-    indel_mean_length. A deletion never removes a sequence's last residue.
+    Each kind occurs at rate indel_rate/2 per site per unit time (`SimParams.indel_rate_for`);
+    lengths are geometric with mean indel_mean_length. A deletion never removes a sequence's last residue.
     """
     n = len(ids)
-    rate = 0.5 * params.indel_rate * t
+    rate = 0.5 * indel_rate * t
     kinds = np.array([True] * rng.poisson(rate * (n + 1)) + [False] * rng.poisson(rate * n))
     p = 1.0 / params.indel_mean_length
     for is_insertion in rng.permutation(kinds):
@@ -431,6 +446,7 @@ def evolve(tree: Tree, params: SimParams, rng: np.random.Generator
     always logged after those of every branch above it (which `site_order` relies on).
     """
     sites = SiteLog(params.columns, params.gamma_alpha, rng)
+    indel_rate = params.indel_rate_for(float(tree.length.sum()))
     root = (np.arange(params.columns, dtype=np.int32),
             rng.integers(params.n_states, size=params.columns, dtype=np.uint8))
     tips, stack = {}, [(0, *root)]
@@ -443,7 +459,7 @@ def evolve(tree: Tree, params: SimParams, rng: np.random.Generator
             t = float(tree.length[c])
             child_res = (substitute(res, sites.rates[ids], t, params.kappa, rng) if params.alphabet == "dna"
                          else substitute_poisson(res, sites.rates[ids], t, params.n_states, rng))
-            stack.append((c, *apply_indels(ids, child_res, t, params, sites, rng)))
+            stack.append((c, *apply_indels(ids, child_res, t, params, indel_rate, sites, rng)))
     return tips, sites
 
 
@@ -568,47 +584,62 @@ def simulate(params: SimParams) -> Simulation:
     )
 
 
-def fasta_text(names: list[str], rows: list[bytes]) -> bytes:
-    """FASTA with one line per sequence."""
-    return b"".join(b">%s\n%s\n" % (name.encode(), row) for name, row in zip(names, rows))
+def fasta_lines(names: list[str], rows: Iterable[bytes]) -> Iterator[bytes]:
+    """FASTA with one line per sequence, one record at a time."""
+    for name, row in zip(names, rows):
+        yield b">%s\n%s\n" % (name.encode(), row)
 
 
-def phylip_text(names: list[str], alignment: np.ndarray) -> bytes:
+def phylip_lines(names: list[str], alignment: np.ndarray) -> Iterator[bytes]:
     """Sequential relaxed PHYLIP: names padded to a common width, one space, the row."""
     width = max(map(len, names))
-    header = b"%d %d\n" % alignment.shape
-    return header + b"".join(b"%s %s\n" % (name.ljust(width).encode(), row.tobytes())
-                             for name, row in zip(names, alignment))
+    yield b"%d %d\n" % alignment.shape
+    for name, row in zip(names, alignment):
+        yield b"%s %s\n" % (name.ljust(width).encode(), row.tobytes())
 
 
-def truth_text(sim: Simulation) -> bytes:
+def truth_lines(sim: Simulation) -> Iterator[bytes]:
     """truth.tsv: the reproducing command as a '#' line, a header, then one row per read."""
-    lines = ["# " + sim.params.command(), "name\tsource\tstrand\ttrue_split\ttrue_columns"]
+    yield ("# " + sim.params.command() + "\nname\tsource\tstrand\ttrue_split\ttrue_columns\n").encode()
     for r in sim.reads:
         columns = ",".join(map(str, r.columns.tolist()))
-        lines.append(f"{r.name}\t{r.source}\t{r.strand}\t{sim.splits[r.source]}\t{columns}")
-    return ("\n".join(lines) + "\n").encode()
+        yield f"{r.name}\t{r.source}\t{r.strand}\t{sim.splits[r.source]}\t{columns}\n".encode()
+
+
+def write_atomically(path: Path, chunks: Iterable[bytes]) -> None:
+    """Write `chunks` to a temporary name beside `path`, renamed to `path` once complete.
+
+    A large reference (10^5 taxa) is gigabytes of text: rendered whole, a file took the text,
+    its row copies and the alignment in memory at once, and a run killed while writing left a
+    file without its last lines that looked complete. Streamed, memory holds one row; renamed
+    at the end, a file that exists is whole.
+    """
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        with open(partial, "wb") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    partial.replace(path)
 
 
 def write_outputs(sim: Simulation, out: Path) -> None:
-    """Write every output file of scripts/README.md into `out` (created if missing).
-
-    Contents are rendered one file at a time so that only one large text is in memory.
-    """
+    """Write every output file of scripts/README.md into `out` (created if missing), each
+    streamed row by row and renamed into place when complete (`write_atomically`)."""
     out.mkdir(parents=True, exist_ok=True)
     files = {
-        "tree.nwk": lambda: newick(sim.reference_tree, unrooted=True).encode(),
-        "truth_tree.nwk": lambda: newick(sim.full_tree, unrooted=False).encode(),
-        "ref.phy": lambda: phylip_text(sim.ref_names, sim.ref_alignment),
-        "ref.fasta": lambda: fasta_text(sim.ref_names, [r.tobytes() for r in sim.ref_alignment]),
-        "reads.fa": lambda: fasta_text([r.name for r in sim.reads],
-                                       [r.sequence for r in sim.reads]),
-        "truth.tsv": lambda: truth_text(sim),
-        "truth_alignment.fasta": lambda: fasta_text(
-            sim.truth_names, [r.tobytes() for r in sim.truth_alignment]),
+        "tree.nwk": lambda: [newick(sim.reference_tree, unrooted=True).encode()],
+        "truth_tree.nwk": lambda: [newick(sim.full_tree, unrooted=False).encode()],
+        "ref.phy": lambda: phylip_lines(sim.ref_names, sim.ref_alignment),
+        "ref.fasta": lambda: fasta_lines(sim.ref_names, (r.tobytes() for r in sim.ref_alignment)),
+        "reads.fa": lambda: fasta_lines([r.name for r in sim.reads], (r.sequence for r in sim.reads)),
+        "truth.tsv": lambda: truth_lines(sim),
+        "truth_alignment.fasta": lambda: fasta_lines(sim.truth_names, (r.tobytes() for r in sim.truth_alignment)),
     }
     for name, render in files.items():
-        (out / name).write_bytes(render())
+        write_atomically(out / name, render())
 
 
 # --------------------------------------------------------------------------------------- CLI
@@ -659,6 +690,9 @@ def parse_args(argv: list[str]) -> tuple[Path, SimParams]:
                    help="gamma shape of site rates (0 = equal rates)")
     p.add_argument("--indel-rate", type=at_least(0.0, float), default=d.indel_rate,
                    help="indel events per site per expected substitution (half insertions)")
+    p.add_argument("--target-columns", type=at_least(2), default=None,
+                   help="choose the indel rate (instead of --indel-rate) so that the alignment is about this "
+                        "wide; a fixed rate widens it with the taxa")
     p.add_argument("--indel-mean-length", type=at_least(1.0, float), default=d.indel_mean_length,
                    help="mean of the geometric indel length")
     p.add_argument("--reads", type=at_least(1), default=d.reads, help="number of reads")

@@ -271,3 +271,25 @@ def test_example_data_set_is_reproduced_byte_for_byte(tmp_path, example):
     assert names == sorted(p.name for p in tmp_path.iterdir())
     for name in names:
         assert (tmp_path / name).read_bytes() == (example / name).read_bytes(), name
+
+
+def test_target_columns_keeps_the_width_whatever_the_taxa():
+    """A fixed indel rate widens the alignment with the taxa; --target-columns does not."""
+    for taxa in (200, 2000):
+        sim = sim_mod.simulate(sim_mod.SimParams(seed=4, taxa=taxa, columns=400, target_columns=500, reads=1))
+        assert 450 <= sim.ref_alignment.shape[1] <= 550, (taxa, sim.ref_alignment.shape)
+    wide = sim_mod.simulate(sim_mod.SimParams(seed=4, taxa=2000, columns=400, reads=1))
+    assert wide.ref_alignment.shape[1] > 1000
+
+
+def test_outputs_are_whole_or_absent(tmp_path):
+    """A file is renamed into place only once written whole: a writer that fails leaves none."""
+    def failing():
+        yield b"first line\n"
+        raise MemoryError("killed while writing")
+
+    with pytest.raises(MemoryError):
+        sim_mod.write_atomically(tmp_path / "ref.phy", failing())
+    assert list(tmp_path.iterdir()) == []
+    sim_mod.write_atomically(tmp_path / "ref.phy", iter([b"2 3\n", b"a ACG\n", b"b AC-\n"]))
+    assert (tmp_path / "ref.phy").read_bytes() == b"2 3\na ACG\nb AC-\n"

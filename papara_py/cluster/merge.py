@@ -4,8 +4,8 @@ Merge refuses (InputError naming the culprit file) unless the shards provably be
 - every file is a complete papara-py shard (written with --shard or array variables; partial
   files never exist, outputs are atomic) of the same format and papara-py version;
 - the same inputs (sha256 of tree, alignment and reads) and the same result-shaping settings
-  (`IDENTITY_KEYS`: scoring parameters, alphabet, K candidates, strand mode, edge and column
-  counts);
+  (`IDENTITY_KEYS`: scoring parameters, alphabet, K candidates, strand and search modes, edge
+  and column counts);
 - the same slicing (N, the total read count, the rule) and every slice 0..N-1 exactly once
   (missing and duplicated slices are listed);
 - each shard holds exactly its slice's rows, and all hold the same per-read datasets.
@@ -39,7 +39,8 @@ from papara_py.io.run_file import RunFile, datasets_below
 from papara_py.io.run_writer import FORMAT_VERSION, run_writer
 
 #: /run attrs that decide the results; every shard must agree and the merged file copies them.
-IDENTITY_KEYS = ("checksums_sha256", "parameters", "alphabet", "candidates_k", "strand", "n_edges", "n_columns")
+IDENTITY_KEYS = ("checksums_sha256", "parameters", "alphabet", "candidates_k", "strand", "search", "n_edges",
+                 "n_columns")
 #: /run attrs that count over reads; the merged file holds their sums (numbers, or dicts key-wise).
 ADDITIVE_KEYS = ("cells", "status_counts", "strand_counts")
 #: /run attrs of a merged file equal to those of a single-machine run of the same inputs.

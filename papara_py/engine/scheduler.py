@@ -69,10 +69,17 @@ from papara_py.pairwise.params import ScoringParams
 
 @dataclass(frozen=True)
 class ReadBatch:
-    """Encoded reads ready for the kernels: all have 0 < n < m."""
+    """Encoded reads ready for the kernels: all have 0 < n < m.
+
+    `edges`, where given, restricts the batch to those edges (ascending edge numbers: the guided
+    search of engine/guided.py hands the engine one group of edges per batch). The engine numbers
+    them 0..len-1 internally and maps its candidates back; an ascending subset keeps the
+    (score, edge) order, so ties and the K kept are those of the real edge numbers.
+    """
 
     codes: np.ndarray    # [total residues] state sets (the profiles' element type: uint8 DNA, uint32 protein)
     offsets: np.ndarray  # int64 [Q + 1]
+    edges: np.ndarray | None = None  # int32, ascending; None: every edge
 
     @property
     def count(self) -> int:
@@ -87,7 +94,7 @@ class ReadBatch:
         if (first, end) == (0, self.count):
             return self
         start = self.offsets[first]
-        return ReadBatch(self.codes[start:self.offsets[end]], self.offsets[first:end + 1] - start)
+        return ReadBatch(self.codes[start:self.offsets[end]], self.offsets[first:end + 1] - start, self.edges)
 
 
 class Scorer(Protocol):
@@ -169,6 +176,7 @@ class _Batch:
     reads: ReadBatch
     candidates: Candidates
     cells_left: int
+    n_edges: int  # edges scored for this batch (all, or its subset's)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -216,7 +224,8 @@ class Engine:
         self._gpu_stats: list[ConsumerStats] = []
         self._fatal: BaseException | None = None
         self._started = 0.0
-        self._blocks: dict[int, Block] = {}
+        self._blocks: dict[int | bytes, Block] = {}  # by block index, or by a subset block's edges
+        self._cached_bytes = 0
 
     # -- the caller's side ------------------------------------------------------------------
 
@@ -242,9 +251,13 @@ class Engine:
             for _ in range(n_batches):
                 index = self._next_done()
                 batch = self._batches.pop(index)
+                candidates = batch.candidates
+                if batch.reads.edges is not None:  # subset positions -> edge numbers (ascending: order kept)
+                    candidates.edge = np.where(candidates.edge >= 0, batch.reads.edges[candidates.edge], -1
+                                               ).astype(np.int32)
                 self._caller_idle.clear()
                 held = time.perf_counter()
-                yield index, batch.candidates
+                yield index, candidates
                 self._caller_seconds += time.perf_counter() - held
                 self._caller_idle.set()
                 self._queue.reconsider()
@@ -298,28 +311,39 @@ class Engine:
                     if self._queue.cancelled:
                         return
                 reads = make_batch(index)
-                cells = self.n_edges * reads.residues * self.n_columns
-                self._batches[index] = _Batch(reads, Candidates.empty(reads.count, self.k), cells)
-                self._queue.plan(index, self._n_blocks, cells)
-                for block_index in range(self._n_blocks):
-                    if not self._queue.put(self._item(index, self._block(block_index), 0, reads.count)):
+                n_edges = self.n_edges if reads.edges is None else len(reads.edges)
+                n_blocks = block_count(n_edges, self.width)
+                cells = n_edges * reads.residues * self.n_columns
+                self._batches[index] = _Batch(reads, Candidates.empty(reads.count, self.k), cells, n_edges)
+                self._queue.plan(index, n_blocks, cells)
+                for block_index in range(n_blocks):
+                    if not self._queue.put(self._item(index, self._block(block_index, reads.edges), 0, reads.count)):
                         return
                 self._queue.seal(index)
             self._queue.close()
         except BaseException as error:  # noqa: B902 - handed to the caller's thread
             self._fail(error)
 
-    def _block(self, index: int) -> Block:
-        """Block `index`, built from the profiles (kept for later batches when they fit)."""
-        block = self._blocks.get(index)
+    def _block(self, index: int, subset: np.ndarray | None = None) -> Block:
+        """Block `index` of every edge, or of the ascending edge `subset` (its lanes numbered from
+        index * W within the subset), built from the profiles; kept for later batches when they fit."""
+        first = index * self.width
+        if subset is None:
+            key, edge_ids = index, np.arange(first, min(first + self.width, self.n_edges))
+        else:
+            edge_ids = subset[first:first + self.width]
+            key = edge_ids.tobytes()
+        block = self._blocks.get(key)
         if block is None:
             started = time.perf_counter()
-            first = index * self.width
-            edge_ids = np.arange(first, min(first + self.width, self.n_edges))
             block = make_block(index, first, self.build_profiles(edge_ids), self.width)
             self.build_seconds += time.perf_counter() - started
-            if self._cache_blocks:
-                self._blocks[index] = block
+            if self._cache_blocks if subset is None else \
+                    self._cached_bytes + block.lanes.nbytes <= self.options.block_cache_bytes:
+                self._blocks[key] = block
+                self._cached_bytes += block.lanes.nbytes
+        elif block.first_edge != first:  # the same edges at another position of another subset
+            block = Block(index, first, block.n_edges, block.lanes)
         return block
 
     # -- the consumers -----------------------------------------------------------------------
@@ -412,7 +436,8 @@ class Engine:
         or None when it is not (no CPU worker, or no GPU)."""
         if not (self.use_cpu and self.options.cpu_workers > 0 and self.gpu_scorers) or self._gpus_failed():
             return None
-        offsets = self._batches[index].reads.offsets
+        batch = self._batches[index]
+        offsets = batch.reads.offsets
         residues = int(offsets[-1] - offsets[0])
         # what each side can score per second: the workers' own speed over the share of the run
         # they may work (not while the caller holds a batch). Cells delivered so far would not
@@ -424,8 +449,9 @@ class Engine:
         if cpu_rate > 0 and gpu_rate > 0:
             cpu_residues = residues * cpu_rate / (cpu_rate + gpu_rate)
         else:
-            cpu_residues = self.options.cpu_workers * self.options.cpu_first_cells / (self.n_edges * self.n_columns)
-        pieces = cpu_pieces(offsets, cpu_residues, -(-2 * self.options.cpu_workers // self._n_blocks))
+            cpu_residues = self.options.cpu_workers * self.options.cpu_first_cells / (batch.n_edges * self.n_columns)
+        pieces = cpu_pieces(offsets, cpu_residues,
+                            -(-2 * self.options.cpu_workers // block_count(batch.n_edges, self.width)))
         if not pieces:
             return None
         first_cpu_read = pieces[0][0]

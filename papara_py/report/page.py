@@ -488,7 +488,8 @@ def _confidence_section(confidence: PlacementConfidence | None, figure: bytes | 
 
 
 _TIMING_ORDER = ("input", "strand", "profiles", "build_blocks", "scoring", "traceback", "output", "total")
-_RECORD_SHOWN = {"parameters", "checksums_sha256", "inputs", "timings_seconds", "consumers", "status_counts"}
+_RECORD_SHOWN = {"parameters", "checksums_sha256", "inputs", "timings_seconds", "consumers", "status_counts",
+                 "search", "edges_scored_fraction"}
 
 
 def _record_section(run: RunView) -> list[str]:
@@ -510,6 +511,7 @@ def _record_section(run: RunView) -> list[str]:
         parts.append("<h3>Engine and run</h3>" + _table(
             ["what", "value", "attribute"],
             [[_RECORD_LABELS.get(k, k), _fmt(v), k] for k, v in sorted(overview.items())]))
+    parts += _search_section(record)
     timings = record.get("timings_seconds") or {}
     if timings:
         ordered = [k for k in _TIMING_ORDER if k in timings] + sorted(set(timings) - set(_TIMING_ORDER))
@@ -527,6 +529,24 @@ def _record_section(run: RunView) -> list[str]:
     if counts:
         parts.append("<h3>Reads by status</h3>" + _table(["status", "reads"], sorted(counts.items()), {1}))
     return parts
+
+
+def _search_section(record: dict) -> list[str]:
+    """How the candidate edges were searched (--search): the mode, its settings, the cells
+    computed and the share of the edges each read was scored against (DESIGN.md 6a)."""
+    search = record.get("search")
+    if not search:  # run files written before --search existed: every edge
+        return []
+    fraction = record.get("edges_scored_fraction") or {}
+    settings = ", ".join(f"{key} {_fmt(value)}" for key, value in sorted(search.items()) if key != "mode")
+    rows = [["mode", search.get("mode", "?") + (f" ({settings})" if settings else "")],
+            ["DP cells computed", _fmt(record.get("cells", ""))]]
+    rows += [[f"edges scored per read, {key}", f"{float(fraction[key]):.1%}"]
+             for key in ("mean", "min", "max") if key in fraction]
+    return ["<h3>Search</h3><p class=\"muted\">exhaustive scores every read against every edge; guided scores "
+            "each read against the central edges of clusters of the tree, then inside the best clusters, "
+            "widening until its best edges are surrounded by scored edges (exact DP for every edge "
+            "scored).</p>" + _table(["what", "value"], rows)]
 
 
 #: Plain words for the /run attributes of the "Engine and run" table (others appear by name).

@@ -1,0 +1,111 @@
+"""Guided against exhaustive search on the same reads (BENCHMARKS.md, "Guided search").
+
+Runs the papara-py CLI once per search mode on a scripts/simulate.py data set (or reuses run
+files given with --exhaustive / --guided) and reports, per mode: the cells computed (run record),
+the wall and CPU time of the run and the wall time of its scoring, the share of the edges each read was scored
+against; between the modes: the reads whose best edge (and score) the guided search shares with
+the exhaustive one; against the truth (truth.tsv, scored by scripts/bench_accuracy.py's code):
+column accuracy and best edge = true edge.
+
+    python3 scripts/bench_search.py --simulated DIR --threads 2 --device cpu --json out.json
+    python3 scripts/bench_search.py --simulated DIR --device gpu --work /tmp/runs   # on a GPU host
+
+Every run uses the default penalties, --strand forward (simulate.py's reads are forward unless
+asked otherwise) and the same thread count and device.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_accuracy  # noqa: E402  (scripts/ is not a package)
+
+MODES = ("exhaustive", "guided")
+
+
+def run_mode(data: bench_accuracy.Data, mode: str, out: Path, threads: int, device: str) -> tuple[float, float]:
+    """Run papara-py with `--search mode` into `out`; returns its wall time and CPU time (user +
+    system) in seconds. On a shared machine the CPU time is the steadier of the two."""
+    out.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "papara_py", "-t", str(data.tree), "-s", str(data.alignment), "-r", str(data.reads),
+           "-o", str(out), "--search", mode, "--device", device, "--threads", str(threads), "--strand", "forward",
+           "--quiet"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(cmd, check=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def run_summary(path: Path, data: bench_accuracy.Data, times: tuple[float, float] | None) -> dict:
+    """What one run computed and how well it placed the reads."""
+    from papara_py.io.run_file import RunFile
+
+    decoded = RunFile(str(path)).record
+    accuracy = bench_accuracy.score(bench_accuracy.read_run_file(path, data), data.truth)
+    timings = decoded.get("timings_seconds", {})
+    wall, cpu = times or (None, None)
+    return {"cells": int(decoded["cells"]), "wall_seconds": wall, "cpu_seconds": cpu,
+            "scoring_seconds": timings.get("scoring"),
+            "total_seconds": timings.get("total"), "search": decoded.get("search"),
+            "edges_scored_fraction": decoded.get("edges_scored_fraction"),
+            "column_accuracy": accuracy["column_accuracy"], "edge_accuracy": accuracy["edge_accuracy"],
+            "device": decoded.get("device"), "n_edges": decoded.get("n_edges"),
+            "n_columns": decoded.get("n_columns")}
+
+
+def agreement(exhaustive: Path, guided: Path) -> dict:
+    """Share of the aligned reads whose best edge, and score, the two runs share."""
+    with h5py.File(exhaustive) as a, h5py.File(guided) as b:
+        aligned = a["reads/best_edge"][:] >= 0
+        same_edge = a["reads/best_edge"][:] == b["reads/best_edge"][:]
+        same_score = a["reads/score"][:] == b["reads/score"][:]
+    n = int(aligned.sum())
+    return {"reads": n, "best_edge_equal": float(same_edge[aligned].mean()) if n else float("nan"),
+            "score_equal": float(same_score[aligned].mean()) if n else float("nan")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--simulated", required=True, metavar="DIR", help="scripts/simulate.py output")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default="cpu", choices=["auto", "cpu", "gpu", "hybrid"])
+    p.add_argument("--work", type=Path, default=None, help="where the run files go (default: a temporary directory)")
+    for mode in MODES:
+        p.add_argument(f"--{mode}", type=Path, default=None, metavar="RUN.h5",
+                       help=f"an existing {mode} run of these reads instead of running it")
+    p.add_argument("--json", type=Path, default=None, help="write the results here too")
+    args = p.parse_args(argv)
+    data = bench_accuracy.Data.from_dir(args.simulated)
+    with tempfile.TemporaryDirectory() as scratch:
+        work = args.work or Path(scratch)
+        work.mkdir(parents=True, exist_ok=True)
+        runs, results = {}, {"data": args.simulated, "threads": args.threads, "device": args.device}
+        for mode in MODES:
+            given = getattr(args, mode)
+            runs[mode] = given or work / f"{mode}.h5"
+            times = None if given else run_mode(data, mode, runs[mode], args.threads, args.device)
+            results[mode] = run_summary(runs[mode], data, times)
+        results["agreement"] = agreement(runs["exhaustive"], runs["guided"])
+    results["cells_ratio"] = results["guided"]["cells"] / results["exhaustive"]["cells"]
+    text = json.dumps(results, indent=2, default=lambda value: value.item())  # numpy scalars
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
