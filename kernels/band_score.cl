@@ -11,7 +11,10 @@
  *     D(i,j) = min(S(i-1,j) + OE_i, D(i-1,j) + E_i)
  *     S(i,j) = min(S(i-1,j-1) + M_ij + CG_i, D(i,j), S(i,j-1) + insertion)
  *     S(i,-1) = 0 for i in [-1, width-2];  score = min_i S(i, n-1).
- * M_ij + CG_i is computed as (CG_i + mismatch) - mismatch * [a_i & b_j != 0].
+ * M_ij + CG_i is computed as (CG_i + mismatch) - mismatch * [a_i & b_j != 0]; with NEAR (near
+ * states, DESIGN.md 3-4, near_mismatch < mismatch) as (CG_i + mismatch)
+ * - (mismatch - near_mismatch) * [(a_i | near_i) & b_j != 0] - near_mismatch * [a_i & b_j != 0]:
+ * a match is also a hit of the wider set, so it pays mismatch - (mismatch - near) - near = 0.
  *
  * Sweep: rows are taken ROWS at a time (a stripe, rows j0 .. j0+h-1, h = ROWS except for the
  * last stripe). Within a stripe, column c (absolute column i = j0 + c) updates the rows top to
@@ -43,6 +46,9 @@
  *   -DPROF_BITS=8|32 -DSTATE_BITS=<states> (the alphabet, phylo/encoding.py): profile elements
  *   and read codes are uchar (DNA: 4 states, CGAP bit 4) or uint (protein: 20 states, CGAP bit
  *   20); the CGAP bit is bit STATE_BITS.
+ *   -DNEAR=0|1 (DNA only): near states. The host widens each lane's element to 16 bits:
+ *   bits 0-3 the state set, bit 4 CGAP, bits 8-11 the state set | its near states (engine/gpu.py,
+ *   _near_elements); prof_t is then ushort (one lane) or uint (packed: lane 2u in bits 0-15).
  *
  * Packed lanes and wide state sets (PACKED with PROF_BITS 32, "split" states): a 16-bit half
  * cannot hold a 20-bit set, so each set is cut into a low and a high part of HALF_BITS =
@@ -54,6 +60,13 @@
  * and a read residue's two parts sit in B (low) and BH (high), each in both halves. One more
  * AND and OR per cell pair than DNA, and the profile is 4 bytes per lane instead of 1.
  */
+
+#ifndef NEAR
+#define NEAR 0
+#endif
+#if NEAR && PROF_BITS != 8
+#error "near states are for 8-bit (DNA) profile elements"
+#endif
 
 #if PROF_BITS == 8
 typedef uchar elem_t;
@@ -77,6 +90,16 @@ typedef elem_t code_t;
 #define LANES 2
 typedef uint2 prof_t; /* two wide elements, split (see above) */
 #define SPLAT(x) ((uint)(x) * 0x00010001u)
+#elif NEAR && PACKED
+#define LANES 2
+typedef uint prof_t; /* two widened 16-bit elements (see NEAR above) */
+#define SPLAT(x) ((uint)(x) * 0x00010001u)
+#define SPREAD(v) ((uint)(v))
+#elif NEAR
+#define LANES 1
+typedef ushort prof_t; /* one widened element */
+#define SPLAT(x) ((uint)(x))
+#define SPREAD(v) ((uint)(v))
 #elif PACKED
 #define LANES 2
 typedef ushort prof_t; /* two 8-bit elements */
@@ -120,6 +143,9 @@ typedef struct {
 #if SPLIT
     cell_t states_hi; /* SPLIT: the high part of the state set per lane */
 #endif
+#if NEAR
+    cell_t states_near; /* NEAR: the state set and its near states per lane */
+#endif
     cell_t diag;   /* CG_i + mismatch per lane */
     cell_t open;   /* OE_i per lane */
     cell_t extend; /* E_i per lane */
@@ -127,6 +153,7 @@ typedef struct {
 
 typedef struct {
     uint mismatch, neg_mismatch, cgap, open_extend, extend;
+    uint neg_near, neg_step; /* NEAR: 0 - near_mismatch, 0 - (mismatch - near_mismatch) */
     cell_t insertion, inf;
 } penalties_t;
 
@@ -142,6 +169,9 @@ inline column_t load_column(global const prof_t *p, const penalties_t *pen)
     const uint elements = SPREAD(*p);
     const uint gap = (elements >> STATE_BITS) & SPLAT(1); /* CGAP flag per lane, 0 or 1 */
     col.states = elements & SPLAT(STATE_MASK);
+#endif
+#if NEAR
+    col.states_near = (elements >> 8) & SPLAT(STATE_MASK);
 #endif
     const uint residue = gap ^ SPLAT(1);
     col.diag = gap * pen->cgap + SPLAT(pen->mismatch);
@@ -173,7 +203,13 @@ inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH,
         const cell_t hit = lane_min(meet, SPLAT(1)); /* 1 where states meet */
         /* M_ij + CG_i = (CG_i + mismatch) - hit * mismatch: one multiply-add; modulo 2^32 it
          * is the per-half subtraction, as no half can borrow (CG_i + mismatch >= mismatch) */
+#if NEAR
+        /* the wider set's hit first: (CG_i + mismatch) - (mismatch - near) >= 0, no borrow */
+        const cell_t hit_near = lane_min(col.states_near & B[r], SPLAT(1));
+        const cell_t cost = col.diag + hit_near * pen->neg_step + hit * pen->neg_near;
+#else
         const cell_t cost = col.diag + hit * pen->neg_mismatch;
+#endif
         cell_t ins = lane_add(up, pen->insertion);
         if (masked && c - r + 1 >= width) /* the row above has left the band */
             ins = pen->inf;
@@ -250,13 +286,14 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
                        global const int *read_len, const int n_reads, global cell_t *band,
                        global int *scores, const uint mismatch, const uint cgap,
                        const uint open_extend, const uint extend, const uint insertion,
-                       const uint inf)
+                       const uint inf, const uint near_mismatch)
 {
     const int u = get_global_id(0);
     const int q = get_global_id(1);
     if (q >= n_reads)
         return;
-    const penalties_t pen = {mismatch, 0u - mismatch, cgap, open_extend, extend, SPLAT(insertion),
+    const penalties_t pen = {mismatch, 0u - mismatch, cgap, open_extend, extend,
+                             0u - near_mismatch, 0u - (mismatch - near_mismatch), SPLAT(insertion),
                              SPLAT(inf)};
     const int n = read_len[q];
     const int width = m - n + 1;

@@ -84,7 +84,9 @@ class Run:
 
     @property
     def parameters(self) -> dict:
-        """The scoring parameters the run used (mismatch, cgap, gap_open, gap_extend, insertion)."""
+        """The scoring parameters the run used (mismatch, cgap, gap_open, gap_extend, insertion,
+        near_mismatch, and the preset they equal); runs written before near states were added
+        have no near_mismatch, which was then always the mismatch penalty."""
         return dict(self.record.get("parameters") or {})
 
     def close(self) -> None:

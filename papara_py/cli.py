@@ -147,15 +147,17 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
         "scoring (penalties, minimised; a preset, then any single penalty given overrides it)")
     scoring.add_argument("--preset", choices=list(PRESETS), default=None,
                          help="; ".join(f"{name}: {'/'.join(map(str, values))}" for name, values in PRESETS.items())
-                         + f" (mismatch/cgap/gap-open/gap-extend/insertion; default: {DEFAULT_PRESET} for DNA, "
-                         "protein for protein, both chosen by the accuracy studies in docs/ACCURACY.md; "
+                         + f" (mismatch/cgap/gap-open/gap-extend/insertion/near-mismatch; default: {DEFAULT_PRESET} "
+                         "for DNA, protein for protein, both chosen by the accuracy studies in docs/ACCURACY.md; "
                          "paper: the 2012 paper's)")
     for k, (flag, meaning) in enumerate([
             ("--mismatch", "read residue not in the branch's state set"),
             ("--cgap", "read residue in a column the tree says is a gap"),
             ("--gap-open", "opening a gap in the read"),
             ("--gap-extend", "extending a gap in the read"),
-            ("--insertion", "read residue between reference columns")]):
+            ("--insertion", "read residue between reference columns"),
+            ("--near-mismatch", ("read residue one parsimony step from the branch's state set (its near "
+                                 "states; DNA only; at most --mismatch; equal to it is the paper's Eq. 1)"))]):
         scoring.add_argument(flag, type=_penalty, default=None,
                              help=f"{meaning} (default: the preset's; {PRESETS[DEFAULT_PRESET][k]} in {DEFAULT_PRESET}, "
                                   f"{PRESETS['protein'][k]} in protein)")

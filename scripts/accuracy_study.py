@@ -165,14 +165,14 @@ def main() -> int:
     p.add_argument("what", choices=["build", "peers", "grid", "table", "plot", "validate", "protein-refs"])
     p.add_argument("--suite", choices=["dna", "protein"], default="dna",
                    help="SETS (DNA) or PROTEIN_SETS (--alphabet protein everywhere)")
-    p.add_argument("--chosen", default="", help="plot: the chosen point m,c,o,e,i")
+    p.add_argument("--chosen", default="", help="plot: the chosen point m,c,o,e,i[,near]")
     p.add_argument("--png", default=str(Path(__file__).resolve().parent.parent / "docs" / "accuracy_study.png"))
     p.add_argument("--data", required=True, help="folder of the study's data (docs/ACCURACY.md, Reproduce)")
     p.add_argument("--stage", default="coarse")
     p.add_argument("--seeds", default="101,102,103", help="validate --suite protein: the seeds")
     p.add_argument("--sets", help="data set names (default: all of the suite)")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--points", help="explicit points m,c,o,e,i;m,c,o,e,i (instead of --stage)")
+    p.add_argument("--points", help="explicit points m,c,o,e,i[,near];... (near: near_mismatch, default m; instead of --stage)")
     args = p.parse_args()
     data_dir = Path(args.data)
     results = data_dir / "results.jsonl"

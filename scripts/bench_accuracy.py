@@ -547,10 +547,9 @@ def run_papara_cli(data: Data, work: Path, params=PAPER, threads: int = 2) -> tu
     out.unlink(missing_ok=True)
     cmd += ["-t", str(data.tree), "-s", str(data.alignment), "-r", str(data.reads), "-o", str(out),
             "--device", "cpu", "--threads", str(threads), "--quiet", "--alphabet", data.alphabet]
-    if params is not None:  # None: papara-py's own defaults
-        mm, cg, go, ge, ins = params
-        cmd += ["--mismatch", str(mm), "--cgap", str(cg), "--gap-open", str(go), "--gap-extend", str(ge),
-                "--insertion", str(ins)]
+    if params is not None:  # None: papara-py's own defaults; 5 values: Eq. 1 (near = mismatch)
+        flags = ("--mismatch", "--cgap", "--gap-open", "--gap-extend", "--insertion", "--near-mismatch")
+        cmd += [item for flag, value in zip(flags, params) for item in (flag, str(value))]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True)
     wall = time.perf_counter() - t0

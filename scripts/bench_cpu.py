@@ -65,6 +65,8 @@ def make_data(shape: Shape, width: int, max_cells: float, rng: np.random.Generat
         profiles = np.where(rng.random(size) < 0.75, rng.choice(singles, size=size),
                             rng.integers(1, chosen.state_mask + 1, size=size, dtype=chosen.dtype))
     profiles |= np.where(rng.random(profiles.shape) < 0.1, chosen.cgap_bit, 0).astype(chosen.dtype)
+    if chosen.has_near_states:  # near-state fields (DESIGN 3): used by the weighted preset only
+        profiles |= (rng.integers(0, 8, size=size) << chosen.near_shift).astype(chosen.dtype)
     blocks = [make_block(b, b * width, profiles[b * width:(b + 1) * width], width)
               for b in range(block_count(shape.edges, width))]
     codes = rng.choice(singles, size=reads * shape.read_length)
@@ -91,9 +93,10 @@ def run(args: argparse.Namespace) -> None:
 
     width = args.lanes or default_lane_width()
     strip = args.strip or DEFAULT_STRIP
-    params = ScoringParams()
+    params = ScoringParams.preset(args.preset) if args.preset else ScoringParams()
     rng = np.random.default_rng(2026)
-    print(f"# {args.alphabet}, lanes W={width}, strip={strip}, best of {args.repeat}, threads {args.threads}")
+    print(f"# {args.alphabet}, penalties {params.values()}, lanes W={width}, strip={strip}, best of {args.repeat}, "
+          f"threads {args.threads}")
     print("| shape | reads x bp | edges | m | threads | wall s | GCUPS |")
     print("|---|---|---|---|---|---|---|")
     for shape in shapes(args.shape):
@@ -154,6 +157,7 @@ def main() -> None:
     parser.add_argument("--lanes", type=int, default=0, help="block width W (default: default_lane_width())")
     parser.add_argument("--alphabet", choices=["dna", "protein"], default="dna",
                         help="profile elements: dna (uint8) or protein (uint32)")
+    parser.add_argument("--preset", default="", help="penalties (default: the default preset; robust: Eq. 1)")
     parser.add_argument("--asm", action="store_true", help="print the hot loop's instructions and exit")
     args = parser.parse_args()
     if args.asm:

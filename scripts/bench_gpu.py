@@ -36,7 +36,7 @@ from numba import njit
 from papara_py.engine.gpu import GpuScorer, Variant
 from papara_py.engine.layout import block_count, make_block
 from papara_py.engine.opencl_devices import describe_devices, discover_devices
-from papara_py.pairwise.params import ScoringParams
+from papara_py.pairwise.params import DEFAULT_PRESET, PRESETS, ScoringParams
 from papara_py.pairwise.reference_scorer import score_matrix_reference
 from papara_py.phylo.encoding import ALPHABETS, DNA, Alphabet
 
@@ -57,7 +57,11 @@ def random_profiles(rng: np.random.Generator, n_edges: int, m: int, alphabet: Al
     _, mixed = _state_choices(alphabet, "RYN" if alphabet is DNA else "BZX")
     states = rng.choice(mixed, size=(n_edges, m))
     cgap = np.repeat(rng.random((n_edges, -(-m // 8))) < 0.3, 8, axis=1)[:, :m]
-    return states | (cgap * alphabet.dtype.type(alphabet.cgap_bit))
+    elements = states | (cgap * alphabet.dtype.type(alphabet.cgap_bit))
+    if alphabet.has_near_states:  # near states (DESIGN 3) in 40% of the columns
+        near = np.where(rng.random((n_edges, m)) < 0.4, rng.integers(1, 8, size=(n_edges, m)), 0)
+        elements |= (near << alphabet.near_shift).astype(alphabet.dtype)
+    return elements
 
 
 def random_reads(rng: np.random.Generator, lengths: np.ndarray, alphabet: Alphabet = DNA
@@ -95,9 +99,17 @@ def random_instance(rng: np.random.Generator, m: int, n_edges: int, n_reads: int
 def verify(scorers: dict[str, GpuScorer], rng: np.random.Generator, rounds: int,
            alphabet: Alphabet = DNA) -> dict[str, int]:
     """Mismatching reads per scorer over random chunks (k-best scores and edges vs the reference)."""
-    cases = [(int(rng.integers(2, 200)), int(rng.integers(1, 90)), int(rng.integers(1, 12)),
-              ScoringParams(*rng.integers(0, 8, size=5).tolist())) for _ in range(rounds)]
+    def random_params() -> ScoringParams:
+        values = rng.integers(0, 8, size=5).tolist()
+        near = int(rng.integers(0, values[0] + 1)) if alphabet.has_near_states and rng.random() < 0.5 else values[0]
+        return ScoringParams(*values, near_mismatch=near)
+
+    cases = [(int(rng.integers(2, 200)), int(rng.integers(1, 90)), int(rng.integers(1, 12)), random_params())
+             for _ in range(rounds)]
     cases += [(1500, 64, 8, PARAMS), (300, 40, 10, ScoringParams(2000, 900, 3000, 100, 2500))]
+    if alphabet.has_near_states:
+        cases += [(1500, 64, 8, ScoringParams.preset("weighted")),
+                  (300, 40, 10, ScoringParams(2000, 900, 3000, 100, 2500, 1000))]
     bad = dict.fromkeys(scorers, 0)
     for m, n_edges, n_reads, params in cases:
         profiles, codes, offsets, ref, order = random_instance(rng, m, n_edges, n_reads, params, alphabet)
@@ -320,10 +332,14 @@ def main() -> int:
     parser.add_argument("--verify-rounds", type=int, default=12)
     parser.add_argument("--kind", default="gpu", help="device kind: gpu, or any to try the script on PoCL")
     parser.add_argument("--skip-timing", action="store_true", help="verify and measure waiting only")
+    parser.add_argument("--preset", choices=list(PRESETS), default=DEFAULT_PRESET,
+                        help="the penalties timed (weighted: near states, the kernel's NEAR build)")
     parser.add_argument("--alphabet", choices=list(ALPHABETS), default="dna",
                         help="profile elements to verify and time: dna (uint8) or protein (uint32)")
     args = parser.parse_args()
     alphabet = ALPHABETS[args.alphabet]
+    global PARAMS
+    PARAMS = ScoringParams.preset(args.preset)
     rng = np.random.default_rng(2026)
     scale = (lambda q: max(4, q // 100)) if args.quick else (lambda q: q)
 

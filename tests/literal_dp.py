@@ -11,8 +11,21 @@ import math
 CGAP_BIT = 0x10
 
 
+def literal_mismatch(a: int, b: int, mismatch: int, near_mismatch: int | None) -> int:
+    """M_ij of DESIGN 4 for DNA: 0 if the read's states meet the edge's set (bits 0-3), else
+    near_mismatch if they meet its near states (bit 5 + k: the k-th state, in order, that the
+    set lacks), else mismatch. near_mismatch None: Eq. 1 (= mismatch)."""
+    if a & 0x0F & b:
+        return 0
+    lacking = [state for state in range(4) if not a >> state & 1]
+    near = [state for k, state in enumerate(lacking) if a >> (5 + k) & 1]
+    if near_mismatch is not None and any(b >> state & 1 for state in near):
+        return near_mismatch
+    return mismatch
+
+
 def literal_score(read: list[int], profile: list[int], mismatch: int, cgap: int, gap_open: int,
-                  gap_extend: int, insertion: int) -> float:
+                  gap_extend: int, insertion: int, near_mismatch: int | None = None) -> float:
     n, m = len(read), len(profile)
     assert 0 < n < m
     S: dict[tuple[int, int], float] = {}
@@ -39,7 +52,7 @@ def literal_score(read: list[int], profile: list[int], mismatch: int, cgap: int,
             is_cgap = bool(a & CGAP_BIT)
             cg = cgap if is_cgap else 0
             oe, e = (0, 0) if is_cgap else (gap_open + gap_extend, gap_extend)
-            mm = 0 if (a & 0x0F & b) != 0 else mismatch
+            mm = literal_mismatch(a, b, mismatch, near_mismatch)
             ins = s(i, j - 1) + insertion
             D[i, j] = min(s(i - 1, j) + oe, d(i - 1, j) + e)
             S[i, j] = min(s(i - 1, j - 1) + mm + cg, D[i, j], ins)
@@ -47,14 +60,15 @@ def literal_score(read: list[int], profile: list[int], mismatch: int, cgap: int,
 
 
 def rescore_cigar(read: list[int], profile: list[int], start: int, cigar: list[tuple[int, str]],
-                  mismatch: int, cgap: int, gap_open: int, gap_extend: int, insertion: int) -> int:
-    """Cost of an explicit alignment path under Equation 1 (a D run opens once, then extends)."""
+                  mismatch: int, cgap: int, gap_open: int, gap_extend: int, insertion: int,
+                  near_mismatch: int | None = None) -> int:
+    """Cost of an explicit alignment path under DESIGN 4 (a D run opens once, then extends)."""
     total, column, position, previous = 0, start, 0, None
     for length, op in cigar:
         for _ in range(length):
             if op == "M":
                 a = profile[column]
-                total += (0 if a & 0x0F & read[position] else mismatch) + (cgap if a & CGAP_BIT else 0)
+                total += literal_mismatch(a, read[position], mismatch, near_mismatch) + (cgap if a & CGAP_BIT else 0)
                 column += 1
                 position += 1
             elif op == "D":

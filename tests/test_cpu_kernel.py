@@ -56,7 +56,10 @@ def random_profiles(rng: np.random.Generator, n_edges: int, m: int, cgap_style: 
             for _ in range(int(rng.integers(1, 4))):
                 start = int(rng.integers(0, m))
                 flags[e, start:start + int(rng.integers(1, m + 1))] = True
-    return states | (flags.astype(alphabet.dtype) * alphabet.dtype.type(alphabet.cgap_bit))
+    elements = states | (flags.astype(alphabet.dtype) * alphabet.dtype.type(alphabet.cgap_bit))
+    if alphabet.has_near_states:  # random near-state fields (DESIGN 3)
+        elements |= (rng.integers(0, 8, size=(n_edges, m)) << alphabet.near_shift).astype(alphabet.dtype)
+    return elements
 
 
 def pack(reads: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -88,7 +91,10 @@ def cases(draw, alphabet=DNA):
     lengths = draw(st.lists(st.one_of(st.just(1), st.just(m - 1), st.integers(1, m - 1)),
                             min_size=1, max_size=3))
     reads = [random_states(rng, n, alphabet) for n in lengths]
-    params = ScoringParams(*(draw(parameter) for _ in range(5)))
+    values = [draw(parameter) for _ in range(5)]
+    near = values[0] if not alphabet.has_near_states else draw(st.one_of(st.just(values[0]),
+                                                                            st.integers(0, values[0])))
+    params = ScoringParams(*values, near_mismatch=near)
     strip = draw(st.sampled_from([1, 2, 3, 7, 64, DEFAULT_STRIP]))
     return profiles, reads, params, width, strip
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from time import perf_counter, thread_time
 
@@ -70,7 +71,10 @@ def random_profiles(rng: np.random.Generator, n_edges: int, m: int, alphabet=DNA
     cgap = np.zeros((n_edges, m), bool)
     for e, i in zip(*np.nonzero(run_starts)):
         cgap[e, i:i + run_lengths[e, i]] = True
-    return states | np.where(cgap, alphabet.cgap_bit, 0).astype(alphabet.dtype)
+    elements = states | np.where(cgap, alphabet.cgap_bit, 0).astype(alphabet.dtype)
+    if alphabet.has_near_states:  # random near-state fields (DESIGN 3)
+        elements |= (rng.integers(0, 8, size=(n_edges, m)) << alphabet.near_shift).astype(alphabet.dtype)
+    return elements
 
 
 def as_chunk(profiles: np.ndarray, width: int, first_edge: int) -> np.ndarray:
@@ -115,7 +119,9 @@ def instances(draw):
     n_edges = draw(st.integers(1, 45))
     lengths = draw(st.lists(st.one_of(st.just(1), st.just(m - 1), st.integers(1, m - 1)),
                             min_size=1, max_size=7))
-    params = ScoringParams(*draw(st.tuples(*[st.integers(0, 7)] * 5)))
+    values = draw(st.tuples(*[st.integers(0, 7)] * 5))
+    near = draw(st.one_of(st.just(values[0]), st.integers(0, values[0])))  # Eq. 1, or near states cheaper
+    params = ScoringParams(*values, near_mismatch=near)
     return dict(seed=seed, m=m, n_edges=n_edges, lengths=lengths, params=params,
                 k=draw(st.integers(1, 9)), width=draw(st.sampled_from([1, 4, 8, 16])),
                 first_edge=draw(st.integers(0, 1000)), narrow=draw(st.booleans()),
@@ -144,7 +150,8 @@ def test_random_protein_chunks_match_reference(scorers, case) -> None:
     reads = [protein_states(rng, n) | np.uint32(1) << rng.integers(0, 20, size=n).astype(np.uint32)
              for n in case["lengths"]]
     scorer = scorers[case["narrow"], case["rows"]]
-    check(scorer, profiles, reads, case["params"], case["k"], case["width"], case["first_edge"])
+    params = replace(case["params"], near_mismatch=case["params"].mismatch)  # protein has no near states
+    check(scorer, profiles, reads, params, case["k"], case["width"], case["first_edge"])
     if not case["narrow"]:
         assert scorer.stats.packed_reads == 0
 
@@ -170,7 +177,7 @@ def test_protein_reads_of_every_stripe_remainder_in_both_widths(scorers, narrow)
     profiles = random_profiles(rng, 45, 41, PROTEIN)
     reads = [np.uint32(1) << rng.integers(0, 20, size=n).astype(np.uint32) for n in range(1, 41)]
     scorer = scorers[narrow, 32]
-    check(scorer, profiles, reads, ScoringParams(), k=6, width=16, first_edge=3)
+    check(scorer, profiles, reads, ScoringParams.preset("protein"), k=6, width=16, first_edge=3)
     assert (scorer.stats.packed_reads, scorer.stats.wide_reads) == ((40, 0) if narrow else (0, 40))
 
 
@@ -181,7 +188,7 @@ def test_both_widths_cover_reads_of_every_stripe_remainder(scorers, narrow) -> N
     profiles = random_profiles(rng, 45, 41)
     reads = [rng.choice(READ_STATES, size=n) for n in range(1, 41)]
     scorer = scorers[narrow, 32]
-    check(scorer, profiles, reads, ScoringParams(), k=6, width=16, first_edge=3)
+    check(scorer, profiles, reads, ScoringParams.preset("protein"), k=6, width=16, first_edge=3)
     assert (scorer.stats.packed_reads, scorer.stats.wide_reads) == ((40, 0) if narrow else (0, 40))
 
 

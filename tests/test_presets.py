@@ -13,11 +13,18 @@ def _params(argv, default_preset=DEFAULT_PRESET):
     return _penalty_choice(build_parser().parse_args(["-t", "t", "-s", "s", "-r", "r", *argv])).resolve(default_preset)
 
 
-def test_default_is_the_robust_preset_of_the_accuracy_study():
-    assert DEFAULT_PRESET == "robust"
-    assert PRESETS["robust"] == (3, 6, 2, 2, 7)
-    assert ScoringParams() == ScoringParams(3, 6, 2, 2, 7) == _params([])
-    assert ScoringParams().preset_name() == "robust"
+def test_default_is_the_weighted_preset_of_the_accuracy_study():
+    assert DEFAULT_PRESET == "weighted"
+    assert PRESETS["weighted"] == (5, 10, 4, 4, 12, 2)
+    assert ScoringParams() == ScoringParams(5, 10, 4, 4, 12, near_mismatch=2) == _params([])
+    assert ScoringParams().preset_name() == "weighted" and ScoringParams().weighted
+
+
+def test_eq1_presets_have_no_cheaper_near_states():
+    """Every preset but weighted is Eq. 1 of the paper (near_mismatch = mismatch)."""
+    for name in PRESETS:
+        assert ScoringParams.preset(name).weighted == (name == "weighted"), name
+    assert ScoringParams(3, 6, 2, 2, 7).near_mismatch == 3 and ScoringParams(3, 6, 2, 2, 7).preset_name() == "robust"
 
 
 def test_paper_preset_keeps_the_2012_values():
@@ -27,8 +34,27 @@ def test_paper_preset_keeps_the_2012_values():
 
 def test_single_penalties_override_the_preset():
     assert _params(["--preset", "paper", "--insertion", "5"]) == ScoringParams(3, 3, 3, 1, 5)
-    assert _params(["--mismatch", "2"]) == ScoringParams(2, 6, 2, 2, 7)
+    assert _params(["--preset", "robust", "--mismatch", "2"]) == ScoringParams(2, 6, 2, 2, 7)
     assert _params(["--mismatch", "2"]).preset_name() is None
+    assert _params(["--near-mismatch", "1"]) == ScoringParams(5, 10, 4, 4, 12, near_mismatch=1)
+    assert _params(["--preset", "paper", "--near-mismatch", "1"]).weighted
+
+
+def test_mismatch_alone_keeps_eq1_presets_eq1_and_caps_near_states():
+    """--mismatch without --near-mismatch: an Eq. 1 preset stays Eq. 1; weighted keeps its near
+    penalty unless the new mismatch is smaller."""
+    assert _params(["--preset", "paper", "--mismatch", "5"]) == ScoringParams(5, 3, 3, 1, 3, near_mismatch=5)
+    assert _params(["--mismatch", "7"]).near_mismatch == 2
+    assert _params(["--mismatch", "1"]) == ScoringParams(1, 10, 4, 4, 12, near_mismatch=1)
+
+
+def test_near_mismatch_above_mismatch_is_refused():
+    from papara_py.errors import InputError
+
+    with pytest.raises(InputError, match="may not exceed the mismatch"):
+        _params(["--near-mismatch", "6"])
+    with pytest.raises(ValueError, match="may not exceed"):
+        ScoringParams(3, 3, 3, 1, 3, near_mismatch=4)
 
 
 def test_unknown_preset_is_refused():
@@ -42,7 +68,8 @@ def test_protein_data_default_to_the_protein_preset_unless_a_preset_is_given():
     """The protein study's choice (docs/ACCURACY.md, "Protein defaults")."""
     from papara_py.phylo.encoding import PROTEIN
 
-    assert PROTEIN.default_preset == "protein" and PRESETS["protein"] == (4, 7, 8, 2, 12)
+    assert PROTEIN.default_preset == "protein" and PRESETS["protein"] == (4, 7, 8, 2, 12, 4)
     assert _params([], PROTEIN.default_preset) == ScoringParams(4, 7, 8, 2, 12)
     assert _params(["--insertion", "4"], PROTEIN.default_preset) == ScoringParams(4, 7, 8, 2, 4)
     assert _params(["--preset", "robust"], PROTEIN.default_preset) == ScoringParams(3, 6, 2, 2, 7)
+    assert _params([], PROTEIN.default_preset).weighted is False

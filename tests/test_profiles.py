@@ -66,15 +66,42 @@ def sankoff(graph: dict, names: dict, costs: dict, cost: np.ndarray, node, came_
     return total
 
 
-def optimal_root_states(
+def root_extra_costs(
     graph: dict, names: dict, costs: dict, cost: np.ndarray, u, v
 ) -> np.ndarray:
-    """bool [m, k]: the root states of minimal cost with a root in the middle of edge (u, v)."""
+    """[m, k]: each root state's cost above the minimum, with a root in the middle of edge (u, v)."""
     root = 0.0
     for x, y in ((u, v), (v, u)):
         below = sankoff(graph, names, costs, cost, x, y)
         root = root + (below[:, None, :] + cost[None, :, :]).min(axis=2)
-    return root == root.min(axis=1, keepdims=True)
+    return root - root.min(axis=1, keepdims=True)
+
+
+def optimal_root_states(
+    graph: dict, names: dict, costs: dict, cost: np.ndarray, u, v
+) -> np.ndarray:
+    """bool [m, k]: the root states of minimal cost with a root in the middle of edge (u, v)."""
+    return root_extra_costs(graph, names, costs, cost, u, v) == 0
+
+
+def gap_only_view(graph: dict, names: dict, gap_costs: dict, x, away_from) -> np.ndarray:
+    """bool [m]: whether the subtree at x (away from `away_from`) has {gap} as the optimal set of
+    its gap character."""
+    below = sankoff(graph, names, gap_costs, GAP_COST, x, away_from)
+    best = below == below.min(axis=1, keepdims=True)
+    return best[:, 0] & ~best[:, 1]
+
+
+def near_field(state_set: np.ndarray, near: np.ndarray, shift: int) -> np.ndarray:
+    """DESIGN 3's encoding of near states, written out: bit shift + k for the k-th state (in
+    order) that the edge's set lacks, where that state is near."""
+    field = np.zeros(state_set.shape[0], np.int64)
+    for i in range(state_set.shape[0]):
+        lacking = [s for s in range(state_set.shape[1]) if not state_set[i, s]]
+        for k, s in enumerate(lacking):
+            if near[i, s]:
+                field[i] |= 1 << (shift + k)
+    return field
 
 
 def tips_beyond(graph: dict, names: dict, x, away_from) -> frozenset[str]:
@@ -88,7 +115,9 @@ def brute_force_profiles(
     cgap_bit: int = CGAP_BIT,
 ) -> np.ndarray:
     """[E, m] profile elements of `edge_tree`'s edges, by Sankoff on `graph` rooted on each, with
-    the states of `alphabet` (its character table only) and the CGAP flag at `cgap_bit`.
+    the states of `alphabet` (its character table only) and the CGAP flag at `cgap_bit`; for DNA
+    also the near states: the root states one step above the optimum, where neither side's gap
+    character is {gap} only (DESIGN 3), encoded at bits 5-7 (`near_field`).
 
     `graph` may keep degree-two nodes (a rooted Newick's root): rooting beside such a node gives
     the same root sets, so any graph edge with the right bipartition will do.
@@ -103,11 +132,16 @@ def brute_force_profiles(
     out = []
     for e in range(edge_tree.n_edges):
         u, v = edge_of_split[edge_tree.edge_split(e)]
-        state_set = optimal_root_states(graph, names, nucleotide, state_cost, u, v)
+        extra = root_extra_costs(graph, names, nucleotide, state_cost, u, v)
+        state_set = extra == 0
         gap_set = optimal_root_states(graph, names, gap, GAP_COST, u, v)
         bits = (state_set * (1 << np.arange(n_states, dtype=np.int64))).sum(axis=1)
         cgap = gap_set[:, 0] & ~gap_set[:, 1]
-        out.append(bits | np.where(cgap, cgap_bit, 0))
+        element = bits | np.where(cgap, cgap_bit, 0)
+        if alphabet is DNA:
+            informative = ~gap_only_view(graph, names, gap, u, v) & ~gap_only_view(graph, names, gap, v, u)
+            element |= near_field(state_set, (extra == 1) & informative[:, None], n_states + 1)
+        out.append(element)
     return np.array(out, dtype=alphabet.dtype)
 
 

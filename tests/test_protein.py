@@ -19,7 +19,7 @@ from papara_py.io.checksums import attributes_crc32
 from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
 from papara_py.io.reads import ReadSet
 from papara_py.io.run_file import RunFile
-from papara_py.pairwise.params import PRESETS, ScoringParams
+from papara_py.pairwise.params import PENALTY_NAMES, PRESETS, ScoringParams
 from papara_py.pairwise.reference_scorer import score_matrix_reference
 from papara_py.pairwise.traceback import align_many
 from papara_py.phylo.encoding import DNA, PROTEIN, detect_alphabet
@@ -43,8 +43,7 @@ def protein_run(tmp_path_factory) -> Path:
 def test_the_run_records_the_alphabet_the_protein_preset_and_forward_reads(protein_run):
     with RunFile(protein_run) as run:
         assert run.alphabet is PROTEIN and run.record["alphabet"] == "protein"
-        assert run.record["parameters"] == dict(zip(("mismatch", "cgap", "gap_open", "gap_extend", "insertion"),
-                                                    PRESETS["protein"])) | {"preset": "protein"}
+        assert run.record["parameters"] == dict(zip(PENALTY_NAMES, PRESETS["protein"])) | {"preset": "protein"}
         assert run.record["strand"] == "forward" and set(run.column("strand")) == {"+"}
         assert (run.column("status") == "aligned").all() and run.n_reads == 120
         # the aligned rows hold the reads' own letters in reference columns
@@ -147,6 +146,15 @@ def test_strand_both_is_refused_for_protein_and_auto_means_forward(tmp_path):
     reads = ReadSet.from_sequences([("p", b"MKV")], PROTEIN)
     with pytest.raises(ValueError, match="no reverse complement"):
         reads.select(np.array([0]), np.array([True]))
+
+
+def test_cheaper_near_states_are_refused_for_protein(tmp_path):
+    """Protein profiles carry no near states (DESIGN 2-3): --near-mismatch below --mismatch, or the
+    DNA preset that has it, is refused in one paragraph before anything is written."""
+    ws = protein_case(tmp_path)
+    assert_refused(papara(*ws.main_job("--near-mismatch", "1")), 2, "--near-mismatch", "protein", "near states")
+    assert_refused(papara(*ws.main_job("--preset", "weighted")), 2, "--near-mismatch", "protein")
+    ws.assert_untouched()
 
 
 def test_a_run_file_without_an_alphabet_is_dna_and_an_unknown_one_is_damaged(protein_run, tmp_path):

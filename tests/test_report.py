@@ -236,7 +236,8 @@ def test_pyrg_report_lists_its_outliers(pyrg_run, tmp_path):
         score = handle["reads/score"][:]
         length = np.array([len(s) for s in handle["reads/sequence"][:]])
         aligned = handle["reads/status"].asstr()[:] == "aligned"
-    outliers = find_outliers(score, length, aligned, 3)
+        mismatch = json.loads(handle["run"].attrs["parameters"])["mismatch"]
+    outliers = find_outliers(score, length, aligned, mismatch)
     match = re.search(r"Outliers: (\d+) reads", html)
     assert match and int(match.group(1)) == len(outliers.indices)
     assert len(outliers.indices) < aligned.sum()  # most pyrG reads belong to the pyrG reference

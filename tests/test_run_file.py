@@ -49,7 +49,7 @@ def test_what_it_gives(run_path):
         blocks = list(run.row_blocks("reads/aligned"))
         assert np.array_equal(np.concatenate(blocks), raw["reads/aligned"][:])
         assert run.newick_numbered == raw["tree/newick_numbered"].asstr()[()]
-        assert run.record["parameters"]["mismatch"] == 3  # JSON attributes decoded
+        assert run.record["parameters"]["mismatch"] == 5  # JSON attributes decoded (the weighted default)
         assert run.attrs["format_version"] == FORMAT_VERSION
 
 

@@ -32,9 +32,12 @@ def cases(draw):
         lo = draw(st.integers(0, m - 1))
         hi = draw(st.integers(lo, m))
         flags = [1 if lo <= i < hi else 0 for i in range(m)]
-    profile = [nb | (0x10 if f else 0) for nb, f in zip(nibbles, flags)]
+    near = draw(st.lists(st.integers(0, 7), min_size=m, max_size=m))  # near-state fields, bits 5-7
+    profile = [nb | (0x10 if f else 0) | (nr << 5) for nb, f, nr in zip(nibbles, flags, near)]
     read = draw(st.lists(states, min_size=n, max_size=n))
-    params = ScoringParams(*(draw(parameter) for _ in range(5)))
+    values = [draw(parameter) for _ in range(5)]
+    near_mismatch = draw(st.one_of(st.just(values[0]), st.integers(0, values[0])))
+    params = ScoringParams(*values, near_mismatch=near_mismatch)
     return read, profile, params
 
 

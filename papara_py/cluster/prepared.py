@@ -4,7 +4,8 @@ Why: every array task would otherwise repeat the two tree passes and hold 2 x E 
 directional sets. `prepare` stores the final profiles, [E, m] profile elements, in an HDF5 file; a shard
 opens it instead of building them.
 
-File layout (format "papara-py-profiles", format_version 2):
+File layout (format "papara-py-profiles", format_version 3; 3 added the DNA elements' near
+states, DESIGN.md 2-3, so a version 2 file is refused: its profiles lack them):
 
     /                       attrs: format, format_version, version, command_line,
                             checksums_sha256 (JSON: tree, alignment), inputs (JSON: paths),
@@ -45,7 +46,7 @@ from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
 
 FORMAT_NAME = "papara-py-profiles"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: Edges written per step by `prepare` (bounds the temporary profile array to this many rows).
 _WRITE_EDGES = 1024
 

@@ -68,7 +68,7 @@ from numba.extending import intrinsic
 
 from papara_py.errors import InputError
 from papara_py.pairwise.params import ScoringParams
-from papara_py.phylo.encoding import alphabet_of, cgap_bit_of
+from papara_py.phylo.encoding import alphabet_of, cgap_bit_of, near_states
 
 INT32_MAX = 2**31 - 1
 
@@ -129,9 +129,10 @@ def _infinity(params: ScoringParams, dtype: type) -> int:
 
 
 def _lane_costs(params: ScoringParams, dtype: type) -> np.ndarray:
-    """(mismatch, insertion, infinity, cgap, gap_open + gap_extend, gap_extend) as `dtype`."""
+    """(mismatch, insertion, infinity, cgap, gap_open + gap_extend, gap_extend, near_mismatch)
+    as `dtype`."""
     return np.array([params.mismatch, params.insertion, _infinity(params, dtype), params.cgap,
-                     params.gap_open + params.gap_extend, params.gap_extend], dtype=dtype)
+                     params.gap_open + params.gap_extend, params.gap_extend, params.near_mismatch], dtype=dtype)
 
 
 def score_block(
@@ -168,15 +169,17 @@ def score_block(
         longest = int(lengths[~use_int16].max())
         if params.cell_bound(longest) >= _infinity(params, np.int32):
             raise ValueError(f"scores of a {longest}-residue read could overflow int32 with {params}")
-    k16 = _lane_costs(params, np.int16) if use_int16.any() else np.zeros(6, np.int16)
-    k32 = _lane_costs(params, np.int32) if not use_int16.all() else np.zeros(6, np.int32)
+    k16 = _lane_costs(params, np.int16) if use_int16.any() else np.zeros(7, np.int16)
+    k32 = _lane_costs(params, np.int32) if not use_int16.all() else np.zeros(7, np.int32)
 
     group = max(native_lane_width(), _MIN_LANE_GROUP)
     padded = -(-width // group) * group
     if padded != width:  # whole vectors only: repeat the last edge, as make_block does
         lanes = np.concatenate([lanes, np.repeat(lanes[:, -1:], padded - width, axis=1)], axis=1)
     out = np.empty((lengths.size, padded), dtype=np.int32)
-    _score_reads(lanes, codes, offsets, use_int16, k16, k32, strip, out, (0,) * padded)
+    # near states only where they cost less than a mismatch: Eq. 1 compiles without them
+    near = near_states(lanes) if params.weighted else None
+    _score_reads(lanes, near, codes, offsets, use_int16, k16, k32, strip, out, (0,) * padded)
     return out[:, :width]
 
 
@@ -198,10 +201,12 @@ def _stack_array(typingctx, rows, lane_token, like):
 
 
 @njit(cache=True, nogil=True)
-def _score_read(lanes, read, k, strip, carry, out, lane_token):
+def _score_read(lanes, near, read, k, strip, carry, out, lane_token):
     """Score one read against all W lanes into out[:W]; `k` (lane dtype) selects int16/int32.
 
-    k = (mismatch, insertion, infinity, cgap, gap_open + gap_extend, gap_extend).
+    k = (mismatch, insertion, infinity, cgap, gap_open + gap_extend, gap_extend, near_mismatch).
+    near: the lanes' near states ([m, W], `near_states`), or None for Eq. 1 (near_mismatch =
+    mismatch): numba prunes the branch, so Eq. 1 runs the step without them.
     carry[j, 0] and carry[j, 1] hold S and D of row j at the last column of the previous strip.
     """
     W = len(lane_token)
@@ -210,7 +215,7 @@ def _score_read(lanes, read, k, strip, carry, out, lane_token):
     span = m - n
     t = k.dtype.type
     mismatch, insertion, inf = k[0], k[1], k[2]
-    cgap, open_extend, extend = k[3], k[4], k[5]
+    cgap, open_extend, extend, near_mismatch = k[3], k[4], k[5], k[6]
     cgap_bit = cgap_bit_of(lanes)
     buf = carray(_stack_array(_BUF_ROWS, lane_token, k), (_BUF_ROWS, W))
     state = carray(_stack_array(_CARRY_ROWS, lane_token, k), (_CARRY_ROWS, W))
@@ -258,7 +263,12 @@ def _score_read(lanes, read, k, strip, carry, out, lane_token):
                             t(d_left[w] + (0 if is_cgap else extend)))
                     s = t(diag[w] + (cgap if is_cgap else 0))
                     if (a & b) == 0:
-                        s = t(s + mismatch)
+                        if near is None:
+                            s = t(s + mismatch)
+                        elif (near[lo + x, w] & b) != 0:
+                            s = t(s + near_mismatch)
+                        else:
+                            s = t(s + mismatch)
                     s = min(min(s, t(above + insertion)), d)
                     diag[w] = above
                     s_left[w] = s
@@ -275,7 +285,7 @@ def _score_read(lanes, read, k, strip, carry, out, lane_token):
 
 
 @njit(cache=True, nogil=True)
-def _score_reads(lanes, codes, offsets, use_int16, k16, k32, strip, out, lane_token):
+def _score_reads(lanes, near, codes, offsets, use_int16, k16, k32, strip, out, lane_token):
     """Loop over the reads of one block. W = len(lane_token), a compile-time constant."""
     W = len(lane_token)
     longest = 0
@@ -286,6 +296,6 @@ def _score_reads(lanes, codes, offsets, use_int16, k16, k32, strip, out, lane_to
     for q in range(offsets.shape[0] - 1):
         read = codes[offsets[q]:offsets[q + 1]]
         if use_int16[q]:
-            _score_read(lanes, read, k16, strip, carry16, out[q], lane_token)
+            _score_read(lanes, near, read, k16, strip, carry16, out[q], lane_token)
         else:
-            _score_read(lanes, read, k32, strip, carry32, out[q], lane_token)
+            _score_read(lanes, near, read, k32, strip, carry32, out[q], lane_token)

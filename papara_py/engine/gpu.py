@@ -44,7 +44,7 @@ import pyopencl as cl
 
 from papara_py.engine.opencl_devices import DeviceInfo
 from papara_py.pairwise.params import ScoringParams
-from papara_py.phylo.encoding import DNA, Alphabet, alphabet_of
+from papara_py.phylo.encoding import DNA, Alphabet, alphabet_of, near_states
 
 EMPTY_SCORE = np.iinfo(np.int32).max
 #: Stand-in for +infinity on the 32-bit path: finite cells must stay below it (checked per batch).
@@ -67,12 +67,14 @@ SPLIT_ROWS = 24
 @dataclass(frozen=True)
 class Variant:
     """Compile-time shape of band_score: lanes per work-item, arithmetic path, stripe height,
-    and the alphabet (profile element type and state count)."""
+    the alphabet (profile element type and state count), and whether near states cost less
+    than a mismatch (DESIGN 4; DNA only: the host widens the elements, `_near_elements`)."""
 
     packed: bool
     ptx: bool
     rows: int
     alphabet: Alphabet = DNA
+    near: bool = False
 
     @property
     def lanes(self) -> int:
@@ -81,13 +83,18 @@ class Variant:
     def options(self) -> tuple[str, ...]:
         return (f"-DROWS={self.rows}", f"-DPACKED={int(self.packed)}",
                 f"-DUSE_PTX={int(self.packed and self.ptx)}",
-                f"-DPROF_BITS={self.alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={self.alphabet.n_states}")
+                f"-DPROF_BITS={self.alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={self.alphabet.n_states}",
+                f"-DNEAR={int(self.near)}")
 
-    def of(self, alphabet: Alphabet) -> "Variant":
-        """This variant for `alphabet`'s elements. Split state sets in packed lanes keep each
-        residue in two registers, so their stripes are at most SPLIT_ROWS rows high."""
+    def of(self, alphabet: Alphabet, near: bool = False) -> "Variant":
+        """This variant for `alphabet`'s elements, with near states or not. Split state sets in
+        packed lanes keep each residue in two registers, so their stripes are at most SPLIT_ROWS
+        rows high."""
+        if near and not alphabet.has_near_states:
+            raise ValueError(f"{alphabet.name} profiles have no near states")
         split = self.packed and alphabet.dtype.itemsize > 1
-        return replace(self, alphabet=alphabet, rows=min(self.rows, SPLIT_ROWS) if split else self.rows)
+        return replace(self, alphabet=alphabet, near=near,
+                       rows=min(self.rows, SPLIT_ROWS) if split else self.rows)
 
     @staticmethod
     def packs(alphabet: Alphabet) -> bool:
@@ -137,9 +144,20 @@ def _padded_profile(lanes: np.ndarray, variant: Variant) -> np.ndarray:
     units = _round_up(-(-n_edges // variant.lanes), WG_UNITS)
     padded = np.zeros((m, units * variant.lanes), lanes.dtype)
     padded[:, :n_edges] = lanes
+    if variant.near:
+        return _near_elements(padded, variant.alphabet)
     if variant.packed and lanes.dtype.itemsize > 1:
         return _split_pairs(padded, variant.alphabet.n_states)
     return padded
+
+
+def _near_elements(padded: np.ndarray, alphabet: Alphabet) -> np.ndarray:
+    """The kernel's NEAR layout, uint16 per lane: bits 0-3 the state set, bit 4 CGAP, bits 8-11
+    the state set with its near states (kernels/band_score.cl). The packed kernel reads lane
+    pairs as one uint, lane 2u in the low half (little-endian hosts and devices)."""
+    states = padded & alphabet.state_mask
+    wide = (padded & (alphabet.state_mask | alphabet.cgap_bit)).astype(np.uint16)
+    return wide | ((states | near_states(padded, alphabet)).astype(np.uint16) << 8)
 
 
 def _split_pairs(padded: np.ndarray, n_states: int) -> np.ndarray:
@@ -352,8 +370,9 @@ class GpuScorer:
                              f"with these penalties; use the CPU engine")
         # narrow_ok is a suffix: reads are sorted by decreasing length
         first_narrow = int(np.argmax(narrow_ok)) if narrow_ok.any() else order.size
-        for variant, lo, hi in ((self.wide_variant.of(alphabet), 0, first_narrow),
-                                (self.packed_variant.of(alphabet), first_narrow, order.size)):
+        near = params.weighted
+        for variant, lo, hi in ((self.wide_variant.of(alphabet, near), 0, first_narrow),
+                                (self.packed_variant.of(alphabet, near), first_narrow, order.size)):
             if lo == hi:
                 continue
             units = _round_up(-(-n_edges // variant.lanes), WG_UNITS)
@@ -398,7 +417,7 @@ class GpuScorer:
         band.set_args(profile_buf, np.int32(m), np.int32(units), codes_buf, starts_buf, lens_buf,
                       np.int32(n_batch), band_buf, scores_buf, u32(params.mismatch), u32(params.cgap),
                       u32(params.gap_open + params.gap_extend), u32(params.gap_extend),
-                      u32(params.insertion), u32(inf))
+                      u32(params.insertion), u32(inf), u32(params.near_mismatch))
         band_done = cl.enqueue_nd_range_kernel(
             self.queue, band, (units, _round_up(n_batch, WG_READS)), (WG_UNITS, WG_READS))
         topk = cl.Kernel(topk_prog, "top_k")

@@ -18,31 +18,45 @@ MAX_PENALTY = 1000
 INT32_LIMIT = 1 << 30
 
 
-#: Named penalty sets (mismatch, cgap, gap_open, gap_extend, insertion); `--preset NAME`.
+#: Named penalty sets (mismatch, cgap, gap_open, gap_extend, insertion, near_mismatch);
+#: `--preset NAME`.
 #: paper: the 2012 paper's values. robust: chosen by the leave-taxa-out study in docs/ACCURACY.md
-#: (maximises the worst of seven data sets; at least as accurate as paper on every one); the
-#: default for DNA. protein: the default for amino-acid data (phylo/encoding.py PROTEIN), chosen by
+#: for Eq. 1 (maximises the worst of seven data sets; at least as accurate as paper on every one).
+#: protein: the default for amino-acid data (phylo/encoding.py PROTEIN), chosen by
 #: the protein leave-taxa-out study in docs/ACCURACY.md ("Protein defaults": maximises the worst
 #: data set's margin over MAFFT --addfragments on Pfam seed families and simulated families; it
 #: replaced the provisional 2, 3, 2, 1, 5, PaPaRa 2.5's -a defaults in Eq. 1's terms).
-PRESETS: dict[str, tuple[int, int, int, int, int]] = {
-    "robust": (3, 6, 2, 2, 7),
-    "paper": (3, 3, 3, 1, 3),
-    "protein": (4, 7, 8, 2, 12),
+#: weighted: the default for DNA since near states exist: a read residue one parsimony step away
+#: from the edge's set (its near states, DESIGN.md 3-4) costs near_mismatch instead of mismatch;
+#: chosen by the leave-taxa-out study in docs/ACCURACY.md ("Near states"): at least MAFFT
+#: --addfragments and the paper preset on all seven study sets. robust was the Eq. 1 default
+#: before it. Every preset but weighted has near_mismatch = mismatch, i.e. Eq. 1 of the paper.
+PRESETS: dict[str, tuple[int, int, int, int, int, int]] = {
+    "weighted": (5, 10, 4, 4, 12, 2),
+    "robust": (3, 6, 2, 2, 7, 3),
+    "paper": (3, 3, 3, 1, 3, 3),
+    "protein": (4, 7, 8, 2, 12, 4),
 }
-DEFAULT_PRESET = "robust"
-PENALTY_NAMES = ("mismatch", "cgap", "gap_open", "gap_extend", "insertion")
+DEFAULT_PRESET = "weighted"
+PENALTY_NAMES = ("mismatch", "cgap", "gap_open", "gap_extend", "insertion", "near_mismatch")
 
 
 @dataclass(frozen=True)
 class ScoringParams:
-    """Penalties of Equation 1 (minimised). Defaults: the `robust` preset (docs/ACCURACY.md)."""
+    """Penalties of DESIGN.md section 4 (minimised).
 
-    mismatch: int = PRESETS[DEFAULT_PRESET][0]
-    cgap: int = PRESETS[DEFAULT_PRESET][1]
-    gap_open: int = PRESETS[DEFAULT_PRESET][2]
-    gap_extend: int = PRESETS[DEFAULT_PRESET][3]
-    insertion: int = PRESETS[DEFAULT_PRESET][4]
+    `ScoringParams()` is DEFAULT_PRESET (docs/ACCURACY.md). Otherwise a penalty not given takes
+    DEFAULT_PRESET's value, except near_mismatch (a read residue among the edge's near states),
+    which defaults to mismatch: penalties written as the paper's five numbers are Eq. 1. It may
+    not exceed mismatch (near states are the cheaper mismatches, and the GPU's packed lanes
+    subtract in that order without borrowing)."""
+
+    mismatch: int | None = None
+    cgap: int | None = None
+    gap_open: int | None = None
+    gap_extend: int | None = None
+    insertion: int | None = None
+    near_mismatch: int | None = None
 
     @classmethod
     def preset(cls, name: str) -> "ScoringParams":
@@ -53,19 +67,38 @@ class ScoringParams:
 
     def preset_name(self) -> str | None:
         """The preset these penalties equal, or None."""
-        values = (self.mismatch, self.cgap, self.gap_open, self.gap_extend, self.insertion)
-        return next((name for name, preset in PRESETS.items() if preset == values), None)
+        return next((name for name, preset in PRESETS.items() if preset == self.values()), None)
 
     def __post_init__(self) -> None:
+        default = dict(zip(PENALTY_NAMES, PRESETS[DEFAULT_PRESET]))
+        if all(getattr(self, name) is None for name in PENALTY_NAMES):
+            for name in PENALTY_NAMES:
+                object.__setattr__(self, name, default[name])
+        for name in PENALTY_NAMES[:5]:
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, default[name])
+        if self.near_mismatch is None:
+            object.__setattr__(self, "near_mismatch", self.mismatch)
         for name, value in asdict(self).items():
             if not isinstance(value, (int, np.integer)) or value < 0:
                 raise ValueError(f"scoring parameter {name} must be a non-negative integer, got {value!r}")
+        if self.near_mismatch > self.mismatch:
+            raise ValueError(f"near_mismatch ({self.near_mismatch}) may not exceed mismatch ({self.mismatch})")
+
+    @property
+    def weighted(self) -> bool:
+        """Whether near states cost less than other mismatches (else this is Eq. 1 exactly, and
+        kernels may ignore the near states)."""
+        return self.near_mismatch != self.mismatch
+
+    def values(self) -> tuple[int, ...]:
+        """The six penalties in PENALTY_NAMES order."""
+        return tuple(int(getattr(self, name)) for name in PENALTY_NAMES)
 
     def as_array(self) -> np.ndarray:
-        """(mismatch, cgap, gap_open, gap_extend, insertion) as int64, the order kernels take."""
-        return np.array(
-            [self.mismatch, self.cgap, self.gap_open, self.gap_extend, self.insertion], dtype=np.int64
-        )
+        """(mismatch, cgap, gap_open, gap_extend, insertion, near_mismatch) as int64, the order
+        kernels take."""
+        return np.array(self.values(), dtype=np.int64)
 
     def max_addend(self) -> int:
         """Largest value a single DP step adds to a cell (diagonal, gap open, extend or insertion)."""
@@ -111,6 +144,18 @@ class PenaltyChoice:
     given: tuple[tuple[str, int], ...] = ()
 
     def resolve(self, default_preset: str = DEFAULT_PRESET) -> ScoringParams:
-        """The penalties, with `default_preset` (the alphabet's) where no --preset was given."""
-        base = ScoringParams.preset(self.preset or default_preset)
-        return ScoringParams(**(asdict(base) | dict(self.given)))
+        """The penalties, with `default_preset` (the alphabet's) where no --preset was given.
+
+        A --mismatch given without --near-mismatch takes near_mismatch along where the preset has
+        them equal (an Eq. 1 preset stays Eq. 1), and lowers it to the new mismatch where it would
+        exceed it."""
+        base = asdict(ScoringParams.preset(self.preset or default_preset))
+        given = dict(self.given)
+        if "mismatch" in given and "near_mismatch" not in given:
+            equal = base["near_mismatch"] == base["mismatch"]
+            given["near_mismatch"] = given["mismatch"] if equal else min(base["near_mismatch"], given["mismatch"])
+        values = base | given
+        if values["near_mismatch"] > values["mismatch"]:
+            raise InputError("--near-mismatch", f"the near-state mismatch ({values['near_mismatch']}) may not "
+                                                f"exceed the mismatch penalty ({values['mismatch']})")
+        return ScoringParams(**values)

@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from papara_py.pairwise.params import ScoringParams
-from papara_py.phylo.encoding import cgap_bit_of, state_mask_of
+from papara_py.phylo.encoding import cgap_bit_of, near_states_of, state_mask_of
 
 #: Stand-in for +infinity in int64: far above any score, far below wrap-around.
 INF64 = np.int64(1) << 40
@@ -44,6 +44,18 @@ def column_penalties(profile: np.ndarray, p: np.ndarray):
     return cg, oe, ex
 
 
+@njit(cache=True, nogil=True, inline="always")
+def match_cost(a, b, states, p) -> int:
+    """M_ij of DESIGN 4 for profile element a and read state set b (`states`: the element
+    type's state mask): 0 where they share a state, near_mismatch where b holds one of a's near
+    states, mismatch otherwise."""
+    if a & states & b:
+        return 0
+    if near_states_of(a) & b:
+        return p[5]
+    return p[0]
+
+
 @njit(cache=True, nogil=True)
 def fill_band(read: np.ndarray, profile: np.ndarray, p: np.ndarray):
     """Fill S and D over the whole band; returns (S, D) as int64 [n, m-n+1] indexed [j, i-j].
@@ -67,7 +79,6 @@ def fill_band_into(read: np.ndarray, profile: np.ndarray, p: np.ndarray, S: np.n
     width = m - n + 1
     cg, oe, ex = column_penalties(profile, p)
     states = state_mask_of(profile)
-    mismatch = p[0]
     insertion = p[4]
     for j in range(n):
         b = read[j]
@@ -75,8 +86,7 @@ def fill_band_into(read: np.ndarray, profile: np.ndarray, p: np.ndarray, S: np.n
             i = j + k
             # diagonal: S(i-1, j-1); row -1 is 0 for i-1 in [-1, m-n-1], which is every k here
             diag_prev = S[j - 1, k] if j > 0 else 0
-            match = 0 if (profile[i] & states & b) != 0 else mismatch
-            diag = diag_prev + match + cg[i]
+            diag = diag_prev + match_cost(profile[i], b, states, p) + cg[i]
             # deletion: S(i-1, j), D(i-1, j) are out of band at k == 0
             if k > 0:
                 d = min(S[j, k - 1] + oe[i], D[j, k - 1] + ex[i])

@@ -19,7 +19,11 @@ from numba import njit
 
 from papara_py.io.cigar import parse_cigar
 from papara_py.pairwise.params import ScoringParams
-from papara_py.pairwise.reference_scorer import column_penalties, fill_band_into
+from papara_py.pairwise.reference_scorer import (
+    column_penalties,
+    fill_band_into,
+    match_cost,
+)
 from papara_py.phylo.encoding import state_mask_of
 
 OP_M, OP_D, OP_I = 0, 1, 2
@@ -67,8 +71,7 @@ def _trace(read: np.ndarray, profile: np.ndarray, p: np.ndarray, S_buffer: np.nd
             k -= 1
             continue
         diag_prev = S[j - 1, k] if j > 0 else 0
-        match = 0 if (profile[i] & states & read[j]) != 0 else p[0]
-        if S[j, k] == diag_prev + match + cg[i]:
+        if S[j, k] == diag_prev + match_cost(profile[i], read[j], states, p) + cg[i]:
             ops[count] = OP_M
             count += 1
             j -= 1

@@ -16,6 +16,13 @@ Edge profile elements (DESIGN.md 3-4): bits 0..n_states-1 the state set of the e
 root, bit n_states (`Alphabet.cgap_bit`) set where the phylogenetic gap signal says "gap": bit 4
 (0x10) of a byte for DNA, bit 20 (0x100000) of a uint32 for protein. Read codes use the same
 element type (their CGAP bit is never set).
+
+Where the element has room (DNA: bits 5-7 of the byte), it also holds the edge's *near* states
+(DESIGN.md 3): the states one parsimony step away at the virtual root, which a read residue
+matches at the cost `near_mismatch` (DESIGN.md 4). They are never in the state set, so they are
+stored as a mask over the states the set lacks, in ascending order: bit 5 + k stands for the
+k-th state not in the set. A set is never empty, so n_states - 1 bits suffice. `near_states_of`
+decodes them (numba: a 256-entry table for DNA; an alphabet without the field has none).
 """
 
 from __future__ import annotations
@@ -87,6 +94,18 @@ class Alphabet:
         """The CGAP flag of a profile element: the bit above the states."""
         return 1 << self.n_states
 
+    @property
+    def has_near_states(self) -> bool:
+        """Whether a profile element has room for the near states (module docstring): the state
+        set, the CGAP bit and n_states - 1 bits of near states. DNA does; protein (20 + 1 + 19
+        bits in a uint32) does not, so its penalties keep near_mismatch = mismatch."""
+        return 2 * self.n_states <= np.dtype(self.dtype).itemsize * 8
+
+    @property
+    def near_shift(self) -> int:
+        """The first bit of the near-state field (just above the CGAP bit)."""
+        return self.n_states + 1
+
     def encode_read(self, ascii_bytes: np.ndarray) -> np.ndarray:
         """Encode read residues (uint8 ASCII) to state sets; invalid bytes come back as 0."""
         return self.read_code[ascii_bytes]
@@ -100,7 +119,7 @@ DNA = Alphabet(
     name="dna", residue_kind="nucleotide", letters="ACGT",
     ambiguity={"U": "T", "R": "AG", "Y": "CT", "S": "CG", "W": "AT", "K": "GT", "M": "AC",
                "B": "CGT", "D": "AGT", "H": "ACT", "V": "ACG", "N": "ACGT"},
-    dtype=np.dtype(np.uint8), stranded=True, default_preset="robust")
+    dtype=np.dtype(np.uint8), stranded=True, default_preset="weighted")
 
 PROTEIN = Alphabet(
     name="protein", residue_kind="amino-acid", letters="ARNDCQEGHILKMFPSTWYV",
@@ -151,6 +170,62 @@ def state_mask_of(elements: np.ndarray) -> int:
     return alphabet_of(elements).state_mask
 
 
+def near_states(elements: np.ndarray, alphabet: Alphabet = None) -> np.ndarray:
+    """The near states (a state-set mask, the elements' dtype) of profile elements: for each
+    element, the k-th state its set lacks where bit near_shift + k is set; all zero for an
+    alphabet without the field (module docstring)."""
+    elements = np.asarray(elements)
+    alphabet = alphabet or alphabet_of(elements)
+    if not alphabet.has_near_states:
+        return np.zeros_like(elements)
+    return NEAR_STATES_DNA[elements]
+
+
+def _near_table(alphabet: Alphabet) -> np.ndarray:
+    """Element byte -> its near states, for an alphabet whose elements are bytes."""
+    table = np.zeros(256, dtype=alphabet.dtype)
+    for element in range(256):
+        k = 0
+        for state in range(alphabet.n_states):
+            if not element >> state & 1:  # the k-th state the set lacks
+                if element >> (alphabet.near_shift + k) & 1:
+                    table[element] |= 1 << state
+                k += 1
+    return table
+
+
+def encode_near_states(states: np.ndarray, near: np.ndarray, alphabet: Alphabet) -> np.ndarray:
+    """The near-state field (already shifted to its bits) of state sets `states` with near
+    states `near` (disjoint from `states`; numpy arrays of the alphabet's dtype)."""
+    states = np.asarray(states, alphabet.dtype)
+    near = np.asarray(near, alphabet.dtype)
+    field = np.zeros_like(states)
+    rank = np.zeros_like(states)  # how many lacking states came before this one
+    one = alphabet.dtype.type(1)
+    for state in range(alphabet.n_states):
+        lacking = (states >> alphabet.dtype.type(state)) & one == 0
+        hit = lacking & ((near >> alphabet.dtype.type(state)) & one == 1)
+        field |= np.where(hit, one << (alphabet.near_shift + rank).astype(alphabet.dtype), 0).astype(alphabet.dtype)
+        rank += lacking.astype(alphabet.dtype)
+    return field
+
+
+def near_states_of(element):
+    """The near states of one profile element (numba only: see `near_states`)."""
+    raise NotImplementedError("near_states_of is for numba code; use near_states")
+
+
+@overload(near_states_of)
+def _near_states_of(element):
+    if not isinstance(element, types.Integer):
+        return None
+    if element.bitwidth == 8:
+        table = NEAR_STATES_DNA
+        return lambda element: table[element]
+    zero = as_dtype(element).type(0)
+    return lambda element: zero
+
+
 def _numba_constant(of_alphabet):
     """An overload body returning `of_alphabet(alphabet of the array's dtype)` as a constant."""
 
@@ -165,6 +240,9 @@ def _numba_constant(of_alphabet):
 
 overload(cgap_bit_of)(_numba_constant(lambda alphabet: alphabet.cgap_bit))
 overload(state_mask_of)(_numba_constant(lambda alphabet: alphabet.state_mask))
+
+#: DNA profile element -> its near states (`near_states`).
+NEAR_STATES_DNA = _near_table(DNA)
 
 # DNA's tables under their historical names (tests, scripts and the DNA-only k-mer strand code).
 READ_CODE = DNA.read_code

@@ -17,14 +17,23 @@ uint8, 20 for protein in a uint32, phylo/encoding.py):
     bit  n+1     state "residue" of that character
 The rule is applied to the states and to bits n..n+1 separately. An edge's profile element is its
 state set plus the CGAP bit (bit n, `Alphabet.cgap_bit`) where the gap character's optimal set is
-exactly {gap}.
+exactly {gap}, plus, where the alphabet has room (DNA), its near states (DESIGN.md 3).
+
+Near states. With the virtual root on edge (u, v) and directional sets X ("u seen from v") and
+Y, unit-cost Sankoff gives root state s the cost min_X + min_Y + [s not in X] + [s not in Y]
+(each side's optimal set is exactly its states of minimal conditional cost), so a state is 0, 1
+or 2 steps above the optimum: 0 on the edge's set; 1 on X xor Y where X and Y meet, on every
+other state where they do not. Those one-step states are the near states, except where either
+view's gap character is exactly {gap}: a side made (mostly) of gaps carries no residue signal,
+and without that rule every residue next to it would be one step away (docs/ACCURACY.md,
+"uninformative side"); there the edge has no near states.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from papara_py.phylo.encoding import DNA, IS_GAP, Alphabet
+from papara_py.phylo.encoding import DNA, IS_GAP, Alphabet, encode_near_states
 from papara_py.phylo.tree import EdgeTree
 
 
@@ -45,14 +54,17 @@ class _Packing:
         self.tip_code[alphabet.ref_code == 0] = 0
 
         if self.dtype.itemsize == 1:
-            # one-byte elements (DNA): the same functions as 256-entry tables, one gather each
-            # instead of 5-7 array passes (the tree passes measured 2x faster)
+            # one-byte elements (DNA): the same functions as tables, one gather each instead of
+            # 5-7 array passes (the tree passes measured 2x faster)
             every = np.arange(256, dtype=self.dtype)
             self.union_where_empty = self._union_where_empty(every).take
-            self.profile_elements = self._profile_elements(every).take
+            bits = self.n_bits  # every pair of packed directional sets -> its profile element
+            pairs = np.arange(1 << (2 * bits))
+            table = self._edge_elements(pairs >> bits, pairs & ((1 << bits) - 1))
+            self.edge_elements = lambda x, y: table[(x.astype(np.intp) << bits) | y]
         else:
             self.union_where_empty = self._union_where_empty
-            self.profile_elements = self._profile_elements
+            self.edge_elements = self._edge_elements
 
     def _union_where_empty(self, both: np.ndarray) -> np.ndarray:
         """For an intersection: the bits of each character whose intersection is empty, i.e.
@@ -66,6 +78,22 @@ class _Packing:
         character's set is {gap})."""
         cgap = np.where(packed & self.gap_char_mask == self.gap_state, self.cgap_bit, self.dtype.type(0))
         return (packed & self.state_mask) | cgap
+
+    def _edge_elements(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Profile elements of edges from their two packed directional sets: the virtual root's
+        element, plus the near-state field where the alphabet has one (module docstring)."""
+        x = np.asarray(x).astype(self.dtype)
+        y = np.asarray(y).astype(self.dtype)
+        both = x & y  # combine_two's rule (defined below this class)
+        elements = self._profile_elements(both | ((x | y) & self.union_where_empty(both)))
+        if not self.alphabet.has_near_states:
+            return elements
+        states = elements & self.state_mask
+        meet = x & y & self.state_mask
+        near = np.where(meet != 0, (x | y) & self.state_mask & ~meet, self.state_mask & ~states)
+        informative = (x & self.gap_char_mask != self.gap_state) & (y & self.gap_char_mask != self.gap_state)
+        near = np.where(informative, near, 0).astype(self.dtype)
+        return elements | encode_near_states(states, near, self.alphabet)
 
 
 _DNA_PACKING = _Packing(DNA)
@@ -158,12 +186,12 @@ class ProfileBuilder:
         return self._packing.alphabet
 
     def profiles(self, edge_ids: np.ndarray) -> np.ndarray:
-        """[len(edge_ids), m] profile elements (state set | CGAP bit, the alphabet's dtype) of
-        these edges."""
+        """[len(edge_ids), m] profile elements (state set | CGAP bit | near states where the
+        alphabet has them, the alphabet's dtype) of these edges."""
         ids = np.asarray(edge_ids, dtype=np.intp).reshape(-1)
         if ids.size and (ids.min() < 0 or ids.max() >= self.n_edges):
             raise IndexError(f"edge ids must lie in 0..{self.n_edges - 1}")
-        return self._packing.profile_elements(combine_two(self._down[ids], self._up[ids], self._packing))
+        return self._packing.edge_elements(self._down[ids], self._up[ids])
 
     def _down_pass(self, tip_rows: np.ndarray) -> np.ndarray:
         """Post-order: each node seen from its parent, from its children seen from it."""
