@@ -26,6 +26,13 @@ def literal_mismatch(a: int, b: int, mismatch: int, near_mismatch: int | None) -
 
 def literal_score(read: list[int], profile: list[int], mismatch: int, cgap: int, gap_open: int,
                   gap_extend: int, insertion: int, near_mismatch: int | None = None) -> float:
+    return literal_cells(read, profile, mismatch, cgap, gap_open, gap_extend, insertion, near_mismatch)[0]
+
+
+def literal_cells(read: list[int], profile: list[int], mismatch: int, cgap: int, gap_open: int,
+                  gap_extend: int, insertion: int, near_mismatch: int | None = None):
+    """(score, S, D, s, d, mm_cg, oe): the score, the cell dictionaries, the boundary-aware
+    accessors, and the per-cell M_ij + CG_i and per-column OE_i, for `literal_align`."""
     n, m = len(read), len(profile)
     assert 0 < n < m
     S: dict[tuple[int, int], float] = {}
@@ -46,17 +53,53 @@ def literal_score(read: list[int], profile: list[int], mismatch: int, cgap: int,
             return math.inf
         return D[i, j]
 
+    def mm_cg(i: int, j: int) -> int:
+        a = profile[i]
+        return literal_mismatch(a, read[j], mismatch, near_mismatch) + (cgap if a & CGAP_BIT else 0)
+
+    def oe(i: int) -> int:
+        return 0 if profile[i] & CGAP_BIT else gap_open + gap_extend
+
     for j in range(n):
         for i in range(j, j + m - n + 1):
-            a, b = profile[i], read[j]
-            is_cgap = bool(a & CGAP_BIT)
-            cg = cgap if is_cgap else 0
-            oe, e = (0, 0) if is_cgap else (gap_open + gap_extend, gap_extend)
-            mm = literal_mismatch(a, b, mismatch, near_mismatch)
+            e = 0 if profile[i] & CGAP_BIT else gap_extend
             ins = s(i, j - 1) + insertion
-            D[i, j] = min(s(i - 1, j) + oe, d(i - 1, j) + e)
-            S[i, j] = min(s(i - 1, j - 1) + mm + cg, D[i, j], ins)
-    return min(S[i, n - 1] for i in range(n - 1, m))
+            D[i, j] = min(s(i - 1, j) + oe(i), d(i - 1, j) + e)
+            S[i, j] = min(s(i - 1, j - 1) + mm_cg(i, j), D[i, j], ins)
+    score = min(S[i, n - 1] for i in range(n - 1, m))
+    return score, S, D, s, d, mm_cg, oe
+
+
+def literal_align(read: list[int], profile: list[int], *penalties) -> tuple[float, int, str]:
+    """(score, start column, CIGAR) by DESIGN 5 spelled out on `literal_cells`: the smallest end
+    column reaching the score; walking back, the diagonal before D before I; inside D, an
+    opening before an extension."""
+    n = len(read)
+    score, S, D, s, d, mm_cg, oe = literal_cells(read, profile, *penalties)
+    i = min(i for i in range(n - 1, len(profile)) if S[i, n - 1] == score)
+    j, ops, in_d = n - 1, [], False
+    while j >= 0:
+        if in_d:
+            ops.append("D")
+            in_d = D[i, j] != s(i - 1, j) + oe(i)
+            i -= 1
+        elif S[i, j] == s(i - 1, j - 1) + mm_cg(i, j):
+            ops.append("M")
+            i, j = i - 1, j - 1
+        elif S[i, j] == D[i, j]:
+            in_d = True
+        else:
+            ops.append("I")
+            j -= 1
+    ops.reverse()
+    cigar, run = "", 1
+    for k in range(1, len(ops) + 1):
+        if k < len(ops) and ops[k] == ops[k - 1]:
+            run += 1
+        else:
+            cigar += f"{run}{ops[k - 1]}"
+            run = 1
+    return score, i + 1, cigar
 
 
 def rescore_cigar(read: list[int], profile: list[int], start: int, cigar: list[tuple[int, str]],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from literal_dp import literal_score, rescore_cigar
+from literal_dp import literal_align, literal_score, rescore_cigar
 
 from papara_py.io.cigar import parse_cigar
 from papara_py.pairwise.params import ScoringParams
@@ -64,6 +64,15 @@ def test_traceback_rescores_to_the_reported_score(case):
     end = result.start + sum(length for length, op in ops if op in "MD")
     assert 0 <= result.start and end <= len(profile)
     assert rescore_cigar(read, profile, result.start, ops, *params.as_array().tolist()) == result.score
+
+
+@settings(max_examples=1500, deadline=None)
+@given(cases())
+def test_traceback_equals_design_5_spelled_out(case):
+    """The one-byte-per-cell traceback takes exactly DESIGN 5's path (ties included)."""
+    read, profile, params = case
+    result = align(*as_arrays(read, profile), params)
+    assert (result.score, result.start, result.cigar) == literal_align(read, profile, *params.as_array().tolist())
 
 
 def test_traceback_prefers_smallest_end_column_and_insertion_over_mismatch_there():
