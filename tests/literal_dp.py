@@ -75,7 +75,7 @@ def literal_align(read: list[int], profile: list[int], *penalties) -> tuple[floa
     column reaching the score; walking back, the diagonal before D before I; inside D, an
     opening before an extension."""
     n = len(read)
-    score, S, D, s, d, mm_cg, oe = literal_cells(read, profile, *penalties)
+    score, S, D, s, _, mm_cg, oe = literal_cells(read, profile, *penalties)
     i = min(i for i in range(n - 1, len(profile)) if S[i, n - 1] == score)
     j, ops, in_d = n - 1, [], False
     while j >= 0:

@@ -24,7 +24,12 @@ from numba import njit
 
 from papara_py.io.cigar import parse_cigar
 from papara_py.pairwise.params import ScoringParams
-from papara_py.pairwise.reference_scorer import D_EXTENDS, FROM_D, FROM_DIAGONAL, band_rows
+from papara_py.pairwise.reference_scorer import (
+    D_EXTENDS,
+    FROM_D,
+    FROM_DIAGONAL,
+    band_rows,
+)
 
 OP_M, OP_D, OP_I = 0, 1, 2
 _OP_LETTER = "MDI"
