@@ -187,6 +187,10 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
                              "each read against the central edges of clusters of the tree, then inside the best "
                              "clusters, widening until its best edges are surrounded by scored edges: exact DP on "
                              "a few percent of the edges of a large tree (default: %(default)s)")
+    engine.add_argument("--guided-clusters", type=_positive_int, default=None, metavar="N",
+                        help="--search guided: the clusters, by their centres' scores, whose edges every read is "
+                             "scored against before the widening (more: closer to exhaustive, more cells; "
+                             "default: 16)")
     engine.add_argument("--strand", choices=["auto", "both", "forward"], default="auto",
                         help="read orientation: auto decides from shared k-mers with the reference and scores "
                              "both orientations where that evidence is weak; both always scores both and keeps "
@@ -223,6 +227,7 @@ def main_job_config(args: argparse.Namespace, command_line: str):
     the checks that come before any work (output policy, PAPARA_LANES)."""
     from papara_py.cluster.shards import resolve_shard
     from papara_py.engine.cpus import available_cpus
+    from papara_py.engine.guided import INITIAL_CLUSTERS, GuidedOptions
     from papara_py.pipeline import RunConfig
 
     if args.lanes is None:  # PAPARA_LANES is checked now, not after the inputs are read
@@ -239,6 +244,7 @@ def main_job_config(args: argparse.Namespace, command_line: str):
         params=_penalty_choice(args), alphabet=args.alphabet,
         threads=threads, threads_source=threads_source, log=args.log, device=args.device, gpus=args.gpus,
         gpu_chunk=args.gpu_chunk, gpu_profile=args.gpu_profile, candidates=args.candidates, search=args.search,
+        guided=GuidedOptions(initial=args.guided_clusters or INITIAL_CLUSTERS),
         strand=args.strand, lanes=args.lanes, batch_reads=args.batch_reads, quiet=args.quiet, verbose=args.verbose,
         command_line=command_line, shard=resolve_shard(args.shard), profiles=args.profiles,
     )

@@ -20,7 +20,7 @@ import pytest
 from scripts_loader import load_script
 
 from papara_py.cli import build_parser, main_job_config
-from papara_py.engine.guided import GuidedOptions, GuidedSearch
+from papara_py.engine.guided import INITIAL_CLUSTERS, GuidedOptions, GuidedSearch
 from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch
 from papara_py.io.inputs import read_tree
 from papara_py.io.run_file import RunFile
@@ -211,16 +211,25 @@ def test_the_option_parses_and_reaches_the_run_record_and_the_report(tmp_path):
     assert args.search == "exhaustive"
     args = parser.parse_args(["-t", "t", "-s", "s", "-r", "r", "-o", str(tmp_path / "x.h5"), "--search", "guided"])
     assert main_job_config(args, "").search == "guided"
+    assert main_job_config(args, "").guided == GuidedOptions(initial=INITIAL_CLUSTERS)
+    assert f"default: {INITIAL_CLUSTERS})" in " ".join(parser.format_help().split())
+    args = parser.parse_args(["-t", "t", "-s", "s", "-r", "r", "-o", str(tmp_path / "x.h5"), "--search", "guided",
+                              "--guided-clusters", "3"])
+    assert main_job_config(args, "").guided == GuidedOptions(initial=3)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["-t", "t", "-s", "s", "-r", "r", "--guided-clusters", "0"])
     bad = subprocess.run([sys.executable, "-m", "papara_py", "-t", "t", "-s", "s", "-r", "r", "-o",
                           str(tmp_path / "x.h5"), "--search", "greedy"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--search" in bad.stderr
     out = tmp_path / "run.h5"
     done = subprocess.run([sys.executable, "-m", "papara_py", "-t", str(EXAMPLE / "tree.nwk"), "-s",
                            str(EXAMPLE / "ref.phy"), "-r", str(EXAMPLE / "reads.fa"), "-o", str(out),
-                           "--search", "guided", "--device", "cpu", "-j", "1", "-q"], capture_output=True, text=True)
+                           "--search", "guided", "--guided-clusters", "2", "--device", "cpu", "-j", "1", "-q"],
+                          capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     record = RunFile(str(out)).record
     assert record["search"]["mode"] == "guided" and record["search"]["clusters"] > 1
+    assert record["search"]["initial"] == 2
     fraction = record["edges_scored_fraction"]
     assert 0 < fraction["min"] <= fraction["mean"] <= fraction["max"] <= 1
     assert 0 < record["cells"] < record["n_edges"] * record["n_columns"] * 200 * 100

@@ -36,11 +36,16 @@ from papara_py.phylo.clusters import cluster_edges
 from papara_py.phylo.tree import EdgeTree
 
 
+#: Clusters each read is scored in after the centres (`--guided-clusters`): BENCHMARKS.md,
+#: "Guided search", measures agreement and cells against it.
+INITIAL_CLUSTERS = 16
+
+
 @dataclass(frozen=True)
 class GuidedOptions:
     """The search's knobs. `cluster_size` None: sqrt(E / (initial + 1)). `stable` None: K."""
 
-    initial: int = 16
+    initial: int = INITIAL_CLUSTERS
     stable: int | None = None
     cluster_size: int | None = None
 
