@@ -35,7 +35,6 @@ from papara_py.pairwise.candidates import Candidates
 from papara_py.phylo.clusters import cluster_edges
 from papara_py.phylo.tree import EdgeTree
 
-
 #: Clusters each read is scored in after the centres (`--guided-clusters`): BENCHMARKS.md,
 #: "Guided search", measures agreement and cells against it.
 INITIAL_CLUSTERS = 16
