@@ -2,9 +2,7 @@
 
 This is the implementation every fast path (numba lanes, int16, OpenCL) is tested against, so
 it is written for clarity: int64 arithmetic, a true stand-in for infinity that no sum can reach,
-one DP row at a time over the band (kept in place: each cell reads the row above at its own
-offset and the next before overwriting it). The traceback runs the same function and has it
-record, per cell, which term won.
+one DP row at a time over the band.
 
 Band: row j (read position) holds columns i in [j, j + m - n]. Storing a row by its offset
 k = i - j (0..m-n) makes the band a rectangle of n rows by m-n+1 offsets; in that frame
@@ -46,76 +44,70 @@ def column_penalties(profile: np.ndarray, p: np.ndarray):
     return cg, oe, ex
 
 
-@njit(cache=True, nogil=True, inline="always")
-def match_cost(a, b, states, p) -> int:
-    """M_ij of DESIGN 4 for profile element a and read state set b (`states`: the element
-    type's state mask): 0 where they share a state, near_mismatch where b holds one of a's near
-    states, mismatch otherwise."""
-    if a & states & b:
-        return 0
-    if near_states_of(a) & b:
-        return p[5]
-    return p[0]
-
-
-#: Per-cell facts `band_rows` can record for the traceback (pairwise/traceback.py, DESIGN 5).
-FROM_DIAGONAL = np.uint8(1)  # S(i, j) equals its diagonal term
-FROM_D = np.uint8(2)         # S(i, j) equals D(i, j)
-D_EXTENDS = np.uint8(4)      # D(i, j) is not the opening S(i-1, j) + OE_i
+@njit(cache=True, nogil=True)
+def column_near_states(profile: np.ndarray) -> np.ndarray:
+    """The near states of each profile element (DESIGN 3; none for protein), decoded once per
+    column and read per cell (a decode per cell halved the traceback's cell rate once numba's
+    cache was warm: BENCHMARKS.md, "Traceback")."""
+    near = np.empty_like(profile)
+    for i in range(profile.shape[0]):
+        near[i] = near_states_of(profile[i])
+    return near
 
 
 @njit(cache=True, nogil=True)
-def band_rows(read: np.ndarray, profile: np.ndarray, p: np.ndarray, row: np.ndarray, facts=None):
-    """The recurrence over the band, one row (offsets k = 0..m-n) at a time; returns the score
-    and the smallest offset k of the last row that reaches it (the traceback's end column).
+def fill_band(read: np.ndarray, profile: np.ndarray, p: np.ndarray):
+    """Fill S and D over the whole band; returns (S, D) as int64 [n, m-n+1] indexed [j, i-j].
 
-    row: int64 work space of at least m - n + 2 cells. facts: None, or uint8 work space of at
-    least n * (m - n + 1) cells that gets each cell's FROM_DIAGONAL / FROM_D / D_EXTENDS bits
-    at [j * (m - n + 1) + k] (numba compiles the None case without them). Requires 0 < n < m.
-
-    Out-of-band neighbours are INF64 plus at most a few penalties, never compared with each
-    other: S always has a finite diagonal term, so its value and the recorded facts are those of
-    true infinities, and no cell needs a band test.
+    Requires 0 < n < m. Out-of-band neighbours read as INF64.
     """
+    n = read.shape[0]
+    width = profile.shape[0] - n + 1
+    S = np.empty((n, width), np.int64)
+    D = np.empty((n, width), np.int64)
+    fill_band_into(read, profile, p, S, D)
+    return S, D
+
+
+@njit(cache=True, nogil=True)
+def fill_band_into(read: np.ndarray, profile: np.ndarray, p: np.ndarray, S: np.ndarray, D: np.ndarray) -> None:
+    """`fill_band` into given int64 [n, m-n+1] arrays (the traceback reuses one pair for a whole
+    batch: a fresh pair per read cost more in page faults than the recurrence itself)."""
     n = read.shape[0]
     m = profile.shape[0]
     width = m - n + 1
     cg, oe, ex = column_penalties(profile, p)
+    near = column_near_states(profile)
     states = state_mask_of(profile)
-    insertion = p[4]
-    row[:width] = 0  # row -1: S(i, -1) = 0 for every column rows 0 reads (i <= m - n - 1)
-    row[width] = INF64  # right of the band: the last offset's insertion source
+    mismatch, insertion, near_mismatch = p[0], p[4], p[5]
     for j in range(n):
         b = read[j]
-        s_left = INF64  # S(i-1, j) and D(i-1, j) are out of band at k == 0
-        d_left = INF64
-        f = j * width
         for k in range(width):
             i = j + k
-            # row[k] is still S(i-1, j-1) and row[k + 1] S(i, j-1)
-            diag = row[k] + match_cost(profile[i], b, states, p) + cg[i]
-            opened = s_left + oe[i]
-            d = min(opened, d_left + ex[i])
-            s = min(diag, d, row[k + 1] + insertion)
-            if facts is not None:  # without branches: the comparisons are data-dependent
-                facts[f + k] = (FROM_DIAGONAL * np.uint8(s == diag) | FROM_D * np.uint8(s == d)
-                                | D_EXTENDS * np.uint8(d != opened))
-            row[k] = s
-            s_left = s
-            d_left = d
-    best = row[0]
-    end = 0
-    for k in range(1, width):
-        if row[k] < best:
-            best = row[k]
-            end = k
-    return best, end
+            # diagonal: S(i-1, j-1); row -1 is 0 for i-1 in [-1, m-n-1], which is every k here
+            diag_prev = S[j - 1, k] if j > 0 else 0
+            # M_ij: 0 where the states meet, near_mismatch on a near state, mismatch otherwise
+            cost = near_mismatch if near[i] & b else mismatch
+            diag = diag_prev + cg[i] + (0 if profile[i] & states & b else cost)
+            # deletion: S(i-1, j), D(i-1, j) are out of band at k == 0
+            if k > 0:
+                d = min(S[j, k - 1] + oe[i], D[j, k - 1] + ex[i])
+            else:
+                d = INF64
+            # insertion: S(i, j-1) is out of band at k == width-1; row -1 is 0 for i <= m-n-1
+            if k < width - 1:
+                ins = (S[j - 1, k + 1] if j > 0 else 0) + insertion
+            else:
+                ins = INF64
+            D[j, k] = d
+            S[j, k] = min(diag, d, ins)
 
 
 @njit(cache=True, nogil=True)
 def score_one(read: np.ndarray, profile: np.ndarray, p: np.ndarray) -> int:
     """Score of (read, edge): the minimum of the last row over the band (free trailing columns)."""
-    return band_rows(read, profile, p, np.empty(profile.shape[0] - read.shape[0] + 2, np.int64))[0]
+    S, _ = fill_band(read, profile, p)
+    return S[read.shape[0] - 1].min()
 
 
 def score_reference(read: np.ndarray, profile: np.ndarray, params: ScoringParams) -> int:

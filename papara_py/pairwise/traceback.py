@@ -1,15 +1,10 @@
 """Traceback of DESIGN.md section 5: the alignment of a read to its best edge.
 
-The band is recomputed by the reference scorer's own `band_rows` (int64, so the traceback never
-depends on a fast path) and walked back from the end column. Ties prefer, in this order, the diagonal, then D (a reference column opposite a read
-gap), then I (a read residue between columns); inside D, opening is preferred over extending.
-The end column is the smallest column reaching the minimum of the last row.
-
-The forward pass keeps one DP row and records, per cell, only the three facts the walk asks
-(FROM_DIAGONAL: S came from the diagonal; FROM_D: S equals D; D_EXTENDS: D is not an opening):
-one byte per cell instead of two int64 matrices. On the sample-scale run (1M reads of
-100 bp against 1,072 columns) the matrices were 1.5 MB per read and the traceback was bound by
-memory traffic (BENCHMARKS.md, "Traceback").
+The band is recomputed with the reference scorer's `fill_band_into` (int64, so the traceback never
+depends on a fast path) and walked back from the end column. Ties prefer, in this order, the
+diagonal, then D (a reference column opposite a read gap), then I (a read residue between
+columns); inside D, opening is preferred over extending. The end column is the smallest column
+reaching the minimum of the last row.
 
 The result is a start column plus a CIGAR over reference columns: M = a column holding a read
 residue, D = a column without one, I = a read residue between columns.
@@ -25,11 +20,11 @@ from numba import njit
 from papara_py.io.cigar import parse_cigar
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.reference_scorer import (
-    D_EXTENDS,
-    FROM_D,
-    FROM_DIAGONAL,
-    band_rows,
+    column_near_states,
+    column_penalties,
+    fill_band_into,
 )
+from papara_py.phylo.encoding import state_mask_of
 
 OP_M, OP_D, OP_I = 0, 1, 2
 _OP_LETTER = "MDI"
@@ -46,30 +41,44 @@ class ReadAlignment:
 
 
 @njit(cache=True, nogil=True)
-def _trace(read: np.ndarray, profile: np.ndarray, p: np.ndarray, row: np.ndarray, facts: np.ndarray):
+def _trace(read: np.ndarray, profile: np.ndarray, p: np.ndarray, S_buffer: np.ndarray, D_buffer: np.ndarray):
     """Walk the band back; returns (score, start column, ops in forward order as uint8).
 
-    row and facts: work space for `band_rows`."""
+    S_buffer and D_buffer: int64 work space of at least n * (m - n + 1) cells each."""
     n = read.shape[0]
     width = profile.shape[0] - n + 1
-    score, k = band_rows(read, profile, p, row, facts)
+    S = S_buffer[:n * width].reshape((n, width))
+    D = D_buffer[:n * width].reshape((n, width))
+    fill_band_into(read, profile, p, S, D)
+    cg, oe, _ = column_penalties(profile, p)
+    near = column_near_states(profile)
+    states = state_mask_of(profile)
+    last = S[n - 1]
+    k = 0
+    for kk in range(last.shape[0]):
+        if last[kk] < last[k]:
+            k = kk
+    score = last[k]
     ops = np.empty(n + profile.shape[0], np.uint8)
     count = 0
     j = n - 1
     in_d = False
     while j >= 0:
-        fact = facts[j * width + k]
+        i = j + k
         if in_d:
             ops[count] = OP_D
             count += 1
-            in_d = (fact & D_EXTENDS) != 0  # opening preferred on a tie
+            in_d = D[j, k] != S[j, k - 1] + oe[i]  # opening preferred on a tie
             k -= 1
             continue
-        if fact & FROM_DIAGONAL:
+        diag_prev = S[j - 1, k] if j > 0 else 0
+        b = read[j]
+        cost = 0 if profile[i] & states & b else (p[5] if near[i] & b else p[0])  # M_ij, as fill_band_into
+        if S[j, k] == diag_prev + cost + cg[i]:
             ops[count] = OP_M
             count += 1
             j -= 1
-        elif fact & FROM_D:
+        elif S[j, k] == D[j, k]:
             in_d = True
         else:
             ops[count] = OP_I
@@ -130,9 +139,8 @@ def align(read: np.ndarray, profile: np.ndarray, params: ScoringParams) -> ReadA
     n, m = read.shape[0], profile.shape[0]
     if not 0 < n < m:
         raise ValueError(f"read length {n} cannot be aligned to {m} columns (need 0 < n < m)")
-    width = m - n + 1
-    score, start, ops = _trace(read, profile, params.as_array(), np.empty(width + 1, np.int64),
-                               np.empty(n * width, np.uint8))
+    cells = n * (m - n + 1)
+    score, start, ops = _trace(read, profile, params.as_array(), np.empty(cells, np.int64), np.empty(cells, np.int64))
     return ReadAlignment(score=int(score), start=int(start), cigar=cigar_string(ops))
 
 
@@ -149,12 +157,12 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, p, scores, starts
     for r in range(offsets.shape[0] - 1):
         n = offsets[r + 1] - offsets[r]
         cells = max(cells, n * (m - n + 1))
-    row = np.empty(m + 1, np.int64)  # one work space for the batch (fresh ones per read cost page faults)
-    facts = np.empty(cells, np.uint8)
+    S_buffer = np.empty(cells, np.int64)  # one work space for the batch (see fill_band_into)
+    D_buffer = np.empty(cells, np.int64)
     pos = 0
     for r in range(offsets.shape[0] - 1):
         a, b = offsets[r], offsets[r + 1]
-        score, start, ops = _trace(codes[a:b], profiles[edge_slot[r]], p, row, facts)
+        score, start, ops = _trace(codes[a:b], profiles[edge_slot[r]], p, S_buffer, D_buffer)
         scores[r] = score
         starts[r] = start
         _place_ops(ops, start, residues[a:b], rows[r])
