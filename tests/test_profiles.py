@@ -170,11 +170,19 @@ def trees_with_columns(draw) -> tuple[RandomTree, dict[str, bytes]]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trees_with_columns())
 def test_profiles_equal_brute_force_sankoff(case: tuple[RandomTree, dict[str, bytes]]) -> None:
-    tree, rows = case
+    assert_equals_brute_force(*case)
+
+
+def assert_equals_brute_force(tree: RandomTree, rows: dict[str, bytes], alphabet=DNA,
+                              cgap_bit: int = CGAP_BIT) -> np.ndarray:
+    """The builder's profiles of every edge equal `brute_force_profiles` (CGAP expected at
+    `cgap_bit`, given here, not taken from the alphabet); returns them."""
     edge_tree = EdgeTree.from_dendropy(parse(tree.newick))
-    builder = builder_for(edge_tree, rows)
-    expected = brute_force_profiles(tree.adjacency, tree.names, rows, edge_tree)
-    np.testing.assert_array_equal(builder.profiles(np.arange(builder.n_edges)), expected)
+    builder = builder_for(edge_tree, rows, alphabet)
+    expected = brute_force_profiles(tree.adjacency, tree.names, rows, edge_tree, alphabet, cgap_bit)
+    got = builder.profiles(np.arange(builder.n_edges))
+    np.testing.assert_array_equal(got, expected)
+    return got
 
 
 #: Amino-acid alignment characters: the 20 states, both cases, the ambiguity codes, gaps.
@@ -196,13 +204,7 @@ def trees_with_protein_columns(draw) -> tuple[RandomTree, dict[str, bytes]]:
 @given(trees_with_protein_columns())
 def test_protein_profiles_equal_brute_force_sankoff(case: tuple[RandomTree, dict[str, bytes]]) -> None:
     """20 states in uint32 elements, the CGAP flag at bit 20 (DESIGN 2)."""
-    tree, rows = case
-    edge_tree = EdgeTree.from_dendropy(parse(tree.newick))
-    builder = builder_for(edge_tree, rows, PROTEIN)
-    expected = brute_force_profiles(tree.adjacency, tree.names, rows, edge_tree, PROTEIN, cgap_bit=1 << 20)
-    got = builder.profiles(np.arange(builder.n_edges))
-    assert got.dtype == np.uint32
-    np.testing.assert_array_equal(got, expected)
+    assert assert_equals_brute_force(*case, PROTEIN, cgap_bit=1 << 20).dtype == np.uint32
 
 
 def test_protein_ambiguity_codes_are_unions_of_the_20_states() -> None:

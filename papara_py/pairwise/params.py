@@ -70,15 +70,11 @@ class ScoringParams:
         return next((name for name, preset in PRESETS.items() if preset == self.values()), None)
 
     def __post_init__(self) -> None:
-        default = dict(zip(PENALTY_NAMES, PRESETS[DEFAULT_PRESET]))
-        if all(getattr(self, name) is None for name in PENALTY_NAMES):
-            for name in PENALTY_NAMES:
-                object.__setattr__(self, name, default[name])
-        for name in PENALTY_NAMES[:5]:
+        nothing_given = all(getattr(self, name) is None for name in PENALTY_NAMES)
+        for name, value in zip(PENALTY_NAMES, PRESETS[DEFAULT_PRESET]):
             if getattr(self, name) is None:
-                object.__setattr__(self, name, default[name])
-        if self.near_mismatch is None:
-            object.__setattr__(self, "near_mismatch", self.mismatch)
+                near_as_eq1 = name == "near_mismatch" and not nothing_given
+                object.__setattr__(self, name, self.mismatch if near_as_eq1 else value)
         for name, value in asdict(self).items():
             if not isinstance(value, (int, np.integer)) or value < 0:
                 raise ValueError(f"scoring parameter {name} must be a non-negative integer, got {value!r}")

@@ -211,8 +211,9 @@ def encode_near_states(states: np.ndarray, near: np.ndarray, alphabet: Alphabet)
 
 
 def near_states_of(element):
-    """The near states of one profile element (numba only: see `near_states`)."""
-    raise NotImplementedError("near_states_of is for numba code; use near_states")
+    """The near states of one profile element (a numpy scalar of its alphabet's dtype); in numba
+    code the DNA table lookup or, for an alphabet without the field, a constant 0."""
+    return near_states(np.asarray(element))[()]
 
 
 @overload(near_states_of)

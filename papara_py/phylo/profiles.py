@@ -73,6 +73,11 @@ class _Packing:
         return (np.where(both & self.state_mask == 0, self.state_mask, zero)
                 | np.where(both & self.gap_char_mask == 0, self.gap_char_mask, zero))
 
+    def combine(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The rule for two packed sets: per character, intersection if non-empty, else union."""
+        both = a & b
+        return both | ((a | b) & self.union_where_empty(both))
+
     def _profile_elements(self, packed: np.ndarray) -> np.ndarray:
         """Packed sets of virtual roots -> profile elements (states, CGAP bit iff the gap
         character's set is {gap})."""
@@ -84,8 +89,7 @@ class _Packing:
         element, plus the near-state field where the alphabet has one (module docstring)."""
         x = np.asarray(x).astype(self.dtype)
         y = np.asarray(y).astype(self.dtype)
-        both = x & y  # combine_two's rule (defined below this class)
-        elements = self._profile_elements(both | ((x | y) & self.union_where_empty(both)))
+        elements = self._profile_elements(self.combine(x, y))
         if not self.alphabet.has_near_states:
             return elements
         states = elements & self.state_mask
@@ -101,8 +105,7 @@ _DNA_PACKING = _Packing(DNA)
 
 def combine_two(a: np.ndarray, b: np.ndarray, packing: _Packing = _DNA_PACKING) -> np.ndarray:
     """The rule for two packed sets: per character, intersection if non-empty, else union."""
-    both = a & b
-    return both | ((a | b) & packing.union_where_empty(both))
+    return packing.combine(a, b)
 
 
 def bit_counts(sets: np.ndarray, n_bits: int = _DNA_PACKING.n_bits) -> np.ndarray:
