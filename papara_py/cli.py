@@ -176,6 +176,10 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
                         help="time each GPU launch on the device (OpenCL profiling events) and store the "
                              "sum per GPU in the run record (gpu_device_seconds); against the scoring time it "
                              "shows how long the device waited for the host")
+    engine.add_argument("--traceback", choices=["auto", "cpu"], default="auto",
+                        help="where each read's alignment to its best edge is computed: auto: on the "
+                             "first GPU when the run scores on one, else on the CPU; cpu: always on the "
+                             "CPU threads (the results are the same)")
     engine.add_argument("--lanes", type=_lanes, default=None,
                         help="edges per block, 1 to 256 (default: the CPU's int16 vector width, or "
                              "PAPARA_LANES)")
@@ -243,7 +247,8 @@ def main_job_config(args: argparse.Namespace, command_line: str):
         tree=args.tree, alignment=args.alignment, reads=args.reads, output=args.output,
         params=_penalty_choice(args), alphabet=args.alphabet,
         threads=threads, threads_source=threads_source, log=args.log, device=args.device, gpus=args.gpus,
-        gpu_chunk=args.gpu_chunk, gpu_profile=args.gpu_profile, candidates=args.candidates, search=args.search,
+        gpu_chunk=args.gpu_chunk, gpu_profile=args.gpu_profile, traceback=args.traceback,
+        candidates=args.candidates, search=args.search,
         guided=GuidedOptions(initial=args.guided_clusters or INITIAL_CLUSTERS),
         strand=args.strand, lanes=args.lanes, batch_reads=args.batch_reads, quiet=args.quiet, verbose=args.verbose,
         command_line=command_line, shard=resolve_shard(args.shard), profiles=args.profiles,

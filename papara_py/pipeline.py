@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import asdict, dataclass, field
@@ -54,6 +55,11 @@ from papara_py.run_log import Reporter, RunLog
 # reads per GIL-free traceback call: large enough that Python overhead is noise, small enough
 # that a batch spreads over every thread
 TRACEBACK_SLICE = 256
+#: Scored batches that may wait for their traceback or writing at once (BatchStages): enough that
+#: a slow batch in either stage does not stop the engine, few enough to bound the rows held.
+TRACE_DEPTH = 3
+#: Batches traced back at once on the GPU (BatchStages); on the CPU one, which uses every thread.
+GPU_TRACING_THREADS = 2
 #: Batches a run is cut into at least (each at most --batch-reads), so that the traceback and
 #: writing of the last batch, which nothing overlaps, is a small part of the run ...
 MIN_BATCHES = 8
@@ -89,6 +95,7 @@ class RunConfig:
     search: str = "exhaustive"  # exhaustive | guided (papara_py/engine/guided.py)
     guided: GuidedOptions = field(default_factory=GuidedOptions)
     strand: str = "auto"  # auto | both | forward (papara_py/pairwise/strand.py; protein: forward)
+    traceback: str = "auto"  # auto: on the run's first GPU where it has one (engine/gpu_trace.py) | cpu
     lanes: int | None = None
     batch_reads: int = 12_500
     quiet: bool = False
@@ -201,14 +208,21 @@ def resolve_scorers(config: RunConfig, reporter: Reporter) -> tuple[bool, list, 
 
 
 def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, best_edges: np.ndarray,
-                    builder: EdgeProfiles, params: ScoringParams, threads: int):
+                    builder: EdgeProfiles, params: ScoringParams, threads: int, tracer: Tracer | None = None):
     """Align each read, in its chosen orientation (`reverse`), to its best edge.
 
     Returns (scores, starts, cigars, aligned rows); CIGARs and rows describe the oriented read.
-    Slices of TRACEBACK_SLICE reads run as single GIL-free numba calls, so the threads scale.
+    With a tracer (`--traceback auto` and a GPU) the whole batch is one device call; otherwise
+    slices of TRACEBACK_SLICE reads run as single GIL-free numba calls, so the threads scale.
+    Both give the same results bit for bit.
     """
     unique_edges, edge_slot = np.unique(best_edges, return_inverse=True)
     profiles = builder.profiles(unique_edges)
+    if tracer is not None and tracer.usable:
+        residues, offsets = reads.select_residues(indices, reverse)
+        done = tracer.align_many(reads.alphabet.read_code[residues], residues, offsets, edge_slot, profiles, params)
+        if done is not None:
+            return done
     pieces = [slice(a, a + TRACEBACK_SLICE) for a in range(0, len(indices), TRACEBACK_SLICE)]
 
     def one(piece: slice):
@@ -427,6 +441,7 @@ class Tally:
     consumers: dict[str, dict]
     search: dict                   # the search's identity (mode, and the guided search's settings)
     edges_scored: dict[str, float]  # share of the edges each scored read met: mean, min, max
+    traceback: dict                # where the batches were traced back: device, batches per device
 
 
 def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, profiles: EdgeProfiles,
@@ -473,6 +488,8 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
                           devices.use_cpu, devices.gpu_scorers, devices.options, progress)
 
         search = GuidedSearch(inputs.edge_tree, new_engine, m, work.k, config.guided) if guided else None
+        tracer = (Tracer(devices.gpu_scorers[0].gpu.device, reporter)
+                  if devices.gpu_scorers and config.traceback == "auto" else None)
         engine = search or new_engine(work.k)
 
         def write(index: int, batch: np.ndarray, reverse: np.ndarray, candidates: Candidates, scores, starts,
@@ -485,12 +502,22 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
             reporter.record(f"batch {index + 1}/{len(batches)}: {len(batch)} reads, "
                             f"{time.perf_counter() - run_started:.2f} s into the run")
 
-        # batches arrive as they finish; tracing back one overlaps scoring the next, and writing
-        # one (a thread of its own, one batch at a time) overlaps tracing back the next: the main
-        # thread's traceback and the writes (h5py holds the GIL) no longer add up while the GPU
-        # waits for a batch slot (BENCHMARKS.md, "Sample scale")
-        writing: Future | None = None
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="papara-writer") as writer_thread, \
+        def trace(index: int, batch: np.ndarray, reverse: np.ndarray, candidates: Candidates):
+            """One scored batch aligned to its best edges (on the traceback thread, in batch order)."""
+            t0 = time.perf_counter()
+            scores, starts, cigars, rows = traceback_batch(reads, batch, reverse, candidates.edge[:, 0], profiles,
+                                                           inputs.params, config.threads, tracer)
+            if not np.array_equal(scores, candidates.score[:, 0]):
+                raise RuntimeError("internal error: traceback score differs from the engine's score")
+            with timing_lock:  # summed over batches, which may overlap (BatchStages)
+                timings["traceback"] += time.perf_counter() - t0
+            return index, batch, reverse, candidates, scores, starts, cigars, rows
+
+        # batches arrive as they finish and go on to the traceback thread, then the writer thread
+        # (BatchStages): the engine's batch slot is handed back at once, so neither stage's time
+        # (a GPU traceback waits for the scoring launch in progress) keeps the GPU from its next batch
+        timing_lock = threading.Lock()
+        with BatchStages(trace, write, TRACE_DEPTH, GPU_TRACING_THREADS if tracer else 1) as stages, \
                 closing(engine.run(make_batch, len(batches))) as finished:
             for index, candidates in finished:
                 batch = batches[index]
@@ -500,17 +527,8 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
                 reverse, candidates = plan.pick(candidates)
                 strand_counts["-"] += int(np.count_nonzero(reverse))
                 strand_counts["+"] += int(len(reverse) - np.count_nonzero(reverse))
-                t0 = time.perf_counter()
-                scores, starts, cigars, rows = traceback_batch(reads, batch, reverse, candidates.edge[:, 0],
-                                                               profiles, inputs.params, config.threads)
-                if not np.array_equal(scores, candidates.score[:, 0]):
-                    raise RuntimeError("internal error: traceback score differs from the engine's score")
-                timings["traceback"] += time.perf_counter() - t0
-                if writing is not None:
-                    writing.result()  # the previous batch is written (its write fault, if any, raised here)
-                writing = writer_thread.submit(write, index, batch, reverse, candidates, scores, starts, cigars, rows)
-            if writing is not None:
-                writing.result()
+                stages.submit(index, batch, reverse, candidates)
+            stages.drain()
     stats = search.stats if search else engine
     timings["scoring"] = stats.scoring_seconds
     timings["build_blocks"] = stats.build_seconds
@@ -526,12 +544,81 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
         cells=cells, gcups=cells / timings["scoring"] / 1e9 if timings["scoring"] > 0 else 0.0,
         strand_counts=strand_counts, search=search.identity() if search else {"mode": "exhaustive"},
         edges_scored=edges_scored,
+        traceback={"device": tracer.gpu.device.name if tracer else "cpu",
+                   "batches": {"gpu": tracer.gpu_batches if tracer else 0,
+                               "cpu": len(batches) - (tracer.gpu_batches if tracer else 0)}},
         consumers={consumer.name: {"blocks": consumer.blocks, "edges": consumer.edges, "cells": consumer.cells,
                                    "calls": consumer.calls, "busy_seconds": consumer.busy_seconds,
                                    **({"error": consumer.error} if consumer.error else {}),
                                    **({"retries": consumer.retries} if consumer.retries else {}),
                                    **({"faults": consumer.faults} if consumer.faults else {})}
                    for consumer in stats.consumers})
+
+
+class BatchStages:
+    """The two stages after scoring: traceback (`tracing_threads` batches at once: a GPU traceback
+    mostly waits for the device to finish the scoring launch in progress, so with two threads one
+    batch's wait overlaps the next's), then writing, one thread, batch after batch in order.
+    `submit` returns at once unless `depth` batches are already between the two (which bounds
+    the memory held: each holds its rows); the first error of either stage is raised by the next
+    `submit` or by `drain`. On leaving with an error, batches not yet started are dropped (an
+    interrupted run writes nothing more)."""
+
+    def __init__(self, trace, write, depth: int, tracing_threads: int = 1) -> None:
+        self._trace, self._write, self._depth = trace, write, depth
+        self._tracing = ThreadPoolExecutor(max_workers=tracing_threads, thread_name_prefix="papara-traceback")
+        self._writing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="papara-writer")
+        self._pending: deque[Future] = deque()
+
+    def submit(self, *batch) -> None:
+        traced = self._tracing.submit(self._trace, *batch)
+        self._pending.append(self._writing.submit(lambda: self._write(*traced.result())))
+        while self._pending and (len(self._pending) > self._depth or self._pending[0].done()):
+            self._pending.popleft().result()
+
+    def drain(self) -> None:
+        while self._pending:
+            self._pending.popleft().result()
+
+    def __enter__(self) -> BatchStages:
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        for executor in (self._tracing, self._writing):
+            executor.shutdown(wait=True, cancel_futures=kind is not None)
+
+
+class Tracer:
+    """`--traceback auto` with a GPU: the traceback on the run's first GPU (engine/gpu_trace.py).
+
+    A batch the device cannot take (scores beyond its int range) is traced back on the CPU; a
+    device fault moves the rest of the run's traceback to the CPU, with a notice. Either way the
+    results are the same as the CPU's."""
+
+    def __init__(self, device, reporter: Reporter) -> None:
+        from papara_py.engine.gpu_trace import GpuTracer
+
+        self.gpu = GpuTracer(device)
+        self.reporter = reporter
+        self.usable = True
+        self.gpu_batches = 0
+        self._lock = threading.Lock()  # batches are traced back on two threads (BatchStages)
+
+    def align_many(self, *args):
+        """GpuTracer.align_many, or None where the CPU must do it."""
+        try:
+            done = self.gpu.align_many(*args)
+        except ValueError as error:
+            self.reporter.detail(f"traceback of a batch on the CPU: {error}")
+            done = None
+        except Exception as error:  # noqa: BLE001 - any OpenCL fault: the CPU gives the same results
+            lines = str(error).strip().splitlines()
+            self.reporter.notice(f"the GPU traceback failed ({type(error).__name__}: {lines[-1] if lines else ''}); "
+                                 f"tracing back the remaining reads on the CPU")
+            self.usable, done = False, None
+        with self._lock:
+            self.gpu_batches += done is not None
+        return done
 
 
 def run_record(config: RunConfig, inputs: Inputs, profiles: EdgeProfiles, devices: Devices, work: Work,
@@ -552,7 +639,7 @@ def run_record(config: RunConfig, inputs: Inputs, profiles: EdgeProfiles, device
            if config.gpu_profile else {}),
         "status_counts": work.status_counts, "n_edges": profiles.n_edges, "n_columns": inputs.n_columns,
         "strand": inputs.strand, "strand_counts": tally.strand_counts,
-        "search": tally.search, "edges_scored_fraction": tally.edges_scored,
+        "search": tally.search, "edges_scored_fraction": tally.edges_scored, "traceback": tally.traceback,
     }
     if config.shard is not None:  # the slice, for `papara-py merge` (papara_py/cluster/shards.py)
         record["shard"] = config.shard.record(inputs.n_reads_total)

@@ -117,14 +117,16 @@ class ChunkStats:
     wall_seconds: float = 0.0
 
 
-def _context(device: cl.Device) -> cl.Context:
+def shared_context(device: cl.Device) -> cl.Context:
+    """The process's one OpenCL context for `device` (the scorer's and the tracer's buffers live in it)."""
     with _shared_lock:
         if device not in _contexts:
             _contexts[device] = cl.Context([device])
         return _contexts[device]
 
 
-def _program(context: cl.Context, device: cl.Device, source: str, options: tuple[str, ...]) -> cl.Program:
+def built_program(context: cl.Context, device: cl.Device, source: str, options: tuple[str, ...]) -> cl.Program:
+    """Kernel source `source` (papara_py/kernels) built with `options`, once per process."""
     key = (device, source, options)
     with _shared_lock:
         if key not in _programs:
@@ -238,7 +240,7 @@ class GpuScorer:
         self.narrow = narrow
         self.packed_variant = Variant(packed=True, ptx=ptx, rows=rows)
         self.wide_variant = Variant(packed=False, ptx=False, rows=rows)
-        self.context = _context(device.cl_device)
+        self.context = shared_context(device.cl_device)
         properties = cl.command_queue_properties.PROFILING_ENABLE if profiling else 0
         self.queue = cl.CommandQueue(self.context, device.cl_device, properties=properties)
         #: uploads and result downloads, as blocking calls (pyopencl releases the GIL for those
@@ -257,8 +259,8 @@ class GpuScorer:
     def build(self, variant: Variant, k: int) -> tuple[cl.Program, cl.Program]:
         """The band_score program of `variant` and the top_k program for lists of k (built once)."""
         kmax = max(4, 1 << (k - 1).bit_length())
-        return (_program(self.context, self.device.cl_device, "band_score.cl", variant.options()),
-                _program(self.context, self.device.cl_device, "top_k.cl", (f"-DKMAX={kmax}",)))
+        return (built_program(self.context, self.device.cl_device, "band_score.cl", variant.options()),
+                built_program(self.context, self.device.cl_device, "top_k.cl", (f"-DKMAX={kmax}",)))
 
     def score_chunk(self, blocks: np.ndarray, first_edge: int, n_edges: int, codes: np.ndarray,
                     offsets: np.ndarray, params: ScoringParams, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -428,15 +430,19 @@ class GpuScorer:
                        (inputs, band_buf, scores_buf, band, topk))
 
     def _wait(self, event: cl.Event) -> None:
-        """Sleep until `event` completes, looking at its status every 2 ms at most.
+        wait_sleeping(self.queue, event)
 
-        NVIDIA's clWaitForEvents and completion callbacks keep a CPU core busy for the whole
-        wait (scripts/bench_gpu.py measures it); short sleeps leave that core to the CPU workers.
-        A status query is cheap and does not start the driver spinning.
-        """
-        self.queue.flush()
-        pause = 1e-4
-        while event.command_execution_status > cl.command_execution_status.COMPLETE:
-            time.sleep(pause)
-            pause = min(2 * pause, 2e-3)
-        event.wait()  # returns at once; raises if the command failed
+
+def wait_sleeping(queue: cl.CommandQueue, event: cl.Event) -> None:
+    """Sleep until `event` (of `queue`) completes, looking at its status every 2 ms at most.
+
+    NVIDIA's clWaitForEvents and completion callbacks keep a CPU core busy for the whole
+    wait (scripts/bench_gpu.py measures it); short sleeps leave that core to the CPU workers.
+    A status query is cheap and does not start the driver spinning.
+    """
+    queue.flush()
+    pause = 1e-4
+    while event.command_execution_status > cl.command_execution_status.COMPLETE:
+        time.sleep(pause)
+        pause = min(2 * pause, 2e-3)
+    event.wait()  # returns at once; raises if the command failed

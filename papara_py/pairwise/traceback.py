@@ -178,19 +178,51 @@ def align_many(codes: np.ndarray, residues: np.ndarray, offsets: np.ndarray, edg
     offsets; edge_slot[r] picks read r's profile. Returns (scores int32, starts int32, CIGAR
     strings, aligned rows uint8 [reads, m]); each equals what `align` and `place_read` give.
     """
-    count, m = offsets.size - 1, profiles.shape[1]
+    count = offsets.size - 1
     scores = np.empty(count, np.int32)
     starts = np.empty(count, np.int32)
+    rows, cigar_bytes, cigar_ends = _output_space(offsets, profiles.shape[1], gap)
+    _align_many(codes, residues, offsets, edge_slot, profiles, params.as_array(), scores, starts, rows,
+                cigar_bytes, cigar_ends)
+    return scores, starts, _cigar_strings(cigar_bytes, cigar_ends), rows
+
+
+def _output_space(offsets: np.ndarray, m: int, gap: int):
+    """Rows (gaps), CIGAR bytes and CIGAR ends for the reads cut by `offsets`."""
+    count = offsets.size - 1
     rows = np.full((count, m), gap, np.uint8)
     # a path has n M/I ops and at most m D ops; 2 bytes per op bound the CIGAR (see _encode_cigar)
     cigar_bytes = np.empty(2 * (int(offsets[-1]) + count * m), np.uint8)
-    cigar_ends = np.empty(count, np.int64)
-    _align_many(codes, residues, offsets, edge_slot, profiles, params.as_array(), scores, starts, rows,
-                cigar_bytes, cigar_ends)
-    text = cigar_bytes[:cigar_ends[-1] if count else 0].tobytes().decode()
+    return rows, cigar_bytes, np.empty(count, np.int64)
+
+
+def _cigar_strings(cigar_bytes: np.ndarray, cigar_ends: np.ndarray) -> list[str]:
+    text = cigar_bytes[:cigar_ends[-1] if cigar_ends.size else 0].tobytes().decode()
     bounds = np.concatenate(([0], cigar_ends)).tolist()
-    cigars = [text[bounds[r]:bounds[r + 1]] for r in range(count)]
-    return scores, starts, cigars, rows
+    return [text[bounds[r]:bounds[r + 1]] for r in range(cigar_ends.size)]
+
+
+@njit(cache=True, nogil=True)
+def _finish_walks(walks, walk_lengths, starts, residues, offsets, rows, cigar_bytes, cigar_ends):
+    """`_align_many`'s placement and CIGARs for paths walked elsewhere: read r's ops are
+    walks[r, :walk_lengths[r]] in walk order (the path's last op first)."""
+    pos = 0
+    for r in range(offsets.shape[0] - 1):
+        ops = walks[r, :walk_lengths[r]][::-1].copy()
+        _place_ops(ops, starts[r], residues[offsets[r]:offsets[r + 1]], rows[r])
+        pos = _encode_cigar(ops, cigar_bytes, pos)
+        cigar_ends[r] = pos
+
+
+def alignments_from_walks(walks: np.ndarray, walk_lengths: np.ndarray, scores: np.ndarray, starts: np.ndarray,
+                          residues: np.ndarray, offsets: np.ndarray, m: int, gap: int = ord("-")):
+    """`align_many`'s result for paths walked back elsewhere (engine/gpu_trace.py): walks uint8
+    [reads, >= longest path] holds each read's ops (OP_M / OP_D / OP_I) from the path's end,
+    walk_lengths how many; scores and starts as the walk found them."""
+    rows, cigar_bytes, cigar_ends = _output_space(offsets, m, gap)
+    _finish_walks(walks, walk_lengths, starts, residues, offsets, rows, cigar_bytes, cigar_ends)
+    return (np.asarray(scores, np.int32), np.asarray(starts, np.int32), _cigar_strings(cigar_bytes, cigar_ends),
+            rows)
 
 
 _OP_CODE = {"M": OP_M, "D": OP_D, "I": OP_I}

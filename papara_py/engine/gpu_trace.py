@@ -1,0 +1,144 @@
+"""The traceback of DESIGN.md section 5 on an OpenCL device (kernels/band_trace.cl).
+
+At sample scale the traceback (each read's band recomputed against its best edge, int64, numba)
+was the host's bottleneck: 9.7e10 cells for a million 100-bp reads on the rpsS tree, 40-50 s of
+all 16 cores of the H100 host, beside 85 s of GPU scoring whose feeders need those cores
+(BENCHMARKS.md, "The 1M-read run with the weighted default"). On the GPU the same cells are a
+small fraction of the scoring's device time. `GpuTracer.align_many` has the contract of
+`pairwise.traceback.align_many` and gives the same results bit for bit (tests hold the two equal on
+PoCL and on the GPU); the pipeline uses it when the run has a GPU.
+
+Host side: the reads are sorted by length (work-items of a warp then step through their bands
+together, and the per-launch grid of rows x offsets wastes little) and cut into launches whose
+move bytes fit `memory_bytes`; each launch returns each read's score, start column and path in
+walk order, and `alignments_from_walks` turns the paths into rows and CIGARs.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pyopencl as cl
+
+from papara_py.engine.gpu import INF32, built_program, shared_context, wait_sleeping
+from papara_py.engine.opencl_devices import DeviceInfo
+from papara_py.pairwise.params import ScoringParams
+from papara_py.pairwise.traceback import alignments_from_walks
+from papara_py.phylo.encoding import alphabet_of, near_states
+
+#: Work-items per work-group: four NVIDIA warps.
+WORK_GROUP = 128
+
+
+class GpuTracer:
+    """Aligns reads to their edges on one OpenCL device; safe to call from several threads (each
+    call has buffers of its own; the device runs their launches side by side or in turn).
+
+    memory_bytes: device memory the move bytes of one launch may take (default: an eighth of the
+    device's memory, within its largest buffer), beside what the scoring's band rows take.
+    """
+
+    def __init__(self, device: DeviceInfo, memory_bytes: int | None = None) -> None:
+        self.device = device
+        self.context = shared_context(device.cl_device)
+        self.queue = cl.CommandQueue(self.context, device.cl_device)
+        self.memory_bytes = int(memory_bytes or min(device.max_alloc_bytes, device.global_mem_bytes // 8))
+        self.device_cells = 0
+        self._lock = threading.Lock()
+
+    def align_many(self, codes: np.ndarray, residues: np.ndarray, offsets: np.ndarray, edge_slot: np.ndarray,
+                   profiles: np.ndarray, params: ScoringParams, gap: int = ord("-")):
+        """`pairwise.traceback.align_many` on the device: the same arguments (each read 0 < n < m),
+        the same (scores int32, starts int32, CIGAR strings, aligned rows uint8 [reads, m]).
+
+        Raises ValueError where the longest read's cells could reach the kernel's int range
+        (the caller then traces back on the CPU)."""
+        offsets = np.asarray(offsets, np.int64)
+        lengths = np.diff(offsets)
+        count, m = lengths.size, profiles.shape[1]
+        if count and not (0 < lengths.min() and lengths.max() < m):
+            raise ValueError(f"read lengths must be in 1..{m - 1} to be aligned to {m} columns")
+        if count and params.cell_bound(int(lengths.max())) >= INF32:
+            raise ValueError(f"scores of {int(lengths.max())}-residue reads may exceed the GPU's 32-bit range "
+                             f"with these penalties")
+        alphabet = alphabet_of(profiles)
+        max_ops = int(lengths.max()) + m if count else 1
+        walks = np.zeros((count, max_ops), np.uint8)
+        walk_lengths = np.zeros(count, np.int32)
+        scores = np.zeros(count, np.int32)
+        starts = np.zeros(count, np.int32)
+        if count:
+            states = np.ascontiguousarray(profiles, alphabet.dtype)
+            near = np.ascontiguousarray(near_states(states, alphabet))
+            codes = np.asarray(codes, alphabet.dtype)
+            program = built_program(self.context, self.device.cl_device, "band_trace.cl",
+                               (f"-DPROF_BITS={alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={alphabet.n_states}"))
+            states_buf, near_buf = self._upload(states), self._upload(near)
+            for launch in self._launches(lengths, m):
+                self._run(program, launch, states_buf, near_buf, m, codes, offsets, lengths, edge_slot,
+                          params, max_ops, walks, walk_lengths, scores, starts)
+            with self._lock:
+                self.device_cells += int((lengths * (m - lengths + 1)).sum())
+        return alignments_from_walks(walks, walk_lengths, scores, starts, residues, offsets, m, gap)
+
+    def _launches(self, lengths: np.ndarray, m: int) -> list[np.ndarray]:
+        """Read indices per launch, longest first, each launch's grid of move bytes (its longest
+        read's rows x its shortest read's offsets per read) within `memory_bytes`."""
+        order = np.argsort(-lengths, kind="stable")
+        launches, begin = [], 0
+        while begin < order.size:
+            rows = int(lengths[order[begin]])
+            end = begin + 1
+            # grow while the grid still fits: the shortest read (the last) sets the width
+            step = max(1, self.memory_bytes // (rows * (m - int(lengths[order[begin]]) + 1)) // 2)
+            while end < order.size:
+                nxt = min(order.size, end + step)
+                if rows * (m - int(lengths[order[nxt - 1]]) + 1) * (nxt - begin) > self.memory_bytes:
+                    break
+                end = nxt
+            launches.append(order[begin:end])
+            begin = end
+        return launches
+
+    def _run(self, program, reads, states_buf, near_buf, m, codes, offsets, lengths, edge_slot, params,
+             max_ops, walks, walk_lengths, scores, starts) -> None:
+        """One launch: the reads `reads` (indices into the batch), results into the batch's arrays."""
+        n_reads = reads.size
+        read_lengths = lengths[reads]
+        local_offsets = np.concatenate(([0], np.cumsum(read_lengths))).astype(np.int32)
+        gather = np.arange(int(local_offsets[-1])) + np.repeat(offsets[reads] - local_offsets[:-1], read_lengths)
+        max_rows, max_width = int(read_lengths.max()), m - int(read_lengths.min()) + 1
+        mf = cl.mem_flags
+        codes_buf = self._upload(np.ascontiguousarray(codes[gather]))
+        offsets_buf = self._upload(local_offsets)
+        slot_buf = self._upload(np.asarray(edge_slot, np.int32)[reads])
+        row_buf = cl.Buffer(self.context, mf.READ_WRITE, 4 * max_width * n_reads)
+        moves_buf = cl.Buffer(self.context, mf.READ_WRITE, max_rows * max_width * n_reads)
+        ops_buf = cl.Buffer(self.context, mf.WRITE_ONLY, max_ops * n_reads)
+        out = [cl.Buffer(self.context, mf.WRITE_ONLY, 4 * n_reads) for _ in range(3)]
+        kernel = cl.Kernel(program, "band_trace")
+        i32 = np.int32
+        kernel.set_args(states_buf, near_buf, i32(m), codes_buf, offsets_buf, slot_buf, i32(n_reads),
+                        i32(max_width), row_buf, moves_buf, i32(max_ops), ops_buf, *out,
+                        i32(params.mismatch), i32(params.cgap), i32(params.gap_open + params.gap_extend),
+                        i32(params.gap_extend), i32(params.insertion), i32(params.near_mismatch), i32(INF32))
+        done = cl.enqueue_nd_range_kernel(self.queue, kernel, (-(-n_reads // WORK_GROUP) * WORK_GROUP,),
+                                          (WORK_GROUP,))
+        wait_sleeping(self.queue, done)
+        launch_walks = np.empty((n_reads, max_ops), np.uint8)
+        launch_counts, launch_scores, launch_starts = (np.empty(n_reads, np.int32) for _ in range(3))
+        for host, buffer in ((launch_walks, ops_buf), (launch_counts, out[0]), (launch_scores, out[1]),
+                             (launch_starts, out[2])):
+            cl.enqueue_copy(self.queue, host, buffer)
+        walks[reads], walk_lengths[reads], scores[reads], starts[reads] = (
+            launch_walks, launch_counts, launch_scores, launch_starts)
+        # every buffer above is held until here, after its last command completed (engine/gpu.py:
+        # releasing one in use makes NVIDIA's runtime spin a core until the queue drains)
+        del codes_buf, offsets_buf, slot_buf, row_buf, moves_buf, ops_buf, out
+
+    def _upload(self, host: np.ndarray) -> cl.Buffer:
+        buffer = cl.Buffer(self.context, cl.mem_flags.READ_ONLY, max(1, host.nbytes))
+        cl.enqueue_copy(self.queue, buffer, host)
+        return buffer
+

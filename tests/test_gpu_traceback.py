@@ -1,0 +1,171 @@
+"""The device traceback (engine/gpu_trace.py, kernels/band_trace.cl) against the host traceback.
+
+`GpuTracer.align_many` must give `pairwise.traceback.align_many`'s scores, start columns, CIGARs and
+rows bit for bit (the host traceback is itself held against DESIGN 5 spelled out, test_scoring.py):
+random reads of every length 1..m-1 against random profiles with CGAP runs, ambiguous states and
+near-state fields, random penalties (near_mismatch below mismatch and equal to it), DNA and
+protein, launches split by a small memory budget. Runs on the OpenCL device of the kernel tests
+(PoCL in CI; the H100 through scripts/bench_gpu.py-style device runs).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from papara_py.pairwise.params import ScoringParams
+from papara_py.pairwise.traceback import align_many
+from papara_py.phylo.encoding import DNA, PROTEIN
+
+pytest.importorskip("pyopencl")
+from papara_py.engine.gpu_trace import GpuTracer  # noqa: E402  (needs pyopencl)
+
+
+@pytest.fixture(scope="module")
+def tracers(opencl_device) -> dict[int, GpuTracer]:
+    """Tracers by launch budget: one launch per call, and a few hundred bytes (many launches)."""
+    return {budget: GpuTracer(opencl_device, memory_bytes=budget) for budget in (1 << 26, 400)}
+
+
+def random_profiles(rng: np.random.Generator, count: int, m: int, alphabet) -> np.ndarray:
+    """[count, m] elements: plain and ambiguous state sets, CGAP in runs, random near fields."""
+    if alphabet is DNA:
+        states = rng.integers(0, 16, size=(count, m)).astype(np.uint8)
+        plain = rng.random((count, m)) < 0.6
+        states[plain] = rng.choice(np.array([1, 2, 4, 8], np.uint8), size=int(plain.sum()))
+        states |= (rng.integers(0, 8, size=(count, m)) << DNA.near_shift).astype(np.uint8)
+    else:
+        states = np.left_shift(1, rng.integers(0, 20, size=(count, m))).astype(np.uint32)
+        wide = rng.random((count, m)) < 0.3
+        states[wide] = rng.integers(0, 1 << 20, size=int(wide.sum()), dtype=np.uint32)
+    cgap = np.zeros((count, m), bool)
+    for e, i in zip(*np.nonzero(rng.random((count, m)) < 0.15)):
+        cgap[e, i:i + int(rng.integers(1, 6))] = True
+    return states | np.where(cgap, alphabet.cgap_bit, 0).astype(alphabet.dtype)
+
+
+def random_reads(rng: np.random.Generator, lengths, alphabet):
+    """(codes, residues, offsets): random residues of the alphabet's letters, encoded."""
+    letters = np.frombuffer(b"ACGTRYKMSWBDHVN" if alphabet is DNA else b"ACDEFGHIKLMNPQRSTVWYBZJX", np.uint8)
+    residues = letters[rng.integers(0, letters.size, int(sum(lengths)))]
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    return alphabet.read_code[residues], residues, offsets
+
+
+def assert_same(tracer, codes, residues, offsets, slots, profiles, params) -> None:
+    expected = align_many(codes, residues, offsets, slots, profiles, params)
+    got = tracer.align_many(codes, residues, offsets, slots, profiles, params)
+    np.testing.assert_array_equal(got[0], expected[0], "scores")
+    np.testing.assert_array_equal(got[1], expected[1], "start columns")
+    assert got[2] == expected[2], "CIGARs"
+    np.testing.assert_array_equal(got[3], expected[3], "aligned rows")
+
+
+@settings(max_examples=120, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1), m=st.integers(2, 40), reads=st.integers(1, 24),
+       values=st.lists(st.sampled_from([0, 1, 2, 3, 5, 17]), min_size=5, max_size=5),
+       near=st.booleans(), protein=st.booleans(), small_launches=st.booleans())
+def test_device_traceback_equals_host_traceback(tracers, seed, m, reads, values, near, protein, small_launches):
+    rng = np.random.default_rng(seed)
+    alphabet = PROTEIN if protein else DNA
+    params = ScoringParams(*values, near_mismatch=values[0] // 2 if near and not protein else values[0])
+    lengths = rng.integers(1, m, size=reads)  # 1 .. m-1: bands of width m down to 2
+    codes, residues, offsets = random_reads(rng, lengths, alphabet)
+    profiles = random_profiles(rng, int(rng.integers(1, 5)), m, alphabet)
+    slots = rng.integers(0, profiles.shape[0], size=reads)
+    assert_same(tracers[400 if small_launches else 1 << 26], codes, residues, offsets, slots, profiles, params)
+
+
+@pytest.mark.parametrize("preset", ["weighted", "robust", "protein"])
+def test_device_traceback_on_marker_gene_shapes(tracers, preset):
+    """Hundreds of reads of 60-150 residues against 900 columns, in several launches."""
+    rng = np.random.default_rng(7)
+    alphabet = PROTEIN if preset == "protein" else DNA
+    lengths = rng.integers(60, 151, size=300)
+    codes, residues, offsets = random_reads(rng, lengths, alphabet)
+    profiles = random_profiles(rng, 12, 900, alphabet)
+    tracer = GpuTracer(tracers[400].device, memory_bytes=3_000_000)
+    assert len(tracer._launches(lengths, 900)) > 1
+    assert_same(tracer, codes, residues, offsets, rng.integers(0, 12, size=300), profiles,
+                ScoringParams.preset(preset))
+    assert tracer.device_cells == int((lengths * (900 - lengths + 1)).sum())
+
+
+def test_device_traceback_of_no_reads(tracers):
+    scores, starts, cigars, rows = tracers[400].align_many(
+        np.empty(0, np.uint8), np.empty(0, np.uint8), np.zeros(1, np.int64), np.empty(0, np.int64),
+        np.ones((1, 10), np.uint8), ScoringParams.preset("weighted"))
+    assert (scores.size, starts.size, cigars, rows.shape) == (0, 0, [], (0, 10))
+
+
+def test_device_traceback_refuses_what_int32_cannot_hold(tracers):
+    """Scores that could reach the kernel's int range are refused (the pipeline then traces back
+    on the CPU), never computed wrong."""
+    params = ScoringParams(1 << 22, 1, 1, 1, 1)
+    codes, residues, offsets = random_reads(np.random.default_rng(1), [400], DNA)
+    with pytest.raises(ValueError, match="32-bit"):
+        tracers[400].align_many(codes, residues, offsets, np.zeros(1, np.int64), np.ones((1, 500), np.uint8), params)
+
+
+def example_run(tmp_path, name: str, **options) -> tuple[dict, dict]:
+    """The bundled example through the main job; (run record, every /reads dataset's values)."""
+    from pathlib import Path
+
+    from papara_py.io.run_file import RunFile
+    from papara_py.pipeline import RunConfig, run
+
+    example = Path(__file__).resolve().parents[1] / "data" / "example"
+    out = tmp_path / name
+    run(RunConfig(tree=str(example / "tree.nwk"), alignment=str(example / "ref.phy"),
+                  reads=str(example / "reads.fa"), output=str(out), threads=2, batch_reads=64,
+                  **({"quiet": True} | options)))
+    with RunFile(out) as handle:
+        return handle.record, {path: dataset[()] for path, dataset in handle.read_datasets().items()}
+
+
+def assert_same_reads(one: dict, other: dict) -> None:
+    assert one.keys() == other.keys()
+    for path in one:
+        np.testing.assert_array_equal(one[path], other[path], path)
+
+
+def test_a_gpu_run_traces_back_on_the_gpu_with_the_cpus_results(opencl_device, monkeypatch, tmp_path):
+    """--device gpu: every batch traced back on the device (the run record says so), every /reads
+    dataset equal to a --traceback cpu run's and to a CPU-only run's."""
+    from papara_py.engine import opencl_devices
+
+    monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device])
+    gpu_record, on_gpu = example_run(tmp_path, "gpu.h5", device="gpu")
+    assert gpu_record["traceback"] == {"device": opencl_device.name, "batches": {"gpu": 4, "cpu": 0}}
+    cpu_record, on_cpu = example_run(tmp_path, "cpu.h5", device="gpu", traceback="cpu")
+    assert cpu_record["traceback"] == {"device": "cpu", "batches": {"gpu": 0, "cpu": 4}}
+    assert_same_reads(on_gpu, on_cpu)
+    _, cpu_only = example_run(tmp_path, "cpu-only.h5", device="cpu")
+    assert_same_reads(on_gpu, cpu_only)
+
+
+def test_a_failing_gpu_traceback_moves_to_the_cpu_with_a_notice(opencl_device, monkeypatch, tmp_path, capsys):
+    """A device fault in the traceback (here: out of resources on the second batch) is one notice;
+    that batch and the rest are traced back on the CPU, with the same results."""
+    import pyopencl as cl
+
+    from papara_py.engine import gpu_trace, opencl_devices
+
+    monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device])
+    _, expected = example_run(tmp_path, "cpu.h5", device="cpu")
+    calls = []
+    real = gpu_trace.GpuTracer.align_many
+
+    def failing(self, *args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise cl.MemoryError("clEnqueueNDRangeKernel failed: OUT_OF_RESOURCES")
+        return real(self, *args)
+
+    monkeypatch.setattr(gpu_trace.GpuTracer, "align_many", failing)
+    record, got = example_run(tmp_path, "gpu.h5", device="gpu", quiet=False)
+    assert record["traceback"]["batches"] == {"gpu": 1, "cpu": 3} and len(calls) == 2
+    assert "the GPU traceback failed (MemoryError" in capsys.readouterr().err
+    assert_same_reads(got, expected)
