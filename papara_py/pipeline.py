@@ -517,18 +517,23 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
         # (BatchStages): the engine's batch slot is handed back at once, so neither stage's time
         # (a GPU traceback waits for the scoring launch in progress) keeps the GPU from its next batch
         timing_lock = threading.Lock()
-        with BatchStages(trace, write, TRACE_DEPTH, GPU_TRACING_THREADS if tracer else 1) as stages, \
-                closing(engine.run(make_batch, len(batches))) as finished:
-            for index, candidates in finished:
-                batch = batches[index]
-                plan = plans.pop(index)
-                scored_residues += int(reads.lengths[plan.reads].sum())
-                strand_counts["scored_both"] += len(plan.second)
-                reverse, candidates = plan.pick(candidates)
-                strand_counts["-"] += int(np.count_nonzero(reverse))
-                strand_counts["+"] += int(len(reverse) - np.count_nonzero(reverse))
-                stages.submit(index, batch, reverse, candidates)
-            stages.drain()
+        stages = BatchStages(trace, write, TRACE_DEPTH, GPU_TRACING_THREADS if tracer else 1)
+        failed = True
+        try:
+            with closing(engine.run(make_batch, len(batches))) as finished:
+                for index, candidates in finished:
+                    batch = batches[index]
+                    plan = plans.pop(index)
+                    scored_residues += int(reads.lengths[plan.reads].sum())
+                    strand_counts["scored_both"] += len(plan.second)
+                    reverse, candidates = plan.pick(candidates)
+                    strand_counts["-"] += int(np.count_nonzero(reverse))
+                    strand_counts["+"] += int(len(reverse) - np.count_nonzero(reverse))
+                    stages.submit(index, batch, reverse, candidates)
+                stages.drain()
+            failed = False
+        finally:
+            stages.close(failed)
     stats = search.stats if search else engine
     timings["scoring"] = stats.scoring_seconds
     timings["build_blocks"] = stats.build_seconds
@@ -561,7 +566,7 @@ class BatchStages:
     batch's wait overlaps the next's), then writing, one thread, batch after batch in order.
     `submit` returns at once unless `depth` batches are already between the two (which bounds
     the memory held: each holds its rows); the first error of either stage is raised by the next
-    `submit` or by `drain`. On leaving with an error, batches not yet started are dropped (an
+    `submit` or by `drain`. `close(failed=True)` drops the batches not yet started (an
     interrupted run writes nothing more)."""
 
     def __init__(self, trace, write, depth: int, tracing_threads: int = 1) -> None:
@@ -580,12 +585,10 @@ class BatchStages:
         while self._pending:
             self._pending.popleft().result()
 
-    def __enter__(self) -> BatchStages:
-        return self
-
-    def __exit__(self, kind, error, trace) -> None:
+    def close(self, failed: bool) -> None:
+        """Wait for the stages' threads; with `failed`, drop the batches not yet started."""
         for executor in (self._tracing, self._writing):
-            executor.shutdown(wait=True, cancel_futures=kind is not None)
+            executor.shutdown(wait=True, cancel_futures=failed)
 
 
 class Tracer:

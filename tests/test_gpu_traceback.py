@@ -20,7 +20,7 @@ from papara_py.pairwise.traceback import align_many
 from papara_py.phylo.encoding import DNA, PROTEIN
 
 pytest.importorskip("pyopencl")
-from papara_py.engine.gpu_trace import GpuTracer  # noqa: E402  (needs pyopencl)
+from papara_py.engine.gpu_trace import GpuTracer  # needs pyopencl
 
 
 @pytest.fixture(scope="module")
@@ -127,8 +127,8 @@ def example_run(tmp_path, name: str, **options) -> tuple[dict, dict]:
 
 def assert_same_reads(one: dict, other: dict) -> None:
     assert one.keys() == other.keys()
-    for path in one:
-        np.testing.assert_array_equal(one[path], other[path], path)
+    for path, values in one.items():
+        np.testing.assert_array_equal(values, other[path], path)
 
 
 def test_a_gpu_run_traces_back_on_the_gpu_with_the_cpus_results(opencl_device, monkeypatch, tmp_path):
