@@ -84,19 +84,15 @@ class GpuTracer:
 
     def _launches(self, lengths: np.ndarray, m: int) -> list[np.ndarray]:
         """Read indices per launch, longest first, each launch's grid of move bytes (its longest
-        read's rows x its shortest read's offsets per read) within `memory_bytes`."""
+        read's rows x its shortest read's offsets per read) within `memory_bytes` (at least one
+        read per launch)."""
         order = np.argsort(-lengths, kind="stable")
+        widths = m - lengths[order] + 1  # nondecreasing along `order`
         launches, begin = [], 0
         while begin < order.size:
-            rows = int(lengths[order[begin]])
-            end = begin + 1
-            # grow while the grid still fits: the shortest read (the last) sets the width
-            step = max(1, self.memory_bytes // (rows * (m - int(lengths[order[begin]]) + 1)) // 2)
-            while end < order.size:
-                nxt = min(order.size, end + step)
-                if rows * (m - int(lengths[order[nxt - 1]]) + 1) * (nxt - begin) > self.memory_bytes:
-                    break
-                end = nxt
+            # the grid of reads begin..end-1 grows with end: the longest read x the last one's width
+            grid = int(lengths[order[begin]]) * widths[begin:] * np.arange(1, order.size - begin + 1)
+            end = begin + max(1, int(np.searchsorted(grid, self.memory_bytes, side="right")))
             launches.append(order[begin:end])
             begin = end
         return launches
