@@ -1,23 +1,26 @@
-"""The main job, start to finish, as named stages (`_run`): read_inputs -> edge_profiles ->
-choose_devices -> plan_batches -> score_trace_write (engine, traceback, HDF5) -> run_record.
+"""The main job, start to finish, as named stages (`_run`): read_inputs -> choose_devices ->
+edge_profiles -> plan_work -> score_trace_write (engine, traceback, HDF5) -> run_record.
 
-Reads are scored and traced in batches (input order), and each batch's rows go straight into the
-output file, so memory holds the compact reads, one batch's working arrays and the profiles of
-one queue's worth of edge blocks, whatever the read count.
+Nothing waits for what it does not need. The reads are parsed on a thread of their own from the
+moment the alignment is read (io/read_stream.py), and GPUs start (OpenCL context, programs) on
+another while the profiles are built; the first batch is scored as soon as it is parsed, while
+the rest of the file is read. Reads are scored and traced in batches (input order), each batch's
+rows going straight into the output file, so memory holds the compact reads, a few batches'
+working arrays and the profiles of one queue's worth of edge blocks, whatever the read count.
 
 Only the first batch's preparation and the last batch's traceback and writing stand outside the
 scoring: a batch's strand decision runs on the engine's master thread while earlier batches are
 scored, and its traceback and rows (with the names and sequences of its stretch of the input)
-are written while later ones are. A run is cut into at least MIN_BATCHES batches where the reads
+are written while later ones are. A run ends with at least MIN_BATCHES batches where the reads
 allow it, so that the last batch is a small part of the whole.
 """
-
 from __future__ import annotations
 
 import os
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import asdict, dataclass, field
@@ -35,6 +38,7 @@ from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch
 from papara_py.errors import InputError
 from papara_py.io.checksums import Digest, describe_input
 from papara_py.io.inputs import iter_read_chunks, match_tips, read_alignment, read_tree
+from papara_py.io.read_stream import ReadStream, Stretch
 from papara_py.io.reads import STATUS_ALIGNED, STATUSES, ReadChunk, ReadSet
 from papara_py.io.run_writer import RunWriter, run_writer
 from papara_py.pairwise.candidates import Candidates, load_merges
@@ -115,51 +119,48 @@ class RunSummary:
     gcups: float
 
 
-def load_reads(reads_path: str, alignment, extra_rows: list[int], reporter: Reporter,
-               shard: Shard | None = None, digest: Digest | None = None) -> tuple[ReadSet, int]:
-    """Reads from the file, then alignment taxa absent from the tree (gaps removed, DESIGN 9).
+class ReadsFile:
+    """The reads the run aligns, as checked chunks (io/inputs.iter_read_chunks, for a ReadStream):
+    those of the reads file, then the alignment taxa absent from the tree (gaps removed, DESIGN 9).
 
     A read named like a reference taxon is refused (exports would hold two rows of that name).
-
-    Returns (the reads kept, the total read count). With a shard, every read is still parsed and
-    validated (so bad input fails every shard alike) but only the shard's slice is kept in memory
-    (papara_py/cluster/shards.py); without one, all reads are kept.
+    With a shard, every read is still parsed and validated (so bad input fails every shard alike)
+    but only the shard's slice is kept (papara_py/cluster/shards.py). `total`: the reads of the
+    file parsed so far, kept or not (all of them once the iteration ends).
     """
-    extra_names = {alignment.names[row] for row in extra_rows}
-    reference_names = set(alignment.names)
-    total = 0
 
-    def checked(chunk: ReadChunk) -> ReadChunk:
-        if not extra_names.isdisjoint(chunk.names):
-            name = next(name for name in chunk.names if name in extra_names)
-            raise InputError(alignment.path, f"taxon {name!r} is not in the tree and its name is "
-                             f"also a read name in {reads_path}; rename one of them",
-                             where=f"sequence {name!r}")
-        if not reference_names.isdisjoint(chunk.names):  # exports would hold two rows of that name
-            q = next(q for q, name in enumerate(chunk.names) if name in reference_names)
-            raise InputError(reads_path, f"the read {chunk.names[q]!r} has the name of a reference taxon of "
-                             f"{alignment.path}; read names must differ from the reference's: rename it",
-                             where=f"line {chunk.lines[q]}")
-        return chunk
+    def __init__(self, path: str, alignment, extra_rows: list[int], shard: Shard | None, digest: Digest) -> None:
+        self.path, self.alignment, self.extra_rows, self.shard, self.digest = path, alignment, extra_rows, shard, digest
+        self.total = 0
 
-    def kept(chunks):
-        nonlocal total
-        for chunk in chunks:
+    def __iter__(self) -> Iterator[ReadChunk]:
+        for chunk in chain(self._checked(), [self._extra_taxa()]):
             parsed = len(chunk.names)
-            yield chunk if shard is None else chunk.take(shard.owned_among(total, parsed))
-            total += parsed
+            yield chunk if self.shard is None else chunk.take(self.shard.owned_among(self.total, parsed))
+            self.total += parsed
 
-    extra = [alignment.rows[row][~IS_GAP[alignment.rows[row]]].tobytes() for row in extra_rows]
-    extra_chunk = ReadChunk([alignment.names[row] for row in extra_rows], b"".join(extra),
-                            np.array([len(e) for e in extra], np.int64), np.zeros(len(extra), np.int64))
-    parsed = (checked(chunk) for chunk in iter_read_chunks(reads_path, digest, alignment.alphabet))
-    reads = ReadSet.from_chunks(kept(chain(parsed, [extra_chunk])), alignment.alphabet)
-    if extra_rows:
-        shown = ", ".join(alignment.names[r] for r in extra_rows[:5])
-        more = f" and {len(extra_rows) - 5} more" if len(extra_rows) > 5 else ""
-        reporter.warning(f"{len(extra_rows)} alignment taxa are not in the tree ({shown}{more}); "
-                         f"they are aligned as extra reads, gaps removed")
-    return reads, total
+    def _checked(self) -> Iterator[ReadChunk]:
+        alignment = self.alignment
+        extra_names = {alignment.names[row] for row in self.extra_rows}
+        reference_names = set(alignment.names)
+        for chunk in iter_read_chunks(self.path, self.digest, alignment.alphabet):
+            if not extra_names.isdisjoint(chunk.names):
+                name = next(name for name in chunk.names if name in extra_names)
+                raise InputError(alignment.path, f"taxon {name!r} is not in the tree and its name is "
+                                 f"also a read name in {self.path}; rename one of them",
+                                 where=f"sequence {name!r}")
+            if not reference_names.isdisjoint(chunk.names):  # exports would hold two rows of that name
+                q = next(q for q, name in enumerate(chunk.names) if name in reference_names)
+                raise InputError(self.path, f"the read {chunk.names[q]!r} has the name of a reference taxon of "
+                                 f"{alignment.path}; read names must differ from the reference's: rename it",
+                                 where=f"line {chunk.lines[q]}")
+            yield chunk
+
+    def _extra_taxa(self) -> ReadChunk:
+        alignment = self.alignment
+        extra = [alignment.rows[row][~IS_GAP[alignment.rows[row]]].tobytes() for row in self.extra_rows]
+        return ReadChunk([alignment.names[row] for row in self.extra_rows], b"".join(extra),
+                         np.array([len(e) for e in extra], np.int64), np.zeros(len(extra), np.int64))
 
 
 def resolve_scorers(config: RunConfig, reporter: Reporter) -> tuple[bool, list, dict[str, str]]:
@@ -262,34 +263,40 @@ def _run(config: RunConfig, reporter: Reporter) -> RunSummary:
     jit_loader = threading.Thread(target=load_merges, name="papara-jit", daemon=True)
     jit_loader.start()
     inputs = read_inputs(config, reporter, timings)
-    profiles = edge_profiles(config, inputs, timings)
-    devices = choose_devices(config, reporter, inputs, profiles)
-    work = plan_batches(config, reporter, inputs, profiles, devices, timings)
-    with run_writer(config.output, len(inputs.reads), inputs.n_columns, work.k, config.command_line) as writer:
-        tally = score_trace_write(config, reporter, inputs, profiles, devices, work, writer, timings,
-                                  jit_loader, started)
-        writer.write_run_record(run_record(config, inputs, profiles, devices, work, tally, timings))
-        timings["total"] = time.perf_counter() - started
-        writer.write_run_record({"timings_seconds": timings})
+    with closing(inputs.reads):
+        starting = choose_devices(config, reporter, inputs)
+        profiles = edge_profiles(config, inputs, timings)
+        t0 = time.perf_counter()
+        devices = starting.result()
+        timings["devices_wait"] = time.perf_counter() - t0
+        work = plan_work(config, reporter, inputs, profiles, devices, timings)
+        with run_writer(config.output, inputs.n_columns, work.k, config.command_line) as writer:
+            tally = score_trace_write(config, reporter, inputs, profiles, devices, work, writer, timings,
+                                      jit_loader, started)
+            log_inputs(config, reporter, inputs)
+            writer.write_run_record(run_record(config, inputs, profiles, devices, work, tally, timings))
+            timings["total"] = time.perf_counter() - started
+            writer.write_run_record({"timings_seconds": timings})
     reporter.record("phases (s): " + ", ".join(f"{name} {seconds:.3f}" for name, seconds in timings.items())
                     + f"; {tally.cells} cells, {tally.gcups:.1f} GCUPS")
-    counts = work.status_counts
-    reporter.notice(f"{len(work.alignable)} of {len(inputs.reads)} reads aligned"
+    counts = tally.status_counts
+    reporter.notice(f"{tally.n_alignable} of {tally.n_reads} reads aligned"
                     + "".join(f", {n} {s}" for s, n in counts.items() if s != STATUS_ALIGNED)
                     + f"; scoring {timings['scoring']:.2f} s ({tally.gcups:.1f} GCUPS); wrote {config.output}")
-    return RunSummary(len(inputs.reads), len(work.alignable), counts, timings, tally.gcups)
+    return RunSummary(tally.n_reads, tally.n_alignable, counts, timings, tally.gcups)
 
 
 @dataclass
 class Inputs:
-    """Stage 1, `read_inputs`: the parsed and checked inputs, each read once, and their sha256."""
+    """Stage 1, `read_inputs`: the parsed and checked tree and alignment, and the reads as they
+    are parsed (a started ReadStream); each input read once and hashed as it is parsed."""
 
     edge_tree: EdgeTree
     alignment: object        # io.inputs.Alignment
     match: object            # io.inputs.match_tips: tip rows, extra taxa
-    reads: ReadSet
-    n_reads_total: int       # reads in the input (a shard keeps only its slice)
-    checksums: dict[str, str]
+    reads: ReadStream
+    reads_file: ReadsFile
+    digests: dict[str, Digest]
     params: ScoringParams    # the penalties used: as given, or the alphabet's default preset
     strand: str              # the strand mode used (pairwise/strand.mode_for: forward for protein)
 
@@ -301,10 +308,21 @@ class Inputs:
     def n_columns(self) -> int:
         return self.alignment.rows.shape[1]
 
+    @property
+    def checksums(self) -> dict[str, str]:
+        """sha256 of each input (the reads': complete once they are all parsed)."""
+        return {name: digest.hexdigest() for name, digest in self.digests.items()}
+
+    @property
+    def n_reads_total(self) -> int:
+        """Reads in the input (a shard keeps only its slice); final once they are all parsed."""
+        return self.reads_file.total
+
 
 def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]) -> Inputs:
-    """Stage 1: tree, alignment and reads, validated; every input read once and hashed as it is
-    parsed (pipes, FIFOs and `-r -` work; io/checksums.py)."""
+    """Stage 1: tree and alignment, validated, and the reads' parsing started (io/read_stream.py);
+    every input read once and hashed as it is parsed (pipes, FIFOs and `-r -` work;
+    io/checksums.py)."""
     started = time.perf_counter()
     digests = {name: Digest() for name in ("tree", "alignment", "reads")}
     tree = read_tree(config.tree, digests["tree"])
@@ -315,22 +333,31 @@ def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]
     params.check_fits_int32(alignment.rows.shape[1] - 1)
     edge_tree = EdgeTree.from_dendropy(tree)
     match = match_tips(edge_tree.tip_names, alignment, config.tree)
-    reads, n_reads_total = load_reads(config.reads, alignment, match.extra, reporter, config.shard,
-                                      digests["reads"])
-    inputs = Inputs(edge_tree, alignment, match, reads, n_reads_total,
-                    {name: digest.hexdigest() for name, digest in digests.items()}, params, strand)
+    reads_file = ReadsFile(config.reads, alignment, match.extra, config.shard, digests["reads"])
+    reads = ReadStream(reads_file, alignment.alphabet, alignment.rows.shape[1]).start()
     timings["input"] = time.perf_counter() - started
-    for what in ("tree", "alignment", "reads"):
-        reporter.record(f"input {what}: {os.path.abspath(getattr(config, what))} sha256 {inputs.checksums[what]}")
-    reporter.record(f"reference: {edge_tree.n_tips} taxa, {edge_tree.n_edges} edges, {inputs.n_columns} columns, "
-                    f"alphabet {alignment.alphabet.name} (--alphabet {config.alphabet}); {len(reads)} reads "
-                    f"({n_reads_total} in the input); penalties {params} (preset {params.preset_name()})")
+    if match.extra:
+        shown = ", ".join(alignment.names[r] for r in match.extra[:5])
+        more = f" and {len(match.extra) - 5} more" if len(match.extra) > 5 else ""
+        reporter.warning(f"{len(match.extra)} alignment taxa are not in the tree ({shown}{more}); "
+                         f"they are aligned as extra reads, gaps removed")
     if config.alphabet == "auto" and not alignment.alphabet.stranded:
         reporter.detail(f"--alphabet auto: {config.alignment} holds {alignment.alphabet.residue_kind} data; reads "
                         f"are taken as given (no reverse strand)")
+    return Inputs(edge_tree, alignment, match, reads, reads_file, digests, params, strand)
+
+
+def log_inputs(config: RunConfig, reporter: Reporter, inputs: Inputs) -> None:
+    """The log's record of the inputs, once the reads are all parsed (their count and sha256)."""
+    for what in ("tree", "alignment", "reads"):
+        reporter.record(f"input {what}: {os.path.abspath(getattr(config, what))} sha256 {inputs.checksums[what]}")
+    reporter.record(f"reference: {inputs.edge_tree.n_tips} taxa, {inputs.edge_tree.n_edges} edges, "
+                    f"{inputs.n_columns} columns, alphabet {inputs.alphabet.name} (--alphabet {config.alphabet}); "
+                    f"{inputs.reads.rows} reads ({inputs.n_reads_total} in the input); penalties {inputs.params} "
+                    f"(preset {inputs.params.preset_name()})")
     if config.shard is not None:
-        reporter.notice(f"shard {config.shard} (from {config.shard.source}): {len(reads)} of {n_reads_total} reads")
-    return inputs
+        reporter.notice(f"shard {config.shard} (from {config.shard.source}): {inputs.reads.rows} of "
+                        f"{inputs.n_reads_total} reads")
 
 
 def resolve_params(params: ScoringParams | PenaltyChoice, alphabet: Alphabet) -> ScoringParams:
@@ -364,77 +391,85 @@ class Devices:
     gpu_scorers: list
     width: int               # lanes (edges per block)
     options: EngineOptions
+    tracer: Tracer | None    # the traceback's GPU (--traceback auto with a GPU), or None: the CPU's
     choice: str = ""         # why, where --device auto decided against the GPU
     unusable: dict[str, str] = field(default_factory=dict)  # GPUs whose start failed: name -> why
 
 
-def choose_devices(config: RunConfig, reporter: Reporter, inputs: Inputs, profiles: EdgeProfiles) -> Devices:
-    """Stage 3: CPU workers and GPUs for --device, --gpus and -j. With --device auto, a run whose
-    CPU scoring is estimated below GPU_STARTUP_SECONDS stays on the CPU (the GPU would not repay
-    its start-up), and the run record says so."""
+def choose_devices(config: RunConfig, reporter: Reporter, inputs: Inputs) -> Future:
+    """Stage 3, started: CPU workers and GPUs for --device, --gpus and -j; the Future's result
+    is the Devices. GPUs start (OpenCL context, queues) on a thread of their own, while the
+    profiles are built. With --device auto, a run whose CPU scoring is estimated below
+    GPU_STARTUP_SECONDS stays on the CPU (the GPU would not repay its start-up), and the run
+    record says so: the estimate waits for the reads parsed to reach that much work or end."""
     choice = ""
     if config.device == "auto":
-        lengths = inputs.reads.lengths
-        cells = int(lengths[lengths < inputs.n_columns].sum()) * profiles.n_edges * inputs.n_columns
+        cells_per_residue = inputs.edge_tree.n_edges * inputs.n_columns
+        enough = GPU_STARTUP_SECONDS * max(1, config.threads) * CPU_CELLS_PER_THREAD_SECOND
+        residues, ended = inputs.reads.wait_for_residues(-(-int(enough) // cells_per_residue))
+        cells = residues * cells_per_residue
         estimate = cells / (max(1, config.threads) * CPU_CELLS_PER_THREAD_SECOND)
-        if estimate < GPU_STARTUP_SECONDS:
+        if ended and estimate < GPU_STARTUP_SECONDS:
             choice = (f"cpu: about {estimate:.2f} s of CPU scoring expected ({cells} cells on {config.threads} "
                       f"threads), less than a GPU's start-up (about {GPU_STARTUP_SECONDS:g} s)")
             reporter.detail(f"--device auto: {choice}")
-    use_cpu, gpu_scorers, unusable = (True, [], {}) if choice else resolve_scorers(config, reporter)
-    reporter.record(f"device {config.device}: " + ", ".join(
-        ([f"{max(1, config.threads - len(gpu_scorers))} CPU workers"] if use_cpu else [])
-        + [scorer.name for scorer in gpu_scorers]))
-    # each GPU keeps a core for its feeder threads (the paper's hybrid: 3 CPU workers + 1 GPU
-    # thread on 4 cores); gpu-only runs start CPU workers only if every GPU fails
-    options = config.engine_options or EngineOptions(cpu_workers=max(1, config.threads - len(gpu_scorers)))
-    return Devices(use_cpu, gpu_scorers, config.lanes or default_lane_width(), options, choice, unusable)
+
+    def start() -> Devices:
+        use_cpu, gpu_scorers, unusable = (True, [], {}) if choice else resolve_scorers(config, reporter)
+        reporter.record(f"device {config.device}: " + ", ".join(
+            ([f"{max(1, config.threads - len(gpu_scorers))} CPU workers"] if use_cpu else [])
+            + [scorer.name for scorer in gpu_scorers]))
+        # each GPU keeps a core for its feeder threads (the paper's hybrid: 3 CPU workers + 1 GPU
+        # thread on 4 cores); gpu-only runs start CPU workers only if every GPU fails
+        options = config.engine_options or EngineOptions(cpu_workers=max(1, config.threads - len(gpu_scorers)))
+        tracer = (Tracer(gpu_scorers[0].gpu.device, reporter)
+                  if gpu_scorers and config.traceback == "auto" else None)
+        return Devices(use_cpu, gpu_scorers, config.lanes or default_lane_width(), options, tracer, choice, unusable)
+
+    if config.device == "cpu" or choice:
+        done: Future = Future()
+        done.set_result(start())
+        return done
+    starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="papara-gpu-start")
+    try:
+        return starter.submit(start)
+    finally:
+        starter.shutdown(wait=False)  # the thread ends when the GPUs are started
 
 
 @dataclass
 class Work:
-    """Stage 4, `plan_batches`: which reads are scored, in which batches, with what K."""
+    """Stage 4, `plan_work`: K and what the strand decision needs."""
 
-    statuses: np.ndarray                 # uint8 [Q], index into STATUSES
-    alignable: np.ndarray                # the reads scored, input order
-    batches: list[np.ndarray]
-    stretches: list[tuple[int, int]]     # input rows whose identities each batch writes
     k: int                               # candidates kept per read
     kmers: ReferenceKmers | None         # for --strand auto
 
-    @property
-    def status_counts(self) -> dict[str, int]:
-        return {name: n for name, n in sorted(zip(STATUSES, np.bincount(self.statuses, minlength=len(STATUSES))
-                                                          .tolist())) if n}
 
-
-def plan_batches(config: RunConfig, reporter: Reporter, inputs: Inputs, profiles: EdgeProfiles, devices: Devices,
-                 timings: dict[str, float]) -> Work:
-    """Stage 4: each read's status, the batches of the alignable ones, K, and the reference k-mers
-    the strand decision uses (each read's orientation depends only on the read and the reference,
-    so sharded runs agree)."""
-    m = inputs.n_columns
-    statuses = inputs.reads.status_codes(m)
-    alignable = np.flatnonzero(statuses == STATUSES.index(STATUS_ALIGNED))
-    reporter.detail(f"{inputs.edge_tree.n_tips} taxa, {profiles.n_edges} edges, {m} columns, "
-                    f"{len(inputs.reads)} reads ({len(alignable)} alignable), {devices.width} lanes, "
-                    f"device {config.device}")
+def plan_work(config: RunConfig, reporter: Reporter, inputs: Inputs, profiles: EdgeProfiles, devices: Devices,
+              timings: dict[str, float]) -> Work:
+    """Stage 4: K, and the reference k-mers the strand decision uses (each read's orientation
+    depends only on the read and the reference, so sharded runs agree). How the reads are cut
+    into batches: io/read_stream.py."""
+    reporter.detail(f"{inputs.edge_tree.n_tips} taxa, {profiles.n_edges} edges, {inputs.n_columns} columns, "
+                    f"{devices.width} lanes, device {config.device}")
     k = max(1, config.candidates)
     if k > profiles.n_edges:
         reporter.notice(f"--candidates {config.candidates} is more than the tree's {profiles.n_edges} edges; "
                         f"keeping {profiles.n_edges} per read")
         k = profiles.n_edges
-    batches = split_batches(alignable, config.batch_reads)
     started = time.perf_counter()
     kmers = ReferenceKmers(inputs.match.tip_rows) if inputs.strand == "auto" else None
     timings["strand"] = time.perf_counter() - started
-    return Work(statuses, alignable, batches, input_stretches(batches, len(inputs.reads)), k, kmers)
+    return Work(k, kmers)
 
 
 @dataclass
 class Tally:
     """Stage 5, `score_trace_write`: what the scoring did, for the run record."""
 
+    n_reads: int                   # rows of the output (the reads kept: a shard's slice)
+    n_alignable: int
+    status_counts: dict[str, int]
     cells: int
     gcups: float
     strand_counts: dict[str, int]
@@ -447,21 +482,24 @@ class Tally:
 def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, profiles: EdgeProfiles,
                       devices: Devices, work: Work, writer: RunWriter, timings: dict[str, float],
                       jit_loader: threading.Thread, run_started: float) -> Tally:
-    """Stage 5: batches through the engine (strand decision on its master thread), then each
-    finished batch traced back on its best edge and written, while later batches are scored."""
-    reads, batches, m = inputs.reads, work.batches, inputs.n_columns
-    plans: dict[int, StrandPlan] = {}  # batches made and not yet traced back
+    """Stage 5: stretches of the input as the reads are parsed (io/read_stream.py), each one's
+    alignable reads a batch through the engine (strand decision on its master thread), then each
+    finished batch traced back on its best edge and written, with its stretch's rows, while later
+    batches are scored."""
+    m, tracer = inputs.n_columns, devices.tracer
+    held: dict[int, tuple[Stretch, StrandPlan]] = {}  # batches made and not yet traced back
     strand_counts = {"+": 0, "-": 0, "scored_both": 0}
+    statuses = np.zeros(len(STATUSES), np.int64)
     scored_residues = 0
     timings["traceback"] = timings["output"] = 0.0
     t0 = time.perf_counter()
     writer.write_reference(inputs.alignment.names, inputs.alignment.rows, inputs.edge_tree.numbered_newick)
-    if not batches:  # nothing to score: every read's identity now
-        _write_read_identities(writer, reads, work.statuses, 0, len(reads), config.batch_reads)
     timings["output"] += time.perf_counter() - t0
+    stretches = inputs.reads.stretches(config.batch_reads, MIN_BATCHES, MIN_BATCH_READS)
+    first = next(stretches, None)  # the first cut waits for enough reads (or all of them) to be parsed
     guided = config.search == "guided"
-    blocks_total = None if guided else block_count(profiles.n_edges, devices.width) * len(batches)
-    with reporter.bar(blocks_total, "block", "scoring") as bar:
+    blocks_per_batch = None if guided else block_count(profiles.n_edges, devices.width)
+    with reporter.bar(None, "block", "scoring") as bar:
         scored = 0
         engine_started = time.perf_counter()
 
@@ -472,72 +510,91 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
             elapsed = max(time.perf_counter() - engine_started, 1e-9)
             bar.set_postfix_str(f"{scored / elapsed / 1e9:.1f} GCUPS", refresh=False)
 
-        def make_batch(index: int) -> ReadBatch:
-            """Batch `index` in its orientations (on the engine's master thread)."""
-            started = time.perf_counter()
-            plan = StrandPlan.for_batch(batches[index], orient(inputs.strand, reads, batches[index], work.kmers))
-            plans[index] = plan
-            timings["strand"] += time.perf_counter() - started
-            return ReadBatch(*reads.select(plan.reads, plan.reverse))
+        def batches() -> Iterator[ReadBatch]:
+            """Each stretch's alignable reads in their orientations (on the engine's master thread)."""
+            for index, stretch in enumerate(chain([first], stretches)):
+                started = time.perf_counter()
+                plan = StrandPlan.for_batch(stretch.alignable, orient(inputs.strand, stretch.reads, stretch.alignable,
+                                                                      work.kmers))
+                held[index] = stretch, plan
+                timings["strand"] += time.perf_counter() - started
+                if blocks_per_batch is not None and inputs.reads.stretch_count is not None:
+                    bar.total = blocks_per_batch * inputs.reads.stretch_count
+                yield ReadBatch(*stretch.reads.select(plan.reads, plan.reverse))
 
         t0 = time.perf_counter()
         jit_loader.join()  # left to wait only when the inputs were read in less time
         timings["jit_wait"] = time.perf_counter() - t0
+
         def new_engine(k: int) -> Engine:
             return Engine(profiles.profiles, profiles.n_edges, m, devices.width, inputs.params, k,
                           devices.use_cpu, devices.gpu_scorers, devices.options, progress)
 
         search = GuidedSearch(inputs.edge_tree, new_engine, m, work.k, config.guided) if guided else None
-        tracer = (Tracer(devices.gpu_scorers[0].gpu.device, reporter)
-                  if devices.gpu_scorers and config.traceback == "auto" else None)
         engine = search or new_engine(work.k)
 
-        def write(index: int, batch: np.ndarray, reverse: np.ndarray, candidates: Candidates, scores, starts,
-                  cigars, rows) -> None:
-            """One traced batch into the run file (on the writer thread, in batch order)."""
+        def write(stretch: Stretch, *traced) -> None:
+            """One stretch's rows and its traced batch (`trace`'s results; none where it has no read
+            to align) into the run file (on the writer thread, in order)."""
             t0 = time.perf_counter()
-            _write_read_identities(writer, reads, work.statuses, *work.stretches[index], config.batch_reads)
-            _write_batch(writer, batch, reverse, candidates, scores, starts, cigars, rows)
+            _write_stretch(writer, stretch, config.batch_reads)
+            if traced:
+                _write_batch(writer, stretch.first + stretch.alignable, *traced)
             timings["output"] += time.perf_counter() - t0
-            reporter.record(f"batch {index + 1}/{len(batches)}: {len(batch)} reads, "
-                            f"{time.perf_counter() - run_started:.2f} s into the run")
+            nonlocal written
+            written += 1
+            reporter.record(f"batch {written}: rows {stretch.first + 1}-{stretch.end}, {len(stretch.alignable)} reads "
+                            f"aligned, {time.perf_counter() - run_started:.2f} s into the run")
 
-        def trace(index: int, batch: np.ndarray, reverse: np.ndarray, candidates: Candidates):
-            """One scored batch aligned to its best edges (on the traceback thread, in batch order)."""
+        def trace(stretch: Stretch, reverse: np.ndarray, candidates: Candidates):
+            """One scored batch aligned to its best edges (on a traceback thread)."""
+            nonlocal traced_batches
             t0 = time.perf_counter()
-            scores, starts, cigars, rows = traceback_batch(reads, batch, reverse, candidates.edge[:, 0], profiles,
-                                                           inputs.params, config.threads, tracer)
+            scores, starts, cigars, rows = traceback_batch(stretch.reads, stretch.alignable, reverse,
+                                                           candidates.edge[:, 0], profiles, inputs.params,
+                                                           config.threads, tracer)
             if not np.array_equal(scores, candidates.score[:, 0]):
                 raise RuntimeError("internal error: traceback score differs from the engine's score")
             with timing_lock:  # summed over batches, which may overlap (BatchStages)
                 timings["traceback"] += time.perf_counter() - t0
-            return index, batch, reverse, candidates, scores, starts, cigars, rows
+                traced_batches += 1
+            return stretch, reverse, candidates, scores, starts, cigars, rows
 
         # batches arrive as they finish and go on to the traceback thread, then the writer thread
         # (BatchStages): the engine's batch slot is handed back at once, so neither stage's time
         # (a GPU traceback waits for the scoring launch in progress) keeps the GPU from its next batch
         timing_lock = threading.Lock()
+        traced_batches = written = 0
         stages = BatchStages(trace, write, TRACE_DEPTH, GPU_TRACING_THREADS if tracer else 1)
         failed = True
         try:
-            with closing(engine.run(make_batch, len(batches))) as finished:
-                for index, candidates in finished:
-                    batch = batches[index]
-                    plan = plans.pop(index)
-                    scored_residues += int(reads.lengths[plan.reads].sum())
-                    strand_counts["scored_both"] += len(plan.second)
-                    reverse, candidates = plan.pick(candidates)
-                    strand_counts["-"] += int(np.count_nonzero(reverse))
-                    strand_counts["+"] += int(len(reverse) - np.count_nonzero(reverse))
-                    stages.submit(index, batch, reverse, candidates)
-                stages.drain()
+            if first is not None and not len(first.alignable):  # no read to score: the input ended in this stretch
+                write(first)
+                statuses += np.bincount(first.statuses, minlength=len(STATUSES))
+            elif first is not None:
+                with closing(engine.run(batches())) as finished:
+                    for index, candidates in finished:
+                        stretch, plan = held.pop(index)
+                        statuses += np.bincount(stretch.statuses, minlength=len(STATUSES))
+                        scored_residues += int(stretch.reads.lengths[plan.reads].sum())
+                        strand_counts["scored_both"] += len(plan.second)
+                        reverse, candidates = plan.pick(candidates)
+                        strand_counts["-"] += int(np.count_nonzero(reverse))
+                        strand_counts["+"] += int(len(reverse) - np.count_nonzero(reverse))
+                        stages.submit(stretch, reverse, candidates)
+            stages.drain()
             failed = False
         finally:
             stages.close(failed)
+    n_reads = inputs.reads.rows
+    writer.set_read_count(n_reads)
+    n_alignable = int(statuses[STATUSES.index(STATUS_ALIGNED)])
     stats = search.stats if search else engine
     timings["scoring"] = stats.scoring_seconds
     timings["build_blocks"] = stats.build_seconds
-    reporter.detail(f"--strand {inputs.strand}: {strand_counts['scored_both']} of {len(work.alignable)} reads "
+    timings["reads"] = inputs.reads.read_seconds
+    timings["reads_wait"] = inputs.reads.wait_seconds
+    reporter.detail(f"--strand {inputs.strand}: {strand_counts['scored_both']} of {n_alignable} reads "
                     f"scored in both orientations ({timings['strand']:.3f} s)")
     if search:
         cells, edges_scored = search.stats.cells, search.stats.edge_fraction(profiles.n_edges)
@@ -546,12 +603,14 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
     else:
         cells, edges_scored = scored_residues * profiles.n_edges * m, {"mean": 1.0, "min": 1.0, "max": 1.0}
     return Tally(
+        n_reads=n_reads, n_alignable=n_alignable,
+        status_counts={name: int(n) for name, n in sorted(zip(STATUSES, statuses)) if n},
         cells=cells, gcups=cells / timings["scoring"] / 1e9 if timings["scoring"] > 0 else 0.0,
         strand_counts=strand_counts, search=search.identity() if search else {"mode": "exhaustive"},
         edges_scored=edges_scored,
         traceback={"device": tracer.gpu.device.name if tracer else "cpu",
                    "batches": {"gpu": tracer.gpu_batches if tracer else 0,
-                               "cpu": len(batches) - (tracer.gpu_batches if tracer else 0)}},
+                               "cpu": traced_batches - (tracer.gpu_batches if tracer else 0)}},
         consumers={consumer.name: {"blocks": consumer.blocks, "edges": consumer.edges, "cells": consumer.cells,
                                    "calls": consumer.calls, "busy_seconds": consumer.busy_seconds,
                                    **({"error": consumer.error} if consumer.error else {}),
@@ -640,7 +699,7 @@ def run_record(config: RunConfig, inputs: Inputs, profiles: EdgeProfiles, device
         **({"unusable_gpus": devices.unusable} if devices.unusable else {}),
         **({"gpu_device_seconds": {scorer.name: scorer.device_seconds for scorer in devices.gpu_scorers}}
            if config.gpu_profile else {}),
-        "status_counts": work.status_counts, "n_edges": profiles.n_edges, "n_columns": inputs.n_columns,
+        "status_counts": tally.status_counts, "n_edges": profiles.n_edges, "n_columns": inputs.n_columns,
         "strand": inputs.strand, "strand_counts": tally.strand_counts,
         "search": tally.search, "edges_scored_fraction": tally.edges_scored, "traceback": tally.traceback,
     }
@@ -651,39 +710,21 @@ def run_record(config: RunConfig, inputs: Inputs, profiles: EdgeProfiles, device
     return record
 
 
-def split_batches(alignable: np.ndarray, batch_reads: int) -> list[np.ndarray]:
-    """The alignable reads (input order) in equal batches of at most `batch_reads` reads: at
-    least MIN_BATCHES of them where each keeps MIN_BATCH_READS reads (see the module docstring)."""
-    n = len(alignable)
-    if n == 0:
-        return []
-    count = max(-(-n // batch_reads), min(MIN_BATCHES, n // MIN_BATCH_READS), 1)
-    return np.array_split(alignable, count)
-
-
-def input_stretches(batches: list[np.ndarray], n_reads: int) -> list[tuple[int, int]]:
-    """Per batch, the input rows [lo, hi) whose identities are written with it: from its first
-    read to the next batch's (the first batch from row 0, the last to the end), so the rows of
-    reads that are not aligned are written too, each once."""
-    starts = [0] + [int(batch[0]) for batch in batches[1:]]
-    return list(zip(starts, starts[1:] + [n_reads]))
-
-
-def _write_read_identities(writer: RunWriter, reads: ReadSet, statuses: np.ndarray, lo: int, hi: int,
-                           chunk: int) -> None:
-    """Names, statuses and sequences (as given) of input rows [lo, hi), `chunk` rows at a time
-    (a stretch may hold any number of reads that are not aligned; memory stays bounded).
+def _write_stretch(writer: RunWriter, stretch: Stretch, chunk: int) -> None:
+    """Names, statuses and sequences (as given) of a stretch's rows, `chunk` rows at a time (a
+    stretch may hold any number of reads that are not aligned; memory stays bounded).
 
     Strand starts as "+"; aligned reads get their chosen strand in `_write_batch`, afterwards.
     """
-    for first in range(lo, hi, chunk):
-        end = min(hi, first + chunk)
-        writer.write_reads(first, {"names": np.array(reads.names[first:end], dtype=object),
-                                   "status": np.array(STATUSES, dtype=object)[statuses[first:end]],
-                                   "strand": np.full(end - first, "+", dtype=object),
-                                   "cigar": np.full(end - first, "", dtype=object),
-                                   "sequence": np.array([reads.sequence(q).decode("ascii")
-                                                         for q in range(first, end)], dtype=object)})
+    reads = stretch.reads
+    for lo in range(0, len(reads), chunk):
+        hi = min(len(reads), lo + chunk)
+        writer.write_reads(stretch.first + lo, {
+            "names": np.array(reads.names[lo:hi], dtype=object),
+            "status": np.array(STATUSES, dtype=object)[stretch.statuses[lo:hi]],
+            "strand": np.full(hi - lo, "+", dtype=object),
+            "cigar": np.full(hi - lo, "", dtype=object),
+            "sequence": np.array([reads.sequence(q).decode("ascii") for q in range(lo, hi)], dtype=object)})
 
 
 def _write_batch(writer: RunWriter, batch: np.ndarray, reverse: np.ndarray, candidates: Candidates, scores, starts,

@@ -1,41 +1,143 @@
-"""How the main job cuts the alignable reads into batches and the input into written stretches."""
+"""How the main job cuts the reads into batches and the input into written stretches, as they
+are parsed (io/read_stream.py)."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from papara_py.pipeline import (
-    MIN_BATCH_READS,
-    MIN_BATCHES,
-    input_stretches,
-    split_batches,
-)
+from papara_py.errors import InputError
+from papara_py.io.read_stream import ReadStream, split_batches
+from papara_py.io.reads import STATUS_ALIGNED, STATUSES, ReadChunk
+from papara_py.phylo.encoding import DNA
+from papara_py.pipeline import MIN_BATCH_READS, MIN_BATCHES
+
+N_COLUMNS = 6  # reads of 1-5 residues are aligned; 0: empty, 6 and more: too long
 
 
-@settings(max_examples=100, deadline=None)
-@given(st.integers(0, 40_000), st.integers(1, 30_000), st.integers(0, 5), st.integers(0, 2**32 - 1))
-def test_batches_cover_the_alignable_reads_in_order_and_stretches_cover_the_input(n_reads, batch_reads, gaps, seed):
-    # alignable reads: a sorted subset of the input rows (unaligned rows are the gaps between)
+def _chunks(lengths: np.ndarray, cuts: list[int]) -> list[ReadChunk]:
+    """The reads r0, r1, ... of these lengths (all A), parsed in chunks that end at `cuts`."""
+    chunks, lo = [], 0
+    for hi in sorted({*(min(cut, len(lengths)) for cut in cuts), len(lengths)}):
+        if hi > lo:
+            part = lengths[lo:hi]
+            chunks.append(ReadChunk([f"r{q}" for q in range(lo, hi)], b"A" * int(part.sum()), part.astype(np.int64),
+                                    np.arange(lo, hi, dtype=np.int64) * 2 + 1))
+            lo = hi
+    return chunks
+
+
+def _stretches(chunks, batch_reads: int, min_batches: int = MIN_BATCHES, min_batch_reads: int = MIN_BATCH_READS,
+               gate: threading.Event | None = None):
+    def source():
+        for i, chunk in enumerate(chunks):
+            if gate is not None and i == 1:
+                gate.wait()  # the rest of the file comes only when the test says so
+            yield chunk
+    stream = ReadStream(source(), DNA, N_COLUMNS).start()
+    try:
+        got = [(s.first, s.reads.names, s.statuses.tolist(), s.alignable.tolist())
+               for s in stream.stretches(batch_reads, min_batches, min_batch_reads)]
+    finally:
+        stream.close()
+    return got, stream
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 3_000), st.integers(1, 400), st.integers(1, 4), st.integers(1, 60),
+       st.lists(st.integers(0, 3_000), max_size=6), st.integers(0, 2**32 - 1))
+def test_stretches_cover_the_input_in_order_and_batches_the_alignable_reads(n_reads, batch_reads, min_batches,
+                                                                            min_batch_reads, cuts, seed):
     rng = np.random.default_rng(seed)
-    alignable = np.sort(rng.choice(n_reads + gaps, size=n_reads, replace=False)).astype(np.int64)
-    batches = split_batches(alignable, batch_reads)
-    joined = np.concatenate(batches) if batches else np.empty(0, np.int64)
-    assert np.array_equal(joined, alignable)
-    assert all(0 < len(b) <= batch_reads for b in batches)
-    if n_reads:
-        sizes = [len(b) for b in batches]
-        assert max(sizes) - min(sizes) <= 1  # equal batches
-        if n_reads >= MIN_BATCHES * MIN_BATCH_READS:
-            assert len(batches) >= MIN_BATCHES
-        # no batch smaller than MIN_BATCH_READS unless --batch-reads itself asks for smaller ones
-        fewest = -(-n_reads // batch_reads)
-        assert len(batches) == fewest or min(sizes) >= MIN_BATCH_READS
-    # the stretches written with the batches cover every input row once, in order
-    total = n_reads + gaps
-    stretches = input_stretches(batches, total)
-    if batches:
-        assert stretches[0][0] == 0 and stretches[-1][1] == total
-        assert all(a[1] == b[0] for a, b in zip(stretches, stretches[1:]))
-        assert all(lo <= batch[0] and batch[-1] < hi for (lo, hi), batch in zip(stretches, batches))
+    lengths = rng.choice([0, 1, 3, 5, 6, 9], size=n_reads, p=[0.05, 0.3, 0.3, 0.2, 0.1, 0.05])
+    got, stream = _stretches(_chunks(lengths, cuts), batch_reads, min_batches, min_batch_reads)
+    aligned = STATUSES.index(STATUS_ALIGNED)
+    # every row once, in order, with its status; the alignable ones are the batch
+    rows = [name for _, names, _, _ in got for name in names]
+    assert rows == [f"r{q}" for q in range(n_reads)]
+    assert all(got[i + 1][0] == got[i][0] + len(got[i][1]) for i in range(len(got) - 1))
+    expected_status = np.where(lengths == 0, STATUSES.index("empty"),
+                               np.where(lengths >= N_COLUMNS, STATUSES.index("too_long"), aligned))
+    assert [s for _, _, statuses, _ in got for s in statuses] == expected_status.tolist()
+    for first, _, statuses, alignable in got:
+        assert alignable == [i for i, s in enumerate(statuses) if s == aligned]
+        assert len(alignable) <= batch_reads
+    assert stream.stretch_count == len(got) and stream.rows == n_reads
+    n_alignable = int(np.count_nonzero(expected_status == aligned))
+    if n_alignable == 0:
+        assert len(got) == (1 if n_reads else 0)  # the rows still written, in one stretch
+        return
+    assert all(alignable for _, _, _, alignable in got)
+    # each stretch but the first starts with its first alignable read
+    assert all(alignable[0] == 0 for _, _, _, alignable in got[1:])
+    # the last stretches are `split_batches` of what was left: equal, and a small input is
+    # cut as if read whole
+    lookahead = max(min_batches * batch_reads, batch_reads + 1)
+    sizes = [len(a) for _, _, _, a in got]
+    if n_alignable < lookahead:
+        whole = split_batches(np.flatnonzero(expected_status == aligned), batch_reads, min_batches, min_batch_reads)
+        assert sizes == [len(b) for b in whole]
+    else:  # full batches while at least `lookahead` reads were left, then the rest split
+        n_full = (n_alignable - lookahead) // batch_reads + 1
+        assert sizes[:n_full] == [batch_reads] * n_full
+        rest = split_batches(np.arange(n_alignable - n_full * batch_reads), batch_reads, min_batches, min_batch_reads)
+        assert sizes[n_full:] == [len(b) for b in rest]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 2_000), st.integers(1, 300), st.lists(st.integers(0, 2_000), max_size=5),
+       st.lists(st.integers(0, 2_000), max_size=5), st.integers(0, 2**32 - 1))
+def test_cuts_do_not_depend_on_how_the_file_is_parsed(n_reads, batch_reads, cuts_a, cuts_b, seed):
+    lengths = np.random.default_rng(seed).choice([0, 2, 4, 7], size=n_reads)
+    # the whole file at once, against other chunks whose second part arrives only after the first cut
+    at_once, _ = _stretches(_chunks(lengths, cuts_a), batch_reads, 2, 5)
+    gate = threading.Event()
+    chunks = _chunks(lengths, cuts_b)
+    threading.Timer(0.01, gate.set).start()
+    late, _ = _stretches(chunks, batch_reads, 2, 5, gate)
+    assert [(f, len(n), a) for f, n, _, a in at_once] == [(f, len(n), a) for f, n, _, a in late]
+
+
+def test_split_batches_are_equal_and_keep_the_minimum():
+    alignable = np.arange(42_000)
+    batches = split_batches(alignable, 12_500, MIN_BATCHES, MIN_BATCH_READS)
+    assert [len(b) for b in batches] == [5_250] * 8
+    assert [len(b) for b in split_batches(np.arange(3_000), 12_500, MIN_BATCHES, MIN_BATCH_READS)] == [3_000]
+    assert split_batches(np.arange(0), 12_500, MIN_BATCHES, MIN_BATCH_READS) == []
+
+
+def test_a_parse_error_reaches_the_reader_of_the_stretches_after_the_good_ones():
+    lengths = np.full(100, 3)
+    good = _chunks(lengths, [50])
+
+    def source():
+        yield from good
+        raise InputError("reads.fa", "bad residue", where="line 201")
+
+    stream = ReadStream(source(), DNA, N_COLUMNS).start()
+    handed = []
+    with pytest.raises(InputError, match="bad residue"):
+        for stretch in stream.stretches(10, 2, 1):
+            handed.append(stretch)
+    stream.close()
+    assert sum(len(s.reads) for s in handed) <= 100
+
+
+def test_the_device_choice_waits_only_for_the_residues_it_needs():
+    gate = threading.Event()
+    chunks = _chunks(np.full(1_000, 5), [10])
+
+    def source():
+        yield chunks[0]
+        gate.wait()
+        yield from chunks[1:]
+
+    stream = ReadStream(source(), DNA, N_COLUMNS).start()
+    assert stream.wait_for_residues(40) == (50, False)  # the first 10 reads of 5 residues are enough
+    gate.set()
+    assert stream.wait_for_residues(10**9) == (5_000, True)
+    stream.close()

@@ -64,7 +64,7 @@ def run_engine(build_profiles, n_edges, width, batch, params, k, use_cpu, gpus, 
     """One batch through the engine: its candidates and the consumers' records."""
     n_columns = build_profiles(np.arange(1)).shape[1]
     engine = Engine(build_profiles, n_edges, n_columns, width, params, k, use_cpu, gpus, options)
-    [(_, candidates)] = list(engine.run(lambda index: batch, 1))
+    [(_, candidates)] = list(engine.run([batch]))
     return OneBatch(candidates, engine.consumers)
 
 
@@ -148,7 +148,7 @@ def test_batches_stream_through_the_hybrid_engine_unchanged(in_flight, opencl_de
                                                         block_cache_bytes=0 if in_flight == 2 else 256 << 20,
                                                         jitter_seconds=0.01, jitter_seed=in_flight))
     seen = []
-    for index, candidates in engine.run(lambda b: batches[b], len(batches)):
+    for index, candidates in engine.run(batches):
         group = reads[index * 4:index * 4 + 4]
         want_score, want_edge = expected(profiles, group, params)
         assert np.array_equal(candidates.edge, want_edge)
@@ -178,7 +178,7 @@ def test_cpu_workers_score_the_last_reads_of_each_block_and_the_gpu_takes_the_pi
     engine = Engine(lambda ids: profiles[ids], profiles.shape[0], profiles.shape[1], 8, params, K, True, [scorer],
                     EngineOptions(cpu_workers=2, jitter_seconds=0.01, cpu_first_cells=10**12))
     engine._leave_to_gpus = lambda item, untaken, stats: stats.cells > 0
-    [(_, candidates)] = list(engine.run(lambda index: batch, 1))
+    [(_, candidates)] = list(engine.run([batch]))
     assert np.array_equal(candidates.edge, want_edge)
     assert np.array_equal(candidates.score, want_score)
     assert sum(c.cells for c in engine.consumers) == profiles.shape[0] * batch.residues * profiles.shape[1]
@@ -220,7 +220,7 @@ def test_closing_a_run_early_stops_every_thread():
     batches = batches_of(reads, 2)
     engine = Engine(lambda ids: profiles[ids], 64, profiles.shape[1], 8, ScoringParams(), K, True, [],
                     EngineOptions(cpu_workers=2, jitter_seconds=0.02))
-    stream = engine.run(lambda b: batches[b], len(batches))
+    stream = engine.run(batches)
     next(stream)
     stream.close()
     for thread in threading.enumerate():
@@ -260,7 +260,7 @@ def test_cpu_workers_take_nothing_while_the_caller_holds_a_batch(opencl_device):
 
     engine._queue.take_for_cpu = recording
     holds = []
-    for index, candidates in engine.run(lambda b: batches[b], len(batches)):
+    for index, candidates in engine.run(batches):
         started = time.perf_counter()
         time.sleep(0.15)
         holds.append((started, time.perf_counter()))

@@ -176,7 +176,7 @@ def test_engine_scores_an_edge_subset_with_real_edge_numbers():
     subset = np.array([1, 2, 5, 9, 10, 11, 17, 23, 30, 31, 38], np.int32)
     engine = Engine(lambda ids: profiles[ids], n_edges, m, 4, ScoringParams(), k, True, [],
                     EngineOptions(cpu_workers=2))
-    [(_, found)] = list(engine.run(lambda i: ReadBatch(np.concatenate(reads), offsets, subset), 1))
+    [(_, found)] = list(engine.run([ReadBatch(np.concatenate(reads), offsets, subset)]))
     matrix = score_matrix_reference(reads, profiles, ScoringParams())
     for q in range(len(reads)):
         want = sorted(subset.tolist(), key=lambda e: (matrix[q, e], e))[:k]

@@ -246,7 +246,7 @@ def test_a_write_fault_at_any_point_of_an_hdf5_output_is_an_output_error(tmp_pat
     monkeypatch.setattr(outputs, "_GuardedFile", Failing)
     target = tmp_path / "run.h5"
     with pytest.raises(OutputError) as raised:
-        with run_writer(target, 2_000, 300, 5, "test") as writer:
+        with run_writer(target, 300, 5, "test") as writer:
             writer.write_reference(["a", "b"], np.full((2, 300), ord("A"), np.uint8), "(a,b);")
             for start in range(0, 2_000, 100):
                 writer.write_reads(start, {"aligned": np.full((100, 300), ord("C"), np.uint8),

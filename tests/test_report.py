@@ -274,7 +274,7 @@ def synthetic_run(path: Path, n_tips: int, n_reads: int, columns: int, rng: np.r
     candidates = np.sort(rng.choice(edge_tree.n_edges, size=(n_reads, k)), axis=1)
     candidates[:, 0] = best
     cand_score = np.sort(rng.integers(0, 40, size=(n_reads, k)), axis=1)
-    with run_writer(path, n_reads, columns, k, "papara-py synthetic") as writer:
+    with run_writer(path, columns, k, "papara-py synthetic") as writer:
         writer.write_reference(edge_tree.tip_names, rows, edge_tree.numbered_newick)
         writer.write_reads(0, {"names": [f"read{q}" for q in range(n_reads)], "status": ["aligned"] * n_reads,
                                "best_edge": best, "score": cand_score[:, 0], "start": start,

@@ -80,7 +80,7 @@ def test_log_says_what_the_run_did(tmp_path):
         for what, digest in run.record["checksums_sha256"].items():
             assert f"input {what}: {EXAMPLE / ('tree.nwk', 'ref.phy', 'reads.fa')[['tree', 'alignment', 'reads'].index(what)]} sha256 {digest}" in text
         assert f"threads: {run.record['threads']['count']}" in text
-    assert "device cpu:" in text and "batch 1/1: 200 reads" in text and "phases (s): input" in text
+    assert "device cpu:" in text and "batch 1: rows 1-200, 200 reads aligned" in text and "phases (s): input" in text
     assert "200 of 200 reads aligned" in lines[-1]
     assert "sha256" not in result.stderr  # the terminal keeps the short notices
     # a second run appends; a failing one logs its error

@@ -208,7 +208,7 @@ def _write_merged(shards: list[_ShardFile], output: str, command_line: str, star
     total = first.n_reads_total
     datasets = _per_read_datasets(first)
     k = int(first.run["candidates_k"])
-    with run_writer(output, total, first.file.n_columns, k, command_line) as writer:
+    with run_writer(output, first.file.n_columns, k, command_line) as writer:
         writer.file.attrs["version"] = first.file.attrs["version"]  # the results' producer, not the merger
         writer.write_reference(first.file.reference_names, first.file.reference_alignment(),
                                first.file.newick_numbered)
@@ -230,6 +230,7 @@ def _write_merged(shards: list[_ShardFile], output: str, command_line: str, star
             step = _block_rows(source)
             for lo in range(0, total, step):
                 writer.write_reads(lo, {name: _interleave(name, shards, lo, min(total, lo + step))})
+        writer.set_read_count(total)
         writer.write_run_record(_merged_record(shards, started))
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -114,10 +114,9 @@ class GuidedSearch:
         self._centres = np.sort(clusters.centre)
         self._rest = [_without(clusters.edges_of(c), clusters.centre[c]) for c in range(clusters.n_clusters)]
 
-    def run(self, make_batch: Callable[[int], ReadBatch], n_batches: int) -> Iterator[tuple[int, Candidates]]:
-        """Like Engine.run: yields (b, candidates of make_batch(b)) for b in order."""
-        for index in range(n_batches):
-            reads = make_batch(index)
+    def run(self, batches: Iterable[ReadBatch]) -> Iterator[tuple[int, Candidates]]:
+        """Like Engine.run: yields (b, candidates of batch b) for the batches in order."""
+        for index, reads in enumerate(batches):
             started = time.perf_counter()
             found = self.search(reads)
             self.stats.scoring_seconds += time.perf_counter() - started
@@ -174,7 +173,7 @@ class GuidedSearch:
             * self.n_columns
         self.stats.rounds += 1
         engine = self.new_engine(k)
-        results = dict(engine.run(lambda i: batches[i], len(batches)))
+        results = dict(engine.run(batches))
         self.stats.add_engine(engine)
         return [(rows, results[i]) for i, (rows, _) in enumerate(groups)]
 

@@ -51,13 +51,14 @@ retries are counted in the consumer's stats, which the run record holds.
 
 from __future__ import annotations
 
+import itertools
 import queue as stdlib_queue
 import random
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Protocol, Sequence
+from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -213,7 +214,9 @@ class Engine:
         self._cache_blocks = self._n_blocks * width * n_columns <= options.block_cache_bytes
         self._queue = WorkQueue(None if self._cache_blocks else options.queue_capacity, self._divider)
         self._batches: dict[int, _Batch] = {}
-        self._done: stdlib_queue.Queue[int] = stdlib_queue.Queue()
+        self._done: stdlib_queue.Queue[int | None] = stdlib_queue.Queue()  # finished batches; None: no more made
+        self._made: int | None = None  # batches the master made, once it has made the last
+        self._yielded = 0
         self._slots = threading.Semaphore(max(1, options.batches_in_flight))
         self._caller_idle = threading.Event()  # clear while the caller holds a yielded batch
         self._caller_idle.set()
@@ -230,10 +233,11 @@ class Engine:
 
     # -- the caller's side ------------------------------------------------------------------
 
-    def run(self, make_batch: Callable[[int], ReadBatch], n_batches: int) -> Iterator[tuple[int, Candidates]]:
-        """Score batch b = make_batch(b) for b in 0 .. n_batches-1; yields (b, candidates) as
-        batches finish. `make_batch` runs on the master thread, overlapping the scoring of the
-        batches before. Close the generator (or exhaust it) to stop the threads.
+    def run(self, batches: Iterable[ReadBatch]) -> Iterator[tuple[int, Candidates]]:
+        """Score each batch of `batches`; yields (its position b in `batches`, its candidates)
+        as batches finish. `batches` is iterated on the master thread (a generator there makes
+        batch b + 1 while batch b is scored). Close the generator (or exhaust it) to stop the
+        threads.
         """
         self._started = time.perf_counter()
         if not self.gpu_scorers:
@@ -244,13 +248,11 @@ class Engine:
                 self._start(scorer, is_gpu=True, name=f"{scorer.name}/feeder-{feeder}")
         for _ in range(self.options.cpu_workers if self.use_cpu else 0):
             self._start(CpuScorer(), is_gpu=False)
-        master = threading.Thread(target=self._master, args=(make_batch, n_batches), name="papara-master",
-                                  daemon=True)
+        master = threading.Thread(target=self._master, args=(batches,), name="papara-master", daemon=True)
         master.start()
         finished = False
         try:
-            for _ in range(n_batches):
-                index = self._next_done()
+            while (index := self._next_done()) is not None:
                 batch = self._batches.pop(index)
                 candidates = batch.candidates
                 if batch.reads.edges is not None:  # subset positions -> edge numbers (ascending: order kept)
@@ -274,15 +276,22 @@ class Engine:
                 thread.join(timeout=None if finished else 1.0)
             self._report_faults()
 
-    def _next_done(self) -> int:
-        """The next finished batch; meanwhile watch for fatal errors and dead GPUs."""
+    def _next_done(self) -> int | None:
+        """The next finished batch (None after the last); meanwhile watch for fatal errors and
+        dead GPUs."""
         while True:
             if self._fatal is not None:
                 raise self._fatal
+            if self._made is not None and self._yielded == self._made:
+                return None
             try:
-                return self._done.get(timeout=0.1)
+                index = self._done.get(timeout=0.1)
             except stdlib_queue.Empty:
                 self._restart_cpu_if_needed()
+                continue
+            if index is not None:  # None: the master made its last batch
+                self._yielded += 1
+                return index
 
     def _restart_cpu_if_needed(self) -> None:
         """Every GPU failed and no CPU worker is left: start CPU workers to finish the queue."""
@@ -304,14 +313,19 @@ class Engine:
 
     # -- the master ------------------------------------------------------------------------
 
-    def _master(self, make_batch: Callable[[int], ReadBatch], n_batches: int) -> None:
+    def _master(self, batches: Iterable[ReadBatch]) -> None:
         """Build every batch's blocks in order and queue them; waits for a free batch slot."""
         try:
-            for index in range(n_batches):
+            made = iter(batches)
+            for index in itertools.count():
                 while not self._slots.acquire(timeout=0.1):
                     if self._queue.cancelled:
                         return
-                reads = make_batch(index)
+                reads = next(made, None)
+                if reads is None:
+                    self._made = index
+                    self._done.put(None)
+                    break
                 n_edges = self.n_edges if reads.edges is None else len(reads.edges)
                 n_blocks = block_count(n_edges, self.width)
                 cells = n_edges * reads.residues * self.n_columns

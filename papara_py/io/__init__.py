@@ -3,6 +3,8 @@
 - `inputs`: tree (Newick), alignment (PHYLIP, FASTA) and reads (FASTA, FASTQ, gzip) readers that
   report bad input as `InputError` (file, line or sequence, what is wrong).
 - `reads`: `ReadSet`, the compact in-memory read store, and the read statuses.
+- `read_stream`: `ReadStream`, the reads parsed on a thread of their own and handed out in
+  stretches of input rows (each one batch of the engine) while the rest of the file is read.
 - `checksums`: SHA-256 of the inputs for the run record and the cluster guards.
 - `cigar`: the CIGAR text of a read's path.
 - `run_writer`: `RunWriter` and `atomic_path` (a file appears under its name only when complete).

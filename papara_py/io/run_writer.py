@@ -3,8 +3,9 @@
 The file is created under a temporary name beside the target and renamed over it only after
 every dataset is complete and the file is closed, so a crash, Ctrl-C or SIGKILL leaves either no
 file or the previous complete one (io/outputs.py: the output policy, write faults). Per-read
-datasets are allocated for all reads up front and filled batch by batch, so memory does not grow
-with the read count.
+datasets grow as batches are written (chunked, no size limit: the read count is known only when
+the reads, which stream in while the first batches are scored, have all been parsed), so memory
+does not grow with the read count; `set_read_count` gives every one its final length.
 
 Damaged values are detectable (format version 2): every numeric dataset carries HDF5's fletcher32
 checksum per chunk, which HDF5 verifies on every read, and every string dataset has a twin under
@@ -37,22 +38,22 @@ FORMAT_VERSION = 2
 CHECKSUMS = "checksums"
 STRINGS = h5py.string_dtype("utf-8")
 _ALIGNED_CHUNK_ROWS = 256
+#: rows per chunk of the other per-read datasets (4-16 KB: a small run's file stays small)
+_READ_CHUNK_ROWS = 1_024
 
 
 @contextmanager
-def run_writer(path: str | os.PathLike, n_reads: int, n_columns: int, k: int,
-               command_line: str) -> Iterator["RunWriter"]:
+def run_writer(path: str | os.PathLike, n_columns: int, k: int, command_line: str) -> Iterator["RunWriter"]:
     """Open a RunWriter on a temporary file that becomes `path` only when the block completes."""
     with hdf5_output(path) as handle:
-        yield RunWriter(handle, n_reads, n_columns, k, command_line)
+        yield RunWriter(handle, n_columns, k, command_line)
 
 
 class RunWriter:
     """Lays out and fills one run file (use `run_writer` to get one with atomic commit)."""
 
-    def __init__(self, handle: h5py.File, n_reads: int, n_columns: int, k: int, command_line: str) -> None:
+    def __init__(self, handle: h5py.File, n_columns: int, k: int, command_line: str) -> None:
         self.file = handle
-        self.n_reads = n_reads
         self.n_columns = n_columns
         self.k = k
         self.command_line = command_line
@@ -62,36 +63,38 @@ class RunWriter:
         self._create_layout()
 
     def _create_layout(self) -> None:
-        f, q, m, k = self.file, self.n_reads, self.n_columns, self.k
+        f, m, k = self.file, self.n_columns, self.k
         f.attrs["format"] = FORMAT_NAME
         f.attrs["format_version"] = FORMAT_VERSION
         f.attrs["version"] = __version__
         f.attrs["command_line"] = self.command_line
+        rows = {"maxshape": (None,), "chunks": (_READ_CHUNK_ROWS,)}
         for name in ("names", "status", "cigar", "strand", "sequence"):
-            self._strings(f"reads/{name}", (q,))
+            self._strings(f"reads/{name}", (0,), **rows)
         for name in ("best_edge", "score", "start"):
-            self._numbers(f"reads/{name}", (q,), np.int32, fillvalue=-1)
-        self._numbers("reads/aligned", (q, m), np.uint8, fillvalue=ord("-"),
-                      chunks=(max(1, min(q, _ALIGNED_CHUNK_ROWS)), m), compression="gzip",
-                      compression_opts=4, shuffle=False)
+            self._numbers(f"reads/{name}", (0,), np.int32, fillvalue=-1, **rows)
+        self._numbers("reads/aligned", (0, m), np.uint8, fillvalue=ord("-"), maxshape=(None, m),
+                      chunks=(_ALIGNED_CHUNK_ROWS, m), compression="gzip", compression_opts=4, shuffle=False)
         for name in ("edge", "score"):
-            self._numbers(f"reads/candidates/{name}", (q, k), np.int32, fillvalue=-1)
+            self._numbers(f"reads/candidates/{name}", (0, k), np.int32, fillvalue=-1, maxshape=(None, k),
+                          chunks=(_READ_CHUNK_ROWS, k))
 
     def _numbers(self, path: str, shape: tuple, dtype, **options) -> None:
-        """A numeric dataset with HDF5's fletcher32 checksum per chunk (an empty or scalar
-        dataset cannot be chunked, so it has none)."""
-        if not shape or 0 in shape:
-            options = {key: value for key, value in options.items() if key in ("fillvalue", "data")}
-        else:
+        """A numeric dataset with HDF5's fletcher32 checksum per chunk (a dataset that is not
+        chunked (no `chunks`, and empty or scalar) has none)."""
+        if "chunks" in options or (shape and 0 not in shape):
             options["fletcher32"] = True
+        else:
+            options = {key: value for key, value in options.items() if key in ("fillvalue", "data")}
         self.file.create_dataset(path, shape, dtype=dtype, **options)
 
-    def _strings(self, path: str, shape: tuple, data=None) -> None:
-        """A string dataset and its CRC-32 twin under /checksums (filled with the data, if given).
-        An unwritten string reads back as "", whose CRC-32 is 0: the twin's fill value."""
-        self.file.create_dataset(path, shape, dtype=STRINGS, data=data)
+    def _strings(self, path: str, shape: tuple, data=None, **layout) -> None:
+        """A string dataset and its CRC-32 twin under /checksums (filled with the data, if given;
+        `layout`: maxshape and chunks, for both). An unwritten string reads back as "", whose
+        CRC-32 is 0: the twin's fill value."""
+        self.file.create_dataset(path, shape, dtype=STRINGS, data=data, **layout)
         self._numbers(f"{CHECKSUMS}/{path}", shape, np.uint32, fillvalue=0,
-                      **({} if data is None else {"data": string_crc32(data)}))
+                      **({} if data is None else {"data": string_crc32(data)}), **layout)
 
     def write_reference(self, names: list[str], rows: np.ndarray, numbered_newick: str) -> None:
         self._strings("tree/newick_numbered", (), numbered_newick)
@@ -103,17 +106,35 @@ class RunWriter:
         """Write rows [start, start + len) of the per-read datasets named in `fields`.
 
         Keys are dataset paths below /reads (e.g. "score", "candidates/edge"); a string dataset's
-        CRC-32s are written with it.
+        CRC-32s are written with it. Datasets grow to hold the rows.
         """
         for name, values in fields.items():
-            dataset = self._dataset(f"reads/{name}")
+            end = start + len(values)
+            dataset = self._grown(f"reads/{name}", end)
             if dataset.dtype == STRINGS:
                 values = np.asarray(values, dtype=object)
-                crcs = self._dataset(f"{CHECKSUMS}/reads/{name}")
+                crcs = self._grown(f"{CHECKSUMS}/reads/{name}", end)
                 if crcs is not None:
-                    crcs[start:start + len(values)] = string_crc32(values)
-            dataset[start:start + len(values)] = values
+                    crcs[start:end] = string_crc32(values)
+            dataset[start:end] = values
         check_writes(self.file)  # a full disk stops the run now, not at its end
+
+    def set_read_count(self, n_reads: int) -> None:
+        """Every per-read dataset (and its checksums) `n_reads` rows long: the rows never
+        written read back as their fill values."""
+        def resize(name: str, node) -> None:
+            if isinstance(node, h5py.Dataset) and node.maxshape[0] is None:
+                node.resize(n_reads, axis=0)
+        for group in ("reads", f"{CHECKSUMS}/reads"):
+            self.file[group].visititems(resize)
+        check_writes(self.file)
+
+    def _grown(self, path: str, rows: int) -> h5py.Dataset | None:
+        """Dataset `path`, at least `rows` long."""
+        dataset = self._dataset(path)
+        if dataset is not None and dataset.shape[0] < rows:
+            dataset.resize(rows, axis=0)
+        return dataset
 
     def _dataset(self, path: str) -> h5py.Dataset | None:
         dataset = self._datasets.get(path)
