@@ -197,42 +197,79 @@ class ProfileBuilder:
         return self._packing.edge_elements(self._down[ids], self._up[ids])
 
     def _down_pass(self, tip_rows: np.ndarray) -> np.ndarray:
-        """Post-order: each node seen from its parent, from its children seen from it."""
-        tree = self._tree
-        packing = self._packing
+        """Post-order: each node seen from its parent, from its children seen from it.
+
+        A level of nodes (same height above the tips) at a time, binary nodes in one array
+        operation: a few hundred numpy calls for a tree of thousands of nodes instead of a few
+        per node, which also keeps the pass fast while other threads hold the GIL (the reads'
+        parser, the GPUs' start-up: each call that released it waited to get it back;
+        BENCHMARKS.md, "Streaming the reads")."""
+        tree, packing = self._tree, self._packing
         down = np.empty((tree.n_edges, tip_rows.shape[1]), dtype=packing.dtype)
-        for t, v in enumerate(tree.tip_node.tolist()):
-            np.take(packing.tip_code, tip_rows[t], out=down[v])
-            if not down[v].all():
-                col = int(np.flatnonzero(down[v] == 0)[0])
-                raise ValueError(
-                    f"tip {tree.tip_names[t]!r}, column {col + 1}: "
-                    f"{chr(tip_rows[t, col])!r} is not an alignment character ({packing.alphabet.name})"
-                )
-        for v in range(tree.n_edges):  # ascending ids: children come before their parent
-            kids = tree.children(v)
-            if kids.size == 2:
-                down[v] = combine_two(down[kids[0]], down[kids[1]], packing)
-            elif kids.size:
-                down[v] = combine_many(down[kids], packing)
+        tips = packing.tip_code[tip_rows]
+        if not tips.all():
+            t, col = (int(i) for i in np.argwhere(tips == 0)[0])
+            raise ValueError(f"tip {tree.tip_names[t]!r}, column {col + 1}: "
+                             f"{chr(tip_rows[t, col])!r} is not an alignment character ({packing.alphabet.name})")
+        down[tree.tip_node] = tips
+        levels = _Levels(tree)
+        for level in levels.by(levels.height, skip_top=True):
+            two = level[levels.n_kids[level] == 2]
+            down[two] = combine_two(down[levels.first[two]], down[levels.second[two]], packing)
+            for v in level[levels.n_kids[level] != 2].tolist():
+                down[v] = combine_many(down[tree.children(v)], packing)
         return down
 
     def _up_pass(self) -> np.ndarray:
-        """Pre-order: for each child c of v, v seen from c, from v's other neighbours."""
+        """Pre-order: for each child c of v, v seen from c, from v's other neighbours (a level
+        of nodes, same depth below the top, at a time: see `_down_pass`)."""
         tree, down, packing = self._tree, self._down, self._packing
         up = np.empty_like(down)
-        for v in range(tree.top, -1, -1):  # descending ids: a parent before its children
-            kids = tree.children(v)
-            if kids.size == 0:
-                continue
-            # v's neighbours seen from v: its children, and its parent unless v is the top.
-            neighbours = [down[c] for c in kids]
-            if v != tree.top:
-                neighbours.append(up[v])
-            if len(neighbours) == 3:  # the binary case: each child sees the other two
-                x, y, z = neighbours
-                for c, (a, b) in zip(kids, ((y, z), (x, z), (x, y))):
-                    up[c] = combine_two(a, b, packing)
-            else:
-                up[kids] = combine_all_but_one(np.stack(neighbours), packing)[: kids.size]
+        levels = _Levels(tree)
+        for level in levels.by(levels.depth, skip_top=False):
+            # the binary case: v's three neighbours are its two children and its parent (up[v])
+            two = level[(levels.n_kids[level] == 2) & (level != tree.top)]
+            x, y, z = down[levels.first[two]], down[levels.second[two]], up[two]
+            up[levels.first[two]] = combine_two(y, z, packing)
+            up[levels.second[two]] = combine_two(x, z, packing)
+            for v in level[(levels.n_kids[level] != 2) | (level == tree.top)].tolist():
+                kids = tree.children(v)
+                # v's neighbours seen from v: its children, and its parent unless v is the top.
+                neighbours = [down[c] for c in kids] + ([up[v]] if v != tree.top else [])
+                if len(neighbours) == 3:  # each child sees the other two
+                    a, b, c = neighbours
+                    for kid, (p, q) in zip(kids.tolist(), ((b, c), (a, c), (a, b))):
+                        up[kid] = combine_two(p, q, packing)
+                else:
+                    up[kids] = combine_all_but_one(np.stack(neighbours), packing)[: kids.size]
         return up
+
+
+class _Levels:
+    """The inner nodes of an EdgeTree grouped by height (above the tips) or depth (below the
+    top), for the passes to combine a whole level of binary nodes at once."""
+
+    def __init__(self, tree: EdgeTree) -> None:
+        n = tree.n_nodes
+        ptr, ids, parent = tree.child_ptr.tolist(), tree.child_ids.tolist(), tree.parent.tolist()
+        height = [0] * n
+        for v in range(n):  # ascending ids: children before parents
+            for c in ids[ptr[v]:ptr[v + 1]]:
+                height[v] = max(height[v], height[c] + 1)
+        depth = [0] * n
+        for v in range(n - 2, -1, -1):  # descending ids: a parent before its children
+            depth[v] = depth[parent[v]] + 1
+        self.height, self.depth = np.array(height), np.array(depth)
+        self.n_kids = np.diff(tree.child_ptr)
+        self.top = tree.top
+        last = max(len(ids) - 1, 0)  # a tip's "first and second child": any valid index, never used
+        self.first = tree.child_ids[np.minimum(tree.child_ptr[:-1], last)]
+        self.second = tree.child_ids[np.minimum(tree.child_ptr[:-1] + 1, last)]
+
+    def by(self, key: np.ndarray, skip_top: bool) -> list[np.ndarray]:
+        """The inner nodes (the top unless `skip_top`) in levels of ascending `key`."""
+        inner = np.flatnonzero(self.n_kids > 0)
+        if skip_top:
+            inner = inner[inner != self.top]
+        inner = inner[np.argsort(key[inner], kind="stable")]
+        return [level for level in np.split(inner, np.flatnonzero(np.diff(key[inner])) + 1) if level.size]
