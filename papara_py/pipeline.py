@@ -2,8 +2,8 @@
 edge_profiles -> plan_work -> score_trace_write (engine, traceback, HDF5) -> run_record.
 
 Nothing waits for what it does not need. The reads are parsed on a thread of their own from the
-moment the alignment is read (io/read_stream.py), and GPUs start (OpenCL context, programs) on
-another while the profiles are built; the first batch is scored as soon as it is parsed, while
+moment the alignment is read (io/read_stream.py), and GPUs start (OpenCL context, queues) on
+another while the profiles and the strand decision's k-mers are built; the first batch is scored as soon as it is parsed, while
 the rest of the file is read. Reads are scored and traced in batches (input order), each batch's
 rows going straight into the output file, so memory holds the compact reads, a few batches'
 working arrays and the profiles of one queue's worth of edge blocks, whatever the read count.
@@ -266,10 +266,10 @@ def _run(config: RunConfig, reporter: Reporter) -> RunSummary:
     with closing(inputs.reads):
         starting = choose_devices(config, reporter, inputs)
         profiles = edge_profiles(config, inputs, timings)
+        work = plan_work(config, reporter, inputs, profiles, timings)
         t0 = time.perf_counter()
         devices = starting.result()
         timings["devices_wait"] = time.perf_counter() - t0
-        work = plan_work(config, reporter, inputs, profiles, devices, timings)
         with run_writer(config.output, inputs.n_columns, work.k, config.command_line) as writer:
             tally = score_trace_write(config, reporter, inputs, profiles, devices, work, writer, timings,
                                       jit_loader, started)
@@ -424,7 +424,9 @@ def choose_devices(config: RunConfig, reporter: Reporter, inputs: Inputs) -> Fut
         options = config.engine_options or EngineOptions(cpu_workers=max(1, config.threads - len(gpu_scorers)))
         tracer = (Tracer(gpu_scorers[0].gpu.device, reporter)
                   if gpu_scorers and config.traceback == "auto" else None)
-        return Devices(use_cpu, gpu_scorers, config.lanes or default_lane_width(), options, tracer, choice, unusable)
+        width = config.lanes or default_lane_width()
+        reporter.detail(f"{width} lanes, device {config.device}")
+        return Devices(use_cpu, gpu_scorers, width, options, tracer, choice, unusable)
 
     if config.device == "cpu" or choice:
         done: Future = Future()
@@ -445,13 +447,12 @@ class Work:
     kmers: ReferenceKmers | None         # for --strand auto
 
 
-def plan_work(config: RunConfig, reporter: Reporter, inputs: Inputs, profiles: EdgeProfiles, devices: Devices,
+def plan_work(config: RunConfig, reporter: Reporter, inputs: Inputs, profiles: EdgeProfiles,
               timings: dict[str, float]) -> Work:
-    """Stage 4: K, and the reference k-mers the strand decision uses (each read's orientation
-    depends only on the read and the reference, so sharded runs agree). How the reads are cut
-    into batches: io/read_stream.py."""
-    reporter.detail(f"{inputs.edge_tree.n_tips} taxa, {profiles.n_edges} edges, {inputs.n_columns} columns, "
-                    f"{devices.width} lanes, device {config.device}")
+    """Stage 4 (while the GPUs start): K, and the reference k-mers the strand decision uses
+    (each read's orientation depends only on the read and the reference, so sharded runs
+    agree). How the reads are cut into batches: io/read_stream.py."""
+    reporter.detail(f"{inputs.edge_tree.n_tips} taxa, {profiles.n_edges} edges, {inputs.n_columns} columns")
     k = max(1, config.candidates)
     if k > profiles.n_edges:
         reporter.notice(f"--candidates {config.candidates} is more than the tree's {profiles.n_edges} edges; "

@@ -87,9 +87,13 @@ def test_device_traceback_on_marker_gene_shapes(tracers, preset):
     codes, residues, offsets = random_reads(rng, lengths, alphabet)
     profiles = random_profiles(rng, 12, 900, alphabet)
     tracer = GpuTracer(tracers[400].device, memory_bytes=3_000_000)
-    assert len(tracer._launches(lengths, 900)) > 1
-    assert_same(tracer, codes, residues, offsets, rng.integers(0, 12, size=300), profiles,
-                ScoringParams.preset(preset))
+    slots = rng.integers(0, 12, size=300)
+    launches = tracer._launches(lengths, slots, 900)
+    assert len(launches) > 1
+    order = np.concatenate(launches)  # longest first, and by edge among reads of one length
+    assert sorted(order.tolist()) == list(range(300))
+    assert all((lengths[a], -slots[a]) >= (lengths[b], -slots[b]) for a, b in zip(order, order[1:]))
+    assert_same(tracer, codes, residues, offsets, slots, profiles, ScoringParams.preset(preset))
     assert tracer.device_cells == int((lengths * (900 - lengths + 1)).sum())
 
 

@@ -75,18 +75,21 @@ class GpuTracer:
             program = built_program(self.context, self.device.cl_device, "band_trace.cl",
                                (f"-DPROF_BITS={alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={alphabet.n_states}"))
             states_buf, near_buf = self._upload(states), self._upload(near)
-            for launch in self._launches(lengths, m):
+            for launch in self._launches(lengths, np.asarray(edge_slot), m):
                 self._run(program, launch, states_buf, near_buf, m, codes, offsets, lengths, edge_slot,
                           params, max_ops, walks, walk_lengths, scores, starts)
             with self._lock:
                 self.device_cells += int((lengths * (m - lengths + 1)).sum())
         return alignments_from_walks(walks, walk_lengths, scores, starts, residues, offsets, m, gap)
 
-    def _launches(self, lengths: np.ndarray, m: int) -> list[np.ndarray]:
-        """Read indices per launch, longest first, each launch's grid of move bytes (its longest
-        read's rows x its shortest read's offsets per read) within `memory_bytes` (at least one
-        read per launch)."""
-        order = np.argsort(-lengths, kind="stable")
+    def _launches(self, lengths: np.ndarray, edge_slot: np.ndarray, m: int) -> list[np.ndarray]:
+        """Read indices per launch, longest first and reads of one length by edge, each launch's
+        grid of move bytes (its longest read's rows x its shortest read's offsets per read)
+        within `memory_bytes` (at least one read per launch).
+
+        By edge: the work-items of a warp then mostly read the same profile, so its element
+        loads touch a few cache lines instead of one per work-item (the kernel's bound)."""
+        order = np.lexsort((edge_slot, -lengths))
         widths = m - lengths[order] + 1  # nondecreasing along `order`
         launches, begin = [], 0
         while begin < order.size:
