@@ -10,9 +10,9 @@
  *     S(-1,k) = 0; S(j-1,width) = +inf; score = min_k S(n-1,k), the smallest such k ending it.
  *     M_ij = 0 where a_i & b_j != 0, near_mismatch where near_i & b_j != 0, mismatch otherwise.
  *
- * Instead of the two int64 matrices the host keeps, the device keeps one int row (S of row j-1,
- * overwritten in place by row j: offset k is read as row j-1's insertion term at k-1 before it
- * is written at k) and one byte per cell of what the walk asks:
+ * Instead of the two int64 matrices the host keeps, the device keeps one int row (S of the last
+ * row of the previous stripe of STRIPE rows, overwritten by this stripe's last row: see
+ * band_trace below) and one byte per cell of what the walk asks:
  *     bits 0-1  which term S(j,k) took, in the walk's order of preference: 0 the diagonal,
  *               1 D, 2 the insertion (the first of them equal to the minimum)
  *     bit 2     D(j,k) extends D(j,k-1): extension strictly cheaper than opening (a tie opens)
@@ -31,13 +31,13 @@
  *   score, start, op_count  [R]        int
  * Arithmetic is int with `inf` far above every finite cell (the host checks the read length
  * against it, as for band_score's 32-bit path). Build options: -DPROF_BITS=8|32 -DSTATE_BITS=n,
- * -DCHUNK (offsets whose loads are issued together; default 16).
+ * -DSTRIPE (rows computed together; default 8).
  *
  * Speed (H100, 12,500 reads of 100 residues against 1,072 columns, BENCHMARKS.md "The traceback
- * on the GPU"): CHUNK 1 / 4 / 8 / 16: 13 / 17 / 22 / 26 Gcells/s, against 2.9 Gcells/s for the
- * host traceback on 16 cores. Still far below the memory's bandwidth: each work-item reads its
- * own edge's profile, so a warp's element loads touch 32 lines (a stripe of rows in registers,
- * as band_score keeps, would read each element once per stripe: the next step).
+ * on the GPU"): one cell at a time, its loads of CHUNK offsets issued together, 13-26 Gcells/s
+ * (CHUNK 1-16), bound by the latency of the row's and the profile's loads: 12,500 work-items
+ * keep a few warps per multiprocessor, too few to hide it. The stripe reads the row once per
+ * STRIPE cells and one element per step for all its rows.
  */
 
 #if PROF_BITS == 8
@@ -50,9 +50,11 @@ typedef uint elem_t;
 #define STATE_MASK ((1u << STATE_BITS) - 1u)
 #define CGAP_BIT (1u << STATE_BITS)
 
-/* Offsets per chunk of the inner loop (its loads issued together). */
-#ifndef CHUNK
-#define CHUNK 16
+/* Rows per stripe: the rows of a stripe are computed together, a skewed wavefront in registers
+ * (below), so the previous row is read from and written to `row` once per stripe, and a
+ * profile element is loaded once per stripe and step. */
+#ifndef STRIPE
+#define STRIPE 8
 #endif
 
 #define OP_M 0
@@ -63,6 +65,13 @@ typedef uint elem_t;
 #define FROM_INSERTION 2
 #define D_EXTENDS 4
 
+/* The stripe of rows j0 .. j0 + rows - 1 as a skewed wavefront: at step t, row j0 + u computes
+ * offset k = t - u, so every row of the stripe is at column i = j + k = j0 + t (one element for
+ * all), and each term a cell needs is already in a register: S(j-1, k) is what row u - 1
+ * computed at step t - 1, S(j-1, k+1) what it computed at this step (rows go in order), S(j,
+ * k-1) and D(j, k-1) row u's own values of step t - 1. Row j0 - 1 comes from `row`, read a step
+ * ahead; the stripe's last row goes back into it at offset t - rows + 1, which no read of this
+ * stripe needs any more (offset p is read at step p - 1). */
 __kernel void band_trace(
     __global const elem_t *restrict states, __global const elem_t *restrict near, const int m,
     __global const elem_t *restrict codes, __global const int *restrict offsets, __global const int *restrict slot,
@@ -79,52 +88,66 @@ __kernel void band_trace(
     __global const elem_t *restrict a = states + (size_t)slot[r] * m;
     __global const elem_t *restrict a_near = near + (size_t)slot[r] * m;
     const size_t R = (size_t)n_reads;
+    const size_t row_step = (size_t)max_width * R;  /* moves: from row j to row j + 1 */
 
     for (int k = 0; k < width; ++k) row[k * R + r] = 0;  /* S(-1, k) */
     int best = inf, end = 0;
-    for (int j = 0; j < n; ++j) {
-        const elem_t b = codes[first + j];
-        __global uchar *restrict move = moves + (size_t)j * max_width * R + r;
-        int above = row[r];  /* S(j-1, k) for k = 0 */
-        int left_s = inf, left_d = inf;  /* S(j, k-1), D(j, k-1) */
-        for (int k0 = 0; k0 < width; k0 += CHUNK) {
-            /* the chunk's loads first, all independent: one memory latency per CHUNK cells
-             * instead of one per cell (row k+1 is read before row k is written, as above) */
-            int next_above[CHUNK];
-            elem_t e[CHUNK], e_near[CHUNK];
+    for (int j0 = 0; j0 < n; j0 += STRIPE) {
+        const int rows = min(STRIPE, n - j0);
+        elem_t b[STRIPE];
+        int done[STRIPE], now[STRIPE], left_d[STRIPE];  /* S of step t - 1, S of step t, D of step t - 1 */
 #pragma unroll
-            for (int c = 0; c < CHUNK; ++c) {
-                const int k = k0 + c;
-                next_above[c] = k + 1 < width ? row[(k + 1) * R + r] : inf;  /* S(j-1, k+1) */
-                e[c] = k < width ? a[j + k] : 0;
-                e_near[c] = k < width ? a_near[j + k] : 0;
-            }
+        for (int u = 0; u < STRIPE; ++u) {
+            b[u] = u < rows ? codes[first + j0 + u] : 0;
+            done[u] = now[u] = left_d[u] = inf;
+        }
+        __global uchar *restrict move = moves + (size_t)j0 * row_step + r;
+        int above = row[r];                                     /* S(j0 - 1, t) */
+        int above_next = width > 1 ? row[R + r] : inf;          /* S(j0 - 1, t + 1) */
+        elem_t e = a[j0], e_near = a_near[j0];                  /* column j0 + t */
+        const int steps = width + rows - 1;
+        for (int t = 0; t < steps; ++t) {
+            /* the next step's loads first: their latency overlaps this step's arithmetic */
+            const int t2 = t + 2;
+            const int above_after = t2 < width ? row[t2 * R + r] : inf;
+            const elem_t e_after = t + 1 < steps ? a[j0 + t + 1] : 0;
+            const elem_t near_after = t + 1 < steps ? a_near[j0 + t + 1] : 0;
+            const int gap_column = (e & CGAP_BIT) != 0;
+            const int column_cgap = gap_column ? cgap : 0;
+            const int column_open = gap_column ? 0 : open_extend;
+            const int column_extend = gap_column ? 0 : extend;
 #pragma unroll
-            for (int c = 0; c < CHUNK; ++c) {
-                const int k = k0 + c;
-                if (k < width) {
-                    const int gap_column = (e[c] & CGAP_BIT) != 0;
-                    const int cost = (e[c] & STATE_MASK & b) ? 0 : ((e_near[c] & b) ? near_mismatch : mismatch);
-                    const int diag = above + (gap_column ? cgap : 0) + cost;
+            for (int u = 0; u < STRIPE; ++u) {
+                const int k = t - u;
+                if (u < rows && k >= 0 && k < width) {
+                    const int diagonal_in = u == 0 ? above : done[u - 1];       /* S(j-1, k) */
+                    const int insertion_in = u == 0 ? above_next : now[u - 1];  /* S(j-1, k+1) */
+                    const int cost = (e & STATE_MASK & b[u]) ? 0 : ((e_near & b[u]) ? near_mismatch : mismatch);
+                    const int diag = diagonal_in + column_cgap + cost;
                     int d = inf, extends = 0;
                     if (k > 0) {
-                        const int open = left_s + (gap_column ? 0 : open_extend);
-                        const int ext = left_d + (gap_column ? 0 : extend);
+                        const int open = done[u] + column_open;
+                        const int ext = left_d[u] + column_extend;
                         extends = ext < open;
                         d = extends ? ext : open;
                     }
-                    const int ins = k < width - 1 ? next_above[c] + insertion : inf;
+                    const int ins = k < width - 1 ? insertion_in + insertion : inf;
                     int s = diag, from = FROM_DIAGONAL;
                     if (d < s) { s = d; from = FROM_D; }
                     if (ins < s) { s = ins; from = FROM_INSERTION; }
-                    move[k * R] = (uchar)(from | (extends ? D_EXTENDS : 0));
-                    row[k * R + r] = s;
-                    left_s = s;
-                    left_d = d;
-                    above = next_above[c];
-                    if (j == n - 1 && s < best) { best = s; end = k; }
+                    move[u * row_step + k * R] = (uchar)(from | (extends ? D_EXTENDS : 0));
+                    now[u] = s;
+                    left_d[u] = d;
+                    if (u == rows - 1) row[k * R + r] = s;  /* the next stripe's row j0 - 1 */
+                    if (j0 + u == n - 1 && s < best) { best = s; end = k; }
                 }
             }
+#pragma unroll
+            for (int u = 0; u < STRIPE; ++u) done[u] = now[u];
+            above = above_next;
+            above_next = above_after;
+            e = e_after;
+            e_near = near_after;
         }
     }
 
