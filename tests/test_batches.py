@@ -141,3 +141,32 @@ def test_the_device_choice_waits_only_for_the_residues_it_needs():
     gate.set()
     assert stream.wait_for_residues(10**9) == (5_000, True)
     stream.close()
+
+
+def test_streamed_batches_give_one_result_on_every_device(opencl_device, monkeypatch, tmp_path):
+    """The bundled example in batches of 7 reads (cut while the reads are parsed, the last ones
+    split at the end) on cpu, gpu (PoCL in CI) and hybrid, against one batch on the CPU: every
+    /reads dataset identical."""
+    from pathlib import Path
+
+    from papara_py.engine import opencl_devices
+    from papara_py.io.run_file import RunFile
+    from papara_py.pipeline import RunConfig, run
+
+    monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device])
+    example = Path(__file__).resolve().parents[1] / "data" / "example"
+    results = {}
+    for device, batch_reads in (("cpu", 12_500), ("cpu", 7), ("gpu", 7), ("hybrid", 7)):
+        out = tmp_path / f"{device}-{batch_reads}.h5"
+        run(RunConfig(tree=str(example / "tree.nwk"), alignment=str(example / "ref.phy"),
+                      reads=str(example / "reads.fa"), output=str(out), threads=2, batch_reads=batch_reads,
+                      device=device, quiet=True))
+        with RunFile(out) as handle:
+            results[device, batch_reads] = {path: dataset[()] for path, dataset in handle.read_datasets().items()}
+            if batch_reads == 7:  # 200 reads: full batches of 7 while 56 were left, then 8 equal ones
+                assert handle.record["traceback"]["batches"]["gpu" if device != "cpu" else "cpu"] == 29
+    whole = results["cpu", 12_500]
+    for key, datasets in results.items():
+        assert datasets.keys() == whole.keys()
+        for path, values in datasets.items():
+            np.testing.assert_array_equal(values, whole[path], f"{key}: {path}")
