@@ -168,7 +168,7 @@ class ReadStream:
             if len(alignable) - taken < lookahead:
                 pooled = len(alignable) - taken
                 with self._changed:
-                    self._wait(lambda: pooled + self._parsed_alignable >= lookahead)
+                    self._wait(lambda: pooled + self._parsed_alignable >= lookahead)  # noqa: B023 - called here
                     parsed, self._parsed, self._parsed_alignable = self._parsed, [], 0
                 if parsed:
                     pool = ReadSet.concatenate([pool.rows(start, len(pool)), *parsed])
