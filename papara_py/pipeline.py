@@ -17,6 +17,7 @@ allow it, so that the last batch is a small part of the whole.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -75,6 +76,11 @@ MIN_BATCH_READS = 2_000
 GPU_STARTUP_SECONDS = 1.0
 #: Cells a CPU worker thread scores per second, for that estimate (H100 host: 100 GCUPS on 16).
 CPU_CELLS_PER_THREAD_SECOND = 6e9
+#: How often CPython makes a thread that holds the GIL hand it over during a run (default 5 ms).
+#: A GPU feeder whose launch ended waits for the GIL while the writer, traceback and master
+#: threads run Python; 0.5 ms took the GPU's idle time in a 1M-read run from 5.2 s to 3.9-4.4 s
+#: on one machine (BENCHMARKS.md, "Streaming the reads").
+GIL_SWITCH_SECONDS = 0.0005
 
 @dataclass
 class RunConfig:
@@ -244,12 +250,15 @@ def run(config: RunConfig) -> RunSummary:
     reporter = Reporter(config.quiet, config.verbose, log)
     reporter.record(f"papara-py {__version__}: {config.command_line or 'papara_py.pipeline.run'}")
     reporter.record(f"threads: {config.threads} ({config.threads_source})")
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch, GIL_SWITCH_SECONDS))
     try:
         summary = _run(config, reporter)
     except BaseException as error:  # the log says how the run ended, whatever ended it
         log.write("ERROR", f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
         raise
     finally:
+        sys.setswitchinterval(switch)  # the caller's interpreter as it was (the Python API)
         log.close()
     return summary
 

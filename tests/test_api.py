@@ -76,6 +76,32 @@ def test_align_from_memory_equals_the_files(tmp_path, cli_run):
         run.close()
 
 
+def test_a_run_leaves_the_interpreters_switch_interval_as_it_was(tmp_path, monkeypatch):
+    """The main job hands the GIL over more often while it runs (pipeline.GIL_SWITCH_SECONDS);
+    the caller's interpreter gets its own setting back, also after a failed run."""
+    from papara_py import pipeline
+
+    seen = []
+    original = pipeline._run
+
+    def spy(config, reporter):
+        seen.append(sys.getswitchinterval())
+        return original(config, reporter)
+
+    before = sys.getswitchinterval()
+    monkeypatch.setattr(pipeline, "_run", spy)
+    try:
+        sys.setswitchinterval(0.004)
+        papara_py.align(str(TREE), REF, READS, output=tmp_path / "run.h5", **OPTIONS)
+        assert seen == [pytest.approx(pipeline.GIL_SWITCH_SECONDS)]
+        assert sys.getswitchinterval() == pytest.approx(0.004)
+        with pytest.raises(InputError):
+            papara_py.align(str(TREE), REF, tmp_path / "missing.fa", output=tmp_path / "bad.h5", **OPTIONS)
+        assert sys.getswitchinterval() == pytest.approx(0.004)
+    finally:
+        sys.setswitchinterval(before)
+
+
 def test_temporary_output_goes_with_the_run():
     run = papara_py.align(TREE, REF, READS, **OPTIONS)
     path = Path(run.path)
