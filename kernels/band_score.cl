@@ -68,14 +68,7 @@
 #error "near states are for 8-bit (DNA) profile elements"
 #endif
 
-#if PROF_BITS == 8
-typedef uchar elem_t;
-#elif PROF_BITS == 32
-typedef uint elem_t;
-#else
-#error "PROF_BITS must be 8 or 32"
-#endif
-#define STATE_MASK ((1u << STATE_BITS) - 1u)
+#include "elements.cl"
 typedef elem_t code_t;
 #define SPLIT (PACKED && PROF_BITS == 32)
 #if SPLIT

@@ -40,15 +40,7 @@
  * STRIPE cells and one element per step for all its rows.
  */
 
-#if PROF_BITS == 8
-typedef uchar elem_t;
-#elif PROF_BITS == 32
-typedef uint elem_t;
-#else
-#error "PROF_BITS must be 8 or 32"
-#endif
-#define STATE_MASK ((1u << STATE_BITS) - 1u)
-#define CGAP_BIT (1u << STATE_BITS)
+#include "elements.cl"
 
 /* Rows per stripe: the rows of a stripe are computed together, a skewed wavefront in registers
  * (below), so the previous row is read from and written to `row` once per stripe, and a

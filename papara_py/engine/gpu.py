@@ -37,11 +37,11 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from importlib.resources import files
 
 import numpy as np
 import pyopencl as cl
 
+from papara_py import kernels
 from papara_py.engine.opencl_devices import DeviceInfo
 from papara_py.pairwise.params import ScoringParams
 from papara_py.phylo.encoding import DNA, Alphabet, alphabet_of, near_states
@@ -130,9 +130,9 @@ def built_program(context: cl.Context, device: cl.Device, source: str, options: 
     key = (device, source, options)
     with _shared_lock:
         if key not in _programs:
-            text = files("papara_py.kernels").joinpath(source).read_text()
-            _programs[key] = cl.Program(context, text).build(options=list(options), devices=[device])
+            _programs[key] = cl.Program(context, kernels.source(source)).build(options=list(options), devices=[device])
         return _programs[key]
+
 
 
 def _round_up(value: int, multiple: int) -> int:

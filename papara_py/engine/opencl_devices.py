@@ -281,16 +281,15 @@ def _compiler_answer(error: Exception) -> str:
 
 def check_device(device: DeviceInfo) -> DeviceCheck:
     """Compile papara-py's kernels (CHECK_BUILDS) and run PROBE_KERNEL on `device`."""
-    from importlib.resources import files
-
     import numpy as np
     import pyopencl as cl
+
+    from papara_py import kernels
 
     try:
         context = cl.Context([device.cl_device])
         for source, options in CHECK_BUILDS:
-            text = files("papara_py.kernels").joinpath(source).read_text()
-            cl.Program(context, text).build(options=list(options), devices=[device.cl_device])
+            cl.Program(context, kernels.source(source)).build(options=list(options), devices=[device.cl_device])
         queue = cl.CommandQueue(context, device.cl_device)
         out = np.zeros(4, np.int32)
         buffer = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, out.nbytes)
