@@ -63,52 +63,24 @@ for _i, _letters in enumerate(("Aa", "Cc", "Gg", "TtUu")):
         _BASE[ord(_letter)] = _i
 
 
-def _windows(ascii: np.ndarray, offsets: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every k-mer window lying inside one sequence and free of non-ACGT characters.
-
-    `ascii` is the concatenation of sequences delimited by `offsets` (int64 [S + 1], from 0 to
-    len(ascii); empty sequences allowed). Returns the
-    window's 2-bit packed code, the packed code of its reverse complement (both uint32, first
-    base in the high bits) and the sequence it belongs to (int64).
-    """
-    n = len(ascii)
-    if n < k:
-        empty = np.empty(0, dtype=np.uint32)
-        return empty, empty, np.empty(0, dtype=np.int64)
-    base = _BASE[ascii]
-    n_windows = n - k + 1
-    bad = np.concatenate(([0], np.cumsum(base == 255)))
-    lengths = np.diff(offsets)
-    owner = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)[:n_windows]
-    first = np.arange(n_windows, dtype=np.int64)
-    valid = (first + k <= offsets[1:][owner]) & (bad[first + k] == bad[first])
-    bits = (base & 3).astype(np.uint32)
-    forward = np.zeros(n_windows, dtype=np.uint32)
-    reverse = np.zeros(n_windows, dtype=np.uint32)
-    for i in range(k):
-        window_base = bits[i:i + n_windows]
-        forward = (forward << 2) | window_base
-        reverse |= (3 - window_base) << np.uint32(2 * i)
-    return forward[valid], reverse[valid], owner[valid]
-
-
 class ReferenceKmers:
     """The set of k-mers of the reference rows (gaps removed), as a bitmap over all 4^k codes."""
 
     def __init__(self, rows: np.ndarray, k: int = K, rows_per_chunk: int = 512) -> None:
-        """`rows`: the reference alignment, uint8 ASCII [N, m]; chunked to bound memory."""
+        """`rows`: the reference alignment, uint8 ASCII [N, m]; its rows without their gaps,
+        `rows_per_chunk` at a time (bounded memory)."""
         if not 1 <= k <= 16:
             raise ValueError(f"k must be in 1..16 (codes are uint32), got {k}")
         self.k = k
-        present = np.zeros(4 ** k, dtype=bool)
+        self._bitmap = np.zeros(max(1, 4 ** k // 8), np.uint8)  # bit c of byte c >> 3: code c occurs
         for lo in range(0, rows.shape[0], rows_per_chunk):
             chunk = rows[lo:lo + rows_per_chunk]
             residue = ~IS_GAP[chunk]
-            offsets = np.concatenate(([0], np.cumsum(residue.sum(axis=1)))).astype(np.int64)
-            forward, _, _ = _windows(chunk[residue], offsets, k)
-            present[forward] = True
-        self.distinct = int(np.count_nonzero(present))
-        self._bitmap = np.packbits(present, bitorder="little")
+            lengths = residue.sum(axis=1, dtype=np.int64)
+            ends = np.cumsum(lengths)
+            _rolling_scan(np.ascontiguousarray(chunk[residue], dtype=np.uint8), ends - lengths, ends, k,
+                          self._bitmap, _BASE, True)
+        self.distinct = int(np.unpackbits(self._bitmap).sum())
 
     @property
     def density(self) -> float:
@@ -122,16 +94,18 @@ class ReferenceKmers:
 
     def hits_at(self, ascii: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`hits` of the sequences ascii[starts[s]:ends[s]], read in place (no copy of a read
-        set's residues): one GIL-free pass with rolling codes, where the vectorised windows
-        (`_windows`, still used for the reference) made k passes over arrays of every window."""
-        return _rolling_hits(np.asarray(ascii, dtype=np.uint8), np.asarray(starts, dtype=np.int64),
-                             np.asarray(ends, dtype=np.int64), self.k, self._bitmap, _BASE)
+        set's residues), in one GIL-free pass with rolling codes."""
+        return _rolling_scan(np.asarray(ascii, dtype=np.uint8), np.asarray(starts, dtype=np.int64),
+                             np.asarray(ends, dtype=np.int64), self.k, self._bitmap, _BASE, False)
 
 
 @njit(cache=True, nogil=True)
-def _rolling_hits(ascii, starts, ends, k, bitmap, base_of):
-    """Per sequence the windows of `_windows` (inside it, free of non-ACGT) counted, and those
-    whose code, or whose reverse complement's code, is in `bitmap` (bit c of byte c >> 3)."""
+def _rolling_scan(ascii, starts, ends, k, bitmap, base_of, mark):
+    """Every k-mer window of each sequence ascii[starts[s]:ends[s]] that lies inside it and is
+    free of non-ACGT characters, as a rolling 2-bit code (first base in the high bits) and the
+    code of its reverse complement. With `mark`, each window's code is set in `bitmap` (bit c of
+    byte c >> 3); otherwise the windows are counted per sequence, and those whose code, or whose
+    reverse complement's, is in `bitmap`. Returns (forward hits, reverse hits, windows)."""
     n = starts.shape[0]
     forward_hits = np.zeros(n, np.int64)
     reverse_hits = np.zeros(n, np.int64)
@@ -152,8 +126,11 @@ def _rolling_hits(ascii, starts, ends, k, bitmap, base_of):
             run += 1
             if run >= k:
                 windows[s] += 1
-                forward_hits[s] += (bitmap[forward >> np.uint64(3)] >> (forward & np.uint64(7))) & 1
-                reverse_hits[s] += (bitmap[reverse >> np.uint64(3)] >> (reverse & np.uint64(7))) & 1
+                if mark:
+                    bitmap[forward >> np.uint64(3)] |= np.uint8(1) << np.uint8(forward & np.uint64(7))
+                else:
+                    forward_hits[s] += (bitmap[forward >> np.uint64(3)] >> (forward & np.uint64(7))) & 1
+                    reverse_hits[s] += (bitmap[reverse >> np.uint64(3)] >> (reverse & np.uint64(7))) & 1
     return forward_hits, reverse_hits, windows
 
 
