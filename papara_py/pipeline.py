@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import asdict, dataclass, field
-from itertools import chain
+from itertools import chain, pairwise
 
 import numpy as np
 
@@ -269,7 +269,7 @@ def _run(config: RunConfig, reporter: Reporter) -> RunSummary:
     timings: dict[str, float] = {}
     started = time.perf_counter()
     # numba's JIT starts while the inputs are read, not on a consumer thread (pairwise/candidates.py)
-    jit_loader = threading.Thread(target=load_merges, name="papara-jit", daemon=True)
+    jit_loader = threading.Thread(target=_load_jit, name="papara-jit", daemon=True)
     jit_loader.start()
     inputs = read_inputs(config, reporter, timings)
     with closing(inputs.reads):
@@ -293,6 +293,15 @@ def _run(config: RunConfig, reporter: Reporter) -> RunSummary:
                     + "".join(f", {n} {s}" for s, n in counts.items() if s != STATUS_ALIGNED)
                     + f"; scoring {timings['scoring']:.2f} s ({tally.gcups:.1f} GCUPS); wrote {config.output}")
     return RunSummary(tally.n_reads, tally.n_alignable, counts, timings, tally.gcups)
+
+
+def _load_jit() -> None:
+    """Load (or compile) the numba functions every run calls, on a thread of their own while
+    the inputs are read, instead of on the thread that first needs them (a GPU feeder or the
+    engine's master, with the GPU waiting): the candidate merges (pairwise/candidates.py) and
+    the read gather (io/reads.py)."""
+    load_merges()
+    ReadSet([], np.zeros(0, np.uint8), np.zeros(1, np.int64)).select_residues(np.zeros(0, np.int64))
 
 
 @dataclass
@@ -729,12 +738,17 @@ def _write_stretch(writer: RunWriter, stretch: Stretch, chunk: int) -> None:
     reads = stretch.reads
     for lo in range(0, len(reads), chunk):
         hi = min(len(reads), lo + chunk)
+        # the sequences: one decoded text and a str slice per read (a numpy slice, bytes and str
+        # per read held the GIL three times as long)
+        first, ends = reads.offsets[lo], reads.offsets[lo + 1:hi + 1]
+        text = reads.residues[first:ends[-1]].tobytes().decode("ascii")
+        bounds = (np.concatenate(([first], ends)) - first).tolist()
         writer.write_reads(stretch.first + lo, {
             "names": np.array(reads.names[lo:hi], dtype=object),
             "status": np.array(STATUSES, dtype=object)[stretch.statuses[lo:hi]],
             "strand": np.full(hi - lo, "+", dtype=object),
             "cigar": np.full(hi - lo, "", dtype=object),
-            "sequence": np.array([reads.sequence(q).decode("ascii") for q in range(lo, hi)], dtype=object)})
+            "sequence": np.array([text[a:b] for a, b in pairwise(bounds)], dtype=object)})
 
 
 def _write_batch(writer: RunWriter, batch: np.ndarray, reverse: np.ndarray, candidates: Candidates, scores, starts,

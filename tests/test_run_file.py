@@ -11,6 +11,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from papara_py.errors import InputError
 from papara_py.io.run_file import RunFile
@@ -157,3 +159,20 @@ def test_a_run_record_changed_behind_its_checksum_is_refused(run_path, tmp_path)
         handle["run"].attrs["parameters"] = '{"mismatch": 30}'
     with pytest.raises(InputError, match=r"the run record \(/run attributes\) does not match its checksum"):
         RunFile(_damaged_copy(run_path, tmp_path, edit))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.lists(st.text(max_size=12), max_size=30),
+                 st.lists(st.text(alphabet="ACGTN=MID0123456789", max_size=40), max_size=30),
+                 st.lists(st.binary(max_size=12), max_size=30),
+                 st.lists(st.one_of(st.text(max_size=5), st.binary(max_size=5)), max_size=10)))
+def test_string_checksums_are_zlibs_crc32_of_each_strings_utf8(values):
+    """The writer's CRC-32s (one numba pass over joined ASCII strings, zlib per string otherwise)
+    equal zlib.crc32 of each value's UTF-8 bytes, whatever mix of text, bytes and non-ASCII."""
+    import zlib
+
+    from papara_py.io.checksums import string_crc32
+
+    expected = [zlib.crc32(v.encode("utf-8") if isinstance(v, str) else v) for v in values]
+    assert string_crc32(values).tolist() == expected
+    assert string_crc32(np.array(values, dtype=object)).tolist() == expected

@@ -19,6 +19,7 @@ import zlib
 from typing import BinaryIO
 
 import numpy as np
+from numba import njit
 
 
 class Digest:
@@ -96,11 +97,59 @@ def string_crc32(values) -> np.ndarray:
     Run files keep these beside their string datasets: HDF5's own checksum filter (fletcher32,
     used on the numeric datasets) cannot be applied to variable-length data, whose bytes live in
     an unchecked heap, so without them a damaged name or CIGAR would read back as a valid one.
+
+    Strings that are all str (or all bytes) and ASCII are joined and checked in one GIL-free
+    numba pass, zlib's CRC-32 bit for bit (others one by one): the writer thread computes these
+    for five string fields of every read, and one zlib call per string held the GIL for most of
+    that time (BENCHMARKS.md, "Streaming the reads").
     """
     if isinstance(values, (str, bytes)):
         return np.uint32(zlib.crc32(values.encode("utf-8") if isinstance(values, str) else values))
-    return np.fromiter((zlib.crc32(v.encode("utf-8") if isinstance(v, str) else v) for v in values),
-                       dtype=np.uint32, count=len(values))
+    values = list(values)
+    joined = _joined_ascii(values)
+    if joined is None:
+        return np.fromiter((zlib.crc32(v.encode("utf-8") if isinstance(v, str) else v) for v in values),
+                           dtype=np.uint32, count=len(values))
+    lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+    ends = np.cumsum(lengths)
+    return _crc32_pieces(np.frombuffer(joined, np.uint8), ends - lengths, ends, _CRC_TABLE)
+
+
+def _joined_ascii(values: list) -> bytes | None:
+    """The values' bytes one after another, where they are all str or all bytes and ASCII (so a
+    value's length is its number of bytes); None otherwise."""
+    try:
+        text = "".join(values)
+    except TypeError:
+        try:
+            data = b"".join(values)
+        except TypeError:
+            return None
+        return data if data.isascii() else None
+    return text.encode("ascii") if text.isascii() else None
+
+
+def _crc_table() -> np.ndarray:
+    """The 256 entries of the table-driven CRC-32 (reflected polynomial 0xEDB88320, zlib's)."""
+    table = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        table = np.where(table & 1, (table >> 1) ^ np.uint32(0xEDB88320), table >> 1).astype(np.uint32)
+    return table
+
+
+_CRC_TABLE = _crc_table()
+
+
+@njit(cache=True, nogil=True)
+def _crc32_pieces(data, starts, ends, table):
+    """zlib.crc32 of data[starts[i]:ends[i]] for each i."""
+    out = np.empty(starts.shape[0], np.uint32)
+    for i in range(starts.shape[0]):
+        crc = np.uint32(0xFFFFFFFF)
+        for j in range(starts[i], ends[i]):
+            crc = table[(crc ^ data[j]) & 0xFF] ^ (crc >> np.uint32(8))
+        out[i] = crc ^ np.uint32(0xFFFFFFFF)
+    return out
 
 
 def attributes_crc32(attrs) -> int:

@@ -14,8 +14,9 @@ from functools import cached_property
 from typing import Iterable
 
 import numpy as np
+from numba import njit
 
-from papara_py.phylo.encoding import DNA, Alphabet, reverse_complement
+from papara_py.phylo.encoding import COMPLEMENT_ASCII, DNA, Alphabet, reverse_complement
 
 STATUS_ALIGNED = "aligned"
 STATUS_EMPTY = "empty"
@@ -131,17 +132,15 @@ class ReadSet:
                         reverse: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Like `select`, but the oriented residues as upper-case ASCII (what the output shows).
 
-        A copy per read: one vectorised gather (int64 positions for every residue) measured 4x
-        slower for 12,500 reads of 150 bp (scripts/bench_reads.py; BENCHMARKS.md, Reads).
-        """
-        lengths = self.lengths[indices]
-        offsets = np.zeros(len(indices) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        residues = np.empty(int(offsets[-1]), dtype=np.uint8)
-        for slot, q in enumerate(indices.tolist()):
-            flip = bool(reverse[slot]) if reverse is not None else False
-            residues[offsets[slot]:offsets[slot + 1]] = self.oriented(q, flip)
-        return residues, offsets
+        One GIL-free numba pass: the per-read copies and reverse complements it replaced were
+        the engine's master thread's largest cost in a 1M-read run, each small numpy call
+        waiting for the GIL behind the writer and traceback threads (BENCHMARKS.md, "Streaming
+        the reads")."""
+        indices = np.asarray(indices, dtype=np.int64)
+        flips = np.zeros(len(indices), np.bool_) if reverse is None else np.asarray(reverse, dtype=np.bool_)
+        if flips.any() and not self.alphabet.stranded:
+            raise ValueError(f"{self.alphabet.name} reads have no reverse complement")
+        return _gather_oriented(self.residues, self.offsets, indices, flips, COMPLEMENT_ASCII)
 
     def oriented(self, q: int, reverse: bool) -> np.ndarray:
         """Read q's residues (uint8 ASCII), reverse-complemented when `reverse` (a stranded
@@ -150,3 +149,25 @@ class ReadSet:
         if reverse and not self.alphabet.stranded:
             raise ValueError(f"{self.alphabet.name} reads have no reverse complement")
         return reverse_complement(residues) if reverse else residues
+
+
+@njit(cache=True, nogil=True)
+def _gather_oriented(residues, offsets, indices, reverse, complement):
+    """Reads `indices` of (residues, offsets) one after another, read s reverse-complemented
+    (`complement`: ASCII -> its complement) where reverse[s]; returns (residues, offsets [S+1])."""
+    n = indices.shape[0]
+    out_offsets = np.zeros(n + 1, np.int64)
+    for s in range(n):
+        q = indices[s]
+        out_offsets[s + 1] = out_offsets[s] + offsets[q + 1] - offsets[q]
+    out = np.empty(out_offsets[n], np.uint8)
+    for s in range(n):
+        q = indices[s]
+        first, at = offsets[q], out_offsets[s]
+        length = offsets[q + 1] - first
+        if reverse[s]:
+            for i in range(length):
+                out[at + i] = complement[residues[first + length - 1 - i]]
+        else:
+            out[at:at + length] = residues[first:first + length]
+    return out, out_offsets
