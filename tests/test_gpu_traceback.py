@@ -10,6 +10,8 @@ protein, launches split by a small memory budget. Runs on the OpenCL device of t
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -92,7 +94,7 @@ def test_device_traceback_on_marker_gene_shapes(tracers, preset):
     assert len(launches) > 1
     order = np.concatenate(launches)  # longest first, and by edge among reads of one length
     assert sorted(order.tolist()) == list(range(300))
-    assert all((lengths[a], -slots[a]) >= (lengths[b], -slots[b]) for a, b in zip(order, order[1:]))
+    assert all((lengths[a], -slots[a]) >= (lengths[b], -slots[b]) for a, b in itertools.pairwise(order))
     assert_same(tracer, codes, residues, offsets, slots, profiles, ScoringParams.preset(preset))
     assert tracer.device_cells == int((lengths * (900 - lengths + 1)).sum())
 

@@ -84,7 +84,7 @@ class ReadSet:
         return cls(names, np.frombuffer(residues, dtype=np.uint8), np.frombuffer(offsets, dtype=np.int64), alphabet)
 
     @classmethod
-    def concatenate(cls, parts: list["ReadSet"]) -> "ReadSet":
+    def concatenate(cls, parts: list[ReadSet]) -> ReadSet:
         """The reads of `parts` (of one alphabet, at least one) one after another, in new arrays."""
         if len(parts) == 1:
             return parts[0]
@@ -95,7 +95,7 @@ class ReadSet:
                    np.concatenate([part.residues[part.offsets[0]:part.offsets[-1]] for part in parts]),
                    offsets.astype(np.int64), parts[0].alphabet)
 
-    def rows(self, first: int, end: int) -> "ReadSet":
+    def rows(self, first: int, end: int) -> ReadSet:
         """Reads first .. end - 1 as a new ReadSet sharing this one's arrays (no copy of residues)."""
         return ReadSet(self.names[first:end], self.residues, self.offsets[first:end + 1], self.alphabet)
 
