@@ -556,9 +556,10 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
             """One stretch's rows and its traced batch (`trace`'s results; none where it has no read
             to align) into the run file (on the writer thread, in order)."""
             t0 = time.perf_counter()
-            _write_stretch(writer, stretch, config.batch_reads)
+            reverse, candidates, scores, starts, cigars, rows = traced or (None,) * 6
+            _write_stretch(writer, stretch, config.batch_reads, reverse, cigars)
             if traced:
-                _write_batch(writer, stretch.first + stretch.alignable, *traced)
+                _write_batch(writer, stretch.first + stretch.alignable, candidates, scores, starts, rows)
             timings["output"] += time.perf_counter() - t0
             nonlocal written
             written += 1
@@ -729,13 +730,20 @@ def run_record(config: RunConfig, inputs: Inputs, profiles: EdgeProfiles, device
     return record
 
 
-def _write_stretch(writer: RunWriter, stretch: Stretch, chunk: int) -> None:
-    """Names, statuses and sequences (as given) of a stretch's rows, `chunk` rows at a time (a
-    stretch may hold any number of reads that are not aligned; memory stays bounded).
-
-    Strand starts as "+"; aligned reads get their chosen strand in `_write_batch`, afterwards.
+def _write_stretch(writer: RunWriter, stretch: Stretch, chunk: int, reverse: np.ndarray | None = None,
+                   cigars: list[str] | None = None) -> None:
+    """The string fields of a stretch's rows: names, statuses and sequences (as given), and the
+    strand and CIGAR (of its aligned reads, `reverse` and `cigars` per alignable read; "+" and ""
+    for the others), `chunk` rows at a time (a stretch may hold any number of reads that are not
+    aligned; memory stays bounded). Each string field is written once: h5py's variable-length
+    string writes are the writer thread's largest cost.
     """
     reads = stretch.reads
+    strand = np.full(len(reads), "+", dtype=object)
+    cigar = np.full(len(reads), "", dtype=object)
+    if reverse is not None:
+        strand[stretch.alignable] = np.where(reverse, "-", "+")
+        cigar[stretch.alignable] = np.array(cigars, dtype=object)
     for lo in range(0, len(reads), chunk):
         hi = min(len(reads), lo + chunk)
         # the sequences: one decoded text and a str slice per read (a numpy slice, bytes and str
@@ -746,21 +754,18 @@ def _write_stretch(writer: RunWriter, stretch: Stretch, chunk: int) -> None:
         writer.write_reads(stretch.first + lo, {
             "names": np.array(reads.names[lo:hi], dtype=object),
             "status": np.array(STATUSES, dtype=object)[stretch.statuses[lo:hi]],
-            "strand": np.full(hi - lo, "+", dtype=object),
-            "cigar": np.full(hi - lo, "", dtype=object),
+            "strand": strand[lo:hi], "cigar": cigar[lo:hi],
             "sequence": np.array([text[a:b] for a, b in pairwise(bounds)], dtype=object)})
 
 
-def _write_batch(writer: RunWriter, batch: np.ndarray, reverse: np.ndarray, candidates: Candidates, scores, starts,
-                 cigars, rows) -> None:
-    """Scatter one batch's results into the per-read datasets (rows are in input order)."""
+def _write_batch(writer: RunWriter, batch: np.ndarray, candidates: Candidates, scores, starts, rows) -> None:
+    """Scatter one batch's numeric results into the per-read datasets (rows are in input order;
+    its strings go with its stretch's, `_write_stretch`)."""
     # batches are slices of the alignable reads in input order; write contiguous runs
     breaks = np.flatnonzero(np.diff(batch) != 1) + 1
     for lo, hi in zip(np.concatenate(([0], breaks)), np.concatenate((breaks, [len(batch)]))):
         writer.write_reads(int(batch[lo]), {
             "best_edge": candidates.edge[lo:hi, 0], "score": scores[lo:hi], "start": starts[lo:hi],
-            "cigar": np.array(cigars[lo:hi], dtype=object), "aligned": rows[lo:hi],
-            "strand": np.where(reverse[lo:hi], "-", "+").astype(object),
-            "candidates/edge": candidates.edge[lo:hi],
+            "aligned": rows[lo:hi], "candidates/edge": candidates.edge[lo:hi],
             "candidates/score": np.where(candidates.edge[lo:hi] >= 0, candidates.score[lo:hi], -1),
         })
