@@ -16,7 +16,7 @@ from typing import Iterable
 import numpy as np
 from numba import njit
 
-from papara_py.phylo.encoding import COMPLEMENT_ASCII, DNA, Alphabet, reverse_complement
+from papara_py.phylo.encoding import COMPLEMENT_ASCII, DNA, Alphabet
 
 STATUS_ALIGNED = "aligned"
 STATUS_EMPTY = "empty"
@@ -107,9 +107,6 @@ class ReadSet:
         """int64 [Q]; computed once (every batch looks its reads up in it)."""
         return np.diff(self.offsets)
 
-    def sequence(self, q: int) -> bytes:
-        return self.residues[self.offsets[q]:self.offsets[q + 1]].tobytes()
-
     def status_codes(self, n_columns: int) -> np.ndarray:
         """Why each read can or cannot be aligned against `n_columns` reference columns, as an
         index into STATUSES per read (one byte a read: a million Python strings would not be)."""
@@ -141,14 +138,6 @@ class ReadSet:
         if flips.any() and not self.alphabet.stranded:
             raise ValueError(f"{self.alphabet.name} reads have no reverse complement")
         return _gather_oriented(self.residues, self.offsets, indices, flips, COMPLEMENT_ASCII)
-
-    def oriented(self, q: int, reverse: bool) -> np.ndarray:
-        """Read q's residues (uint8 ASCII), reverse-complemented when `reverse` (a stranded
-        alphabet only: pairwise/strand.py never asks it of protein reads)."""
-        residues = self.residues[self.offsets[q]:self.offsets[q + 1]]
-        if reverse and not self.alphabet.stranded:
-            raise ValueError(f"{self.alphabet.name} reads have no reverse complement")
-        return reverse_complement(residues) if reverse else residues
 
 
 @njit(cache=True, nogil=True)
