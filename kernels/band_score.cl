@@ -46,9 +46,12 @@
  *   -DPROF_BITS=8|32 -DSTATE_BITS=<states> (the alphabet, phylo/encoding.py): profile elements
  *   and read codes are uchar (DNA: 4 states, CGAP bit 4) or uint (protein: 20 states, CGAP bit
  *   20); the CGAP bit is bit STATE_BITS.
- *   -DNEAR=0|1 (DNA only): near states. The host widens each lane's element to 16 bits:
- *   bits 0-3 the state set, bit 4 CGAP, bits 8-11 the state set | its near states (engine/gpu.py,
- *   _near_elements); prof_t is then ushort (one lane) or uint (packed: lane 2u in bits 0-15).
+ *   -DNEAR=0|1: near states. The host gives each lane's element a second set beside it, the
+ *   state set | its near states (engine/gpu.py, _near_elements). DNA: each element widened to
+ *   16 bits, bits 0-3 the state set, bit 4 CGAP, bits 8-11 the wider set; prof_t is then ushort
+ *   (one lane) or uint (packed: lane 2u in bits 0-15). Protein, one lane: uint2, .x the element,
+ *   .y the wider set. Protein, split (below): uint4, .x and .y as without NEAR, .z and .w the
+ *   wider sets split the same way (.w without a CGAP bit).
  *
  * Packed lanes and wide state sets (PACKED with PROF_BITS 32, "split" states): a 16-bit half
  * cannot hold a 20-bit set, so each set is cut into a low and a high part of HALF_BITS =
@@ -64,9 +67,6 @@
 #ifndef NEAR
 #define NEAR 0
 #endif
-#if NEAR && PROF_BITS != 8
-#error "near states are for 8-bit (DNA) profile elements"
-#endif
 
 #include "elements.cl"
 typedef elem_t code_t;
@@ -79,10 +79,18 @@ typedef elem_t code_t;
 #endif
 #endif
 
-#if SPLIT
+#if SPLIT && NEAR
+#define LANES 2
+typedef uint4 prof_t; /* two wide elements and their wider sets, split (see above) */
+#define SPLAT(x) ((uint)(x) * 0x00010001u)
+#elif SPLIT
 #define LANES 2
 typedef uint2 prof_t; /* two wide elements, split (see above) */
 #define SPLAT(x) ((uint)(x) * 0x00010001u)
+#elif NEAR && PROF_BITS == 32
+#define LANES 1
+typedef uint2 prof_t; /* one wide element and its wider set (see NEAR above) */
+#define SPLAT(x) ((uint)(x))
 #elif NEAR && PACKED
 #define LANES 2
 typedef uint prof_t; /* two widened 16-bit elements (see NEAR above) */
@@ -137,7 +145,10 @@ typedef struct {
     cell_t states_hi; /* SPLIT: the high part of the state set per lane */
 #endif
 #if NEAR
-    cell_t states_near; /* NEAR: the state set and its near states per lane */
+    cell_t states_near; /* NEAR: the state set and its near states per lane (SPLIT: low part) */
+#endif
+#if NEAR && SPLIT
+    cell_t states_near_hi; /* NEAR, SPLIT: the high part of that wider set per lane */
 #endif
     cell_t diag;   /* CG_i + mismatch per lane */
     cell_t open;   /* OE_i per lane */
@@ -154,17 +165,26 @@ inline column_t load_column(global const prof_t *p, const penalties_t *pen)
 {
     column_t col;
 #if SPLIT
-    const uint2 elements = *p;
+    const prof_t elements = *p;
     const uint gap = (elements.y >> (STATE_BITS - HALF_BITS)) & SPLAT(1); /* CGAP per lane */
     col.states = elements.x & SPLAT(HALF_MASK);
     col.states_hi = elements.y & SPLAT(HALF_MASK);
+#if NEAR
+    col.states_near = elements.z;
+    col.states_near_hi = elements.w;
+#endif
+#elif NEAR && PROF_BITS == 32
+    const uint2 elements = *p;
+    const uint gap = (elements.x >> STATE_BITS) & 1u; /* CGAP flag, 0 or 1 */
+    col.states = elements.x & STATE_MASK;
+    col.states_near = elements.y;
 #else
     const uint elements = SPREAD(*p);
     const uint gap = (elements >> STATE_BITS) & SPLAT(1); /* CGAP flag per lane, 0 or 1 */
     col.states = elements & SPLAT(STATE_MASK);
-#endif
 #if NEAR
     col.states_near = (elements >> 8) & SPLAT(STATE_MASK);
+#endif
 #endif
     const uint residue = gap ^ SPLAT(1);
     col.diag = gap * pen->cgap + SPLAT(pen->mismatch);
@@ -198,7 +218,12 @@ inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH,
          * is the per-half subtraction, as no half can borrow (CG_i + mismatch >= mismatch) */
 #if NEAR
         /* the wider set's hit first: (CG_i + mismatch) - (mismatch - near) >= 0, no borrow */
-        const cell_t hit_near = lane_min(col.states_near & B[r], SPLAT(1));
+#if SPLIT
+        const cell_t meet_near = (col.states_near & B[r]) | (col.states_near_hi & BH[r]);
+#else
+        const cell_t meet_near = col.states_near & B[r];
+#endif
+        const cell_t hit_near = lane_min(meet_near, SPLAT(1));
         const cell_t cost = col.diag + hit_near * pen->neg_step + hit * pen->neg_near;
 #else
         const cell_t cost = col.diag + hit * pen->neg_mismatch;

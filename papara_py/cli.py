@@ -156,8 +156,9 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
             ("--gap-open", "opening a gap in the read"),
             ("--gap-extend", "extending a gap in the read"),
             ("--insertion", "read residue between reference columns"),
-            ("--near-mismatch", ("read residue one parsimony step from the branch's state set (its near "
-                                 "states; DNA only; at most --mismatch; equal to it is the paper's Eq. 1)"))]):
+            ("--near-mismatch", ("read residue among the branch's near states: one parsimony step from its "
+                                 "state set (DNA), or scoring 0 or more against one of its states in BLOSUM62 (protein); at "
+                                 "most --mismatch; equal to it is the paper's Eq. 1)"))]):
         scoring.add_argument(flag, type=_penalty, default=None,
                              help=f"{meaning} (default: the preset's; {PRESETS[DEFAULT_PRESET][k]} in {DEFAULT_PRESET}, "
                                   f"{PRESETS['protein'][k]} in protein)")

@@ -381,14 +381,8 @@ def log_inputs(config: RunConfig, reporter: Reporter, inputs: Inputs) -> None:
 def resolve_params(params: ScoringParams | PenaltyChoice, alphabet: Alphabet) -> ScoringParams:
     """The penalties a run uses: `params` as given, or a PenaltyChoice resolved with the
     alphabet's default preset (DESIGN 4: protein data get the `protein` preset unless a preset is
-    given). Near states exist only where the alphabet's elements hold them (DNA), so a
-    near_mismatch below mismatch is refused for the others."""
-    resolved = params if isinstance(params, ScoringParams) else params.resolve(alphabet.default_preset)
-    if resolved.weighted and not alphabet.has_near_states:
-        raise InputError("--near-mismatch", f"{alphabet.name} profiles carry no near states (DESIGN.md 3), so "
-                                            f"the near-state mismatch must equal the mismatch penalty "
-                                            f"({resolved.mismatch}); got {resolved.near_mismatch}")
-    return resolved
+    given)."""
+    return params if isinstance(params, ScoringParams) else params.resolve(alphabet.default_preset)
 
 
 def edge_profiles(config: RunConfig, inputs: Inputs, timings: dict[str, float]) -> EdgeProfiles:

@@ -65,7 +65,7 @@ def make_data(shape: Shape, width: int, max_cells: float, rng: np.random.Generat
         profiles = np.where(rng.random(size) < 0.75, rng.choice(singles, size=size),
                             rng.integers(1, chosen.state_mask + 1, size=size, dtype=chosen.dtype))
     profiles |= np.where(rng.random(profiles.shape) < 0.1, chosen.cgap_bit, 0).astype(chosen.dtype)
-    if chosen.has_near_states:  # near-state fields (DESIGN 3): used by the weighted preset only
+    if chosen.stores_near_states:  # near-state fields (DESIGN 3): used by the weighted preset only
         profiles |= (rng.integers(0, 8, size=size) << chosen.near_shift).astype(chosen.dtype)
     blocks = [make_block(b, b * width, profiles[b * width:(b + 1) * width], width)
               for b in range(block_count(shape.edges, width))]

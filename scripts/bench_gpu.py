@@ -58,7 +58,7 @@ def random_profiles(rng: np.random.Generator, n_edges: int, m: int, alphabet: Al
     states = rng.choice(mixed, size=(n_edges, m))
     cgap = np.repeat(rng.random((n_edges, -(-m // 8))) < 0.3, 8, axis=1)[:, :m]
     elements = states | (cgap * alphabet.dtype.type(alphabet.cgap_bit))
-    if alphabet.has_near_states:  # near states (DESIGN 3) in 40% of the columns
+    if alphabet.stores_near_states:  # near states (DESIGN 3) in 40% of the columns; protein's follow from the set
         near = np.where(rng.random((n_edges, m)) < 0.4, rng.integers(1, 8, size=(n_edges, m)), 0)
         elements |= (near << alphabet.near_shift).astype(alphabet.dtype)
     return elements
@@ -101,15 +101,14 @@ def verify(scorers: dict[str, GpuScorer], rng: np.random.Generator, rounds: int,
     """Mismatching reads per scorer over random chunks (k-best scores and edges vs the reference)."""
     def random_params() -> ScoringParams:
         values = rng.integers(0, 8, size=5).tolist()
-        near = int(rng.integers(0, values[0] + 1)) if alphabet.has_near_states and rng.random() < 0.5 else values[0]
+        near = int(rng.integers(0, values[0] + 1)) if rng.random() < 0.5 else values[0]
         return ScoringParams(*values, near_mismatch=near)
 
     cases = [(int(rng.integers(2, 200)), int(rng.integers(1, 90)), int(rng.integers(1, 12)), random_params())
              for _ in range(rounds)]
     cases += [(1500, 64, 8, PARAMS), (300, 40, 10, ScoringParams(2000, 900, 3000, 100, 2500))]
-    if alphabet.has_near_states:
-        cases += [(1500, 64, 8, ScoringParams.preset("weighted")),
-                  (300, 40, 10, ScoringParams(2000, 900, 3000, 100, 2500, 1000))]
+    cases += [(1500, 64, 8, ScoringParams.preset(alphabet.default_preset)),  # near states cheaper in both
+              (300, 40, 10, ScoringParams(2000, 900, 3000, 100, 2500, 1000))]
     bad = dict.fromkeys(scorers, 0)
     for m, n_edges, n_reads, params in cases:
         profiles, codes, offsets, ref, order = random_instance(rng, m, n_edges, n_reads, params, alphabet)

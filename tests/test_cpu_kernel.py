@@ -57,7 +57,7 @@ def random_profiles(rng: np.random.Generator, n_edges: int, m: int, cgap_style: 
                 start = int(rng.integers(0, m))
                 flags[e, start:start + int(rng.integers(1, m + 1))] = True
     elements = states | (flags.astype(alphabet.dtype) * alphabet.dtype.type(alphabet.cgap_bit))
-    if alphabet.has_near_states:  # random near-state fields (DESIGN 3)
+    if alphabet.stores_near_states:  # random near-state fields (DESIGN 3; protein's follow from the set)
         elements |= (rng.integers(0, 8, size=(n_edges, m)) << alphabet.near_shift).astype(alphabet.dtype)
     return elements
 
@@ -92,8 +92,7 @@ def cases(draw, alphabet=DNA):
                             min_size=1, max_size=3))
     reads = [random_states(rng, n, alphabet) for n in lengths]
     values = [draw(parameter) for _ in range(5)]
-    near = values[0] if not alphabet.has_near_states else draw(st.one_of(st.just(values[0]),
-                                                                            st.integers(0, values[0])))
+    near = draw(st.one_of(st.just(values[0]), st.integers(0, values[0])))  # Eq. 1, or near states cheaper
     params = ScoringParams(*values, near_mismatch=near)
     strip = draw(st.sampled_from([1, 2, 3, 7, 64, DEFAULT_STRIP]))
     return profiles, reads, params, width, strip

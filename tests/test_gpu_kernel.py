@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 from time import perf_counter, thread_time
 
@@ -72,7 +71,7 @@ def random_profiles(rng: np.random.Generator, n_edges: int, m: int, alphabet=DNA
     for e, i in zip(*np.nonzero(run_starts)):
         cgap[e, i:i + run_lengths[e, i]] = True
     elements = states | np.where(cgap, alphabet.cgap_bit, 0).astype(alphabet.dtype)
-    if alphabet.has_near_states:  # random near-state fields (DESIGN 3)
+    if alphabet.stores_near_states:  # random near-state fields (DESIGN 3; protein's follow from the set)
         elements |= (rng.integers(0, 8, size=(n_edges, m)) << alphabet.near_shift).astype(alphabet.dtype)
     return elements
 
@@ -144,14 +143,14 @@ def test_random_chunks_match_reference(scorers, case) -> None:
 def test_random_protein_chunks_match_reference(scorers, case) -> None:
     """uint32 profile elements (20 states, CGAP at bit 20) through the same kernel source built
     with -DPROF_BITS=32: packed lanes with split state sets where `narrow` allows, else the
-    32-bit lane."""
+    32-bit lane; with near_mismatch < mismatch, the near states by similarity (DESIGN 3) beside
+    each element."""
     rng = np.random.default_rng(case["seed"])
     profiles = random_profiles(rng, case["n_edges"], case["m"], PROTEIN)
     reads = [protein_states(rng, n) | np.uint32(1) << rng.integers(0, 20, size=n).astype(np.uint32)
              for n in case["lengths"]]
     scorer = scorers[case["narrow"], case["rows"]]
-    params = replace(case["params"], near_mismatch=case["params"].mismatch)  # protein has no near states
-    check(scorer, profiles, reads, params, case["k"], case["width"], case["first_edge"])
+    check(scorer, profiles, reads, case["params"], case["k"], case["width"], case["first_edge"])
     if not case["narrow"]:
         assert scorer.stats.packed_reads == 0
 

@@ -72,7 +72,7 @@ def assert_same(tracer, codes, residues, offsets, slots, profiles, params) -> No
 def test_device_traceback_equals_host_traceback(tracers, seed, m, reads, values, near, protein, small_launches):
     rng = np.random.default_rng(seed)
     alphabet = PROTEIN if protein else DNA
-    params = ScoringParams(*values, near_mismatch=values[0] // 2 if near and not protein else values[0])
+    params = ScoringParams(*values, near_mismatch=values[0] // 2 if near else values[0])
     lengths = rng.integers(1, m, size=reads)  # 1 .. m-1: bands of width m down to 2
     codes, residues, offsets = random_reads(rng, lengths, alphabet)
     profiles = random_profiles(rng, int(rng.integers(1, 5)), m, alphabet)

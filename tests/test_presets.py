@@ -21,9 +21,9 @@ def test_default_is_the_weighted_preset_of_the_accuracy_study():
 
 
 def test_eq1_presets_have_no_cheaper_near_states():
-    """Every preset but weighted is Eq. 1 of the paper (near_mismatch = mismatch)."""
+    """Every preset but weighted (DNA) and protein is Eq. 1 of the paper (near_mismatch = mismatch)."""
     for name in PRESETS:
-        assert ScoringParams.preset(name).weighted == (name == "weighted"), name
+        assert ScoringParams.preset(name).weighted == (name in ("weighted", "protein")), name
     assert ScoringParams(3, 6, 2, 2, 7).near_mismatch == 3 and ScoringParams(3, 6, 2, 2, 7).preset_name() == "robust"
 
 
@@ -65,11 +65,13 @@ def test_unknown_preset_is_refused():
 
 
 def test_protein_data_default_to_the_protein_preset_unless_a_preset_is_given():
-    """The protein study's choice (docs/ACCURACY.md, "Protein defaults")."""
+    """The protein study's choice (docs/ACCURACY.md, "Protein defaults", "Near states for protein"):
+    near states by similarity cost 3 where other mismatches cost 5."""
     from papara_py.phylo.encoding import PROTEIN
 
-    assert PROTEIN.default_preset == "protein" and PRESETS["protein"] == (4, 7, 8, 2, 12, 4)
-    assert _params([], PROTEIN.default_preset) == ScoringParams(4, 7, 8, 2, 12)
-    assert _params(["--insertion", "4"], PROTEIN.default_preset) == ScoringParams(4, 7, 8, 2, 4)
+    assert PROTEIN.default_preset == "protein" and PRESETS["protein"] == (5, 6, 8, 2, 12, 3)
+    assert _params([], PROTEIN.default_preset) == ScoringParams(5, 6, 8, 2, 12, 3)
+    assert _params(["--insertion", "4"], PROTEIN.default_preset) == ScoringParams(5, 6, 8, 2, 4, 3)
+    assert _params(["--mismatch", "2"], PROTEIN.default_preset) == ScoringParams(2, 6, 8, 2, 12, 2)
     assert _params(["--preset", "robust"], PROTEIN.default_preset) == ScoringParams(3, 6, 2, 2, 7)
-    assert _params([], PROTEIN.default_preset).weighted is False
+    assert _params([], PROTEIN.default_preset).weighted is True

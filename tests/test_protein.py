@@ -20,9 +20,12 @@ from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tre
 from papara_py.io.reads import ReadSet
 from papara_py.io.run_file import RunFile
 from papara_py.pairwise.params import PENALTY_NAMES, PRESETS, ScoringParams
-from papara_py.pairwise.reference_scorer import score_matrix_reference
+from papara_py.pairwise.reference_scorer import (
+    column_near_states,
+    score_matrix_reference,
+)
 from papara_py.pairwise.traceback import align_many
-from papara_py.phylo.encoding import DNA, PROTEIN, detect_alphabet
+from papara_py.phylo.encoding import DNA, PROTEIN, detect_alphabet, near_states
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
 
@@ -148,13 +151,52 @@ def test_strand_both_is_refused_for_protein_and_auto_means_forward(tmp_path):
         reads.select(np.array([0]), np.array([True]))
 
 
-def test_cheaper_near_states_are_refused_for_protein(tmp_path):
-    """Protein profiles carry no near states (DESIGN 2-3): --near-mismatch below --mismatch, or the
-    DNA preset that has it, is refused in one paragraph before anything is written."""
+def blosum62_near_states(element: int) -> int:
+    """DESIGN 3 for protein, spelled out from BLOSUM62 itself (Biopython's copy): the amino acids
+    outside the element's state set that score 0 or more against one of its states."""
+    from Bio.Align import substitution_matrices
+
+    blosum = substitution_matrices.load("BLOSUM62")
+    letters = PROTEIN.letters
+    states = [a for k, a in enumerate(letters) if element >> k & 1]
+    return sum(1 << k for k, x in enumerate(letters)
+               if x not in states and any(blosum[x][y] >= 0 for y in states))
+
+
+def test_protein_near_states_are_the_blosum62_partners_a_set_lacks():
+    """numpy (CPU kernel, GPU layouts) and numba (reference scorer, traceback) give DESIGN 3's
+    similarity rule on single residues, ambiguity codes, random sets, full sets, CGAP bits."""
+    rng = np.random.default_rng(7)
+    singles = [1 << k for k in range(20)]
+    codes = [int(PROTEIN.read_code[ord(c)]) for c in "BZJX"]
+    sets = [int(x) for x in rng.integers(1, 1 << 20, size=300)]
+    elements = np.array(singles + codes + sets + [PROTEIN.state_mask], np.uint32)
+    elements[::3] |= np.uint32(PROTEIN.cgap_bit)
+    want = np.array([blosum62_near_states(int(e) & PROTEIN.state_mask) for e in elements], np.uint32)
+    np.testing.assert_array_equal(near_states(elements, PROTEIN), want)
+    np.testing.assert_array_equal(column_near_states(elements), want)
+    assert want[-1] == 0 and want[PROTEIN.letters.index("W")] == PROTEIN.read_code[ord("F")] | PROTEIN.read_code[ord("Y")]
+    assert int(want[PROTEIN.letters.index("S")]).bit_count() == 8  # A N D Q E G K T
+
+
+def test_cheaper_near_states_change_protein_scores_as_the_reference_scorer_says(tmp_path):
+    """--near-mismatch below --mismatch on protein: the run's best scores are the reference
+    scorer's with those penalties, and lower than Eq. 1's where a read meets a near state."""
     ws = protein_case(tmp_path)
-    assert_refused(papara(*ws.main_job("--near-mismatch", "1")), 2, "--near-mismatch", "protein", "near states")
-    assert_refused(papara(*ws.main_job("--preset", "weighted")), 2, "--near-mismatch", "protein")
-    ws.assert_untouched()
+    penalties = ("--mismatch", "6", "--cgap", "6", "--gap-open", "6", "--gap-extend", "2", "--insertion", "12")
+    result = papara(*ws.main_job(*penalties, "--near-mismatch", "2", output=ws.path("run.h5")))
+    assert result.returncode == 0, result.stderr
+    tree = EdgeTree.from_dendropy(read_tree(ws.path("tree.nwk")))
+    profiles = ProfileBuilder(tree, match_tips(tree.tip_names, read_alignment(ws.path("ref.phy")), "tree").tip_rows,
+                              PROTEIN).profiles(np.arange(tree.n_edges))
+    reads = [PROTEIN.encode_read(np.frombuffer(r.sequence, np.uint8))
+             for r in iter_reads(ws.path("reads.fa"), alphabet=PROTEIN)]
+    weighted = score_matrix_reference(reads, profiles, ScoringParams(6, 6, 6, 2, 12, 2))
+    eq1 = score_matrix_reference(reads, profiles, ScoringParams(6, 6, 6, 2, 12, 6))
+    with RunFile(ws.path("run.h5")) as run:
+        assert run.record["parameters"]["near_mismatch"] == 2
+        np.testing.assert_array_equal(run.column("score"), weighted.min(axis=1))
+    assert (weighted.min(axis=1) < eq1.min(axis=1)).any()
 
 
 def test_a_run_file_without_an_alphabet_is_dna_and_an_unknown_one_is_damaged(protein_run, tmp_path):

@@ -68,7 +68,7 @@ SPLIT_ROWS = 24
 class Variant:
     """Compile-time shape of band_score: lanes per work-item, arithmetic path, stripe height,
     the alphabet (profile element type and state count), and whether near states cost less
-    than a mismatch (DESIGN 4; DNA only: the host widens the elements, `_near_elements`)."""
+    than a mismatch (DESIGN 4: the host puts each element's wider set beside it, `_padded_profile`)."""
 
     packed: bool
     ptx: bool
@@ -90,8 +90,6 @@ class Variant:
         """This variant for `alphabet`'s elements, with near states or not. Split state sets in
         packed lanes keep each residue in two registers, so their stripes are at most SPLIT_ROWS
         rows high."""
-        if near and not alphabet.has_near_states:
-            raise ValueError(f"{alphabet.name} profiles have no near states")
         split = self.packed and alphabet.dtype.itemsize > 1
         return replace(self, alphabet=alphabet, near=near,
                        rows=min(self.rows, SPLIT_ROWS) if split else self.rows)
@@ -139,24 +137,36 @@ def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
 
+def _units(n_edges: int, variant: Variant) -> int:
+    """Work-items per read for `n_edges` edges: `variant.lanes` edges each, whole work-groups."""
+    return _round_up(-(-n_edges // variant.lanes), WG_UNITS)
+
+
 def _padded_profile(lanes: np.ndarray, variant: Variant) -> np.ndarray:
     """A chunk's profiles as [m, units * lanes] elements, zero-padded to whole work-groups
     (wide elements in packed lanes: in the split layout, `_split_pairs`)."""
     m, n_edges = lanes.shape
-    units = _round_up(-(-n_edges // variant.lanes), WG_UNITS)
-    padded = np.zeros((m, units * variant.lanes), lanes.dtype)
+    padded = np.zeros((m, _units(n_edges, variant) * variant.lanes), lanes.dtype)
     padded[:, :n_edges] = lanes
-    if variant.near:
-        return _near_elements(padded, variant.alphabet)
-    if variant.packed and lanes.dtype.itemsize > 1:
-        return _split_pairs(padded, variant.alphabet.n_states)
-    return padded
+    alphabet = variant.alphabet
+    if variant.near and alphabet.dtype.itemsize == 1:
+        return _near_bytes(padded, alphabet)
+    elements = (_split_pairs(padded, alphabet.n_states) if variant.packed and lanes.dtype.itemsize > 1
+                else padded)
+    if not variant.near:
+        return elements
+    # wide elements (protein) with NEAR: each element's words, then its wider set's, laid out alike
+    wider = padded & alphabet.state_mask | near_states(padded, alphabet)
+    if variant.packed:
+        wider = _split_pairs(wider, alphabet.n_states)
+    words = 2 if variant.packed else 1
+    return np.concatenate([elements.reshape(m, -1, words), wider.reshape(m, -1, words)], axis=2).reshape(m, -1)
 
 
-def _near_elements(padded: np.ndarray, alphabet: Alphabet) -> np.ndarray:
-    """The kernel's NEAR layout, uint16 per lane: bits 0-3 the state set, bit 4 CGAP, bits 8-11
-    the state set with its near states (kernels/band_score.cl). The packed kernel reads lane
-    pairs as one uint, lane 2u in the low half (little-endian hosts and devices)."""
+def _near_bytes(padded: np.ndarray, alphabet: Alphabet) -> np.ndarray:
+    """The kernel's NEAR layout of 8-bit elements (DNA), uint16 per lane: bits 0-3 the state set,
+    bit 4 CGAP, bits 8-11 the state set with its near states (kernels/band_score.cl). The packed
+    kernel reads lane pairs as one uint, lane 2u in the low half (little-endian hosts and devices)."""
     states = padded & alphabet.state_mask
     wide = (padded & (alphabet.state_mask | alphabet.cgap_bit)).astype(np.uint16)
     return wide | ((states | near_states(padded, alphabet)).astype(np.uint16) << 8)
@@ -330,7 +340,7 @@ class GpuScorer:
         launches = []
         for batch, (starts_buf, lens_buf) in zip(plan.batches, inputs.tables):
             variant = batch.variant
-            units = plan.profiles[variant.packed].shape[1] // variant.lanes
+            units = _units(n_edges, variant)
             launches.append(self._enqueue_batch(variant, inputs.profiles[variant.packed], units, plan.n_columns,
                                                 n_edges, first_edge, inputs.codes, batch.reads, starts_buf, lens_buf,
                                                 params, k, inputs))

@@ -17,12 +17,18 @@ root, bit n_states (`Alphabet.cgap_bit`) set where the phylogenetic gap signal s
 (0x10) of a byte for DNA, bit 20 (0x100000) of a uint32 for protein. Read codes use the same
 element type (their CGAP bit is never set).
 
-Where the element has room (DNA: bits 5-7 of the byte), it also holds the edge's *near* states
-(DESIGN.md 3): the states one parsimony step away at the virtual root, which a read residue
-matches at the cost `near_mismatch` (DESIGN.md 4). They are never in the state set, so they are
-stored as a mask over the states the set lacks, in ascending order: bit 5 + k stands for the
-k-th state not in the set. A set is never empty, so n_states - 1 bits suffice. `near_states_of`
-decodes them (numba: a 256-entry table for DNA; an alphabet without the field has none).
+Every element also has *near* states (DESIGN.md 3), which a read residue matches at the cost
+`near_mismatch` (DESIGN.md 4); they are never in the element's state set, and each alphabet has
+its own rule for them:
+- DNA, by parsimony: the states one parsimony step away at the edge's virtual root. The tree
+  decides them, so the element stores them (bits 5-7 of the byte): a mask over the states the
+  set lacks, in ascending order, bit 5 + k standing for the k-th state not in the set (a set is
+  never empty, so n_states - 1 bits suffice).
+- Protein, by similarity: the amino acids that substitute for a state of the set (BLOSUM62 score
+  0 or more, `BLOSUM62_SIMILAR`) and are not in it. They follow from the state set alone, so the
+  element stores nothing more (a uint32 has no room for 20 more bits); they are looked up from
+  the set in two 1024-entry tables, one per half of the set's bits.
+`near_states` (numpy) and `near_states_of` (one element, also in numba code) give them both ways.
 """
 
 from __future__ import annotations
@@ -60,8 +66,11 @@ class Alphabet:
     dtype: np.dtype               # profile elements and read codes: a state set plus the CGAP bit
     stranded: bool                # reads may come from the reverse strand (reverse complement)
     default_preset: str           # pairwise/params.py PRESETS: the penalties when none are given
+    similar: tuple[str, ...] = ()  # near states by similarity: letter pairs that substitute for each other
     read_code: np.ndarray = field(init=False, repr=False)
     ref_code: np.ndarray = field(init=False, repr=False)
+    similar_low: np.ndarray = field(init=False, repr=False)   # low half of a set -> its similar states
+    similar_high: np.ndarray = field(init=False, repr=False)  # high half of a set -> its similar states
 
     def __post_init__(self) -> None:
         if np.dtype(self.dtype).itemsize * 8 <= self.n_states:
@@ -76,6 +85,26 @@ class Alphabet:
         ref_code[IS_GAP] = self.state_mask  # a gap is no constraint on the states
         object.__setattr__(self, "read_code", read_code)
         object.__setattr__(self, "ref_code", ref_code)
+        low, high = self._similar_tables()
+        object.__setattr__(self, "similar_low", low)
+        object.__setattr__(self, "similar_high", high)
+
+    def _similar_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """For every value of a set's low (bits 0..half-1) and high half: the states similar to
+        one of its states (`similar`); a set's similar states are the two lookups or'ed."""
+        partner = [0] * self.n_states
+        for a, b in self.similar:
+            i, j = self.letters.index(a), self.letters.index(b)
+            partner[i] |= 1 << j
+            partner[j] |= 1 << i
+        tables = []
+        for first, bits in ((0, self.similar_half), (self.similar_half, self.n_states - self.similar_half)):
+            values = np.arange(1 << bits)
+            table = np.zeros(1 << bits, dtype=self.dtype)
+            for k in range(bits):
+                table[(values >> k & 1) == 1] |= self.dtype.type(partner[first + k])
+            tables.append(table)
+        return tables[0], tables[1]
 
     def __repr__(self) -> str:  # short: it shows inside kernel variants and messages
         return f"Alphabet({self.name!r})"
@@ -95,11 +124,15 @@ class Alphabet:
         return 1 << self.n_states
 
     @property
-    def has_near_states(self) -> bool:
-        """Whether a profile element has room for the near states (module docstring): the state
-        set, the CGAP bit and n_states - 1 bits of near states. DNA does; protein (20 + 1 + 19
-        bits in a uint32) does not, so its penalties keep near_mismatch = mismatch."""
-        return 2 * self.n_states <= np.dtype(self.dtype).itemsize * 8
+    def stores_near_states(self) -> bool:
+        """Whether profile elements store their near states (module docstring: the parsimony
+        rule, DNA) rather than derive them from the state set (the similarity rule, protein)."""
+        return not self.similar
+
+    @property
+    def similar_half(self) -> int:
+        """Bits in the low half of a state set for the similarity tables (10 for protein)."""
+        return self.n_states // 2
 
     @property
     def near_shift(self) -> int:
@@ -121,10 +154,19 @@ DNA = Alphabet(
                "B": "CGT", "D": "AGT", "H": "ACT", "V": "ACG", "N": "ACGT"},
     dtype=np.dtype(np.uint8), stranded=True, default_preset="weighted")
 
+#: The amino-acid pairs whose BLOSUM62 score is 0 or more (Henikoff & Henikoff 1992): residues that
+#: substitute for one another at least as often as chance in conserved blocks of related proteins,
+#: protein's near states (DESIGN.md 3; docs/ACCURACY.md "Near states for protein" chose this relation
+#: over the positive pairs alone and others).
+BLOSUM62_SIMILAR = ("AC", "AG", "AS", "AT", "AV", "RN", "RQ", "RE", "RH", "RK", "ND", "NQ", "NE", "NG", "NH",
+                    "NK", "NS", "NT", "DQ", "DE", "DS", "QE", "QH", "QK", "QM", "QS", "EH", "EK", "ES", "GS",
+                    "HY", "IL", "IM", "IF", "IV", "LM", "LF", "LV", "KS", "MF", "MV", "FW", "FY", "ST", "TV",
+                    "WY")
+
 PROTEIN = Alphabet(
     name="protein", residue_kind="amino-acid", letters="ARNDCQEGHILKMFPSTWYV",
     ambiguity={"B": "ND", "Z": "QE", "J": "IL", "X": "ARNDCQEGHILKMFPSTWYV", "U": "C", "O": "K"},
-    dtype=np.dtype(np.uint32), stranded=False, default_preset="protein")
+    dtype=np.dtype(np.uint32), stranded=False, default_preset="protein", similar=BLOSUM62_SIMILAR)
 
 #: --alphabet NAME -> Alphabet ("auto" is `detect_alphabet`).
 ALPHABETS = {alphabet.name: alphabet for alphabet in (DNA, PROTEIN)}
@@ -171,14 +213,18 @@ def state_mask_of(elements: np.ndarray) -> int:
 
 
 def near_states(elements: np.ndarray, alphabet: Alphabet = None) -> np.ndarray:
-    """The near states (a state-set mask, the elements' dtype) of profile elements: for each
-    element, the k-th state its set lacks where bit near_shift + k is set; all zero for an
-    alphabet without the field (module docstring)."""
+    """The near states (a state-set mask, the elements' dtype) of profile elements (module
+    docstring): stored ones decoded (for each element, the k-th state its set lacks where bit
+    near_shift + k is set), or the states similar to the set's and not in it."""
     elements = np.asarray(elements)
     alphabet = alphabet or alphabet_of(elements)
-    if not alphabet.has_near_states:
-        return np.zeros_like(elements)
-    return NEAR_STATES_DNA[elements]
+    if alphabet.stores_near_states:
+        return NEAR_STATES_DNA[elements]
+    states = elements & alphabet.dtype.type(alphabet.state_mask)
+    half = alphabet.dtype.type(alphabet.similar_half)
+    low_mask = alphabet.dtype.type((1 << alphabet.similar_half) - 1)
+    similar = alphabet.similar_low[states & low_mask] | alphabet.similar_high[states >> half]
+    return similar & ~states
 
 
 def _near_table(alphabet: Alphabet) -> np.ndarray:
@@ -220,11 +266,22 @@ def near_states_of(element):
 def _near_states_of(element):
     if not isinstance(element, types.Integer):
         return None
-    if element.bitwidth == 8:
+    alphabet = _BY_DTYPE.get(np.dtype(as_dtype(element)))
+    if alphabet is None:  # not an element type
+        return None
+    if alphabet.stores_near_states:
         table = NEAR_STATES_DNA
         return lambda element: table[element]
-    zero = as_dtype(element).type(0)
-    return lambda element: zero
+    low, high = alphabet.similar_low, alphabet.similar_high
+    dtype = alphabet.dtype.type
+    state_mask, half, low_mask = dtype(alphabet.state_mask), dtype(alphabet.similar_half), dtype(
+        (1 << alphabet.similar_half) - 1)
+
+    def similar_near_states(element):
+        states = element & state_mask
+        return (low[states & low_mask] | high[states >> half]) & ~states
+
+    return similar_near_states
 
 
 def _numba_constant(of_alphabet):

@@ -90,7 +90,7 @@ class _Packing:
         x = np.asarray(x).astype(self.dtype)
         y = np.asarray(y).astype(self.dtype)
         elements = self._profile_elements(self.combine(x, y))
-        if not self.alphabet.has_near_states:
+        if not self.alphabet.stores_near_states:
             return elements
         states = elements & self.state_mask
         meet = x & y & self.state_mask
