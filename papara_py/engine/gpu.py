@@ -15,6 +15,9 @@ Why the host side looks the way it does:
   packed lanes its sets are split in two 10-bit parts (`_split_pairs`, the kernel's "SPLIT"
   layout): protein keeps the DPX path at one more AND and OR per cell pair (at 1.86 TCUPS on
   the 32-bit lane it ran at 46% of DNA's rate on the H100).
+- Where near states cost less than a mismatch (the kernel's NEAR), each element travels with
+  its set | near states beside it (`_padded_profile`): DNA's widened to 16 bits, protein's
+  (looked up from its set, phylo/encoding.near_states) as a second word split like the element.
 - On NVIDIA sm_90+ the 16-bit lane arithmetic is inline PTX (add/min.u16x2, fused into DPX
   instructions); elsewhere portable OpenCL C. Tests hold the two against each other.
 - Waiting for the device sleeps in short steps between status queries: NVIDIA's blocking waits
@@ -143,8 +146,10 @@ def _units(n_edges: int, variant: Variant) -> int:
 
 
 def _padded_profile(lanes: np.ndarray, variant: Variant) -> np.ndarray:
-    """A chunk's profiles as [m, units * lanes] elements, zero-padded to whole work-groups
-    (wide elements in packed lanes: in the split layout, `_split_pairs`)."""
+    """A chunk's profiles as the kernel's prof_t words per column: [m, units * lanes] elements
+    zero-padded to whole work-groups, wide elements in packed lanes in the split layout
+    (`_split_pairs`), and with NEAR each element's set | near states beside it
+    (kernels/band_score.cl: DNA's in the high byte, `_near_bytes`; protein's as its own words)."""
     m, n_edges = lanes.shape
     padded = np.zeros((m, _units(n_edges, variant) * variant.lanes), lanes.dtype)
     padded[:, :n_edges] = lanes
