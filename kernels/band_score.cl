@@ -47,7 +47,7 @@
  *   and read codes are uchar (DNA: 4 states, CGAP bit 4) or uint (protein: 20 states, CGAP bit
  *   20); the CGAP bit is bit STATE_BITS.
  *   -DNEAR=0|1: near states. The host gives each lane's element a second set beside it, the
- *   state set | its near states (engine/gpu.py, _near_elements). DNA: each element widened to
+ *   state set | its near states (engine/gpu.py, _padded_profile). DNA: each element widened to
  *   16 bits, bits 0-3 the state set, bit 4 CGAP, bits 8-11 the wider set; prof_t is then ushort
  *   (one lane) or uint (packed: lane 2u in bits 0-15). Protein, one lane: uint2, .x the element,
  *   .y the wider set. Protein, split (below): uint4, .x and .y as without NEAR, .z and .w the

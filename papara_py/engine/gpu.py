@@ -154,10 +154,9 @@ def _padded_profile(lanes: np.ndarray, variant: Variant) -> np.ndarray:
     padded = np.zeros((m, _units(n_edges, variant) * variant.lanes), lanes.dtype)
     padded[:, :n_edges] = lanes
     alphabet = variant.alphabet
-    if variant.near and alphabet.dtype.itemsize == 1:
-        return _near_bytes(padded, alphabet)
-    elements = (_split_pairs(padded, alphabet.n_states) if variant.packed and lanes.dtype.itemsize > 1
-                else padded)
+    if alphabet.dtype.itemsize == 1:  # DNA: bytes as they are, or widened with NEAR
+        return _near_bytes(padded, alphabet) if variant.near else padded
+    elements = _split_pairs(padded, alphabet.n_states) if variant.packed else padded
     if not variant.near:
         return elements
     # wide elements (protein) with NEAR: each element's words, then its wider set's, laid out alike
