@@ -117,7 +117,8 @@ def nj_newick(rows: dict[str, str]) -> str:
 
 def ml_newick(alignment: Path) -> str:
     """A maximum-likelihood tree of a protein alignment: IQ-TREE 2 (Debian's `iqtree2`), LG+G4,
-    one thread and a fixed seed, so the tree is reproducible."""
+    one thread and a fixed seed. Even so, one run on a loaded machine gave a tree one split apart
+    from the tree two later runs gave (docs/ACCURACY.md, "Maximum-likelihood reference trees")."""
     import shutil
     import subprocess
     import tempfile
