@@ -167,7 +167,8 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
                         help="threads (default: the CPUs this process may use: its CPU affinity, e.g. "
                              "taskset or a SLURM allocation, capped by a cgroup CPU quota)")
     engine.add_argument("--device", choices=["auto", "cpu", "gpu", "hybrid"], default="auto",
-                        help="auto: CPU and GPU together when an OpenCL GPU is present, else CPU (default)")
+                        help="auto: the GPUs when an OpenCL GPU is present and the run is large enough to repay its "
+                             "start-up, else the CPU (default); hybrid: CPU workers beside the GPUs")
     engine.add_argument("--gpus", type=_gpu_list, default=None, metavar="LIST",
                         help="which OpenCL GPUs to use, by the numbers `papara-py devices` shows, e.g. 0 or 0,1 "
                              "(default: all usable GPUs)")

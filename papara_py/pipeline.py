@@ -60,10 +60,11 @@ from papara_py.run_log import Reporter, RunLog
 # reads per GIL-free traceback call: large enough that Python overhead is noise, small enough
 # that a batch spreads over every thread
 TRACEBACK_SLICE = 256
-#: Scored batches that may wait for their traceback or writing at once (BatchStages): enough that
-#: a slow batch in either stage does not stop the engine, few enough to bound the rows held.
+#: Scored batches that may wait for their traceback or writing at once (BatchStages; at least one
+#: more than the traceback threads): enough that a slow batch in either stage does not stop the
+#: engine, few enough to bound the rows held.
 TRACE_DEPTH = 3
-#: Batches traced back at once on the GPU (BatchStages); on the CPU one, which uses every thread.
+#: Batches traced back at once per GPU (BatchStages); on the CPU one, which uses every thread.
 GPU_TRACING_THREADS = 2
 #: Batches a run is cut into at least (each at most --batch-reads), so that the traceback and
 #: writing of the last batch, which nothing overlaps, is a small part of the run ...
@@ -105,7 +106,7 @@ class RunConfig:
     search: str = "exhaustive"  # exhaustive | guided (papara_py/engine/guided.py)
     guided: GuidedOptions = field(default_factory=GuidedOptions)
     strand: str = "auto"  # auto | both | forward (papara_py/pairwise/strand.py; protein: forward)
-    traceback: str = "auto"  # auto: on the run's first GPU where it has one (engine/gpu_trace.py) | cpu
+    traceback: str = "auto"  # auto: on the run's GPUs where it has any (engine/gpu_trace.py) | cpu
     lanes: int | None = None
     batch_reads: int = 12_500
     quiet: bool = False
@@ -211,7 +212,8 @@ def resolve_scorers(config: RunConfig, reporter: Reporter) -> tuple[bool, list, 
                                          f"--device auto or cpu")
         reporter.notice(f"{len(unusable)} GPU(s) cannot be used ({listed}); "
                         + ("running on the CPU" if not scorers else "running on the others"))
-    return config.device != "gpu", scorers, unusable
+    # auto: the GPUs alone, as gpu (CPU workers start only if every GPU fails); hybrid: both
+    return config.device == "hybrid" or not scorers, scorers, unusable
 
 
 def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, best_edges: np.ndarray,
@@ -434,7 +436,7 @@ def choose_devices(config: RunConfig, reporter: Reporter, inputs: Inputs) -> Fut
         # each GPU keeps a core for its feeder threads (the paper's hybrid: 3 CPU workers + 1 GPU
         # thread on 4 cores); gpu-only runs start CPU workers only if every GPU fails
         options = config.engine_options or EngineOptions(cpu_workers=max(1, config.threads - len(gpu_scorers)))
-        tracer = (Tracer(gpu_scorers[0].gpu.device, reporter)
+        tracer = (Tracer([scorer.gpu.device for scorer in gpu_scorers], reporter)
                   if gpu_scorers and config.traceback == "auto" else None)
         width = config.lanes or default_lane_width()
         reporter.detail(f"{width} lanes, device {config.device}")
@@ -579,7 +581,8 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
         # (a GPU traceback waits for the scoring launch in progress) keeps the GPU from its next batch
         timing_lock = threading.Lock()
         traced_batches = written = 0
-        stages = BatchStages(trace, write, TRACE_DEPTH, GPU_TRACING_THREADS if tracer else 1)
+        tracing_threads = tracer.threads if tracer else 1
+        stages = BatchStages(trace, write, max(TRACE_DEPTH, tracing_threads + 1), tracing_threads)
         failed = True
         try:
             if first is not None and not len(first.alignable):  # no read to score: the input ended in this stretch
@@ -622,7 +625,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
         cells=cells, gcups=cells / timings["scoring"] / 1e9 if timings["scoring"] > 0 else 0.0,
         strand_counts=strand_counts, search=search.identity() if search else {"mode": "exhaustive"},
         edges_scored=edges_scored,
-        traceback={"device": tracer.gpu.device.name if tracer else "cpu",
+        traceback={"device": tracer.describe() if tracer else "cpu",
                    "batches": {"gpu": tracer.gpu_batches if tracer else 0,
                                "cpu": traced_batches - (tracer.gpu_batches if tracer else 0)}},
         consumers={consumer.name: {"blocks": consumer.blocks, "edges": consumer.edges, "cells": consumer.cells,
@@ -665,33 +668,67 @@ class BatchStages:
 
 
 class Tracer:
-    """`--traceback auto` with a GPU: the traceback on the run's first GPU (engine/gpu_trace.py).
+    """`--traceback auto` with GPUs: each batch traced back on one of the run's GPUs
+    (engine/gpu_trace.py), the one with the fewest batches in hand (of those, the one given the
+    fewest so far), so that with two GPUs the
+    traceback's waits for the scoring launches queued before it (most of its time) are spread
+    over both devices and both keep up with the batches they score.
 
     A batch the device cannot take (scores beyond its int range) is traced back on the CPU; a
-    device fault moves the rest of the run's traceback to the CPU, with a notice. Either way the
-    results are the same as the CPU's."""
+    device fault takes that GPU out of the traceback for the rest of the run, with a notice (the
+    CPU takes over when none is left). Either way the results are the same as the CPU's."""
 
-    def __init__(self, device, reporter: Reporter) -> None:
+    def __init__(self, devices: list, reporter: Reporter) -> None:
         from papara_py.engine.gpu_trace import GpuTracer
 
-        self.gpu = GpuTracer(device)
+        self.gpus = [GpuTracer(device) for device in devices]
         self.reporter = reporter
-        self.usable = True
         self.gpu_batches = 0
-        self._lock = threading.Lock()  # batches are traced back on two threads (BatchStages)
+        self._in_hand = [0] * len(self.gpus)
+        self._given = [0] * len(self.gpus)
+        self._live = [True] * len(self.gpus)
+        self._lock = threading.Lock()  # batches are traced back on several threads (BatchStages)
+
+    @property
+    def usable(self) -> bool:
+        return any(self._live)
+
+    @property
+    def threads(self) -> int:
+        """Traceback threads the run needs: GPU_TRACING_THREADS per GPU (one batch's wait for the
+        device overlaps the next's)."""
+        return GPU_TRACING_THREADS * len(self.gpus)
+
+    def describe(self) -> str:
+        """The traceback's devices for the run record: the GPUs' names."""
+        return ", ".join(gpu.device.name for gpu in self.gpus)
 
     def align_many(self, *args):
-        """GpuTracer.align_many, or None where the CPU must do it."""
+        """GpuTracer.align_many on the least busy live GPU, or None where the CPU must do it."""
+        with self._lock:
+            live = [i for i, alive in enumerate(self._live) if alive]
+            if not live:
+                return None
+            chosen = min(live, key=lambda i: (self._in_hand[i], self._given[i]))
+            self._in_hand[chosen] += 1
+            self._given[chosen] += 1
         try:
-            done = self.gpu.align_many(*args)
+            done = self.gpus[chosen].align_many(*args)
         except ValueError as error:
             self.reporter.detail(f"traceback of a batch on the CPU: {error}")
             done = None
         except Exception as error:  # noqa: BLE001 - any OpenCL fault: the CPU gives the same results
+            with self._lock:
+                self._live[chosen] = False
+                others = any(self._live)
             lines = str(error).strip().splitlines()
             self.reporter.notice(f"the GPU traceback failed ({type(error).__name__}: {lines[-1] if lines else ''}); "
-                                 f"tracing back the remaining reads on the CPU")
-            self.usable, done = False, None
+                                 + ("tracing back the remaining reads on the other GPUs" if others
+                                    else "tracing back the remaining reads on the CPU"))
+            done = None
+        finally:
+            with self._lock:
+                self._in_hand[chosen] -= 1
         with self._lock:
             self.gpu_batches += done is not None
         return done

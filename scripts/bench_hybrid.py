@@ -2,7 +2,7 @@
 
     python3 scripts/bench_hybrid.py DATA_DIR [--devices cpu,gpu,hybrid] [-j N] [--out DIR] [-- PAPARA_OPTIONS]
 
-DATA_DIR holds tree.nwk, ref.phy and reads.fa (scripts/simulate.py writes that layout). Each
+DATA_DIR holds tree.nwk, ref.phy (or ref.fasta) and reads.fa (scripts/simulate.py writes that layout). Each
 device runs as its own `python -m papara_py` process (each pays its own start-up, JIT cache
 loads and OpenCL build, as a user's run does). From each run file's /run record it prints:
 scoring GCUPS (DESIGN 4), reads per second of process time, the process's peak RSS, the share of blocks and cells each consumer kind took, the stage
@@ -37,7 +37,8 @@ _PEAK_RSS = ("import resource, subprocess, sys\n"
 def run_device(data: Path, device: str, threads: int, out: Path, extra: list[str]) -> dict:
     """One run of the main job; returns its /run record plus the process wall time and peak RSS."""
     output = out / f"run-{device}.h5"
-    command = [sys.executable, "-m", "papara_py", "-t", str(data / "tree.nwk"), "-s", str(data / "ref.phy"),
+    reference = data / "ref.phy" if (data / "ref.phy").exists() else data / "ref.fasta"
+    command = [sys.executable, "-m", "papara_py", "-t", str(data / "tree.nwk"), "-s", str(reference),
                "-r", str(data / "reads.fa"), "-o", str(output), "--device", device, "-j", str(threads), *extra]
     started = time.perf_counter()
     finished = subprocess.run([sys.executable, "-c", _PEAK_RSS, *command], stderr=subprocess.PIPE, text=True)

@@ -175,3 +175,44 @@ def test_a_failing_gpu_traceback_moves_to_the_cpu_with_a_notice(opencl_device, m
     assert record["traceback"]["batches"] == {"gpu": 1, "cpu": 3} and len(calls) == 2
     assert "the GPU traceback failed (MemoryError" in capsys.readouterr().err
     assert_same_reads(got, expected)
+
+
+def test_two_gpus_share_the_traceback_and_survive_one_failing(opencl_device, monkeypatch, tmp_path, capsys):
+    """With two GPUs (the test's OpenCL device twice) batches are traced back on both: the second
+    batch goes to the other GPU whether or not the first is done. A fault on one GPU takes it out
+    of the traceback (one notice; that batch on the CPU), the other traces back the rest; every
+    /reads dataset equals a CPU-only run's."""
+    import pyopencl as cl
+
+    from papara_py.engine import gpu_trace, opencl_devices
+
+    monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device, opencl_device])
+    _, expected = example_run(tmp_path, "cpu.h5", device="cpu")
+    real = gpu_trace.GpuTracer.align_many
+    calls: list[int] = []
+
+    def spying(self, *args):
+        calls.append(id(self))
+        return real(self, *args)
+
+    monkeypatch.setattr(gpu_trace.GpuTracer, "align_many", spying)
+    record, got = example_run(tmp_path, "two.h5", device="gpu")
+    assert record["traceback"] == {"device": f"{opencl_device.name}, {opencl_device.name}",
+                                   "batches": {"gpu": 4, "cpu": 0}}
+    assert len(set(calls)) == 2 and calls[0] != calls[1]
+    assert_same_reads(got, expected)
+
+    calls.clear()
+
+    def failing(self, *args):
+        calls.append(id(self))
+        if len(calls) == 2:
+            raise cl.MemoryError("clEnqueueNDRangeKernel failed: OUT_OF_RESOURCES")
+        return real(self, *args)
+
+    monkeypatch.setattr(gpu_trace.GpuTracer, "align_many", failing)
+    record, got = example_run(tmp_path, "one-fails.h5", device="gpu", quiet=False)
+    assert record["traceback"]["batches"] == {"gpu": 3, "cpu": 1}
+    assert set(calls[2:]) == {calls[0]} and calls[1] != calls[0]  # the failed GPU is given no more
+    assert "tracing back the remaining reads on the other GPUs" in capsys.readouterr().err
+    assert_same_reads(got, expected)

@@ -119,7 +119,7 @@ def test_auto_keeps_a_run_too_small_for_a_gpu_on_the_cpu(opencl_device, monkeypa
     monkeypatch.setattr(pipeline, "CPU_CELLS_PER_THREAD_SECOND", 1e6)  # as if the CPU were very slow
     large = auto_run("large.h5")
     assert "device_choice" not in large
-    assert any(name.startswith("gpu-") for name in large["consumers"])
+    assert {name.split("-")[0] for name in large["consumers"]} == {"gpu"}  # auto: the GPU alone, as gpu
 
 
 def test_devices_numbers_two_gpus_of_one_model_apart(opencl_device, monkeypatch):
