@@ -670,9 +670,9 @@ class BatchStages:
 class Tracer:
     """`--traceback auto` with GPUs: each batch traced back on one of the run's GPUs
     (engine/gpu_trace.py), the one with the fewest batches in hand (of those, the one given the
-    fewest so far), so that with two GPUs the
-    traceback's waits for the scoring launches queued before it (most of its time) are spread
-    over both devices and both keep up with the batches they score.
+    fewest so far). A batch's traceback mostly waits for the scoring launches queued before it on
+    its GPU; on the first GPU alone, two GPUs' batches kept its threads so busy that the engine
+    waited for them (BENCHMARKS.md, "Two GPUs after the streaming work").
 
     A batch the device cannot take (scores beyond its int range) is traced back on the CPU; a
     device fault takes that GPU out of the traceback for the rest of the run, with a notice (the
@@ -726,10 +726,8 @@ class Tracer:
                                  + ("tracing back the remaining reads on the other GPUs" if others
                                     else "tracing back the remaining reads on the CPU"))
             done = None
-        finally:
-            with self._lock:
-                self._in_hand[chosen] -= 1
         with self._lock:
+            self._in_hand[chosen] -= 1
             self.gpu_batches += done is not None
         return done
 
