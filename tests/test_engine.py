@@ -176,7 +176,7 @@ def test_cpu_workers_score_the_last_reads_of_each_block_and_the_gpu_takes_the_pi
 
     scorer.score = recording
     engine = Engine(lambda ids: profiles[ids], profiles.shape[0], profiles.shape[1], 8, params, K, True, [scorer],
-                    EngineOptions(cpu_workers=2, jitter_seconds=0.01, cpu_first_cells=10**12))
+                    EngineOptions(cpu_workers=2, jitter_seconds=0.01, cpu_first_cells=10**12, cpu_first_share=1.0))
     engine._leave_to_gpus = lambda item, untaken, stats: stats.cells > 0
     [(_, candidates)] = list(engine.run([batch]))
     assert np.array_equal(candidates.edge, want_edge)
@@ -186,6 +186,32 @@ def test_cpu_workers_score_the_last_reads_of_each_block_and_the_gpu_takes_the_pi
     cpu_cells = [c.cells for c in engine.consumers if c.name.startswith("cpu")]
     assert all(cpu_cells) and not any(c.edges for c in engine.consumers if c.name.startswith("cpu"))
     assert 1 in launches and any(1 < count < batch.count for count in launches), launches
+
+
+def test_the_first_cpu_part_of_a_batch_is_a_small_share_before_rates_are_known(opencl_device, monkeypatch):
+    """Before any rate is measured a batch's CPU part is cpu_first_cells per worker, but at most
+    cpu_first_share of its residues (on a small run the workers' first pieces were the run's
+    tail); once rates are known they decide. Results stay exact either way."""
+    from papara_py.engine import scheduler
+
+    params = ScoringParams(mismatch=2, cgap=1, gap_open=3, gap_extend=1, insertion=2)
+    profiles, reads, _ = random_case(5, n_edges=40, n_reads=40)
+    batches = batches_of(reads, 20)
+    parts: list[tuple[float, int]] = []
+    real = scheduler.cpu_pieces
+
+    def recording(offsets, cpu_residues, pieces):
+        parts.append((cpu_residues, int(offsets[-1] - offsets[0])))
+        return real(offsets, cpu_residues, pieces)
+
+    monkeypatch.setattr(scheduler, "cpu_pieces", recording)
+    engine = Engine(lambda ids: profiles[ids], profiles.shape[0], profiles.shape[1], 8, params, K, True,
+                    [gpu(opencl_device)], EngineOptions(cpu_workers=2, cpu_first_cells=10**12, cpu_first_share=0.25))
+    for index, candidates in engine.run(batches):
+        want_score, want_edge = expected(profiles, reads[index * 20:index * 20 + 20], params)
+        assert np.array_equal(candidates.edge, want_edge) and np.array_equal(candidates.score, want_score)
+    first_part, first_residues = parts[0]
+    assert first_part == 0.25 * first_residues  # capped: 2 x 10^12 cells would be every read
 
 
 @settings(max_examples=300, deadline=None)
@@ -248,7 +274,8 @@ def test_cpu_workers_take_nothing_while_the_caller_holds_a_batch(opencl_device):
     profiles, reads, _ = random_case(17, n_edges=48, n_reads=18)
     batches = batches_of(reads, 3)
     engine = Engine(lambda ids: profiles[ids], profiles.shape[0], profiles.shape[1], 8, params, K, True,
-                    [gpu(opencl_device)], EngineOptions(cpu_workers=3, jitter_seconds=0.01, cpu_first_cells=10**12))
+                    [gpu(opencl_device)], EngineOptions(cpu_workers=3, jitter_seconds=0.01, cpu_first_cells=10**12,
+                                                        cpu_first_share=1.0))
     taken: list[float] = []
     take = engine._queue.take_for_cpu
 

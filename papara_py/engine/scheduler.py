@@ -29,7 +29,7 @@ read range, and each batch ends when the GPUs end it, so its traceback overlaps 
 scoring. (Before, CPU workers took whole blocks in read slices and handed the rest back at the
 tail: those rests came back as short launches over mixed read ranges, 0.4-0.5 s more device time
 in a 10 s run; BENCHMARKS.md, Hybrid, fourth round.) Before any rate is known the CPU part is a
-first guess of `cpu_first_cells` per worker. While the caller holds a batch, CPU workers take
+first guess of `cpu_first_cells` per worker, at most `cpu_first_share` of the batch. While the caller holds a batch, CPU workers take
 nothing (`_cpu_may_take`; the pipeline now hands each batch on to its traceback threads at once,
 pipeline.BatchStages, so this holds only for callers that trace back in the loop). Correctness never depends on any of this: any block and any
 read range may be scored by any consumer.
@@ -139,6 +139,9 @@ class EngineOptions:
     balance_tail: bool = True
     cpu_yields_to_caller: bool = True  # with GPUs, CPU workers take nothing while the caller holds a batch
     cpu_first_cells: int = 5_000_000_000  # per CPU worker, a batch's CPU part before rates are known
+    #: ... and at most this share of the batch's residues: what 16-32 cores score beside one H100
+    #: (1-5% of the cells, BENCHMARKS.md); more made a small run wait for its CPU pieces
+    cpu_first_share: float = 0.05
     block_cache_bytes: int = 256 << 20
     jitter_seconds: float = 0.0
     jitter_seed: int = 0
@@ -464,7 +467,8 @@ class Engine:
         if cpu_rate > 0 and gpu_rate > 0:
             cpu_residues = residues * cpu_rate / (cpu_rate + gpu_rate)
         else:
-            cpu_residues = self.options.cpu_workers * self.options.cpu_first_cells / (batch.n_edges * self.n_columns)
+            cpu_residues = min(self.options.cpu_workers * self.options.cpu_first_cells / (batch.n_edges * self.n_columns),
+                               self.options.cpu_first_share * residues)
         pieces = cpu_pieces(offsets, cpu_residues,
                             -(-2 * self.options.cpu_workers // block_count(batch.n_edges, self.width)))
         if not pieces:
