@@ -581,8 +581,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
         # (a GPU traceback waits for the scoring launch in progress) keeps the GPU from its next batch
         timing_lock = threading.Lock()
         traced_batches = written = 0
-        tracing_threads = tracer.threads if tracer else 1
-        stages = BatchStages(trace, write, max(TRACE_DEPTH, tracing_threads + 1), tracing_threads)
+        stages = BatchStages(trace, write, TRACE_DEPTH, tracer.threads if tracer else 1)
         failed = True
         try:
             if first is not None and not len(first.alignable):  # no read to score: the input ended in this stretch
@@ -640,13 +639,14 @@ class BatchStages:
     """The two stages after scoring: traceback (`tracing_threads` batches at once: a GPU traceback
     mostly waits for the device to finish the scoring launch in progress, so with two threads one
     batch's wait overlaps the next's), then writing, one thread, batch after batch in order.
-    `submit` returns at once unless `depth` batches are already between the two (which bounds
-    the memory held: each holds its rows); the first error of either stage is raised by the next
+    `submit` returns at once unless `depth` batches (at least one more than the traceback
+    threads, so that none of them idles) are already between the two (which bounds the memory
+    held: each holds its rows); the first error of either stage is raised by the next
     `submit` or by `drain`. `close(failed=True)` drops the batches not yet started (an
     interrupted run writes nothing more)."""
 
     def __init__(self, trace, write, depth: int, tracing_threads: int = 1) -> None:
-        self._trace, self._write, self._depth = trace, write, depth
+        self._trace, self._write, self._depth = trace, write, max(depth, tracing_threads + 1)
         self._tracing = ThreadPoolExecutor(max_workers=tracing_threads, thread_name_prefix="papara-traceback")
         self._writing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="papara-writer")
         self._pending: deque[Future] = deque()

@@ -171,3 +171,24 @@ def test_streamed_batches_give_one_result_on_every_device(opencl_device, monkeyp
         assert datasets.keys() == whole.keys()
         for path, values in datasets.items():
             np.testing.assert_array_equal(values, whole[path], f"{key}: {path}")
+
+
+def test_batch_stages_hold_one_batch_more_than_their_traceback_threads():
+    """BatchStages keeps at least tracing_threads + 1 batches between scoring and the file, so
+    every traceback thread (two per GPU) can hold a batch while `submit` returns at once; the
+    writer still gets them in order."""
+    import threading
+
+    from papara_py.pipeline import BatchStages
+
+    release, written = threading.Event(), []
+    stages = BatchStages(lambda batch: (release.wait(10), batch)[1:], written.append, depth=1, tracing_threads=3)
+    submitter = threading.Thread(target=lambda: [stages.submit(batch) for batch in range(3)])
+    submitter.start()
+    submitter.join(5)
+    returned = not submitter.is_alive()  # with depth 1, the second submit would wait for the first batch
+    release.set()
+    submitter.join()
+    stages.drain()
+    stages.close(failed=False)
+    assert returned and written == [0, 1, 2]

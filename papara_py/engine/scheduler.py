@@ -29,10 +29,11 @@ read range, and each batch ends when the GPUs end it, so its traceback overlaps 
 scoring. (Before, CPU workers took whole blocks in read slices and handed the rest back at the
 tail: those rests came back as short launches over mixed read ranges, 0.4-0.5 s more device time
 in a 10 s run; BENCHMARKS.md, Hybrid, fourth round.) Before any rate is known the CPU part is a
-first guess of `cpu_first_cells` per worker, at most `cpu_first_share` of the batch. While the caller holds a batch, CPU workers take
-nothing (`_cpu_may_take`; the pipeline now hands each batch on to its traceback threads at once,
-pipeline.BatchStages, so this holds only for callers that trace back in the loop). Correctness never depends on any of this: any block and any
-read range may be scored by any consumer.
+first guess of `cpu_first_cells` per worker, at most `cpu_first_share` of the batch. While the
+caller holds a batch, CPU workers take nothing (`_cpu_may_take`; the pipeline now hands each batch
+on to its traceback threads at once, pipeline.BatchStages, so this holds only for callers that
+trace back in the loop). Correctness never depends on any of this: any block and any read range
+may be scored by any consumer.
 
 Each GPU is fed by `gpu_feeders` threads (two): while one waits for its launch, the other takes
 its items and prepares its launch on the host, then waits for the device (engine/gpu.py), and
