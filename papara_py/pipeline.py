@@ -53,6 +53,7 @@ from papara_py.pairwise.strand import (
 )
 from papara_py.pairwise.traceback import align_many
 from papara_py.phylo.encoding import IS_GAP, Alphabet
+from papara_py.phylo.family import column_family
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
 from papara_py.run_log import Reporter, RunLog
@@ -217,8 +218,10 @@ def resolve_scorers(config: RunConfig, reporter: Reporter) -> tuple[bool, list, 
 
 
 def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, best_edges: np.ndarray,
-                    builder: EdgeProfiles, params: ScoringParams, threads: int, tracer: Tracer | None = None):
-    """Align each read, in its chosen orientation (`reverse`), to its best edge.
+                    builder: EdgeProfiles, params: ScoringParams, family: np.ndarray | None, threads: int,
+                    tracer: Tracer | None = None):
+    """Align each read, in its chosen orientation (`reverse`), to its best edge (`family`: the
+    columns' family residues, phylo/family.py).
 
     Returns (scores, starts, cigars, aligned rows); CIGARs and rows describe the oriented read.
     With a tracer (`--traceback auto` and a GPU) the whole batch is one device call; otherwise
@@ -229,14 +232,16 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, be
     profiles = builder.profiles(unique_edges)
     if tracer is not None and tracer.usable:
         residues, offsets = reads.select_residues(indices, reverse)
-        done = tracer.align_many(reads.alphabet.read_code[residues], residues, offsets, edge_slot, profiles, params)
+        done = tracer.align_many(reads.alphabet.read_code[residues], residues, offsets, edge_slot, profiles, params,
+                                 family)
         if done is not None:
             return done
     pieces = [slice(a, a + TRACEBACK_SLICE) for a in range(0, len(indices), TRACEBACK_SLICE)]
 
     def one(piece: slice):
         residues, offsets = reads.select_residues(indices[piece], reverse[piece])
-        return align_many(reads.alphabet.read_code[residues], residues, offsets, edge_slot[piece], profiles, params)
+        return align_many(reads.alphabet.read_code[residues], residues, offsets, edge_slot[piece], profiles, params,
+                          family)
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         results = list(pool.map(one, pieces))
@@ -319,6 +324,7 @@ class Inputs:
     digests: dict[str, Digest]
     params: ScoringParams    # the penalties used: as given, or the alphabet's default preset
     strand: str              # the strand mode used (pairwise/strand.mode_for: forward for protein)
+    family: np.ndarray | None  # the columns' family residues (phylo/family.py; None for DNA)
 
     @property
     def alphabet(self) -> Alphabet:
@@ -364,7 +370,8 @@ def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]
     if config.alphabet == "auto" and not alignment.alphabet.stranded:
         reporter.detail(f"--alphabet auto: {config.alignment} holds {alignment.alphabet.residue_kind} data; reads "
                         f"are taken as given (no reverse strand)")
-    return Inputs(edge_tree, alignment, match, reads, reads_file, digests, params, strand)
+    family = column_family(match.tip_rows, alignment.alphabet)
+    return Inputs(edge_tree, alignment, match, reads, reads_file, digests, params, strand, family)
 
 
 def log_inputs(config: RunConfig, reporter: Reporter, inputs: Inputs) -> None:
@@ -543,7 +550,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
 
         def new_engine(k: int) -> Engine:
             return Engine(profiles.profiles, profiles.n_edges, m, devices.width, inputs.params, k,
-                          devices.use_cpu, devices.gpu_scorers, devices.options, progress)
+                          devices.use_cpu, devices.gpu_scorers, devices.options, progress, family=inputs.family)
 
         search = GuidedSearch(inputs.edge_tree, new_engine, m, work.k, config.guided) if guided else None
         engine = search or new_engine(work.k)
@@ -568,7 +575,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
             t0 = time.perf_counter()
             scores, starts, cigars, rows = traceback_batch(stretch.reads, stretch.alignable, reverse,
                                                            candidates.edge[:, 0], profiles, inputs.params,
-                                                           config.threads, tracer)
+                                                           inputs.family, config.threads, tracer)
             if not np.array_equal(scores, candidates.score[:, 0]):
                 raise RuntimeError("internal error: traceback score differs from the engine's score")
             with timing_lock:  # summed over batches, which may overlap (BatchStages)

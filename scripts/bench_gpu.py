@@ -86,14 +86,19 @@ def as_chunks(profiles: np.ndarray, chunk_blocks: int) -> list[tuple[int, int, n
 
 def random_instance(rng: np.random.Generator, m: int, n_edges: int, n_reads: int,
                     params: ScoringParams, alphabet: Alphabet = DNA):
-    """Profiles, reads (including 1 and m-1 residues) and the expected k-best lists."""
+    """Profiles, reads (including 1 and m-1 residues), the columns' family residues (protein:
+    one or two random amino acids in most columns; DNA: none) and the expected k-best lists."""
     lengths = np.r_[1, m - 1, rng.integers(1, m, size=n_reads)]
     profiles = random_profiles(rng, n_edges, m, alphabet)
     codes, offsets = random_reads(rng, lengths, alphabet)
+    family = None
+    if alphabet.family_percent is not None:
+        single = _state_choices(alphabet, "")[0]
+        family = np.where(rng.random(m) < 0.8, rng.choice(single, m) | rng.choice(single, m), 0).astype(alphabet.dtype)
     ref = score_matrix_reference([codes[offsets[q]:offsets[q + 1]] for q in range(lengths.size)],
-                                 profiles, params)
+                                 profiles, params, family)
     order = np.lexsort((np.broadcast_to(np.arange(n_edges), ref.shape), ref), axis=1)
-    return profiles, codes, offsets, ref, order
+    return profiles, codes, offsets, family, ref, order
 
 
 def verify(scorers: dict[str, GpuScorer], rng: np.random.Generator, rounds: int,
@@ -111,13 +116,13 @@ def verify(scorers: dict[str, GpuScorer], rng: np.random.Generator, rounds: int,
               (300, 40, 10, ScoringParams(2000, 900, 3000, 100, 2500, 1000))]
     bad = dict.fromkeys(scorers, 0)
     for m, n_edges, n_reads, params in cases:
-        profiles, codes, offsets, ref, order = random_instance(rng, m, n_edges, n_reads, params, alphabet)
+        profiles, codes, offsets, family, ref, order = random_instance(rng, m, n_edges, n_reads, params, alphabet)
         k = int(rng.integers(1, 10))
         take = min(k, n_edges)
         want_score = np.take_along_axis(ref, order[:, :take], 1)
         for name, scorer in scorers.items():
             first_edge, _, blocks = as_chunks(profiles, 10_000)[0]
-            score, edge = scorer.score_chunk(blocks, first_edge, n_edges, codes, offsets, params, k)
+            score, edge = scorer.score_chunk(blocks, first_edge, n_edges, codes, offsets, params, k, family=family)
             wrong = (np.any(score[:, :take] != want_score, axis=1)
                      | np.any(edge[:, :take] != order[:, :take], axis=1)
                      | np.any(edge[:, take:] != -1, axis=1))

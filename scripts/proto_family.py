@@ -1,96 +1,71 @@
-"""Prototype (measurement only, not the model): protein near states widened by each column's
-family residues, the amino acids that make up at least T of the column's residues in the
-reference alignment (what a profile HMM pools over the whole family, where Eq. 1 sees one
-branch's state sets).
+"""Measurement only: protein column family residues (phylo/family.py, DESIGN.md 3) at another
+share than the model's, or used another way, on one set of the protein study.
 
-    python3 scripts/proto_family.py --data DATA --set NAME [--threshold T] [--mode near|match]
+    python3 scripts/proto_family.py --data DATA --set NAME [--percent P] [--mode near|match|none]
 
-`near`: a family residue outside the edge's set costs near_mismatch, as a similar one does
-(near_i(e) = similar(e) | (F_i & ~states(e))); `match`: family residues join every edge's state
-set (free matches). Without --threshold the production model runs (the baseline). NAME is a set
-of the protein study (DATA/sets/NAME, `accuracy_study.py`) or a validation set (`val/NAME`).
-Prints one JSON line (column and edge accuracy). Each run must be its own process with a fresh
-NUMBA_CACHE_DIR: F is compiled into the patched numba functions as a constant, e.g.
-    NUMBA_CACHE_DIR=$(mktemp -d) python3 scripts/proto_family.py --data /work/pdata --set fn3 --threshold 0.1
-Findings: docs/ACCURACY.md, "Column family residues for protein (prototype)".
+`near` (the model): a family residue outside the edge's set costs near_mismatch, at the share P
+(default: the model's, `PROTEIN.family_percent`); `match`: the family residues join every edge's
+state set instead (free matches); `none`: no family residues (protein's near states by
+similarity alone, the model before them). NAME is a set of the protein study
+(DATA/sets/NAME, `accuracy_study.py`) or a validation set (`val/NAME`). Prints one JSON line
+(column and edge accuracy). Findings: docs/ACCURACY.md, "Column family residues for protein".
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
-
-import numpy as np
-from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_accuracy as ba
 
-from papara_py.phylo.encoding import PROTEIN, near_states_of
-
-MASK = np.uint32(PROTEIN.state_mask)
-
-
-def column_family(rows: list[str], threshold: float) -> np.ndarray:
-    """[m] state sets: per column, the unambiguous amino acids that make up >= threshold of its
-    residues (at least one occurrence)."""
-    family = np.zeros(len(rows[0]), np.uint32)
-    for i in range(family.size):
-        column = [row[i].upper() for row in rows if row[i] not in "-."]
-        for letter, count in collections.Counter(column).items():
-            if letter not in "BZJX" and count >= max(1, threshold * len(column)):
-                family[i] |= PROTEIN.read_code[ord(letter)]
-    return family
+from papara_py import pipeline
+from papara_py.phylo.encoding import PROTEIN
+from papara_py.phylo.family import column_family
+from papara_py.phylo.profiles import ProfileBuilder
 
 
-def patch_near(family: np.ndarray) -> None:
-    """Near states with family residues in the CPU kernel, the host traceback and the reference
-    scorer (the run's two scorers must agree: the pipeline checks each read's score)."""
-    import papara_py.pairwise.reference_scorer as reference
-    from papara_py.engine import cpu
-    from papara_py.pairwise import traceback
+def use_family(mode: str, percent: int) -> None:
+    """Make the main job's column family residues those of `percent`, in the way `mode` says."""
+    def family_at(tip_rows, alphabet):
+        return column_family(tip_rows, replace(alphabet, family_percent=percent)) if alphabet is PROTEIN else None
 
-    @njit(cache=True, nogil=True)
-    def column_near_family(profile):
-        near = np.empty_like(profile)
-        for i in range(profile.shape[0]):
-            near[i] = near_states_of(profile[i]) | (family[i] & ~(profile[i] & MASK))
-        return near
+    if mode == "none":
+        pipeline.column_family = lambda tip_rows, alphabet: None
+    elif mode == "near":
+        pipeline.column_family = family_at
+    else:  # match: into every edge's state set, and no longer among the near states
+        pipeline.column_family = lambda tip_rows, alphabet: None
+        built = ProfileBuilder.__init__
+        profiles = ProfileBuilder.profiles
 
-    reference.column_near_states = traceback.column_near_states = column_near_family
-    lanes_near = cpu.near_states
-    cpu.near_states = lambda lanes, alphabet=None: lanes_near(lanes) | (family[:lanes.shape[0], None] & ~(lanes & MASK))
+        def init(self, edge_tree, tip_rows, alphabet=PROTEIN):
+            built(self, edge_tree, tip_rows, alphabet)
+            self.family = family_at(tip_rows, alphabet)
 
-
-def patch_match(family: np.ndarray) -> None:
-    """Family residues in every edge's state set (ProfileBuilder.profiles)."""
-    from papara_py.phylo.profiles import ProfileBuilder
-
-    profiles = ProfileBuilder.profiles
-    ProfileBuilder.profiles = lambda self, edge_ids: profiles(self, edge_ids) | family[None, :]
+        ProfileBuilder.__init__ = init
+        ProfileBuilder.profiles = lambda self, edge_ids: profiles(self, edge_ids) | self.family[None, :]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--set", required=True)
-    parser.add_argument("--threshold", type=float, default=None)
-    parser.add_argument("--mode", choices=["near", "match"], default="near")
-    parser.add_argument("--params", default="5,6,8,2,12,3", help="the six penalties (default: the protein preset)")
+    parser.add_argument("--percent", type=int, default=PROTEIN.family_percent)
+    parser.add_argument("--mode", choices=["near", "match", "none"], default="near")
+    parser.add_argument("--params", help="the six penalties (default: the protein preset)")
     args = parser.parse_args()
     folder = args.data / args.set if "/" in args.set else args.data / "sets" / args.set
     data = ba.Data.from_dir(folder, args.set, "protein")
-    if args.threshold is not None:
-        family = column_family(list(ba.read_alignment(data.alignment).values()), args.threshold)
-        (patch_near if args.mode == "near" else patch_match)(family)
-    params = tuple(int(x) for x in args.params.split(","))
+    use_family(args.mode, args.percent)
+    params = tuple(int(x) for x in args.params.split(",")) if args.params else None
     placements, wall = ba.run_papara_inprocess(data, Path(tempfile.mkdtemp()), params, 2)
     result = ba.score(placements, data.truth)
-    print(json.dumps({"set": args.set, "threshold": args.threshold, "mode": args.mode, "params": params,
+    print(json.dumps({"set": args.set, "percent": args.percent, "mode": args.mode, "params": params or "preset",
                       "column_accuracy": round(result["column_accuracy"], 4),
                       "edge_accuracy": result["edge_accuracy"], "wall_s": round(wall, 1)}))
     return 0

@@ -3,7 +3,8 @@
 It shares no code with papara_py: dictionaries of cells, math.inf for +infinity and the band
 and boundary conditions spelled out exactly as the spec words them. Slow, and meant to be.
 Elements are DNA's (4 states, CGAP bit 4, near-state field in bits 5-7) unless `protein` is
-given (20 states ARNDCQEGHILKMFPSTWYV, CGAP bit 20, near states from BLOSUM62 itself).
+given (20 states ARNDCQEGHILKMFPSTWYV, CGAP bit 20, near states from BLOSUM62 itself), with
+the columns' family residues (`family`, one state set per column) among the near states.
 """
 
 from __future__ import annotations
@@ -26,18 +27,21 @@ def _blosum62():
     return substitution_matrices.load("BLOSUM62")
 
 
-def literal_mismatch(a: int, b: int, mismatch: int, near_mismatch: int | None, protein: bool = False) -> int:
+def literal_mismatch(a: int, b: int, mismatch: int, near_mismatch: int | None, protein: bool = False,
+                     family: int = 0) -> int:
     """M_ij of DESIGN 4: 0 if the read's states meet the edge's set, else near_mismatch if they
     meet its near states, else mismatch. near_mismatch None: Eq. 1 (= mismatch). DNA's near
     states: bit 5 + k of the element, the k-th state, in order, that the set lacks; protein's
-    (DESIGN 3): the amino acids the set lacks that BLOSUM62 scores 0 or more against one of its."""
+    (DESIGN 3): the amino acids the set lacks that BLOSUM62 scores 0 or more against one of its,
+    and those of the column's family residues (`family`) it lacks."""
     n_states = 20 if protein else 4
     if a & ((1 << n_states) - 1) & b:
         return 0
     lacking = [state for state in range(n_states) if not a >> state & 1]
     if protein:
         have = [PROTEIN_LETTERS[state] for state in range(n_states) if a >> state & 1]
-        near = [x for x in lacking if any(_blosum62()[PROTEIN_LETTERS[x]][y] >= 0 for y in have)]
+        near = [x for x in lacking if any(_blosum62()[PROTEIN_LETTERS[x]][y] >= 0 for y in have)
+                or family >> x & 1]
     else:
         near = [state for k, state in enumerate(lacking) if a >> (5 + k) & 1]
     if near_mismatch is not None and any(b >> state & 1 for state in near):
@@ -46,12 +50,15 @@ def literal_mismatch(a: int, b: int, mismatch: int, near_mismatch: int | None, p
 
 
 def literal_score(read: list[int], profile: list[int], mismatch: int, cgap: int, gap_open: int,
-                  gap_extend: int, insertion: int, near_mismatch: int | None = None, protein: bool = False) -> float:
-    return literal_cells(read, profile, mismatch, cgap, gap_open, gap_extend, insertion, near_mismatch, protein)[0]
+                  gap_extend: int, insertion: int, near_mismatch: int | None = None, protein: bool = False,
+                  family: list[int] | None = None) -> float:
+    return literal_cells(read, profile, mismatch, cgap, gap_open, gap_extend, insertion, near_mismatch, protein,
+                         family)[0]
 
 
 def literal_cells(read: list[int], profile: list[int], mismatch: int, cgap: int, gap_open: int,
-                  gap_extend: int, insertion: int, near_mismatch: int | None = None, protein: bool = False):
+                  gap_extend: int, insertion: int, near_mismatch: int | None = None, protein: bool = False,
+                  family: list[int] | None = None):
     """(score, S, D, s, d, mm_cg, oe): the score, the cell dictionaries, the boundary-aware
     accessors, and the per-cell M_ij + CG_i and per-column OE_i, for `literal_align`."""
     n, m = len(read), len(profile)
@@ -77,7 +84,8 @@ def literal_cells(read: list[int], profile: list[int], mismatch: int, cgap: int,
 
     def mm_cg(i: int, j: int) -> int:
         a = profile[i]
-        return literal_mismatch(a, read[j], mismatch, near_mismatch, protein) + (cgap if a & gap_bit else 0)
+        column_family = family[i] if family else 0
+        return literal_mismatch(a, read[j], mismatch, near_mismatch, protein, column_family) + (cgap if a & gap_bit else 0)
 
     def oe(i: int) -> int:
         return 0 if profile[i] & gap_bit else gap_open + gap_extend
@@ -92,12 +100,13 @@ def literal_cells(read: list[int], profile: list[int], mismatch: int, cgap: int,
     return score, S, D, s, d, mm_cg, oe
 
 
-def literal_align(read: list[int], profile: list[int], *penalties, protein: bool = False) -> tuple[float, int, str]:
+def literal_align(read: list[int], profile: list[int], *penalties, protein: bool = False,
+                  family: list[int] | None = None) -> tuple[float, int, str]:
     """(score, start column, CIGAR) by DESIGN 5 spelled out on `literal_cells`: the smallest end
     column reaching the score; walking back, the diagonal before D before I; inside D, an
     opening before an extension."""
     n = len(read)
-    score, S, D, s, _, mm_cg, oe = literal_cells(read, profile, *penalties, protein=protein)
+    score, S, D, s, _, mm_cg, oe = literal_cells(read, profile, *penalties, protein=protein, family=family)
     i = min(i for i in range(n - 1, len(profile)) if S[i, n - 1] == score)
     j, ops, in_d = n - 1, [], False
     while j >= 0:

@@ -67,13 +67,14 @@ def pack(reads: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(reads), offsets
 
 
-def kernel_scores(profiles, reads, params, width, **options) -> np.ndarray:
-    """Scores of every read against every profile through make_block and score_block."""
+def kernel_scores(profiles, reads, params, width, family=None, **options) -> np.ndarray:
+    """Scores of every read against every profile through make_block and score_block (with the
+    columns' family residues `family`, carried by the blocks)."""
     codes, offsets = pack(reads)
     columns = []
     for first in range(0, profiles.shape[0], width):
-        block = make_block(first // width, first, profiles[first:first + width], width)
-        scores = score_block(block.lanes, codes, offsets, params, **options)
+        block = make_block(first // width, first, profiles[first:first + width], width, family)
+        scores = score_block(block.lanes, codes, offsets, params, family=block.family, **options)
         assert scores.shape == (len(reads), width) and scores.dtype == np.int32
         # padding lanes repeat the last edge, so they must repeat its score
         assert (scores[:, block.n_edges:] == scores[:, block.n_edges - 1:block.n_edges]).all()
@@ -95,13 +96,17 @@ def cases(draw, alphabet=DNA):
     near = draw(st.one_of(st.just(values[0]), st.integers(0, values[0])))  # Eq. 1, or near states cheaper
     params = ScoringParams(*values, near_mismatch=near)
     strip = draw(st.sampled_from([1, 2, 3, 7, 64, DEFAULT_STRIP]))
-    return profiles, reads, params, width, strip
+    # protein: column family residues (DESIGN 3) in half the cases, none or a few states a column
+    family = None
+    if alphabet is PROTEIN and draw(st.booleans()):
+        family = np.where(rng.random(m) < 0.3, 0, random_states(rng, m, alphabet)).astype(alphabet.dtype)
+    return profiles, reads, params, width, strip, family
 
 
 @settings(max_examples=150, deadline=None)
 @given(cases())
 def test_kernel_equals_reference_on_both_lane_dtypes(case):
-    profiles, reads, params, width, strip = case
+    profiles, reads, params, width, strip, _ = case
     expected = score_matrix_reference(reads, profiles, params)
     for force_int32 in (False, True):
         got = kernel_scores(profiles, reads, params, width, strip=strip, force_int32=force_int32)
@@ -111,12 +116,13 @@ def test_kernel_equals_reference_on_both_lane_dtypes(case):
 @settings(max_examples=100, deadline=None)
 @given(cases(PROTEIN))
 def test_protein_kernel_equals_reference_on_both_lane_dtypes(case):
-    """uint32 elements (20 states, CGAP at bit 20): the same kernel source, specialised by numba."""
-    profiles, reads, params, width, strip = case
+    """uint32 elements (20 states, CGAP at bit 20): the same kernel source, specialised by numba;
+    near states with the columns' family residues where the case has them."""
+    profiles, reads, params, width, strip, family = case
     assert profiles.dtype == np.uint32 and reads[0].dtype == np.uint32
-    expected = score_matrix_reference(reads, profiles, params)
+    expected = score_matrix_reference(reads, profiles, params, family)
     for force_int32 in (False, True):
-        got = kernel_scores(profiles, reads, params, width, strip=strip, force_int32=force_int32)
+        got = kernel_scores(profiles, reads, params, width, family, strip=strip, force_int32=force_int32)
         np.testing.assert_array_equal(got, expected, err_msg=f"force_int32={force_int32}")
 
 

@@ -102,11 +102,11 @@ def expected_top(reference: np.ndarray, first_edge: int, k: int) -> tuple[np.nda
     return score, edge
 
 
-def check(scorer: GpuScorer, profiles, reads, params, k, width=8, first_edge=0) -> None:
+def check(scorer: GpuScorer, profiles, reads, params, k, width=8, first_edge=0, family=None) -> None:
     codes, offsets = pack_reads(reads)
     blocks = as_chunk(profiles, width, first_edge)
-    score, edge = scorer.score_chunk(blocks, first_edge, profiles.shape[0], codes, offsets, params, k)
-    want_score, want_edge = expected_top(score_matrix_reference(reads, profiles, params), first_edge, k)
+    score, edge = scorer.score_chunk(blocks, first_edge, profiles.shape[0], codes, offsets, params, k, family=family)
+    want_score, want_edge = expected_top(score_matrix_reference(reads, profiles, params, family), first_edge, k)
     np.testing.assert_array_equal(score, want_score)
     np.testing.assert_array_equal(edge, want_edge)
 
@@ -144,13 +144,14 @@ def test_random_protein_chunks_match_reference(scorers, case) -> None:
     """uint32 profile elements (20 states, CGAP at bit 20) through the same kernel source built
     with -DPROF_BITS=32: packed lanes with split state sets where `narrow` allows, else the
     32-bit lane; with near_mismatch < mismatch, the near states by similarity (DESIGN 3) beside
-    each element."""
+    each element, with the columns' family residues in half the cases."""
     rng = np.random.default_rng(case["seed"])
     profiles = random_profiles(rng, case["n_edges"], case["m"], PROTEIN)
     reads = [protein_states(rng, n) | np.uint32(1) << rng.integers(0, 20, size=n).astype(np.uint32)
              for n in case["lengths"]]
+    family = protein_states(rng, case["m"]) if case["seed"] % 2 else None
     scorer = scorers[case["narrow"], case["rows"]]
-    check(scorer, profiles, reads, case["params"], case["k"], case["width"], case["first_edge"])
+    check(scorer, profiles, reads, case["params"], case["k"], case["width"], case["first_edge"], family)
     if not case["narrow"]:
         assert scorer.stats.packed_reads == 0
 

@@ -4,7 +4,7 @@
 rows bit for bit (the host traceback is itself held against DESIGN 5 spelled out, test_scoring.py):
 random reads of every length 1..m-1 against random profiles with CGAP runs, ambiguous states and
 near-state fields, random penalties (near_mismatch below mismatch and equal to it), DNA and
-protein, launches split by a small memory budget. Runs on the OpenCL device of the kernel tests
+protein (with and without column family residues), launches split by a small memory budget. Runs on the OpenCL device of the kernel tests
 (PoCL in CI; the H100 through scripts/bench_gpu.py-style device runs).
 """
 
@@ -56,9 +56,9 @@ def random_reads(rng: np.random.Generator, lengths, alphabet):
     return alphabet.read_code[residues], residues, offsets
 
 
-def assert_same(tracer, codes, residues, offsets, slots, profiles, params) -> None:
-    expected = align_many(codes, residues, offsets, slots, profiles, params)
-    got = tracer.align_many(codes, residues, offsets, slots, profiles, params)
+def assert_same(tracer, codes, residues, offsets, slots, profiles, params, family=None) -> None:
+    expected = align_many(codes, residues, offsets, slots, profiles, params, family)
+    got = tracer.align_many(codes, residues, offsets, slots, profiles, params, family)
     np.testing.assert_array_equal(got[0], expected[0], "scores")
     np.testing.assert_array_equal(got[1], expected[1], "start columns")
     assert got[2] == expected[2], "CIGARs"
@@ -77,7 +77,10 @@ def test_device_traceback_equals_host_traceback(tracers, seed, m, reads, values,
     codes, residues, offsets = random_reads(rng, lengths, alphabet)
     profiles = random_profiles(rng, int(rng.integers(1, 5)), m, alphabet)
     slots = rng.integers(0, profiles.shape[0], size=reads)
-    assert_same(tracers[400 if small_launches else 1 << 26], codes, residues, offsets, slots, profiles, params)
+    # protein: the columns' family residues (DESIGN 3) in half the cases
+    family = random_profiles(rng, 1, m, alphabet)[0] & alphabet.state_mask if protein and seed % 2 else None
+    assert_same(tracers[400 if small_launches else 1 << 26], codes, residues, offsets, slots, profiles, params,
+                family)
 
 
 @pytest.mark.parametrize("preset", ["weighted", "robust", "protein"])

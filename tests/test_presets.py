@@ -65,13 +65,13 @@ def test_unknown_preset_is_refused():
 
 
 def test_protein_data_default_to_the_protein_preset_unless_a_preset_is_given():
-    """The protein study's choice (docs/ACCURACY.md, "Protein defaults", "Near states for protein"):
-    near states by similarity cost 3 where other mismatches cost 5."""
+    """The protein study's choice (docs/ACCURACY.md, "Protein defaults", "Column family residues
+    for protein"): near states (similar or common in the column) cost 3 where other mismatches cost 6."""
     from papara_py.phylo.encoding import PROTEIN
 
-    assert PROTEIN.default_preset == "protein" and PRESETS["protein"] == (5, 6, 8, 2, 12, 3)
-    assert _params([], PROTEIN.default_preset) == ScoringParams(5, 6, 8, 2, 12, 3)
-    assert _params(["--insertion", "4"], PROTEIN.default_preset) == ScoringParams(5, 6, 8, 2, 4, 3)
-    assert _params(["--mismatch", "2"], PROTEIN.default_preset) == ScoringParams(2, 6, 8, 2, 12, 2)
+    assert PROTEIN.default_preset == "protein" and PRESETS["protein"] == (6, 4, 8, 3, 12, 3)
+    assert _params([], PROTEIN.default_preset) == ScoringParams(6, 4, 8, 3, 12, 3)
+    assert _params(["--insertion", "4"], PROTEIN.default_preset) == ScoringParams(6, 4, 8, 3, 4, 3)
+    assert _params(["--mismatch", "2"], PROTEIN.default_preset) == ScoringParams(2, 4, 8, 3, 12, 2)
     assert _params(["--preset", "robust"], PROTEIN.default_preset) == ScoringParams(3, 6, 2, 2, 7)
     assert _params([], PROTEIN.default_preset).weighted is True

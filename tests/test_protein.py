@@ -20,12 +20,10 @@ from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tre
 from papara_py.io.reads import ReadSet
 from papara_py.io.run_file import RunFile
 from papara_py.pairwise.params import PENALTY_NAMES, PRESETS, ScoringParams
-from papara_py.pairwise.reference_scorer import (
-    column_near_states,
-    score_matrix_reference,
-)
+from papara_py.pairwise.reference_scorer import profile_near, score_matrix_reference
 from papara_py.pairwise.traceback import align_many
 from papara_py.phylo.encoding import DNA, PROTEIN, detect_alphabet, near_states
+from papara_py.phylo.family import column_family
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
 
@@ -57,16 +55,20 @@ def test_the_run_records_the_alphabet_the_protein_preset_and_forward_reads(prote
 
 
 def test_the_best_edges_score_as_the_reference_scorer_says(protein_run):
+    """... with the columns' family residues among the near states (DESIGN 3), which change
+    some of these reads' best scores."""
     tree = EdgeTree.from_dendropy(read_tree(PROTEIN_DATA / "tree.nwk"))
     alignment = read_alignment(PROTEIN_DATA / "ref.phy")
-    profiles = ProfileBuilder(tree, match_tips(tree.tip_names, alignment, "tree").tip_rows, PROTEIN)
+    tip_rows = match_tips(tree.tip_names, alignment, "tree").tip_rows
+    profiles = ProfileBuilder(tree, tip_rows, PROTEIN).profiles(np.arange(tree.n_edges))
     reads = [PROTEIN.encode_read(np.frombuffer(r.sequence, np.uint8))
-             for r in iter_reads(PROTEIN_DATA / "reads.fa", alphabet=PROTEIN)][:20]
-    matrix = score_matrix_reference(reads, profiles.profiles(np.arange(tree.n_edges)),
-                                    ScoringParams.preset("protein"))
+             for r in iter_reads(PROTEIN_DATA / "reads.fa", alphabet=PROTEIN)][:50]
+    params = ScoringParams.preset("protein")
+    matrix = score_matrix_reference(reads, profiles, params, column_family(tip_rows, PROTEIN))
     with RunFile(protein_run) as run:
-        np.testing.assert_array_equal(run.column("score")[:20], matrix.min(axis=1))
-        np.testing.assert_array_equal(run.column("best_edge")[:20], matrix.argmin(axis=1))
+        np.testing.assert_array_equal(run.column("score")[:50], matrix.min(axis=1))
+        np.testing.assert_array_equal(run.column("best_edge")[:50], matrix.argmin(axis=1))
+    assert (score_matrix_reference(reads, profiles, params).min(axis=1) != matrix.min(axis=1)).any()
 
 
 @pytest.mark.parametrize("fmt", ["phylip", "fasta"])
@@ -164,7 +166,7 @@ def blosum62_near_states(element: int) -> int:
 
 
 def test_protein_near_states_are_the_blosum62_partners_a_set_lacks():
-    """numpy (CPU kernel, GPU layouts) and numba (reference scorer, traceback) give DESIGN 3's
+    """The near states every scorer takes (the kernels' and the traceback's) follow DESIGN 3's
     similarity rule on single residues, ambiguity codes, random sets, full sets, CGAP bits."""
     rng = np.random.default_rng(7)
     singles = [1 << k for k in range(20)]
@@ -174,9 +176,58 @@ def test_protein_near_states_are_the_blosum62_partners_a_set_lacks():
     elements[::3] |= np.uint32(PROTEIN.cgap_bit)
     want = np.array([blosum62_near_states(int(e) & PROTEIN.state_mask) for e in elements], np.uint32)
     np.testing.assert_array_equal(near_states(elements, PROTEIN), want)
-    np.testing.assert_array_equal(column_near_states(elements), want)
+    np.testing.assert_array_equal(profile_near(elements), want)
     assert want[-1] == 0 and want[PROTEIN.letters.index("W")] == PROTEIN.read_code[ord("F")] | PROTEIN.read_code[ord("Y")]
     assert int(want[PROTEIN.letters.index("S")]).bit_count() == 8  # A N D Q E G K T
+
+
+def spelled_out_family(rows: list[str], percent: int) -> list[int]:
+    """DESIGN 3's column family residues, counted letter by letter: per column, the amino acids
+    whose unambiguous letters (either case; U is C, O is K) make up at least `percent`% of the
+    column's residues (gap characters - . ? left out; B Z J X count as residues of no state)."""
+    letters, same = PROTEIN.letters, {"U": "C", "O": "K"}
+    family = []
+    for column in zip(*rows):
+        residues = [c.upper() for c in column if c not in "-.?"]
+        counts = {x: sum(same.get(c, c) == x for c in residues) for x in letters}
+        family.append(sum(1 << k for k, x in enumerate(letters)
+                          if counts[x] and 100 * counts[x] >= percent * len(residues)))
+    return family
+
+
+def test_column_family_residues_are_the_common_amino_acids_of_each_column():
+    """The bundled example and a hand-made alignment (the 10% boundary exactly, ambiguity codes,
+    lower case, U and O, a column of gaps) against the letter-by-letter count; DNA has none."""
+    alignment = read_alignment(PROTEIN_DATA / "ref.phy")
+    rows = [bytes(row).decode() for row in alignment.rows]
+    got = column_family(alignment.rows, PROTEIN)
+    assert got.dtype == np.uint32 and got.shape == (alignment.rows.shape[1],)
+    assert got.tolist() == spelled_out_family(rows, 10)
+    hand = ["AW-K", "AW-O", "aW-k"] + ["CX-R"] * 6 + ["UB.R"]  # column 0: A 3, C 7 (U is C)
+    ascii_rows = np.array([np.frombuffer(r.encode(), np.uint8) for r in hand])
+    family = column_family(ascii_rows, PROTEIN).tolist()
+    assert family == spelled_out_family(hand, 10)
+    bit = {x: 1 << k for k, x in enumerate(PROTEIN.letters)}
+    # column 1: W 3 of 10 (X and B count as residues of no state); column 2: gaps only; column 3:
+    # K 2 + O 1 = 3 of 10, R 7 of 10
+    assert family == [bit["A"] | bit["C"], bit["W"], 0, bit["K"] | bit["R"]]
+    ten = ["A"] * 9 + ["C"]  # exactly 10%: a family residue
+    assert column_family(np.array([[ord(c)] for c in ten], np.uint8), PROTEIN).tolist() == [bit["A"] | bit["C"]]
+    eleven = ["A"] * 10 + ["C"]  # 9.1%: not
+    assert column_family(np.array([[ord(c)] for c in eleven], np.uint8), PROTEIN).tolist() == [bit["A"]]
+    assert column_family(np.full((3, 4), ord("A"), np.uint8), DNA) is None
+
+
+def test_family_residues_join_the_near_states_a_set_lacks():
+    a, c, w = (int(PROTEIN.read_code[ord(x)]) for x in "ACW")
+    elements = np.array([a, a | c, w | PROTEIN.cgap_bit, PROTEIN.state_mask], np.uint32)
+    family = np.array([w, w | c, w, w], np.uint32)
+    similar = near_states(elements, PROTEIN)
+    got = near_states(elements, PROTEIN, family)
+    # W is no substitute for A or C: only the family brings it; a set holding W or all states keeps none
+    assert got.tolist() == [similar[0] | w, similar[1] | w, similar[2], 0]
+    lanes = np.repeat(elements[:, None], 3, axis=1)  # a block's [m, W] lanes: family per row
+    np.testing.assert_array_equal(near_states(lanes, PROTEIN, family[:, None]), np.repeat(got[:, None], 3, axis=1))
 
 
 def test_cheaper_near_states_change_protein_scores_as_the_reference_scorer_says(tmp_path):
@@ -187,12 +238,13 @@ def test_cheaper_near_states_change_protein_scores_as_the_reference_scorer_says(
     result = papara(*ws.main_job(*penalties, "--near-mismatch", "2", output=ws.path("run.h5")))
     assert result.returncode == 0, result.stderr
     tree = EdgeTree.from_dendropy(read_tree(ws.path("tree.nwk")))
-    profiles = ProfileBuilder(tree, match_tips(tree.tip_names, read_alignment(ws.path("ref.phy")), "tree").tip_rows,
-                              PROTEIN).profiles(np.arange(tree.n_edges))
+    tip_rows = match_tips(tree.tip_names, read_alignment(ws.path("ref.phy")), "tree").tip_rows
+    profiles = ProfileBuilder(tree, tip_rows, PROTEIN).profiles(np.arange(tree.n_edges))
+    family = column_family(tip_rows, PROTEIN)
     reads = [PROTEIN.encode_read(np.frombuffer(r.sequence, np.uint8))
              for r in iter_reads(ws.path("reads.fa"), alphabet=PROTEIN)]
-    weighted = score_matrix_reference(reads, profiles, ScoringParams(6, 6, 6, 2, 12, 2))
-    eq1 = score_matrix_reference(reads, profiles, ScoringParams(6, 6, 6, 2, 12, 6))
+    weighted = score_matrix_reference(reads, profiles, ScoringParams(6, 6, 6, 2, 12, 2), family)
+    eq1 = score_matrix_reference(reads, profiles, ScoringParams(6, 6, 6, 2, 12, 6), family)
     with RunFile(ws.path("run.h5")) as run:
         assert run.record["parameters"]["near_mismatch"] == 2
         np.testing.assert_array_equal(run.column("score"), weighted.min(axis=1))
@@ -240,21 +292,22 @@ def test_hybrid_engine_on_protein_profiles_matches_the_reference(opencl_device):
 
     tree = EdgeTree.from_dendropy(read_tree(PROTEIN_DATA / "tree.nwk"))
     alignment = read_alignment(PROTEIN_DATA / "ref.phy")
-    profiles = ProfileBuilder(tree, match_tips(tree.tip_names, alignment, "tree").tip_rows,
-                              PROTEIN).profiles(np.arange(tree.n_edges))
+    tip_rows = match_tips(tree.tip_names, alignment, "tree").tip_rows
+    profiles = ProfileBuilder(tree, tip_rows, PROTEIN).profiles(np.arange(tree.n_edges))
+    family = column_family(tip_rows, PROTEIN)
     raw = [r.sequence for r in iter_reads(PROTEIN_DATA / "reads.fa", alphabet=PROTEIN)][:12]
     reads = ReadSet.from_sequences([(f"q{i}", s) for i, s in enumerate(raw)], PROTEIN)
     codes, offsets = reads.select(np.arange(len(raw)))
     assert codes.dtype == np.uint32 and profiles.dtype == np.uint32
     params = ScoringParams.preset("protein")
     result = run(profiles, ReadBatch(codes, offsets), params, True, [gpu(opencl_device)],
-                 EngineOptions(cpu_workers=1))
-    want_score, want_edge = expected(profiles, [codes[a:b] for a, b in pairwise(offsets)], params)
+                 EngineOptions(cpu_workers=1), family=family)
+    want_score, want_edge = expected(profiles, [codes[a:b] for a, b in pairwise(offsets)], params, family=family)
     np.testing.assert_array_equal(result.candidates.score, want_score)
     np.testing.assert_array_equal(result.candidates.edge, want_edge)
     assert any(c.name.startswith("gpu") and c.blocks for c in result.consumers)
     scores, *_ = align_many(codes, reads.residues, offsets, np.arange(len(raw)),
-                            profiles[want_edge[:, 0]], params)
+                            profiles[want_edge[:, 0]], params, family)
     np.testing.assert_array_equal(scores, want_score[:, 0])
 
 

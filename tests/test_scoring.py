@@ -78,7 +78,8 @@ def test_traceback_equals_design_5_spelled_out(case):
 @st.composite
 def protein_cases(draw):
     """Amino-acid profiles (uint32: 20 states, CGAP bit 20) and reads: mostly single residues, so
-    mismatches between similar and dissimilar residues are both common, some ambiguity sets."""
+    mismatches between similar and dissimilar residues are both common, some ambiguity sets;
+    half of them with column family residues (none, one or several amino acids per column)."""
     m = draw(st.integers(2, 16))
     n = draw(st.one_of(st.just(1), st.just(m - 1), st.integers(1, m - 1)))
     residue = st.one_of(st.integers(0, 19).map(lambda k: 1 << k), st.integers(1, (1 << 20) - 1))
@@ -88,20 +89,25 @@ def protein_cases(draw):
     read = draw(st.lists(residue, min_size=n, max_size=n))
     values = [draw(parameter) for _ in range(5)]
     params = ScoringParams(*values, near_mismatch=draw(st.one_of(st.just(values[0]), st.integers(0, values[0]))))
-    return read, profile, params
+    family = draw(st.one_of(st.none(), st.lists(st.one_of(st.just(0), residue), min_size=m, max_size=m)))
+    return read, profile, params, family
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=800, deadline=None)
 @given(protein_cases())
 def test_protein_scorer_and_traceback_equal_design_4_and_5_spelled_out(case):
-    """Protein's near states by similarity (DESIGN 3) in the reference scorer and the traceback,
-    against the literal transcription with BLOSUM62 read from Biopython."""
-    read, profile, params = case
+    """Protein's near states by similarity and by the column's family residues (DESIGN 3) in the
+    reference scorer and the traceback, against the literal transcription with BLOSUM62 read
+    from Biopython."""
+    read, profile, params, family = case
     arrays = np.array(read, np.uint32), np.array(profile, np.uint32)
+    columns = None if family is None else np.array(family, np.uint32)
     penalties = params.as_array().tolist()
-    assert score_reference(*arrays, params) == literal_score(read, profile, *penalties, protein=True)
-    result = align(*arrays, params)
-    assert (result.score, result.start, result.cigar) == literal_align(read, profile, *penalties, protein=True)
+    assert score_reference(*arrays, params, columns) == literal_score(read, profile, *penalties, protein=True,
+                                                                       family=family)
+    result = align(*arrays, params, columns)
+    assert (result.score, result.start, result.cigar) == literal_align(read, profile, *penalties, protein=True,
+                                                                       family=family)
 
 
 def test_traceback_prefers_smallest_end_column_and_insertion_over_mismatch_there():

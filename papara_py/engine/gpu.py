@@ -17,7 +17,8 @@ Why the host side looks the way it does:
   the 32-bit lane it ran at 46% of DNA's rate on the H100).
 - Where near states cost less than a mismatch (the kernel's NEAR), each element travels with
   its set | near states beside it (`_padded_profile`): DNA's widened to 16 bits, protein's
-  (looked up from its set, phylo/encoding.near_states) as a second word split like the element.
+  (looked up from its set and the column's family residues, phylo/encoding.near_states) as a
+  second word split like the element.
 - On NVIDIA sm_90+ the 16-bit lane arithmetic is inline PTX (add/min.u16x2, fused into DPX
   instructions); elsewhere portable OpenCL C. Tests hold the two against each other.
 - Waiting for the device sleeps in short steps between status queries: NVIDIA's blocking waits
@@ -145,35 +146,37 @@ def _units(n_edges: int, variant: Variant) -> int:
     return _round_up(-(-n_edges // variant.lanes), WG_UNITS)
 
 
-def _padded_profile(lanes: np.ndarray, variant: Variant) -> np.ndarray:
+def _padded_profile(lanes: np.ndarray, variant: Variant, family: np.ndarray | None = None) -> np.ndarray:
     """A chunk's profiles as the kernel's prof_t words per column: [m, units * lanes] elements
     zero-padded to whole work-groups, wide elements in packed lanes in the split layout
-    (`_split_pairs`), and with NEAR each element's set | near states beside it
-    (kernels/band_score.cl: DNA's in the high byte, `_near_bytes`; protein's as its own words)."""
+    (`_split_pairs`), and with NEAR each element's set | near states (with the columns' family
+    residues `family`, [m]) beside it (kernels/band_score.cl: DNA's in the high byte,
+    `_near_bytes`; protein's as its own words)."""
     m, n_edges = lanes.shape
     padded = np.zeros((m, _units(n_edges, variant) * variant.lanes), lanes.dtype)
     padded[:, :n_edges] = lanes
     alphabet = variant.alphabet
+    family = None if family is None else family[:, None]
     if alphabet.dtype.itemsize == 1:  # DNA: bytes as they are, or widened with NEAR
-        return _near_bytes(padded, alphabet) if variant.near else padded
+        return _near_bytes(padded, alphabet, family) if variant.near else padded
     elements = _split_pairs(padded, alphabet.n_states) if variant.packed else padded
     if not variant.near:
         return elements
     # wide elements (protein) with NEAR: each element's words, then its wider set's, laid out alike
-    wider = padded & alphabet.state_mask | near_states(padded, alphabet)
+    wider = padded & alphabet.state_mask | near_states(padded, alphabet, family)
     if variant.packed:
         wider = _split_pairs(wider, alphabet.n_states)
     words = 2 if variant.packed else 1
     return np.concatenate([elements.reshape(m, -1, words), wider.reshape(m, -1, words)], axis=2).reshape(m, -1)
 
 
-def _near_bytes(padded: np.ndarray, alphabet: Alphabet) -> np.ndarray:
+def _near_bytes(padded: np.ndarray, alphabet: Alphabet, family: np.ndarray | None) -> np.ndarray:
     """The kernel's NEAR layout of 8-bit elements (DNA), uint16 per lane: bits 0-3 the state set,
     bit 4 CGAP, bits 8-11 the state set with its near states (kernels/band_score.cl). The packed
     kernel reads lane pairs as one uint, lane 2u in the low half (little-endian hosts and devices)."""
     states = padded & alphabet.state_mask
     wide = (padded & (alphabet.state_mask | alphabet.cgap_bit)).astype(np.uint16)
-    return wide | ((states | near_states(padded, alphabet)).astype(np.uint16) << 8)
+    return wide | ((states | near_states(padded, alphabet, family)).astype(np.uint16) << 8)
 
 
 def _split_pairs(padded: np.ndarray, n_states: int) -> np.ndarray:
@@ -277,12 +280,14 @@ class GpuScorer:
                 built_program(self.context, self.device.cl_device, "top_k.cl", (f"-DKMAX={kmax}",)))
 
     def score_chunk(self, blocks: np.ndarray, first_edge: int, n_edges: int, codes: np.ndarray,
-                    offsets: np.ndarray, params: ScoringParams, k: int) -> tuple[np.ndarray, np.ndarray]:
+                    offsets: np.ndarray, params: ScoringParams, k: int,
+                    family: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Each read's k best (score, edge) over the chunk's first n_edges lanes.
 
         blocks: [nb, m, W] profile elements (uint8 DNA, uint32 protein), consecutive blocks (edge
         first_edge + b*W + w at [b, :, w]).
         codes / offsets: encoded reads of the same alphabet, read q = codes[offsets[q]:offsets[q+1]].
+        family: the columns' family residues ([m], phylo/family.py), or None.
         Returns int32 [Q, k] scores and global edge numbers, sorted by (score, edge), padded with
         (INT32_MAX, -1); reads that cannot be scored (empty, or not shorter than m) are all padding.
         """
@@ -294,7 +299,7 @@ class GpuScorer:
         started = time.perf_counter()
         alphabet = alphabet_of(blocks)
         plan = self._plan(blocks, n_edges, np.asarray(codes, alphabet.dtype), np.asarray(offsets, np.int64), params,
-                          k, alphabet)
+                          k, alphabet, family)
         stats = ChunkStats()
         if plan.batches:
             inputs = self._upload_inputs(plan)  # while another chunk's kernels may run
@@ -308,7 +313,7 @@ class GpuScorer:
             self.device_seconds += stats.device_seconds
         return plan.score, plan.edge
 
-    def _plan(self, blocks, n_edges, codes, offsets, params, k, alphabet: Alphabet) -> "_ChunkPlan":
+    def _plan(self, blocks, n_edges, codes, offsets, params, k, alphabet: Alphabet, family) -> "_ChunkPlan":
         """The host side of a chunk, no OpenCL call: another thread may prepare its chunk while
         this device still runs the last one (engine/scheduler.py, GPU feeders)."""
         m = blocks.shape[1]
@@ -327,7 +332,7 @@ class GpuScorer:
         lanes = np.moveaxis(blocks, 1, 0).reshape(m, -1)[:, :n_edges]
         for variant, slots in self._batches(order, lengths, m, n_edges, params, alphabet):
             if variant.packed not in plan.profiles:
-                plan.profiles[variant.packed] = _padded_profile(lanes, variant)
+                plan.profiles[variant.packed] = _padded_profile(lanes, variant, family)
             reads = order[slots]
             plan.batches.append(_KernelBatch(variant, reads, starts[slots].astype(np.int32),
                                              lengths[reads].astype(np.int32)))

@@ -48,7 +48,8 @@ class GpuTracer:
         self._lock = threading.Lock()
 
     def align_many(self, codes: np.ndarray, residues: np.ndarray, offsets: np.ndarray, edge_slot: np.ndarray,
-                   profiles: np.ndarray, params: ScoringParams, gap: int = ord("-")):
+                   profiles: np.ndarray, params: ScoringParams, family: np.ndarray | None = None,
+                   gap: int = ord("-")):
         """`pairwise.traceback.align_many` on the device: the same arguments (each read 0 < n < m),
         the same (scores int32, starts int32, CIGAR strings, aligned rows uint8 [reads, m]).
 
@@ -70,7 +71,7 @@ class GpuTracer:
         starts = np.zeros(count, np.int32)
         if count:
             states = np.ascontiguousarray(profiles, alphabet.dtype)
-            near = np.ascontiguousarray(near_states(states, alphabet))
+            near = np.ascontiguousarray(near_states(states, alphabet, family))
             codes = np.asarray(codes, alphabet.dtype)
             program = built_program(self.context, self.device.cl_device, "band_trace.cl",
                                (f"-DPROF_BITS={alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={alphabet.n_states}"))

@@ -8,6 +8,10 @@ bytes (coalesced).
 
 A block covers edges [first_edge, first_edge + n_edges); lanes past n_edges (only in the last
 block) repeat the last real edge so kernels never see undefined data, and the merge ignores them.
+
+Every block of a run also carries the run's column family residues (`family`, [m] state sets,
+phylo/family.py; None for DNA): they widen protein's near states per column, for every edge
+alike, so the kernels' near states (phylo/encoding.near_states) need them beside the lanes.
 """
 
 from __future__ import annotations
@@ -19,12 +23,14 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Block:
-    """W edges in SoA layout: `lanes` is [m, W] profile elements, C-contiguous."""
+    """W edges in SoA layout: `lanes` is [m, W] profile elements, C-contiguous; `family` the
+    columns' family residues ([m], shared by the run's blocks) or None."""
 
     index: int
     first_edge: int
     n_edges: int
     lanes: np.ndarray
+    family: np.ndarray | None = None
 
     @property
     def width(self) -> int:
@@ -35,15 +41,17 @@ class Block:
         return np.arange(self.first_edge, self.first_edge + self.n_edges, dtype=np.int32)
 
 
-def make_block(index: int, first_edge: int, profiles: np.ndarray, width: int) -> Block:
-    """Transpose `profiles` ([w, m] profile elements, w <= width) into one block of `width` lanes."""
+def make_block(index: int, first_edge: int, profiles: np.ndarray, width: int,
+               family: np.ndarray | None = None) -> Block:
+    """Transpose `profiles` ([w, m] profile elements, w <= width) into one block of `width` lanes
+    (with the run's column family residues, `family`)."""
     n_edges, m = profiles.shape
     if not 0 < n_edges <= width:
         raise ValueError(f"a block holds 1..{width} edges, got {n_edges}")
     lanes = np.empty((m, width), dtype=profiles.dtype)
     lanes[:, :n_edges] = profiles.T
     lanes[:, n_edges:] = profiles[-1][:, None]
-    return Block(index=index, first_edge=first_edge, n_edges=n_edges, lanes=lanes)
+    return Block(index=index, first_edge=first_edge, n_edges=n_edges, lanes=lanes, family=family)
 
 
 def block_count(n_edges: int, width: int) -> int:

@@ -58,7 +58,7 @@ import random
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
@@ -193,14 +193,17 @@ class Engine:
     (profiles.ProfileBuilder.profiles). `use_cpu` False means GPU only, with CPU workers
     started only if every GPU fails. `on_progress(blocks, cells)` is called as blocks finish.
     After `run` is exhausted, `consumers`, `build_seconds` and `scoring_seconds` (start to the
-    last block scored) describe the run.
+    last block scored) describe the run. `family`: the columns' family residues (phylo/family.py;
+    None for DNA), which every block carries to the scorers.
     """
 
     def __init__(self, build_profiles: Callable[[np.ndarray], np.ndarray], n_edges: int, n_columns: int,
                  width: int, params: ScoringParams, k: int, use_cpu: bool, gpu_scorers: Sequence[Scorer],
                  options: EngineOptions,
-                 on_progress: Callable[[int, int], None] = lambda blocks, cells: None) -> None:
+                 on_progress: Callable[[int, int], None] = lambda blocks, cells: None,
+                 family: np.ndarray | None = None) -> None:
         self.build_profiles = build_profiles
+        self.family = family
         self.n_edges = n_edges
         self.n_columns = n_columns
         self.width = width
@@ -355,14 +358,14 @@ class Engine:
         block = self._blocks.get(key)
         if block is None:
             started = time.perf_counter()
-            block = make_block(index, first, self.build_profiles(edge_ids), self.width)
+            block = make_block(index, first, self.build_profiles(edge_ids), self.width, self.family)
             self.build_seconds += time.perf_counter() - started
             if self._cache_blocks if subset is None else \
                     self._cached_bytes + block.lanes.nbytes <= self.options.block_cache_bytes:
                 self._blocks[key] = block
                 self._cached_bytes += block.lanes.nbytes
         elif block.first_edge != first:  # the same edges at another position of another subset
-            block = Block(index, first, block.n_edges, block.lanes)
+            block = replace(block, index=index, first_edge=first)
         return block
 
     # -- the consumers -----------------------------------------------------------------------

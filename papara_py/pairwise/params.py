@@ -23,12 +23,13 @@ INT32_LIMIT = 1 << 30
 #: paper: the 2012 paper's values. robust: chosen by the leave-taxa-out study in docs/ACCURACY.md
 #: for Eq. 1 (maximises the worst of seven data sets; at least as accurate as paper on every one).
 #: protein: the default for amino-acid data (phylo/encoding.py PROTEIN): a read residue that
-#: substitutes for one of the edge's states (BLOSUM62 >= 0, protein's near states, DESIGN.md 3)
-#: costs near_mismatch 3 instead of 5; chosen by the protein leave-taxa-out study in
-#: docs/ACCURACY.md ("Near states for protein": maximises the worst data set's margin over the
-#: better of MAFFT --addfragments and hmmalign on Pfam seed families and simulated families; it
-#: replaced 4, 7, 8, 2, 12 of Eq. 1 and, before that, the provisional 2, 3, 2, 1, 5, PaPaRa 2.5's
-#: -a defaults in Eq. 1's terms).
+#: substitutes for one of the edge's states (BLOSUM62 >= 0) or is common in the column (its family
+#: residues), protein's near states (DESIGN.md 3), costs near_mismatch 3 instead of 6; chosen by
+#: the protein leave-taxa-out study in docs/ACCURACY.md ("Column family residues for protein":
+#: maximises the worst margin over the better of MAFFT --addfragments and hmmalign on Pfam seed
+#: families and twelve validation seeds; it replaced 5, 6, 8, 2, 12, 3 of the near states without
+#: family residues, 4, 7, 8, 2, 12 of Eq. 1 and, before that, the provisional 2, 3, 2, 1, 5,
+#: PaPaRa 2.5's -a defaults in Eq. 1's terms).
 #: weighted: the default for DNA since near states exist: a read residue one parsimony step away
 #: from the edge's set (its near states, DESIGN.md 3-4) costs near_mismatch instead of mismatch;
 #: chosen by the leave-taxa-out study in docs/ACCURACY.md ("Near states"): at least MAFFT
@@ -38,7 +39,7 @@ PRESETS: dict[str, tuple[int, int, int, int, int, int]] = {
     "weighted": (5, 10, 4, 4, 12, 2),
     "robust": (3, 6, 2, 2, 7, 3),
     "paper": (3, 3, 3, 1, 3, 3),
-    "protein": (5, 6, 8, 2, 12, 3),
+    "protein": (6, 4, 8, 3, 12, 3),
 }
 DEFAULT_PRESET = "weighted"
 PENALTY_NAMES = ("mismatch", "cgap", "gap_open", "gap_extend", "insertion", "near_mismatch")

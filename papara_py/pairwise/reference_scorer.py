@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from papara_py.pairwise.params import ScoringParams
-from papara_py.phylo.encoding import cgap_bit_of, near_states_of, state_mask_of
+from papara_py.phylo.encoding import cgap_bit_of, near_states, state_mask_of
 
 #: Stand-in for +infinity in int64: far above any score, far below wrap-around.
 INF64 = np.int64(1) << 40
@@ -44,40 +44,36 @@ def column_penalties(profile: np.ndarray, p: np.ndarray):
     return cg, oe, ex
 
 
-@njit(cache=True, nogil=True)
-def column_near_states(profile: np.ndarray) -> np.ndarray:
-    """The near states of each profile element (DESIGN 3; none for protein), decoded once per
-    column and read per cell (a decode per cell halved the traceback's cell rate once numba's
-    cache was warm: BENCHMARKS.md, "Traceback")."""
-    near = np.empty_like(profile)
-    for i in range(profile.shape[0]):
-        near[i] = near_states_of(profile[i])
-    return near
+def profile_near(profiles: np.ndarray, family: np.ndarray | None = None) -> np.ndarray:
+    """The near states of profiles ([..., m] elements) with the columns' family residues (None:
+    none), as the reference scorer and the traceback take them beside the profiles."""
+    return np.ascontiguousarray(near_states(profiles, family=family))
 
 
 @njit(cache=True, nogil=True)
-def fill_band(read: np.ndarray, profile: np.ndarray, p: np.ndarray):
+def fill_band(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarray):
     """Fill S and D over the whole band; returns (S, D) as int64 [n, m-n+1] indexed [j, i-j].
 
-    Requires 0 < n < m. Out-of-band neighbours read as INF64.
+    Requires 0 < n < m. Out-of-band neighbours read as INF64. `near`: the profile's near states
+    ([m], `profile_near`).
     """
     n = read.shape[0]
     width = profile.shape[0] - n + 1
     S = np.empty((n, width), np.int64)
     D = np.empty((n, width), np.int64)
-    fill_band_into(read, profile, p, S, D)
+    fill_band_into(read, profile, near, p, S, D)
     return S, D
 
 
 @njit(cache=True, nogil=True)
-def fill_band_into(read: np.ndarray, profile: np.ndarray, p: np.ndarray, S: np.ndarray, D: np.ndarray) -> None:
+def fill_band_into(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarray, S: np.ndarray,
+                   D: np.ndarray) -> None:
     """`fill_band` into given int64 [n, m-n+1] arrays (the traceback reuses one pair for a whole
     batch: a fresh pair per read cost more in page faults than the recurrence itself)."""
     n = read.shape[0]
     m = profile.shape[0]
     width = m - n + 1
     cg, oe, ex = column_penalties(profile, p)
-    near = column_near_states(profile)
     states = state_mask_of(profile)
     mismatch, insertion, near_mismatch = p[0], p[4], p[5]
     for j in range(n):
@@ -104,28 +100,30 @@ def fill_band_into(read: np.ndarray, profile: np.ndarray, p: np.ndarray, S: np.n
 
 
 @njit(cache=True, nogil=True)
-def score_one(read: np.ndarray, profile: np.ndarray, p: np.ndarray) -> int:
+def score_one(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarray) -> int:
     """Score of (read, edge): the minimum of the last row over the band (free trailing columns)."""
-    S, _ = fill_band(read, profile, p)
+    S, _ = fill_band(read, profile, near, p)
     return S[read.shape[0] - 1].min()
 
 
-def score_reference(read: np.ndarray, profile: np.ndarray, params: ScoringParams) -> int:
+def score_reference(read: np.ndarray, profile: np.ndarray, params: ScoringParams,
+                    family: np.ndarray | None = None) -> int:
     """Score one encoded read (state sets, 0 < n < m) against one edge profile ([m]); both of
-    one alphabet's element type (uint8 DNA, uint32 protein)."""
+    one alphabet's element type (uint8 DNA, uint32 protein). `family`: the columns' family
+    residues ([m], phylo/family.py; None: none)."""
     n, m = read.shape[0], profile.shape[0]
     if not 0 < n < m:
         raise ValueError(f"read length {n} cannot be scored against {m} columns (need 0 < n < m)")
-    return int(score_one(read, profile, params.as_array()))
+    return int(score_one(read, profile, profile_near(profile, family), params.as_array()))
 
 
-def score_matrix_reference(
-    reads: list[np.ndarray], profiles: np.ndarray, params: ScoringParams
-) -> np.ndarray:
+def score_matrix_reference(reads: list[np.ndarray], profiles: np.ndarray, params: ScoringParams,
+                           family: np.ndarray | None = None) -> np.ndarray:
     """int64 [Q, E] scores of every read against every edge profile (tests and small inputs)."""
     p = params.as_array()
+    near = profile_near(profiles, family)
     out = np.empty((len(reads), profiles.shape[0]), np.int64)
     for q, read in enumerate(reads):
         for e in range(profiles.shape[0]):
-            out[q, e] = score_one(read, profiles[e], p)
+            out[q, e] = score_one(read, profiles[e], near[e], p)
     return out

@@ -20,9 +20,9 @@ from numba import njit
 from papara_py.io.cigar import parse_cigar
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.reference_scorer import (
-    column_near_states,
     column_penalties,
     fill_band_into,
+    profile_near,
 )
 from papara_py.phylo.encoding import state_mask_of
 
@@ -41,17 +41,18 @@ class ReadAlignment:
 
 
 @njit(cache=True, nogil=True)
-def _trace(read: np.ndarray, profile: np.ndarray, p: np.ndarray, S_buffer: np.ndarray, D_buffer: np.ndarray):
+def _trace(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarray, S_buffer: np.ndarray,
+           D_buffer: np.ndarray):
     """Walk the band back; returns (score, start column, ops in forward order as uint8).
 
-    S_buffer and D_buffer: int64 work space of at least n * (m - n + 1) cells each."""
+    near: the profile's near states ([m], reference_scorer.profile_near). S_buffer and D_buffer:
+    int64 work space of at least n * (m - n + 1) cells each."""
     n = read.shape[0]
     width = profile.shape[0] - n + 1
     S = S_buffer[:n * width].reshape((n, width))
     D = D_buffer[:n * width].reshape((n, width))
-    fill_band_into(read, profile, p, S, D)
+    fill_band_into(read, profile, near, p, S, D)
     cg, oe, _ = column_penalties(profile, p)
-    near = column_near_states(profile)
     states = state_mask_of(profile)
     last = S[n - 1]
     k = 0
@@ -134,21 +135,26 @@ def _place_ops(ops: np.ndarray, start: int, residues: np.ndarray, row: np.ndarra
             position += 1
 
 
-def align(read: np.ndarray, profile: np.ndarray, params: ScoringParams) -> ReadAlignment:
-    """Align one encoded read (0 < n < m) to one edge profile with DESIGN 5's tie-breaking."""
+def align(read: np.ndarray, profile: np.ndarray, params: ScoringParams,
+          family: np.ndarray | None = None) -> ReadAlignment:
+    """Align one encoded read (0 < n < m) to one edge profile with DESIGN 5's tie-breaking;
+    `family`: the columns' family residues (phylo/family.py; None: none)."""
     n, m = read.shape[0], profile.shape[0]
     if not 0 < n < m:
         raise ValueError(f"read length {n} cannot be aligned to {m} columns (need 0 < n < m)")
     cells = n * (m - n + 1)
-    score, start, ops = _trace(read, profile, params.as_array(), np.empty(cells, np.int64), np.empty(cells, np.int64))
+    score, start, ops = _trace(read, profile, profile_near(profile, family), params.as_array(),
+                               np.empty(cells, np.int64), np.empty(cells, np.int64))
     return ReadAlignment(score=int(score), start=int(start), cigar=cigar_string(ops))
 
 
 @njit(cache=True, nogil=True)
-def _align_many(codes, residues, offsets, edge_slot, profiles, p, scores, starts, rows, cigar_bytes, cigar_ends):
+def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, scores, starts, rows, cigar_bytes,
+                cigar_ends):
     """Trace every read of a batch against its profile, GIL released for the whole batch.
 
-    Read r is codes/residues[offsets[r]:offsets[r + 1]] against profiles[edge_slot[r]]; its
+    Read r is codes/residues[offsets[r]:offsets[r + 1]] against profiles[edge_slot[r]] (near
+    states near[edge_slot[r]]); its
     aligned row goes to rows[r] (pre-filled with gaps) and its CIGAR to
     cigar_bytes[cigar_ends[r - 1]:cigar_ends[r]].
     """
@@ -162,7 +168,8 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, p, scores, starts
     pos = 0
     for r in range(offsets.shape[0] - 1):
         a, b = offsets[r], offsets[r + 1]
-        score, start, ops = _trace(codes[a:b], profiles[edge_slot[r]], p, S_buffer, D_buffer)
+        slot = edge_slot[r]
+        score, start, ops = _trace(codes[a:b], profiles[slot], near[slot], p, S_buffer, D_buffer)
         scores[r] = score
         starts[r] = start
         _place_ops(ops, start, residues[a:b], rows[r])
@@ -171,19 +178,19 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, p, scores, starts
 
 
 def align_many(codes: np.ndarray, residues: np.ndarray, offsets: np.ndarray, edge_slot: np.ndarray,
-               profiles: np.ndarray, params: ScoringParams, gap: int = ord("-")):
+               profiles: np.ndarray, params: ScoringParams, family: np.ndarray | None = None, gap: int = ord("-")):
     """Align a batch of reads (each 0 < n < m) to their profiles in one GIL-free call.
 
     codes: encoded reads, residues: the same reads as ASCII (what the rows show), both cut by
-    offsets; edge_slot[r] picks read r's profile. Returns (scores int32, starts int32, CIGAR
+    offsets; edge_slot[r] picks read r's profile; family: the columns' family residues. Returns (scores int32, starts int32, CIGAR
     strings, aligned rows uint8 [reads, m]); each equals what `align` and `place_read` give.
     """
     count = offsets.size - 1
     scores = np.empty(count, np.int32)
     starts = np.empty(count, np.int32)
     rows, cigar_bytes, cigar_ends = _output_space(offsets, profiles.shape[1], gap)
-    _align_many(codes, residues, offsets, edge_slot, profiles, params.as_array(), scores, starts, rows,
-                cigar_bytes, cigar_ends)
+    _align_many(codes, residues, offsets, edge_slot, profiles, profile_near(profiles, family), params.as_array(),
+                scores, starts, rows, cigar_bytes, cigar_ends)
     return scores, starts, _cigar_strings(cigar_bytes, cigar_ends), rows
 
 

@@ -4,6 +4,8 @@
   profile element type and its CGAP bit (DESIGN 2).
 - `tree`: `EdgeTree`, the unrooted tree with jplace edge numbers (DESIGN 3).
 - `profiles`: `ProfileBuilder`, the Sankoff state sets and CGAP flag of every edge (DESIGN 3).
+- `family`: `column_family`, the residues common in each reference column (protein's near
+  states take them in, DESIGN 3).
 - `clusters`: `cluster_edges`, connected clusters of edges with central edges (DESIGN 6a).
 
 Layer: imports `papara_py.errors` only (and numpy, numba, dendropy).

@@ -27,8 +27,12 @@ its own rule for them:
 - Protein, by similarity: the amino acids that substitute for a state of the set (BLOSUM62 score
   0 or more, `BLOSUM62_SIMILAR`) and are not in it. They follow from the state set alone, so the
   element stores nothing more (a uint32 has no room for 20 more bits); they are looked up from
-  the set in two 1024-entry tables, one per half of the set's bits.
-`near_states` (numpy) and `near_states_of` (one element, also in numba code) give them both ways.
+  the set in two 1024-entry tables, one per half of the set's bits. Protein's near states also
+  take in the column's family residues (phylo/family.py: the amino acids that make up at least
+  `family_percent`% of the column in the reference alignment), which depend on the column, not
+  on the edge, so the run holds them once, one set per column.
+`near_states` gives them for whole arrays of elements; the kernels and the traceback take them
+from it, computed on the host (no numba code derives them).
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ class Alphabet:
     stranded: bool                # reads may come from the reverse strand (reverse complement)
     default_preset: str           # pairwise/params.py PRESETS: the penalties when none are given
     similar: tuple[str, ...] = ()  # near states by similarity: letter pairs that substitute for each other
+    family_percent: int | None = None  # near states from the column's family residues (phylo/family.py)
     read_code: np.ndarray = field(init=False, repr=False)
     ref_code: np.ndarray = field(init=False, repr=False)
     similar_low: np.ndarray = field(init=False, repr=False)   # low half of a set -> its similar states
@@ -166,7 +171,8 @@ BLOSUM62_SIMILAR = ("AC", "AG", "AS", "AT", "AV", "RN", "RQ", "RE", "RH", "RK", 
 PROTEIN = Alphabet(
     name="protein", residue_kind="amino-acid", letters="ARNDCQEGHILKMFPSTWYV",
     ambiguity={"B": "ND", "Z": "QE", "J": "IL", "X": "ARNDCQEGHILKMFPSTWYV", "U": "C", "O": "K"},
-    dtype=np.dtype(np.uint32), stranded=False, default_preset="protein", similar=BLOSUM62_SIMILAR)
+    dtype=np.dtype(np.uint32), stranded=False, default_preset="protein", similar=BLOSUM62_SIMILAR,
+    family_percent=10)
 
 #: --alphabet NAME -> Alphabet ("auto" is `detect_alphabet`).
 ALPHABETS = {alphabet.name: alphabet for alphabet in (DNA, PROTEIN)}
@@ -212,19 +218,27 @@ def state_mask_of(elements: np.ndarray) -> int:
     return alphabet_of(elements).state_mask
 
 
-def near_states(elements: np.ndarray, alphabet: Alphabet = None) -> np.ndarray:
+def near_states(elements: np.ndarray, alphabet: Alphabet = None, family: np.ndarray | None = None) -> np.ndarray:
     """The near states (a state-set mask, the elements' dtype) of profile elements (module
     docstring): stored ones decoded (for each element, the k-th state its set lacks where bit
-    near_shift + k is set), or the states similar to the set's and not in it."""
+    near_shift + k is set), or the states similar to the set's and not in it; with `family`
+    (the columns' family residues, phylo/family.py, shaped to broadcast against `elements`:
+    [m] for profiles [..., m], [m, 1] for block lanes [m, W]), also the family residues the set
+    lacks."""
     elements = np.asarray(elements)
     alphabet = alphabet or alphabet_of(elements)
-    if alphabet.stores_near_states:
+    if alphabet.stores_near_states and family is None:
         return NEAR_STATES_DNA[elements]
     states = elements & alphabet.dtype.type(alphabet.state_mask)
-    half = alphabet.dtype.type(alphabet.similar_half)
-    low_mask = alphabet.dtype.type((1 << alphabet.similar_half) - 1)
-    similar = alphabet.similar_low[states & low_mask] | alphabet.similar_high[states >> half]
-    return similar & ~states
+    if alphabet.stores_near_states:
+        near = NEAR_STATES_DNA[elements]
+    else:
+        half = alphabet.dtype.type(alphabet.similar_half)
+        low_mask = alphabet.dtype.type((1 << alphabet.similar_half) - 1)
+        near = (alphabet.similar_low[states & low_mask] | alphabet.similar_high[states >> half]) & ~states
+    if family is not None:
+        near |= np.asarray(family, alphabet.dtype) & ~states
+    return near
 
 
 def _near_table(alphabet: Alphabet) -> np.ndarray:
@@ -254,34 +268,6 @@ def encode_near_states(states: np.ndarray, near: np.ndarray, alphabet: Alphabet)
         field |= np.where(hit, one << (alphabet.near_shift + rank).astype(alphabet.dtype), 0).astype(alphabet.dtype)
         rank += lacking.astype(alphabet.dtype)
     return field
-
-
-def near_states_of(element):
-    """The near states of one profile element (a numpy scalar of its alphabet's dtype); in numba
-    code the DNA table lookup or, for an alphabet without the field, a constant 0."""
-    return near_states(np.asarray(element))[()]
-
-
-@overload(near_states_of)
-def _near_states_of(element):
-    if not isinstance(element, types.Integer):
-        return None
-    alphabet = _BY_DTYPE.get(np.dtype(as_dtype(element)))
-    if alphabet is None:  # not an element type
-        return None
-    if alphabet.stores_near_states:
-        table = NEAR_STATES_DNA
-        return lambda element: table[element]
-    low, high = alphabet.similar_low, alphabet.similar_high
-    dtype = alphabet.dtype.type
-    state_mask, half, low_mask = dtype(alphabet.state_mask), dtype(alphabet.similar_half), dtype(
-        (1 << alphabet.similar_half) - 1)
-
-    def similar_near_states(element):
-        states = element & state_mask
-        return (low[states & low_mask] | high[states >> half]) & ~states
-
-    return similar_near_states
 
 
 def _numba_constant(of_alphabet):
