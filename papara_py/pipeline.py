@@ -745,6 +745,7 @@ def run_record(config: RunConfig, inputs: Inputs, profiles: EdgeProfiles, device
     record = {
         "parameters": asdict(inputs.params) | {"preset": inputs.params.preset_name()},
         "alphabet": inputs.alphabet.name,
+        "near_states": inputs.alphabet.near_rule,
         "checksums_sha256": inputs.checksums,
         "inputs": {"tree": describe_input(config.tree), "alignment": describe_input(config.alignment),
                    "reads": describe_input(config.reads)},

@@ -44,6 +44,8 @@ def protein_run(tmp_path_factory) -> Path:
 def test_the_run_records_the_alphabet_the_protein_preset_and_forward_reads(protein_run):
     with RunFile(protein_run) as run:
         assert run.alphabet is PROTEIN and run.record["alphabet"] == "protein"
+        assert run.record["near_states"] == ("similarity: 46 substitution pairs; column family residues: at least "
+                                             "10% of the column")
         assert run.record["parameters"] == dict(zip(PENALTY_NAMES, PRESETS["protein"])) | {"preset": "protein"}
         assert run.record["strand"] == "forward" and set(run.column("strand")) == {"+"}
         assert (run.column("status") == "aligned").all() and run.n_reads == 120

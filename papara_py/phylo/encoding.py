@@ -135,6 +135,16 @@ class Alphabet:
         return not self.similar
 
     @property
+    def near_rule(self) -> str:
+        """The near states' rule in words (DESIGN 3), for the run record: which model scored a run."""
+        if self.stores_near_states:
+            return "parsimony: the states one step from the edge's set"
+        rule = f"similarity: {len(self.similar)} substitution pairs"
+        if self.family_percent is not None:
+            rule += f"; column family residues: at least {self.family_percent}% of the column"
+        return rule
+
+    @property
     def similar_half(self) -> int:
         """Bits in the low half of a state set for the similarity tables (10 for protein)."""
         return self.n_states // 2
