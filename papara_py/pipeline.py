@@ -44,6 +44,7 @@ from papara_py.io.reads import STATUS_ALIGNED, STATUSES, ReadChunk, ReadSet
 from papara_py.io.run_writer import RunWriter, run_writer
 from papara_py.pairwise.candidates import Candidates, load_merges
 from papara_py.pairwise.params import PenaltyChoice, ScoringParams
+from papara_py.pairwise.reference_scorer import profile_near
 from papara_py.pairwise.strand import (
     ReferenceKmers,
     StrandPlan,
@@ -237,11 +238,12 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, be
         if done is not None:
             return done
     pieces = [slice(a, a + TRACEBACK_SLICE) for a in range(0, len(indices), TRACEBACK_SLICE)]
+    near = profile_near(profiles, family)  # once for the batch's slices, which share the profiles
 
     def one(piece: slice):
         residues, offsets = reads.select_residues(indices[piece], reverse[piece])
         return align_many(reads.alphabet.read_code[residues], residues, offsets, edge_slot[piece], profiles, params,
-                          family)
+                          near=near)
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         results = list(pool.map(one, pieces))

@@ -24,8 +24,9 @@ import pyopencl as cl
 from papara_py.engine.gpu import INF32, built_program, shared_context, wait_sleeping
 from papara_py.engine.opencl_devices import DeviceInfo
 from papara_py.pairwise.params import ScoringParams
+from papara_py.pairwise.reference_scorer import profile_near
 from papara_py.pairwise.traceback import alignments_from_walks
-from papara_py.phylo.encoding import alphabet_of, near_states
+from papara_py.phylo.encoding import alphabet_of
 
 #: Work-items per work-group: four NVIDIA warps.
 WORK_GROUP = 128
@@ -71,7 +72,7 @@ class GpuTracer:
         starts = np.zeros(count, np.int32)
         if count:
             states = np.ascontiguousarray(profiles, alphabet.dtype)
-            near = np.ascontiguousarray(near_states(states, alphabet, family))
+            near = profile_near(states, family)
             codes = np.asarray(codes, alphabet.dtype)
             program = built_program(self.context, self.device.cl_device, "band_trace.cl",
                                (f"-DPROF_BITS={alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={alphabet.n_states}"))

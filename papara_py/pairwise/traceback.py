@@ -178,19 +178,24 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, scores, 
 
 
 def align_many(codes: np.ndarray, residues: np.ndarray, offsets: np.ndarray, edge_slot: np.ndarray,
-               profiles: np.ndarray, params: ScoringParams, family: np.ndarray | None = None, gap: int = ord("-")):
+               profiles: np.ndarray, params: ScoringParams, family: np.ndarray | None = None, gap: int = ord("-"),
+               near: np.ndarray | None = None):
     """Align a batch of reads (each 0 < n < m) to their profiles in one GIL-free call.
 
     codes: encoded reads, residues: the same reads as ASCII (what the rows show), both cut by
-    offsets; edge_slot[r] picks read r's profile; family: the columns' family residues. Returns (scores int32, starts int32, CIGAR
+    offsets; edge_slot[r] picks read r's profile; family: the columns' family residues; near: the
+    profiles' near states where the caller already has them (`profile_near(profiles, family)`: a
+    batch traced back in slices over one profile array derives them once, not per slice). Returns (scores int32, starts int32, CIGAR
     strings, aligned rows uint8 [reads, m]); each equals what `align` and `place_read` give.
     """
     count = offsets.size - 1
     scores = np.empty(count, np.int32)
     starts = np.empty(count, np.int32)
     rows, cigar_bytes, cigar_ends = _output_space(offsets, profiles.shape[1], gap)
-    _align_many(codes, residues, offsets, edge_slot, profiles, profile_near(profiles, family), params.as_array(),
-                scores, starts, rows, cigar_bytes, cigar_ends)
+    if near is None:
+        near = profile_near(profiles, family)
+    _align_many(codes, residues, offsets, edge_slot, profiles, near, params.as_array(), scores, starts, rows,
+                cigar_bytes, cigar_ends)
     return scores, starts, _cigar_strings(cigar_bytes, cigar_ends), rows
 
 

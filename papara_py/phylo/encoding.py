@@ -237,17 +237,16 @@ def near_states(elements: np.ndarray, alphabet: Alphabet = None, family: np.ndar
     lacks."""
     elements = np.asarray(elements)
     alphabet = alphabet or alphabet_of(elements)
-    if alphabet.stores_near_states and family is None:
-        return NEAR_STATES_DNA[elements]
-    states = elements & alphabet.dtype.type(alphabet.state_mask)
+    state_mask = alphabet.dtype.type(alphabet.state_mask)
     if alphabet.stores_near_states:
         near = NEAR_STATES_DNA[elements]
     else:
+        states = elements & state_mask
         half = alphabet.dtype.type(alphabet.similar_half)
         low_mask = alphabet.dtype.type((1 << alphabet.similar_half) - 1)
         near = (alphabet.similar_low[states & low_mask] | alphabet.similar_high[states >> half]) & ~states
     if family is not None:
-        near |= np.asarray(family, alphabet.dtype) & ~states
+        near |= np.asarray(family, alphabet.dtype) & ~(elements & state_mask)
     return near
 
 
