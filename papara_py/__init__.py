@@ -5,6 +5,7 @@ The Python API (papara_py/api.py):
     import papara_py
     run = papara_py.align("tree.nwk", "ref.phy", "reads.fa")   # -> Run; options as keywords
     run = papara_py.open_run("run.h5")                          # a run file written before
+    runs = papara_py.align_samples("tree.nwk", "ref.phy", ["S1.fa", "S2.fa"], "out/")  # one Run each
 
 `help(papara_py.align)` and `help(papara_py.Run)` document them. The algorithm, encodings,
 tie-breaking and output contract are specified in docs/DESIGN.md (docstrings cite its sections as
@@ -90,7 +91,7 @@ def _place_kernel_cache() -> None:
 
 _place_kernel_cache()
 
-_API = ("align", "open_run", "Run", "ReadResult")
+_API = ("align", "align_samples", "open_run", "Run", "ReadResult")
 __all__ = ["__version__", *_API]
 
 

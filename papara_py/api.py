@@ -27,7 +27,7 @@ import shutil
 import tempfile
 import weakref
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -223,6 +223,45 @@ def align(tree: Any, alignment: Any, reads: Any, output: str | os.PathLike | Non
         if owned:
             shutil.rmtree(owned, ignore_errors=True)
         raise
+
+
+def align_samples(tree: Any, alignment: Any, samples: Sequence[str | os.PathLike] | Mapping[str, Any],
+                  outdir: str | os.PathLike, **options: Any) -> list[Run]:
+    """Align several samples to one reference in one run (`papara-py -r S1.fa S2.fa --outdir DIR`):
+    the reference's profiles, GPUs and compiled kernels are made once, and the samples' batches
+    stream through one engine (papara_py/samples.py).
+
+    samples: reads file paths, each written to `outdir`/NAME.h5 (`S1.fastq.gz` -> `S1.h5`); or a
+        dict of NAME -> reads held in memory (as `align` takes them), written to NAME.h5.
+    outdir: an existing directory. tree, alignment and options: as for `align`.
+    Returns one `Run` per sample, in order. Raises InputError or OptionError as `align` does;
+    bad reads in one sample keep the run files of the samples before it.
+    """
+    unknown = _RESERVED & set(options)
+    if unknown:
+        raise InputError("papara_py.align_samples", f"{min(unknown)!r} is not an option here")
+    with tempfile.TemporaryDirectory(prefix="papara-py-inputs-") as scratch:
+        if isinstance(samples, Mapping):
+            reads = []
+            for name, sequences in samples.items():
+                if not name or os.sep in name or name.startswith("."):
+                    raise InputError("papara_py.align_samples", f"the sample name {name!r} cannot name a file")
+                if isinstance(sequences, (str, os.PathLike)):
+                    raise InputError("papara_py.align_samples", f"sample {name!r} is a path: give reads files "
+                                                                f"as a list of paths (named after their files)")
+                os.makedirs(os.path.join(scratch, name))
+                reads.append(_sequence_file(sequences, os.path.join(scratch, name), name))
+        else:
+            reads = [os.fspath(path) for path in samples]
+        argv = ["-t", _tree_file(tree, scratch), "-s", _sequence_file(alignment, scratch, "alignment"),
+                "-r", *reads, "--outdir", os.fspath(outdir), *_option_words(options)]
+        args = build_parser(raising=True).parse_args(argv)
+        from papara_py.pipeline import run as run_pipeline
+
+        shown = ", ".join([_shown(tree, "tree"), _shown(alignment, "alignment"), f"samples=<{len(reads)}>",
+                           f"outdir={os.fspath(outdir)!r}"] + [f"{key}={value!r}" for key, value in options.items()])
+        summaries = run_pipeline(main_job_config(args, f"papara_py.align_samples({shown})"))
+    return [Run(summary.output) for summary in summaries]
 
 
 def _option_words(options: Mapping[str, Any]) -> list[str]:

@@ -125,10 +125,10 @@ def _add_reference(group) -> None:
                             f"(default: %(default)s). Reads must be of the alignment's alphabet")
 
 
-def _add_output(group, metavar: str, what: str, default: str | None = None) -> None:
-    """-o: every command's output file (atomic), required where there is no default."""
-    group.add_argument("-o", "--output", required=default is None, default=default, metavar=metavar,
-                       help=f"{what}; written atomically" + (" (default: %(default)s)" if default else ""))
+def _add_output(group, metavar: str, what: str) -> None:
+    """-o: the output file (atomic) of a command that needs one (the main job's is optional: its
+    default, papara.h5, or --outdir)."""
+    group.add_argument("-o", "--output", required=True, metavar=metavar, help=f"{what}; written atomically")
 
 
 def build_parser(raising: bool = False) -> argparse.ArgumentParser:
@@ -139,9 +139,14 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"papara-py {__version__}")
     inputs = parser.add_argument_group("inputs and output")
     _add_reference(inputs)
-    inputs.add_argument("-r", "--reads", required=True, metavar="READS.fa",
-                        help="reads to align (FASTA or FASTQ, plain or gzipped)")
-    _add_output(inputs, "RUN.h5", "HDF5 output file", default="papara.h5")
+    inputs.add_argument("-r", "--reads", required=True, nargs="+", metavar="READS.fa",
+                        help="reads to align (FASTA or FASTQ, plain or gzipped); several files (samples) are "
+                             "aligned in one run, each into its own run file in --outdir")
+    inputs.add_argument("-o", "--output", default=None, metavar="RUN.h5",
+                        help="HDF5 output file; written atomically (default: papara.h5)")
+    inputs.add_argument("--outdir", default=None, metavar="DIR",
+                        help="write each reads file's run file into the existing directory DIR, named after it "
+                             "(S1.fastq.gz -> DIR/S1.h5); needed with several reads files")
     from papara_py.pairwise.params import DEFAULT_PRESET, PRESETS
     scoring = parser.add_argument_group(
         "scoring (penalties, minimised; a preset, then any single penalty given overrides it)")
@@ -235,18 +240,24 @@ def main_job_config(args: argparse.Namespace, command_line: str):
     from papara_py.engine.cpus import available_cpus
     from papara_py.engine.guided import INITIAL_CLUSTERS, GuidedOptions
     from papara_py.pipeline import RunConfig
+    from papara_py.samples import samples_in
 
     if args.lanes is None:  # PAPARA_LANES is checked now, not after the inputs are read
         from papara_py.engine.cpu import default_lane_width
 
         default_lane_width()
-    inputs = [("tree", args.tree), ("alignment", args.alignment), ("reads", args.reads), ("profiles", args.profiles)]
-    _check_output_path(args.output, inputs, quiet=args.quiet)
+    samples = samples_in(args.reads, args.output, args.outdir)
+    inputs = [("tree", args.tree), ("alignment", args.alignment), ("profiles", args.profiles)]
+    inputs += [("reads", sample.reads) for sample in samples]
+    for sample in samples:
+        _check_output_path(sample.output, inputs, quiet=args.quiet)
     if args.log is not None:
-        _check_output_path(args.log, inputs + [("output", args.output)], option="--log", quiet=args.quiet)
+        _check_output_path(args.log, inputs + [("output", sample.output) for sample in samples], option="--log",
+                           quiet=args.quiet)
     threads, threads_source = (args.threads, "--threads") if args.threads else available_cpus()
     return RunConfig(
-        tree=args.tree, alignment=args.alignment, reads=args.reads, output=args.output,
+        tree=args.tree, alignment=args.alignment, reads=samples[0].reads, output=samples[0].output,
+        more_samples=tuple(samples[1:]),
         params=_penalty_choice(args), alphabet=args.alphabet,
         threads=threads, threads_source=threads_source, log=args.log, device=args.device, gpus=args.gpus,
         gpu_chunk=args.gpu_chunk, gpu_profile=args.gpu_profile, traceback=args.traceback,
@@ -406,6 +417,11 @@ def _paragraph(text: str) -> None:
     print(textwrap.fill(text, width=100, break_long_words=False, break_on_hyphens=False), file=sys.stderr)
 
 
+def _kept(error: BaseException) -> list[str]:
+    """The run files of the samples complete before `error` ended the run (pipeline.run)."""
+    return getattr(error, "papara_kept", [])
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line `argv`; returns the exit status (README: Exit statuses)."""
     argv = sys.argv[1:] if argv is None else argv
@@ -420,10 +436,11 @@ def main(argv: list[str] | None = None) -> int:
         _paragraph(f"papara-py: error: {error}")
         return EXIT_OUTPUT_ERROR
     except Terminated as error:
-        print(f"papara-py: stopped by {error.signal_name}; no output written", file=sys.stderr)
+        print(f"papara-py: stopped by {error.signal_name}; no {'further ' if _kept(error) else ''}output written",
+              file=sys.stderr)
         return 128 + error.signal_number
-    except KeyboardInterrupt:
-        print("papara-py: interrupted; no output written", file=sys.stderr)
+    except KeyboardInterrupt as error:
+        print(f"papara-py: interrupted; no {'further ' if _kept(error) else ''}output written", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # the reader of `-o -` went away (`| head`): end quietly, as cat does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

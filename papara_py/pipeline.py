@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from itertools import chain, pairwise
 
 import numpy as np
@@ -41,7 +41,7 @@ from papara_py.io.checksums import Digest, describe_input
 from papara_py.io.inputs import iter_read_chunks, match_tips, read_alignment, read_tree
 from papara_py.io.read_stream import ReadStream, Stretch
 from papara_py.io.reads import STATUS_ALIGNED, STATUSES, ReadChunk, ReadSet
-from papara_py.io.run_writer import RunWriter, run_writer
+from papara_py.io.run_writer import RunWriter
 from papara_py.pairwise.candidates import Candidates, load_merges
 from papara_py.pairwise.params import PenaltyChoice, ScoringParams
 from papara_py.pairwise.reference_scorer import profile_near
@@ -58,6 +58,7 @@ from papara_py.phylo.family import column_family
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
 from papara_py.run_log import Reporter, RunLog
+from papara_py.samples import Sample, SampleRun
 
 # reads per GIL-free traceback call: large enough that Python overhead is noise, small enough
 # that a batch spreads over every thread
@@ -117,10 +118,23 @@ class RunConfig:
     engine_options: EngineOptions | None = None
     shard: Shard | None = None  # align only this slice of the reads (papara_py/cluster/shards.py)
     profiles: str | None = None  # edge profiles from `papara-py prepare` (papara_py/cluster/prepared.py)
+    #: the reads files after `reads` (-r A B C --outdir DIR), each into a run file of its own (samples.py)
+    more_samples: tuple[Sample, ...] = ()
+
+    @property
+    def samples(self) -> list[Sample]:
+        return [Sample(self.reads, self.output), *self.more_samples]
+
+    def for_sample(self, sample: Sample) -> RunConfig:
+        """This configuration for one sample of the run (its reads and output)."""
+        return replace(self, reads=sample.reads, output=sample.output, more_samples=())
 
 
 @dataclass
 class RunSummary:
+    """One sample's outcome (`run` returns one per sample)."""
+
+    output: str
     n_reads: int
     n_aligned: int
     status_counts: dict[str, int]
@@ -224,7 +238,8 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, be
     """Align each read, in its chosen orientation (`reverse`), to its best edge (`family`: the
     columns' family residues, phylo/family.py).
 
-    Returns (scores, starts, cigars, aligned rows); CIGARs and rows describe the oriented read.
+    Returns (scores, starts, cigars, aligned rows, whether a GPU did it); CIGARs and rows describe
+    the oriented read.
     With a tracer (`--traceback auto` and a GPU) the whole batch is one device call; otherwise
     slices of TRACEBACK_SLICE reads run as single GIL-free numba calls, so the threads scale.
     Both give the same results bit for bit.
@@ -236,7 +251,7 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, be
         done = tracer.align_many(reads.alphabet.read_code[residues], residues, offsets, edge_slot, profiles, params,
                                  family)
         if done is not None:
-            return done
+            return (*done, True)
     pieces = [slice(a, a + TRACEBACK_SLICE) for a in range(0, len(indices), TRACEBACK_SLICE)]
     near = profile_near(profiles, family)  # once for the batch's slices, which share the profiles
 
@@ -248,60 +263,84 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, be
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         results = list(pool.map(one, pieces))
     if not results:
-        return (np.empty(0, np.int32), np.empty(0, np.int32), [], np.empty((0, profiles.shape[1]), np.uint8))
+        return (np.empty(0, np.int32), np.empty(0, np.int32), [], np.empty((0, profiles.shape[1]), np.uint8), False)
     return (np.concatenate([r[0] for r in results]), np.concatenate([r[1] for r in results]),
-            [cigar for r in results for cigar in r[2]], np.concatenate([r[3] for r in results]))
+            [cigar for r in results for cigar in r[2]], np.concatenate([r[3] for r in results]), False)
 
 
-def run(config: RunConfig) -> RunSummary:
-    """Run the main job; raises InputError for bad input, leaves no output file on failure."""
+def run(config: RunConfig) -> list[RunSummary]:
+    """Run the main job; raises InputError for bad input, leaves no output file on failure (with
+    several samples: none but those of the samples complete before it failed, which are kept and
+    named in a notice). Returns each sample's summary, in order."""
     log = RunLog(config.log)
     reporter = Reporter(config.quiet, config.verbose, log)
     reporter.record(f"papara-py {__version__}: {config.command_line or 'papara_py.pipeline.run'}")
     reporter.record(f"threads: {config.threads} ({config.threads_source})")
     switch = sys.getswitchinterval()
     sys.setswitchinterval(min(switch, GIL_SWITCH_SECONDS))
+    samples: list[SampleRun] = []
     try:
-        summary = _run(config, reporter)
+        return _run(config, reporter, samples)
     except BaseException as error:  # the log says how the run ended, whatever ended it
         log.write("ERROR", f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+        kept = [sample.config.output for sample in samples if sample.complete]
+        for sample in samples:
+            sample.abandon(error)
+        if kept:  # several samples: the CLI's "no output written" would not be the whole truth
+            reporter.notice(f"kept the run files of the {len(kept)} samples complete before the run stopped "
+                            f"({', '.join(kept)}); the other {len(config.samples) - len(kept)} were not written")
+            error.papara_kept = kept
         raise
     finally:
         sys.setswitchinterval(switch)  # the caller's interpreter as it was (the Python API)
         log.close()
-    return summary
 
 
-def _run(config: RunConfig, reporter: Reporter) -> RunSummary:
-    """The main job as its stages; `timings` collects each stage's seconds for the run record."""
+def _run(config: RunConfig, reporter: Reporter, samples: list[SampleRun]) -> list[RunSummary]:
+    """The main job as its stages; `timings` collects each stage's seconds for the run record
+    (the first sample's: the stages before the scoring are the run's, done once)."""
     check_mode(config.strand)
-    timings: dict[str, float] = {}
+    timings: dict[str, float] = {}  # the first sample's (samples.py)
     started = time.perf_counter()
     # numba's JIT starts while the inputs are read, not on a consumer thread (pairwise/candidates.py)
     jit_loader = threading.Thread(target=_load_jit, name="papara-jit", daemon=True)
     jit_loader.start()
     inputs = read_inputs(config, reporter, timings)
-    with closing(inputs.reads):
-        starting = choose_devices(config, reporter, inputs)
-        profiles = edge_profiles(config, inputs, timings)
-        work = plan_work(config, reporter, inputs, profiles, timings)
-        t0 = time.perf_counter()
-        devices = starting.result()
-        timings["devices_wait"] = time.perf_counter() - t0
-        with run_writer(config.output, inputs.n_columns, work.k, config.command_line) as writer:
-            tally = score_trace_write(config, reporter, inputs, profiles, devices, work, writer, timings,
-                                      jit_loader, started)
-            log_inputs(config, reporter, inputs)
-            writer.write_run_record(run_record(config, inputs, profiles, devices, work, tally, timings))
-            timings["total"] = time.perf_counter() - started
-            writer.write_run_record({"timings_seconds": timings})
-    reporter.record("phases (s): " + ", ".join(f"{name} {seconds:.3f}" for name, seconds in timings.items())
+    for number, sample in enumerate(config.samples, 1):  # `run` closes their reads, whatever happens
+        samples.append(SampleRun(number, len(config.samples), config.for_sample(sample),
+                                 timings if number == 1 else {}))
+    samples[0].inputs = inputs
+    starting = choose_devices(config, reporter, inputs)
+    profiles = edge_profiles(config, inputs, timings)
+    work = plan_work(config, reporter, inputs, profiles, timings)
+    t0 = time.perf_counter()
+    devices = starting.result()
+    timings["devices_wait"] = time.perf_counter() - t0
+    score_trace_write(config, reporter, samples, profiles, devices, work, jit_loader, started)
+    return [sample.summary for sample in samples]
+
+
+def _commit(sample: SampleRun, profiles: EdgeProfiles, devices: Devices, work: Work, tally: Tally,
+            reporter: Reporter, run_started: float) -> None:
+    """A sample's last batch written: its record, then its run file committed (writer thread)."""
+    config, inputs, timings = sample.config, sample.inputs, sample.timings
+    writer = sample.writer(work.k)
+    writer.set_read_count(inputs.reads.rows)
+    log_inputs(config, reporter, inputs)
+    writer.write_run_record(run_record(config, inputs, profiles, devices, work, tally, timings)
+                            | ({"sample": {"number": sample.number, "of": sample.count}} if sample.count > 1 else {}))
+    timings["total"] = time.perf_counter() - run_started
+    writer.write_run_record({"timings_seconds": timings})
+    sample.commit()
+    reporter.record(f"{sample.label}: phases (s): "
+                    + ", ".join(f"{name} {seconds:.3f}" for name, seconds in timings.items())
                     + f"; {tally.cells} cells, {tally.gcups:.1f} GCUPS")
     counts = tally.status_counts
-    reporter.notice(f"{tally.n_alignable} of {tally.n_reads} reads aligned"
+    reporter.notice(("" if sample.count == 1 else f"{sample.label}: ")
+                    + f"{tally.n_alignable} of {tally.n_reads} reads aligned"
                     + "".join(f", {n} {s}" for s, n in counts.items() if s != STATUS_ALIGNED)
                     + f"; scoring {timings['scoring']:.2f} s ({tally.gcups:.1f} GCUPS); wrote {config.output}")
-    return RunSummary(tally.n_reads, tally.n_alignable, counts, timings, tally.gcups)
+    sample.summary = RunSummary(config.output, tally.n_reads, tally.n_alignable, counts, dict(timings), tally.gcups)
 
 
 def _load_jit() -> None:
@@ -376,6 +415,15 @@ def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]
     return Inputs(edge_tree, alignment, match, reads, reads_file, digests, params, strand, family)
 
 
+def sample_inputs(config: RunConfig, first: Inputs) -> Inputs:
+    """A later sample's inputs (samples.py): the first sample's reference, this sample's reads
+    (`config.reads`), their parsing started."""
+    digests = {"tree": first.digests["tree"], "alignment": first.digests["alignment"], "reads": Digest()}
+    reads_file = ReadsFile(config.reads, first.alignment, first.match.extra, config.shard, digests["reads"])
+    reads = ReadStream(reads_file, first.alphabet, first.n_columns).start()
+    return replace(first, reads=reads, reads_file=reads_file, digests=digests)
+
+
 def log_inputs(config: RunConfig, reporter: Reporter, inputs: Inputs) -> None:
     """The log's record of the inputs, once the reads are all parsed (their count and sha256)."""
     for what in ("tree", "alignment", "reads"):
@@ -432,7 +480,7 @@ def choose_devices(config: RunConfig, reporter: Reporter, inputs: Inputs) -> Fut
         residues, ended = inputs.reads.wait_for_residues(-(-int(enough) // cells_per_residue))
         cells = residues * cells_per_residue
         estimate = cells / (max(1, config.threads) * CPU_CELLS_PER_THREAD_SECOND)
-        if ended and estimate < GPU_STARTUP_SECONDS:
+        if ended and not config.more_samples and estimate < GPU_STARTUP_SECONDS:
             choice = (f"cpu: about {estimate:.2f} s of CPU scoring expected ({cells} cells on {config.threads} "
                       f"threads), less than a GPU's start-up (about {GPU_STARTUP_SECONDS:g} s)")
             reporter.detail(f"--device auto: {choice}")
@@ -488,8 +536,9 @@ def plan_work(config: RunConfig, reporter: Reporter, inputs: Inputs, profiles: E
 
 
 @dataclass
+@dataclass
 class Tally:
-    """Stage 5, `score_trace_write`: what the scoring did, for the run record."""
+    """Stage 5, `score_trace_write`: what the scoring did for one sample, for its run record."""
 
     n_reads: int                   # rows of the output (the reads kept: a shard's slice)
     n_alignable: int
@@ -497,30 +546,22 @@ class Tally:
     cells: int
     gcups: float
     strand_counts: dict[str, int]
-    consumers: dict[str, dict]
+    consumers: dict[str, dict]     # the engine's consumers, over the run so far
     search: dict                   # the search's identity (mode, and the guided search's settings)
     edges_scored: dict[str, float]  # share of the edges each scored read met: mean, min, max
     traceback: dict                # where the batches were traced back: device, batches per device
 
 
-def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, profiles: EdgeProfiles,
-                      devices: Devices, work: Work, writer: RunWriter, timings: dict[str, float],
-                      jit_loader: threading.Thread, run_started: float) -> Tally:
+def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[SampleRun], profiles: EdgeProfiles,
+                      devices: Devices, work: Work, jit_loader: threading.Thread, run_started: float) -> None:
     """Stage 5: stretches of the input as the reads are parsed (io/read_stream.py), each one's
     alignable reads a batch through the engine (strand decision on its master thread), then each
     finished batch traced back on its best edge and written, with its stretch's rows, while later
-    batches are scored."""
-    m, tracer = inputs.n_columns, devices.tracer
-    held: dict[int, tuple[Stretch, StrandPlan]] = {}  # batches made and not yet traced back
-    strand_counts = {"+": 0, "-": 0, "scored_both": 0}
-    statuses = np.zeros(len(STATUSES), np.int64)
-    scored_residues = 0
-    timings["traceback"] = timings["output"] = 0.0
-    t0 = time.perf_counter()
-    writer.write_reference(inputs.alignment.names, inputs.alignment.rows, inputs.edge_tree.numbered_newick)
-    timings["output"] += time.perf_counter() - t0
-    stretches = inputs.reads.stretches(config.batch_reads, MIN_BATCHES, MIN_BATCH_READS)
-    first = next(stretches, None)  # the first cut waits for enough reads (or all of them) to be parsed
+    batches are scored. Several samples go through one engine one after the other (samples.py),
+    each committed after its last batch is written (on the writer thread)."""
+    m, tracer = samples[0].inputs.n_columns, devices.tracer
+    held: dict[int, tuple[SampleRun, Stretch, StrandPlan]] = {}  # batches made and not yet traced back
+    deferred: list[BaseException] = []  # bad reads in a sample: raised once the samples before it are complete
     guided = config.search == "guided"
     blocks_per_batch = None if guided else block_count(profiles.n_edges, devices.width)
     with reporter.bar(None, "block", "scoring") as bar:
@@ -534,114 +575,164 @@ def score_trace_write(config: RunConfig, reporter: Reporter, inputs: Inputs, pro
             elapsed = max(time.perf_counter() - engine_started, 1e-9)
             bar.set_postfix_str(f"{scored / elapsed / 1e9:.1f} GCUPS", refresh=False)
 
+        def open_next(number: int) -> None:
+            """The reads of the sample after samples[number] opened (their parsing started)."""
+            if number + 1 < len(samples) and samples[number + 1].inputs is None:
+                samples[number + 1].inputs = sample_inputs(samples[number + 1].config, samples[number].inputs)
+
         def batches() -> Iterator[ReadBatch]:
-            """Each stretch's alignable reads in their orientations (on the engine's master thread)."""
-            for index, stretch in enumerate(chain([first], stretches)):
-                started = time.perf_counter()
-                plan = StrandPlan.for_batch(stretch.alignable, orient(inputs.strand, stretch.reads, stretch.alignable,
-                                                                      work.kmers))
-                held[index] = stretch, plan
-                timings["strand"] += time.perf_counter() - started
-                if blocks_per_batch is not None and inputs.reads.stretch_count is not None:
-                    bar.total = blocks_per_batch * inputs.reads.stretch_count
-                yield ReadBatch(*stretch.reads.select(plan.reads, plan.reverse))
+            """Each sample's stretches' alignable reads in their orientations (on the engine's
+            master thread); the next sample's reads opened once the previous one's are parsed."""
+            index = earlier = 0  # batches made; stretches of the samples before this one
+            for number, sample in enumerate(samples):
+                stretches = sample.inputs.reads.stretches(config.batch_reads, MIN_BATCHES, MIN_BATCH_READS)
+                made = 0
+                while True:
+                    try:  # the first cut waits for enough reads (or all of them) to be parsed
+                        stretch = next(stretches, None)
+                    except Exception as error:  # noqa: BLE001 - bad reads: the samples before this one are finished
+                        sample.failed = True
+                        deferred.append(error)
+                        return
+                    if stretch is None:
+                        break
+                    made += 1
+                    if sample.inputs.reads.ended:
+                        open_next(number)
+                    if not len(stretch.alignable):  # no read to score: the input ended in this stretch
+                        write(sample, stretch)
+                        continue
+                    started = time.perf_counter()
+                    plan = StrandPlan.for_batch(stretch.alignable, orient(sample.inputs.strand, stretch.reads,
+                                                                          stretch.alignable, work.kmers))
+                    held[index] = sample, stretch, plan
+                    sample.timings["strand"] += time.perf_counter() - started
+                    if blocks_per_batch is not None and number + 1 == len(samples) \
+                            and sample.inputs.reads.stretch_count is not None:
+                        bar.total = blocks_per_batch * (earlier + sample.inputs.reads.stretch_count)
+                    if sample.first_batch_at is None:
+                        sample.first_batch_at = time.perf_counter()
+                        sample.cells_before = search.stats.cells if search else 0
+                        sample.edge_batches_before = len(search.stats.edges_per_read) if search else 0
+                    yield ReadBatch(*stretch.reads.select(plan.reads, plan.reverse))
+                    index += 1
+                if made == 0:  # no reads at all
+                    finish(sample)
+                earlier += made
+                open_next(number)
 
         t0 = time.perf_counter()
         jit_loader.join()  # left to wait only when the inputs were read in less time
-        timings["jit_wait"] = time.perf_counter() - t0
+        samples[0].timings["jit_wait"] = time.perf_counter() - t0
 
         def new_engine(k: int) -> Engine:
-            return Engine(profiles.profiles, profiles.n_edges, m, devices.width, inputs.params, k,
-                          devices.use_cpu, devices.gpu_scorers, devices.options, progress, family=inputs.family)
+            return Engine(profiles.profiles, profiles.n_edges, m, devices.width, samples[0].inputs.params, k,
+                          devices.use_cpu, devices.gpu_scorers, devices.options, progress,
+                          family=samples[0].inputs.family)
 
-        search = GuidedSearch(inputs.edge_tree, new_engine, m, work.k, config.guided) if guided else None
+        search = GuidedSearch(samples[0].inputs.edge_tree, new_engine, m, work.k, config.guided) if guided else None
         engine = search or new_engine(work.k)
+        stats = search.stats if search else engine
 
-        def write(stretch: Stretch, *traced) -> None:
+        def write(sample: SampleRun, stretch: Stretch, *traced) -> None:
             """One stretch's rows and its traced batch (`trace`'s results; none where it has no read
-            to align) into the run file (on the writer thread, in order)."""
+            to align) into the sample's run file (on the writer thread, in order), and the file
+            committed after the sample's last stretch."""
+            if sample.failed:
+                return
             t0 = time.perf_counter()
+            writer = sample.writer(work.k)
             reverse, candidates, scores, starts, cigars, rows = traced or (None,) * 6
             _write_stretch(writer, stretch, config.batch_reads, reverse, cigars)
             if traced:
                 _write_batch(writer, stretch.first + stretch.alignable, candidates, scores, starts, rows)
-            timings["output"] += time.perf_counter() - t0
-            nonlocal written
-            written += 1
-            reporter.record(f"batch {written}: rows {stretch.first + 1}-{stretch.end}, {len(stretch.alignable)} reads "
-                            f"aligned, {time.perf_counter() - run_started:.2f} s into the run")
+            else:
+                sample.statuses += np.bincount(stretch.statuses, minlength=len(STATUSES))
+            sample.timings["output"] += time.perf_counter() - t0
+            sample.written += 1
+            reporter.record(f"{sample.label}, batch {sample.written}: rows {stretch.first + 1}-{stretch.end}, "
+                            f"{len(stretch.alignable)} reads aligned, {time.perf_counter() - run_started:.2f} s "
+                            f"into the run")
+            if sample.all_stretches_made(sample.written):
+                finish(sample)
 
-        def trace(stretch: Stretch, reverse: np.ndarray, candidates: Candidates):
+        def finish(sample: SampleRun) -> None:
+            """The sample's record and its run file committed (samples.py)."""
+            timings = sample.timings
+            timings["scoring"] = sample.own_scoring
+            if len(samples) > 1:
+                timings["run_scoring"] = sample.run_scoring
+            timings["build_blocks"] = stats.build_seconds
+            timings["reads"] = sample.inputs.reads.read_seconds
+            timings["reads_wait"] = sample.inputs.reads.wait_seconds
+            reporter.detail(f"{sample.label}: --strand {sample.inputs.strand}: {sample.strand_counts['scored_both']} "
+                            f"of {sample.n_alignable} reads scored in both orientations ({timings['strand']:.3f} s)")
+            cells, edges_scored = sample.cells, sample.edges_scored
+            if search:
+                reporter.detail(f"--search guided: {search.clusters.n_clusters} clusters, {search.stats.rounds} "
+                                f"rounds, {edges_scored['mean']:.2%} of the edges per read on average")
+            tally = Tally(
+                n_reads=sample.inputs.reads.rows, n_alignable=sample.n_alignable, status_counts=sample.status_counts,
+                cells=cells, gcups=cells / timings["scoring"] / 1e9 if timings["scoring"] > 0 else 0.0,
+                strand_counts=sample.strand_counts, search=search.identity() if search else {"mode": "exhaustive"},
+                edges_scored=edges_scored,
+                traceback={"device": tracer.describe() if tracer else "cpu", "batches": dict(sample.traced)},
+                consumers={consumer.name: {"blocks": consumer.blocks, "edges": consumer.edges,
+                                           "cells": consumer.cells, "calls": consumer.calls,
+                                           "busy_seconds": consumer.busy_seconds,
+                                           **({"error": consumer.error} if consumer.error else {}),
+                                           **({"retries": consumer.retries} if consumer.retries else {}),
+                                           **({"faults": consumer.faults} if consumer.faults else {})}
+                           for consumer in stats.consumers})
+            _commit(sample, profiles, devices, work, tally, reporter, run_started)
+
+        def trace(sample: SampleRun, stretch: Stretch, reverse: np.ndarray, candidates: Candidates):
             """One scored batch aligned to its best edges (on a traceback thread)."""
-            nonlocal traced_batches
             t0 = time.perf_counter()
-            scores, starts, cigars, rows = traceback_batch(stretch.reads, stretch.alignable, reverse,
-                                                           candidates.edge[:, 0], profiles, inputs.params,
-                                                           inputs.family, config.threads, tracer)
+            scores, starts, cigars, rows, on_gpu = traceback_batch(
+                stretch.reads, stretch.alignable, reverse, candidates.edge[:, 0], profiles, sample.inputs.params,
+                sample.inputs.family, config.threads, tracer)
             if not np.array_equal(scores, candidates.score[:, 0]):
                 raise RuntimeError("internal error: traceback score differs from the engine's score")
-            with timing_lock:  # summed over batches, which may overlap (BatchStages)
-                timings["traceback"] += time.perf_counter() - t0
-                traced_batches += 1
-            return stretch, reverse, candidates, scores, starts, cigars, rows
+            with sample.lock:  # summed over batches, which may overlap (BatchStages)
+                sample.timings["traceback"] += time.perf_counter() - t0
+                sample.traced["gpu" if on_gpu else "cpu"] += 1
+            return sample, stretch, reverse, candidates, scores, starts, cigars, rows
 
         # batches arrive as they finish and go on to the traceback thread, then the writer thread
         # (BatchStages): the engine's batch slot is handed back at once, so neither stage's time
         # (a GPU traceback waits for the scoring launch in progress) keeps the GPU from its next batch
-        timing_lock = threading.Lock()
-        traced_batches = written = 0
         stages = BatchStages(trace, write, TRACE_DEPTH, tracer.threads if tracer else 1)
+        # a sample's batches may enter the engine while the one before is scored: its scoring span
+        # starts when they do, or when the sample before it was scored, whichever comes later
+        previous_scored_at = 0.0
         failed = True
         try:
-            if first is not None and not len(first.alignable):  # no read to score: the input ended in this stretch
-                write(first)
-                statuses += np.bincount(first.statuses, minlength=len(STATUSES))
-            elif first is not None:
-                with closing(engine.run(batches())) as finished:
-                    for index, candidates in finished:
-                        stretch, plan = held.pop(index)
-                        statuses += np.bincount(stretch.statuses, minlength=len(STATUSES))
-                        scored_residues += int(stretch.reads.lengths[plan.reads].sum())
-                        strand_counts["scored_both"] += len(plan.second)
-                        reverse, candidates = plan.pick(candidates)
-                        strand_counts["-"] += int(np.count_nonzero(reverse))
-                        strand_counts["+"] += int(len(reverse) - np.count_nonzero(reverse))
-                        stages.submit(stretch, reverse, candidates)
+            with closing(engine.run(batches())) as finished:
+                for index, candidates in finished:
+                    sample, stretch, plan = held.pop(index)
+                    if sample.failed:  # its reads turned out bad further on: it is not written
+                        continue
+                    reverse, candidates = plan.pick(candidates)
+                    sample.count_batch(stretch, plan, reverse, 0 if search else profiles.n_edges * m)
+                    sample.scored += 1
+                    if sample.all_stretches_made(sample.scored):  # its last batch: its scoring span
+                        now = time.perf_counter()
+                        sample.own_scoring = (stats.scoring_seconds if sample.number == 1
+                                              else now - max(sample.first_batch_at, previous_scored_at))
+                        sample.run_scoring = stats.scoring_seconds
+                        previous_scored_at = max(previous_scored_at, now)
+                        if search:  # the search's totals now hold this sample's batches and none after
+                            sample.cells = search.stats.cells - sample.cells_before
+                            sample.edges_scored = search.stats.edge_fraction(profiles.n_edges,
+                                                                             since=sample.edge_batches_before)
+                    stages.submit(sample, stretch, reverse, candidates)
             stages.drain()
             failed = False
         finally:
             stages.close(failed)
-    n_reads = inputs.reads.rows
-    writer.set_read_count(n_reads)
-    n_alignable = int(statuses[STATUSES.index(STATUS_ALIGNED)])
-    stats = search.stats if search else engine
-    timings["scoring"] = stats.scoring_seconds
-    timings["build_blocks"] = stats.build_seconds
-    timings["reads"] = inputs.reads.read_seconds
-    timings["reads_wait"] = inputs.reads.wait_seconds
-    reporter.detail(f"--strand {inputs.strand}: {strand_counts['scored_both']} of {n_alignable} reads "
-                    f"scored in both orientations ({timings['strand']:.3f} s)")
-    if search:
-        cells, edges_scored = search.stats.cells, search.stats.edge_fraction(profiles.n_edges)
-        reporter.detail(f"--search guided: {search.clusters.n_clusters} clusters, {search.stats.rounds} rounds, "
-                        f"{edges_scored['mean']:.2%} of the edges per read on average")
-    else:
-        cells, edges_scored = scored_residues * profiles.n_edges * m, {"mean": 1.0, "min": 1.0, "max": 1.0}
-    return Tally(
-        n_reads=n_reads, n_alignable=n_alignable,
-        status_counts={name: int(n) for name, n in sorted(zip(STATUSES, statuses)) if n},
-        cells=cells, gcups=cells / timings["scoring"] / 1e9 if timings["scoring"] > 0 else 0.0,
-        strand_counts=strand_counts, search=search.identity() if search else {"mode": "exhaustive"},
-        edges_scored=edges_scored,
-        traceback={"device": tracer.describe() if tracer else "cpu",
-                   "batches": {"gpu": tracer.gpu_batches if tracer else 0,
-                               "cpu": traced_batches - (tracer.gpu_batches if tracer else 0)}},
-        consumers={consumer.name: {"blocks": consumer.blocks, "edges": consumer.edges, "cells": consumer.cells,
-                                   "calls": consumer.calls, "busy_seconds": consumer.busy_seconds,
-                                   **({"error": consumer.error} if consumer.error else {}),
-                                   **({"retries": consumer.retries} if consumer.retries else {}),
-                                   **({"faults": consumer.faults} if consumer.faults else {})}
-                   for consumer in stats.consumers})
+    if deferred:
+        raise deferred[0]
 
 
 class BatchStages:
@@ -692,7 +783,6 @@ class Tracer:
 
         self.gpus = [GpuTracer(device) for device in devices]
         self.reporter = reporter
-        self.gpu_batches = 0
         self._in_hand = [0] * len(self.gpus)
         self._given = [0] * len(self.gpus)
         self._live = [True] * len(self.gpus)
@@ -737,7 +827,6 @@ class Tracer:
             done = None
         with self._lock:
             self._in_hand[chosen] -= 1
-            self.gpu_batches += done is not None
         return done
 
 

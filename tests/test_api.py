@@ -84,9 +84,9 @@ def test_a_run_leaves_the_interpreters_switch_interval_as_it_was(tmp_path, monke
     seen = []
     original = pipeline._run
 
-    def spy(config, reporter):
+    def spy(config, reporter, samples):
         seen.append(sys.getswitchinterval())
-        return original(config, reporter)
+        return original(config, reporter, samples)
 
     before = sys.getswitchinterval()
     monkeypatch.setattr(pipeline, "_run", spy)

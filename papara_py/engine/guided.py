@@ -84,9 +84,11 @@ class SearchStats:
             total.error = total.error or stats.error
             total.faults.extend(stats.faults[:max(0, 20 - len(total.faults))])
 
-    def edge_fraction(self, n_edges: int) -> dict[str, float]:
-        """Mean, min and max share of the edges each scored read was scored against."""
-        counts = np.concatenate(self.edges_per_read) if self.edges_per_read else np.zeros(0)
+    def edge_fraction(self, n_edges: int, since: int = 0) -> dict[str, float]:
+        """Mean, min and max share of the edges each scored read was scored against (the reads of
+        the batches from the `since`-th on: one sample's, pipeline.py)."""
+        batches = self.edges_per_read[since:]
+        counts = np.concatenate(batches) if batches else np.zeros(0)
         if counts.size == 0:
             return {"mean": 0.0, "min": 0.0, "max": 0.0}
         share = counts / n_edges
