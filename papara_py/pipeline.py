@@ -287,8 +287,10 @@ def run(config: RunConfig) -> list[RunSummary]:
         for sample in samples:
             sample.abandon(error)
         if kept:  # several samples: the CLI's "no output written" would not be the whole truth
-            reporter.notice(f"kept the run files of the {len(kept)} samples complete before the run stopped "
-                            f"({', '.join(kept)}); the other {len(config.samples) - len(kept)} were not written")
+            lost = len(config.samples) - len(kept)
+            reporter.notice(f"kept the run file{'s' * (len(kept) > 1)} of the {len(kept)} sample"
+                            f"{'s' * (len(kept) > 1)} complete before the run stopped ({', '.join(kept)}); "
+                            f"the other {lost} {'were' if lost > 1 else 'was'} not written")
             error.papara_kept = kept
         raise
     finally:

@@ -103,7 +103,8 @@ def test_bad_reads_in_a_later_sample_keep_the_samples_before_it(tmp_path):
     assert "Traceback" not in result.stderr
     message = " ".join(result.stderr.split())
     assert str(bad) in message and "line 4" in message
-    assert f"kept the run files of the 1 samples complete before the run stopped ({outdir / 'S1.h5'})" in message
+    assert (f"kept the run file of the 1 sample complete before the run stopped ({outdir / 'S1.h5'}); "
+            f"the other 2 were not written") in message
     assert [p.name for p in outdir.iterdir()] == ["S1.h5"]  # no temporary left behind
     with RunFile(outdir / "S1.h5") as run:
         assert run.n_reads == 120 and run.record["sample"] == {"number": 1, "of": 3}
