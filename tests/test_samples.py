@@ -230,3 +230,23 @@ def test_the_api_aligns_samples_from_files_and_from_memory(tmp_path):
         papara_py.align_samples(REFERENCE[1], REFERENCE[3], {"x": str(reads[0])}, tmp_path)
     with pytest.raises(InputError, match="cannot name a file"):
         papara_py.align_samples(REFERENCE[1], REFERENCE[3], {"a/b": example_records(0, 3)}, tmp_path)
+
+
+def test_shards_of_several_samples_merge_into_each_samples_run(tmp_path):
+    """--shard K/N slices every sample alike; merging each sample's shards gives its whole run."""
+    reads = [str(path) for path in write_samples(tmp_path)[:2]]
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    assert papara(*REFERENCE, "-r", *reads, "--outdir", str(whole), "--device", "cpu", "-q").returncode == 0
+    for k in range(2):
+        (tmp_path / f"shard{k}").mkdir()
+        result = papara(*REFERENCE, "-r", *reads, "--outdir", str(tmp_path / f"shard{k}"), "--shard", f"{k}/2",
+                        "--device", "cpu", "-q")
+        assert result.returncode == 0, result.stderr
+    for name in ("S1.h5", "S2.h5"):
+        merged = tmp_path / f"merged-{name}"
+        result = papara("merge", str(tmp_path / "shard0" / name), str(tmp_path / "shard1" / name), "-o", str(merged))
+        assert result.returncode == 0, result.stderr
+        want, got = datasets(whole / name), datasets(merged)
+        for field in ("reads/names", "reads/best_edge", "reads/score", "reads/cigar", "reads/aligned"):
+            assert np.array_equal(want[field], got[field]), (name, field)
