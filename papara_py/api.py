@@ -26,8 +26,9 @@ import os
 import shutil
 import tempfile
 import weakref
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -202,9 +203,7 @@ def align(tree: Any, alignment: Any, reads: Any, output: str | os.PathLike | Non
         same defaults as `papara-py --help` shows. Flags take True.
     Returns the `Run`. Raises InputError (bad input) or OptionError (bad option), as the CLI reports.
     """
-    unknown = _RESERVED & set(options)
-    if unknown:
-        raise InputError("papara_py.align", f"{sorted(unknown)[0]!r} is not an option here")
+    _refuse_reserved(options, "papara_py.align")
     owned = None if output is not None else tempfile.mkdtemp(prefix="papara-py-run-")
     try:
         with tempfile.TemporaryDirectory(prefix="papara-py-inputs-") as scratch:
@@ -237,9 +236,7 @@ def align_samples(tree: Any, alignment: Any, samples: Sequence[str | os.PathLike
     Returns one `Run` per sample, in order. Raises InputError or OptionError as `align` does;
     bad reads in one sample keep the run files of the samples before it.
     """
-    unknown = _RESERVED & set(options)
-    if unknown:
-        raise InputError("papara_py.align_samples", f"{min(unknown)!r} is not an option here")
+    _refuse_reserved(options, "papara_py.align_samples")
     with tempfile.TemporaryDirectory(prefix="papara-py-inputs-") as scratch:
         if isinstance(samples, Mapping):
             reads = []
@@ -262,6 +259,13 @@ def align_samples(tree: Any, alignment: Any, samples: Sequence[str | os.PathLike
                            f"outdir={os.fspath(outdir)!r}"] + [f"{key}={value!r}" for key, value in options.items()])
         summaries = run_pipeline(main_job_config(args, f"papara_py.align_samples({shown})"))
     return [Run(summary.output) for summary in summaries]
+
+
+def _refuse_reserved(options: Mapping[str, Any], where: str) -> None:
+    """Inputs and outputs are arguments of their own, never options (InputError)."""
+    unknown = _RESERVED & set(options)
+    if unknown:
+        raise InputError(where, f"{min(unknown)!r} is not an option here")
 
 
 def _option_words(options: Mapping[str, Any]) -> list[str]:

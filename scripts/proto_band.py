@@ -35,17 +35,22 @@ from papara_py.phylo.tree import EdgeTree
 INF = 1 << 40
 
 @njit(cache=True)
-def full_dp(read, prof, near, cgap_bit, state_mask, p):
+def full_dp(read, prof, near, cgap_bit, state_mask, p, margin):
     """Eq. 1 over the whole (m + 1) x (n + 1) matrix (row 0: before column 0, where residues can
     only be inserted; column 0: no residue yet, free at every column), DESIGN 5's tie-breaking:
-    returns (score, each residue's column, -1 where inserted)."""
+    returns (score, each residue's column, -1 where inserted). With `margin` >= 0, DESIGN 4's
+    band widened by that many offsets on each side instead (residue j in columns [j - margin,
+    j + m - n + margin], no insertion before column 0, the free start in columns up to
+    m - n - 1 + margin): the model change the measurement is for."""
     n, m = read.shape[0], prof.shape[0]
     mismatch, cgap, gap_open, gap_extend, insertion, near_mismatch = p
     S = np.full((m + 1, n + 1), INF, np.int64)
     D = np.full((m + 1, n + 1), INF, np.int64)
-    S[:, 0] = 0
+    whole = margin < 0
+    for i in range(m + 1):  # S[i, 0]: no residue yet, after column i - 1
+        S[i, 0] = 0 if whole or i <= m - n + margin else INF
     for j in range(1, n + 1):
-        S[0, j] = S[0, j - 1] + insertion
+        S[0, j] = S[0, j - 1] + insertion if whole else INF
 
     def costs(i, j):
         a = prof[i - 1]
@@ -55,6 +60,8 @@ def full_dp(read, prof, near, cgap_bit, state_mask, p):
 
     for i in range(1, m + 1):
         for j in range(1, n + 1):
+            if not whole and not -margin <= i - j <= m - n + margin:
+                continue  # outside the widened band: +infinity
             diagonal, open_extend, extend = costs(i, j)
             D[i, j] = min(S[i - 1, j] + open_extend, D[i - 1, j] + extend)
             S[i, j] = min(S[i - 1, j - 1] + diagonal, D[i, j], S[i, j - 1] + insertion)
@@ -83,7 +90,7 @@ def full_dp(read, prof, near, cgap_bit, state_mask, p):
     return S[end, n], columns
 
 
-def measure(folder: Path, alphabet_name: str) -> dict:
+def measure(folder: Path, alphabet_name: str, margin: int) -> dict:
     """Banded and unbanded column accuracy of one set (module docstring)."""
     data = ba.Data.from_dir(folder, folder.name, alphabet_name)
     work = Path(tempfile.mkdtemp())
@@ -109,7 +116,7 @@ def measure(folder: Path, alphabet_name: str) -> dict:
         profile = builder.profiles(np.array([edge]))[0]
         code = alphabet.read_code[np.frombuffer(reads[name].encode(), np.uint8)]
         whole, columns = full_dp(code, profile, near_states(profile, alphabet, family), alphabet.cgap_bit,
-                                 alphabet.state_mask, p)
+                                 alphabet.state_mask, p, margin)
         cheaper += whole < score
         unbanded[name] = ba.Placement([int(c) for c in columns], banded[name].split)
     return {"set": folder.name, "banded": round(ba.score(banded, data.truth)["column_accuracy"], 4),
@@ -119,10 +126,12 @@ def measure(folder: Path, alphabet_name: str) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--alphabet", choices=list(ALPHABETS), default="dna")
+    parser.add_argument("--margin", type=int, default=-1,
+                        help="widen DESIGN 4's band by this many offsets on each side (default: no band at all)")
     parser.add_argument("sets", nargs="+", type=Path)
     args = parser.parse_args()
     for folder in args.sets:
-        print(json.dumps(measure(folder, args.alphabet)), flush=True)
+        print(json.dumps(measure(folder, args.alphabet, args.margin) | {"margin": args.margin}), flush=True)
     return 0
 
 
