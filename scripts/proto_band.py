@@ -3,7 +3,10 @@ its best edge with the same costs and tie-breaking over the whole matrix (no ban
 sit in any column, residues may be inserted before column 0), and both are scored against the
 truth (docs/ACCURACY.md, "Column family residues for protein", What is left: the band).
 
-    python3 scripts/proto_band.py --alphabet protein DATA/sets/RRM-indel DATA/val/RRM-indel-101 ...
+    python3 scripts/proto_band.py --alphabet protein [--margin W] DATA/sets/RRM-indel DATA/val/RRM-indel-101 ...
+
+With --margin W the re-alignment keeps DESIGN 4's band widened by W offsets on each side (the
+model change a margin would be) instead of the whole matrix; --margin 0 reproduces the run.
 
 Each folder is a leave-taxa-out set of `bench_accuracy.py` / `accuracy_study.py`; papara-py runs
 with the alphabet's default penalties. Prints one JSON line per set: column accuracy banded (the
