@@ -98,6 +98,8 @@ class SampleRun:
     """
 
     def __init__(self, number: int, count: int, config, timings: dict[str, float]) -> None:
+        # config: the run's pipeline.RunConfig for this sample; inputs: its pipeline.Inputs (not
+        # annotated: the pipeline imports this module, and the layout allows no import cycle)
         self.number, self.count, self.config = number, count, config
         self.inputs = None
         self.timings = timings  # the first sample's holds the run's stages before the scoring
@@ -111,11 +113,11 @@ class SampleRun:
         self.first_batch_at: float | None = None  # when its first batch went to the engine
         self.cells_before = 0                     # the guided search's cells before its first batch
         self.edge_batches_before = 0              # ... and its batches
-        self.cells = 0                            # the cells its reads were scored in (`count_batch`,
-        self.edges_scored = {"mean": 1.0, "min": 1.0, "max": 1.0}  # or the guided search's)
+        self.cells = 0                            # the cells its reads were scored in
+        self.edges_scored = {"mean": 1.0, "min": 1.0, "max": 1.0}  # share of the edges per read
         self.own_scoring = 0.0                    # its scoring span (pipeline.score_trace_write)
         self.run_scoring = 0.0                    # the engine's start .. its last batch scored
-        self.summary = None                       # pipeline.RunSummary, once committed
+        self.summary = None                       # its pipeline.RunSummary, once committed
         self.failed = False                       # its reads are bad: nothing more of it is written
         self.complete = False
         self.lock = threading.Lock()              # traceback threads add up `timings` and `traced`
@@ -145,7 +147,8 @@ class SampleRun:
 
     def count_batch(self, stretch: Stretch, plan, reverse: np.ndarray, cells_per_residue: int) -> None:
         """A scored batch's statuses, cells and orientations (the engine's caller; `cells_per_residue`:
-        edges x columns of the exhaustive search)."""
+        edges x columns of the exhaustive search, 0 with the guided search, whose cells the
+        pipeline takes from the search's totals)."""
         self.statuses += np.bincount(stretch.statuses, minlength=len(STATUSES))
         self.cells += int(stretch.reads.lengths[plan.reads].sum()) * cells_per_residue
         self.strand_counts["scored_both"] += len(plan.second)
