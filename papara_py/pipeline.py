@@ -472,7 +472,7 @@ class Devices:
 def choose_devices(config: RunConfig, reporter: Reporter, inputs: Inputs) -> Future:
     """Stage 3, started: CPU workers and GPUs for --device, --gpus and -j; the Future's result
     is the Devices. GPUs start (OpenCL context, queues) on a thread of their own, while the
-    profiles are built. With --device auto, a run whose CPU scoring is estimated below
+    profiles are built. With --device auto, a run of one sample whose CPU scoring is estimated below
     GPU_STARTUP_SECONDS stays on the CPU (the GPU would not repay its start-up), and the run
     record says so: the estimate waits for the reads parsed to reach that much work or end."""
     choice = ""
