@@ -14,8 +14,8 @@ import shlex
 import signal
 import sys
 import textwrap
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 from papara_py import __version__
 from papara_py.errors import InputError, OutputError, Terminated
@@ -393,17 +393,29 @@ SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {"export": _export, "device
 def _terminating_signals_raise() -> Iterator[None]:
     """SIGTERM and SIGHUP raise Terminated (a KeyboardInterrupt) in the main thread, once: every
     clean-up Ctrl-C runs runs for them too, and a second signal cannot interrupt the clean-up.
-    Outside the main thread (an embedding program) the handlers are left alone."""
+    Ctrl-C raises KeyboardInterrupt as Python's own handler does (a second one interrupts).
+
+    Such an exception can land inside a library's constructor (llvmlite's, while numba loads a
+    cached function), whose destructor then fails on the half-made object and Python prints
+    "Exception ignored ... Traceback" under papara-py's one-line message. From the first stop
+    signal on, such destructor errors are dropped (`sys.unraisablehook`, left so after the block:
+    the object dies only when the exception is handled, and the process is ending). A signal the
+    process was started ignoring (`nohup`: SIGHUP; a shell's background job: SIGINT) stays
+    ignored. Outside the main thread (an embedding program) nothing is changed."""
     raised = False
 
     def handler(number: int, _frame) -> None:
         nonlocal raised
+        sys.unraisablehook = _ignore_unraisable
+        if number == signal.SIGINT:
+            raise KeyboardInterrupt
         if not raised:
             raised = True
             raise Terminated(number, signal.Signals(number).name)
 
     try:
-        previous = {number: signal.signal(number, handler) for number in TERMINATING_SIGNALS}
+        previous = {number: signal.signal(number, handler) for number in (signal.SIGINT, *TERMINATING_SIGNALS)
+                    if signal.getsignal(number) not in (signal.SIG_IGN, None)}
     except ValueError:  # not the main thread
         previous = {}
     try:
@@ -411,6 +423,10 @@ def _terminating_signals_raise() -> Iterator[None]:
     finally:
         for number, old in previous.items():
             signal.signal(number, old)
+
+
+def _ignore_unraisable(_unraisable) -> None:
+    """sys.unraisablehook after a stop signal (`_terminating_signals_raise`)."""
 
 
 def _paragraph(text: str) -> None:

@@ -135,3 +135,42 @@ def test_atomic_output_gets_the_permissions_of_a_plain_file(tmp_path):
     finally:
         os.umask(old)
     assert (tmp_path / "strict").stat().st_mode & 0o777 == 0o640
+
+
+def test_a_stop_signal_inside_a_constructor_prints_no_destructor_traceback():
+    """A stop signal can land inside a library's constructor (seen: llvmlite's, while numba loaded
+    a cached function); the half-made object's destructor then fails, and Python would print
+    "Exception ignored ... Traceback" under papara-py's message. After a stop signal it must not."""
+    script = (
+        "import os, signal\n"
+        "from papara_py.cli import _terminating_signals_raise\n"
+        "class Half:\n"
+        "    def __init__(self, sig):\n"
+        "        os.kill(os.getpid(), sig)\n"
+        "        for _ in range(10**6): pass  # the handler runs here, before _ptr exists\n"
+        "        self._ptr = 1\n"
+        "    def __del__(self):\n"
+        "        self._ptr\n"
+        "for sig in (signal.SIGTERM, signal.SIGINT):\n"
+        "    try:\n"
+        "        with _terminating_signals_raise():\n"
+        "            Half(sig)\n"
+        "    except KeyboardInterrupt as error:\n"
+        "        print(type(error).__name__)\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["Terminated", "KeyboardInterrupt"]
+    assert result.stderr == "", result.stderr
+
+
+def test_a_signal_the_process_was_started_ignoring_stays_ignored(complete_run, tmp_path):
+    """`nohup papara-py ...` ignores SIGHUP (a closed terminal): the run must go on and finish."""
+    complete, seconds = complete_run
+    output = tmp_path / "run.h5"
+    process = subprocess.Popen(main_job(output), stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    time.sleep(0.5 * seconds)
+    process.send_signal(signal.SIGHUP)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    assert_complete_run(output, complete)
