@@ -167,8 +167,9 @@ def test_a_signal_the_process_was_started_ignoring_stays_ignored(complete_run, t
     """`nohup papara-py ...` ignores SIGHUP (a closed terminal): the run must go on and finish."""
     complete, seconds = complete_run
     output = tmp_path / "run.h5"
-    process = subprocess.Popen(main_job(output), stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    nohup = ("import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_IGN); "
+             "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")  # as nohup(1) starts it
+    process = subprocess.Popen([sys.executable, "-c", nohup, *main_job(output)[1:]], stderr=subprocess.PIPE, text=True)
     time.sleep(0.5 * seconds)
     process.send_signal(signal.SIGHUP)
     _, stderr = process.communicate(timeout=120)
