@@ -402,8 +402,7 @@ def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]
     params.check_fits_int32(alignment.rows.shape[1] - 1)
     edge_tree = EdgeTree.from_dendropy(tree)
     match = match_tips(edge_tree.tip_names, alignment, config.tree)
-    reads_file = ReadsFile(config.reads, alignment, match.extra, config.shard, digests["reads"])
-    reads = ReadStream(reads_file, alignment.alphabet, alignment.rows.shape[1]).start()
+    reads_file, reads = _open_reads(config, alignment, match.extra, digests["reads"])
     timings["input"] = time.perf_counter() - started
     if match.extra:
         shown = ", ".join(alignment.names[r] for r in match.extra[:5])
@@ -421,9 +420,14 @@ def sample_inputs(config: RunConfig, first: Inputs) -> Inputs:
     """A later sample's inputs (samples.py): the first sample's reference, this sample's reads
     (`config.reads`), their parsing started."""
     digests = {"tree": first.digests["tree"], "alignment": first.digests["alignment"], "reads": Digest()}
-    reads_file = ReadsFile(config.reads, first.alignment, first.match.extra, config.shard, digests["reads"])
-    reads = ReadStream(reads_file, first.alphabet, first.n_columns).start()
+    reads_file, reads = _open_reads(config, first.alignment, first.match.extra, digests["reads"])
     return replace(first, reads=reads, reads_file=reads_file, digests=digests)
+
+
+def _open_reads(config: RunConfig, alignment, extra_rows: list[int], digest: Digest) -> tuple[ReadsFile, ReadStream]:
+    """`config.reads` as the run's ReadsFile (then the extra taxa `extra_rows`), parsing started."""
+    reads_file = ReadsFile(config.reads, alignment, extra_rows, config.shard, digest)
+    return reads_file, ReadStream(reads_file, alignment.alphabet, alignment.rows.shape[1]).start()
 
 
 def log_inputs(config: RunConfig, reporter: Reporter, inputs: Inputs) -> None:

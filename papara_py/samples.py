@@ -168,10 +168,9 @@ class SampleRun:
         self._closer.close()
         self.complete = True
 
-    def abandon(self, error: BaseException | None) -> None:
-        """Its run file removed (a run that failed, or a sample whose reads were bad)."""
+    def abandon(self, error: BaseException) -> None:
+        """Its run file removed (the run failed with `error`); its reads' parsing stopped."""
         if not self.complete:
-            error = error or RuntimeError("the run ended before this sample was complete")
             with suppress(Exception):  # the run's own error is the one to report
                 self._closer.__exit__(type(error), error, error.__traceback__)
         if self.inputs is not None:
