@@ -11,6 +11,10 @@ The protein study (docs/ACCURACY.md, "Protein defaults") is the same steps with 
 ref.fasta + tree.nwk (a neighbour-joining tree on Poisson-corrected distances: no tree is
 published with them) + tree_ml.nwk (IQ-TREE's maximum-likelihood tree, LG+G4).
 
+`--suite protein-sim` is the simulated protein ladder (PROTEIN_SIM_SETS, docs/ACCURACY.md
+"Simulated protein families"): `simrefs` first simulates its references into DATA/simref/NAME
+(scripts/simulate.py, both protein models), then build, peers, grid and table as above.
+
 Results are appended to DATA/results.jsonl (one line per data set, tool and parameter point), so an
 interrupted study resumes where it stopped. The references: see SETS (paths under --data) and the
 provenance table in docs/ACCURACY.md.
@@ -71,6 +75,50 @@ PROTEIN_SETS = {
 #: The Pfam seeds of the protein study (HMMER's tutorial and test suite; docs/ACCURACY.md).
 PFAM_SEEDS = {"fn3": "fn3/seed.sto", "RRM_1": "RRM_1/seed.sto", "Pkinase": "Pkinase/seed.sto"}
 
+
+#: The simulated protein ladder: scripts/simulate.py references over divergence, indel rate and
+#: taxon sampling, under both protein models; name -> simulate.py options (every other option at
+#: its default, --held-out 3, --reads 10: the reads are cut by leave_taxa_out, not by simulate.py).
+PROTEIN_SIM_REFS = {}
+for _model, _first_seed in (("poisson", 200), ("lg", 300)):
+    _shapes = ([(120, d, i) for d in (0.4, 1.0) for i in (0.01, 0.03, 0.05, 0.08)]
+               + [(120, d, i) for d in (2.0, 3.0) for i in (0.03, 0.05)]
+               + [(t, d, i) for t in (40, 80) for d in (3.0, 6.0) for i in (0.01, 0.02)])
+    for _k, (_taxa, _div, _rate) in enumerate(_shapes):
+        PROTEIN_SIM_REFS[f"{_model}-t{_taxa}-d{_div}-i{_rate}"] = {
+            "seed": _first_seed + _k, "taxa": _taxa, "held_out": 3, "columns": 250, "divergence": _div,
+            "indel_rate": _rate, "indel_mean_length": 2.0, "reads": 10, "alphabet": "protein", "protein_model": _model}
+#: Each ladder reference with an eighth of its taxa (at least 4) left out, 500 reads with indels.
+PROTEIN_SIM_SETS = {name: (f"simref/{name}/tree.nwk", f"simref/{name}/ref.fasta", max(4, o["taxa"] // 8), 500,
+                           PROT_INDEL, 1) for name, o in PROTEIN_SIM_REFS.items()}
+SUITES = {"dna": SETS, "protein": PROTEIN_SETS, "protein-sim": PROTEIN_SIM_SETS}
+
+
+def simulate_refs(data_dir: Path, names: list[str]) -> None:
+    """Write the ladder's references (scripts/simulate.py output) into DATA/simref/NAME."""
+    import simulate
+
+    for name in names:
+        sim = simulate.simulate(simulate.SimParams(**PROTEIN_SIM_REFS[name]))
+        simulate.write_outputs(sim, data_dir / "simref" / name)
+        print(name, "x".join(map(str, sim.ref_alignment.shape)), flush=True)
+
+
+def nearest_identity(rows: dict[str, str]) -> float:
+    """The median over the taxa of the identity to the closest other taxon (over the columns both
+    fill): how close a reference's sequences are to one another (Pfam seeds 0.33-0.39, the
+    simulated families 0.47-0.97)."""
+    import numpy as np
+
+    a = np.array([np.frombuffer(r.upper().encode(), np.uint8) for r in rows.values()])
+    filled = (a != ord("-")) & (a != ord("."))
+    best = []
+    for i in range(len(a)):
+        both = filled[i] & filled
+        identity = ((a[i] == a) & both).sum(axis=1) / np.maximum(both.sum(axis=1), 1)
+        identity[i] = -1.0
+        best.append(identity.max())
+    return float(np.median(best))
 
 def stockholm_rows(path: Path) -> dict[str, str]:
     """A Stockholm alignment's rows (all blocks joined), every column kept, '.' as '-', upper case;
@@ -229,9 +277,9 @@ def append(results: Path, record: dict) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["build", "peers", "grid", "table", "plot", "validate", "protein-refs"])
-    p.add_argument("--suite", choices=["dna", "protein"], default="dna",
-                   help="SETS (DNA) or PROTEIN_SETS (--alphabet protein everywhere)")
+    p.add_argument("what", choices=["build", "peers", "grid", "table", "plot", "validate", "protein-refs", "simrefs"])
+    p.add_argument("--suite", choices=list(SUITES), default="dna",
+                   help="SETS (DNA), PROTEIN_SETS or PROTEIN_SIM_SETS (both --alphabet protein everywhere)")
     p.add_argument("--chosen", default="", help="plot: the chosen point m,c,o,e,i[,near]")
     p.add_argument("--png", default=str(Path(__file__).resolve().parent.parent / "docs" / "accuracy_study.png"))
     p.add_argument("--data", required=True, help="folder of the study's data (docs/ACCURACY.md, Reproduce)")
@@ -258,12 +306,15 @@ def main() -> int:
     data_dir = Path(args.data)
     results = Path(args.results) if args.results else data_dir / "results.jsonl"
     val_results = Path(args.val_results) if args.val_results else data_dir / "val_results.jsonl"
-    alphabet = args.suite
-    suite = PROTEIN_SETS if alphabet == "protein" else SETS
+    alphabet = "dna" if args.suite == "dna" else "protein"
+    suite = SUITES[args.suite]
     names = args.sets.split(",") if args.sets else list(suite)
     start = ba.PAPER if alphabet == "dna" else (2, 3, 2, 1, 5)  # the CLI run: the old default
     if args.what == "protein-refs":
         protein_refs(data_dir)
+        return 0
+    if args.what == "simrefs":
+        simulate_refs(data_dir, [name for name in names if name in PROTEIN_SIM_REFS])
         return 0
     if args.what == "build":
         for name in names:
@@ -271,8 +322,9 @@ def main() -> int:
             out = ba.leave_taxa_out(data_dir / tree, data_dir / aln, data_dir / "sets" / name, prune, reads, model, seed,
                                     alphabet)
             data = ba.Data.from_dir(out, name, alphabet)
-            print(name, len(ba.read_alignment(data.alignment)), "taxa x",
-                  len(next(iter(ba.read_alignment(data.alignment).values()))), "columns,", len(data.truth), "reads")
+            rows = ba.read_alignment(data.alignment)
+            print(name, len(rows), "taxa x", len(next(iter(rows.values()))), "columns,", len(data.truth), "reads,",
+                  f"nearest-taxon identity {nearest_identity(rows):.3f}")
         return 0
     if args.what == "peers":
         have = done(results)

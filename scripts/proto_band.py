@@ -38,15 +38,16 @@ from papara_py.phylo.tree import EdgeTree
 INF = 1 << 40
 
 @njit(cache=True)
-def full_dp(read, prof, near, cgap_bit, state_mask, p, margin):
+def full_dp(read, prof, near, cgap_bit, state_mask, p, margin, open_at):
     """Eq. 1 over the whole (m + 1) x (n + 1) matrix (row 0: before column 0, where residues can
     only be inserted; column 0: no residue yet, free at every column), DESIGN 5's tie-breaking:
     returns (score, each residue's column, -1 where inserted). With `margin` >= 0, DESIGN 4's
     band widened by that many offsets on each side instead (residue j in columns [j - margin,
     j + m - n + margin], no insertion before column 0, the free start in columns up to
-    m - n - 1 + margin): the model change the measurement is for."""
+    m - n - 1 + margin): the model change the measurement is for. `open_at` ([m]) is each
+    column's gap-open cost: p's gap_open everywhere for Eq. 1 (scripts/proto_gap_open.py varies it)."""
     n, m = read.shape[0], prof.shape[0]
-    mismatch, cgap, gap_open, gap_extend, insertion, near_mismatch = p
+    mismatch, cgap, _, gap_extend, insertion, near_mismatch = p  # gap_open: open_at
     S = np.full((m + 1, n + 1), INF, np.int64)
     D = np.full((m + 1, n + 1), INF, np.int64)
     whole = margin < 0
@@ -59,7 +60,7 @@ def full_dp(read, prof, near, cgap_bit, state_mask, p, margin):
         a = prof[i - 1]
         gap = (a & cgap_bit) != 0
         match = 0 if a & state_mask & read[j - 1] else (near_mismatch if near[i - 1] & read[j - 1] else mismatch)
-        return match + (cgap if gap else 0), (0 if gap else gap_open + gap_extend), (0 if gap else gap_extend)
+        return match + (cgap if gap else 0), (0 if gap else open_at[i - 1] + gap_extend), (0 if gap else gap_extend)
 
     for i in range(1, m + 1):
         for j in range(1, n + 1):
@@ -119,7 +120,7 @@ def measure(folder: Path, alphabet_name: str, margin: int) -> dict:
         profile = builder.profiles(np.array([edge]))[0]
         code = alphabet.read_code[np.frombuffer(reads[name].encode(), np.uint8)]
         whole, columns = full_dp(code, profile, near_states(profile, alphabet, family), alphabet.cgap_bit,
-                                 alphabet.state_mask, p, margin)
+                                 alphabet.state_mask, p, margin, np.full(len(profile), p[2], np.int64))
         cheaper += whole < score
         unbanded[name] = ba.Placement([int(c) for c in columns], banded[name].split)
     return {"set": folder.name, "banded": round(ba.score(banded, data.truth)["column_accuracy"], 4),

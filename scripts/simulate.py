@@ -6,8 +6,10 @@ evolves sequences down it (K2P substitutions with optional gamma rate heterogene
 and deletions that create and remove alignment columns), hides some taxa from the reference, cuts
 reads with sequencing errors from those hidden taxa, and writes the reference inputs together with
 each read's true edge and true reference columns. `--alphabet protein` evolves amino acids instead
-(Poisson model: every change equally likely among the 20, with the same gamma rates and indel
-machinery; reads are never reverse-complemented).
+with the same gamma rates and indel machinery (reads are never reverse-complemented), under
+`--protein-model poisson` (every change equally likely among the 20) or `lg` (Le & Gascuel's
+empirical LG matrix and frequencies: residues that replace one another in real proteins do so
+here too).
 
 Column identity: every residue descends from one "site". The root has sites 0..L-1; an insertion
 creates new sites. The true MSA has one column per site that survives in some tip, ordered so that
@@ -60,6 +62,7 @@ class SimParams:
     error_rate: float = 0.01
     reverse_fraction: float = 0.0
     alphabet: str = "dna"
+    protein_model: str = "poisson"  # protein only: "poisson" or "lg"
     target_columns: int | None = None  # instead of indel_rate: the rate that gives about this width
 
     @property
@@ -93,6 +96,8 @@ class SimParams:
         for field in fields(self):
             if field.name == "alphabet" and self.alphabet == "dna":
                 continue
+            if field.name == "protein_model" and (self.alphabet == "dna" or self.protein_model == "poisson"):
+                continue  # as alphabet: the commands of data sets made before the option keep working
             value = self.n_held_out if field.name == "held_out" else getattr(self, field.name)
             if value is None:  # target_columns unset: --indel-rate decides
                 continue
@@ -412,6 +417,91 @@ def substitute_poisson(res: np.ndarray, rates: np.ndarray, t: float, n_states: i
     return out
 
 
+#: The LG amino-acid replacement model (Le & Gascuel 2008, Mol. Biol. Evol. 25:1307-1320; the
+#: published lg.dat, as PAML and RAxML ship it): exchangeabilities, lower triangle by rows in the
+#: order ARNDCQEGHILKMFPSTWYV (row k holds the pairs of residue k with residues 0..k-1), then the
+#: equilibrium frequencies.
+LG_EXCHANGEABILITIES = """
+0.425093
+0.276818 0.751878
+0.395144 0.123954 5.076149
+2.489084 0.534551 0.528768 0.062556
+0.969894 2.807908 1.695752 0.523386 0.084808
+1.038545 0.363970 0.541712 5.243870 0.003499 4.128591
+2.066040 0.390192 1.437645 0.844926 0.569265 0.267959 0.348847
+0.358858 2.426601 4.509238 0.927114 0.640543 4.813505 0.423881 0.311484
+0.149830 0.126991 0.191503 0.010690 0.320627 0.072854 0.044265 0.008705 0.108882
+0.395337 0.301848 0.068427 0.015076 0.594007 0.582457 0.069673 0.044261 0.366317 4.145067
+0.536518 6.326067 2.145078 0.282959 0.013266 3.234294 1.807177 0.296636 0.697264 0.159069 0.137500
+1.124035 0.484133 0.371004 0.025548 0.893680 1.672569 0.173735 0.139538 0.442472 4.273607 6.312358 0.656604
+0.253701 0.052722 0.089525 0.017416 1.105251 0.035855 0.018811 0.089586 0.682139 1.112727 2.592692 0.023918
+ 1.798853
+1.177651 0.332533 0.161787 0.394456 0.075382 0.624294 0.419409 0.196961 0.508851 0.078281 0.249060 0.390322
+ 0.099849 0.094464
+4.727182 0.858151 4.008358 1.240275 2.784478 1.223828 0.611973 1.739990 0.990012 0.064105 0.182287 0.748683
+ 0.346960 0.361819 1.338132
+2.139501 0.578987 2.000679 0.425860 1.143480 1.080136 0.604545 0.129836 0.584262 1.033739 0.302936 1.136863
+ 2.020366 0.165001 0.571468 6.472279
+0.180717 0.593607 0.045376 0.029890 0.670128 0.236199 0.077852 0.268491 0.597054 0.111660 0.619632 0.049906
+ 0.696175 2.457121 0.095131 0.248862 0.140825
+0.218959 0.314440 0.612025 0.135107 1.165532 0.257336 0.120037 0.054679 5.306834 0.232523 0.299648 0.131932
+ 0.481306 7.803902 0.089613 0.400547 0.245841 3.151815
+2.547870 0.170887 0.083688 0.037967 1.959291 0.210332 0.245034 0.076701 0.119013 10.649107 1.702745 0.185202
+ 1.898718 0.654683 0.296501 0.098369 2.188158 0.189510 0.249313
+"""
+LG_FREQUENCIES = """
+0.079066 0.055941 0.041977 0.053052 0.012937 0.040767 0.071586 0.057337 0.022355 0.062157
+0.099081 0.064600 0.022951 0.042302 0.044040 0.061197 0.053287 0.012066 0.034155 0.069147
+"""
+
+
+class ReplacementModel:
+    """A reversible amino-acid model (LG): P(t) = V exp(t Lambda) V^-1 from one eigendecomposition,
+    with Q normalised to one expected replacement per site per unit time."""
+
+    def __init__(self, exchangeabilities: str, frequencies: str) -> None:
+        values = np.array(exchangeabilities.split(), dtype=float)
+        self.frequencies = np.array(frequencies.split(), dtype=float)
+        self.frequencies /= self.frequencies.sum()
+        k = len(self.frequencies)
+        s = np.zeros((k, k))
+        s[np.tril_indices(k, -1)] = values  # row-major lower triangle, as the file lists it
+        s += s.T
+        q = s * self.frequencies[None, :]
+        np.fill_diagonal(q, -q.sum(axis=1))
+        q /= -(self.frequencies * np.diag(q)).sum()
+        # symmetrise (reversibility) for a real, stable decomposition
+        root = np.sqrt(self.frequencies)
+        lam, u = np.linalg.eigh(root[:, None] * q / root[None, :])
+        self.eigenvalues = lam
+        self.left = u / root[:, None]  # V
+        self.right = u.T * root[None, :]  # V^-1
+
+    def transition_rows(self, res: np.ndarray, rt: np.ndarray) -> np.ndarray:
+        """[n, K]: P(rt_i)[res_i, :] for every site (its state and its rate x time)."""
+        rows = (self.left[res] * np.exp(np.outer(rt, self.eigenvalues))) @ self.right
+        rows = np.clip(rows, 0.0, None)
+        return rows / rows.sum(axis=1, keepdims=True)
+
+
+LG = ReplacementModel(LG_EXCHANGEABILITIES, LG_FREQUENCIES)
+
+
+def substitute_lg(res: np.ndarray, rates: np.ndarray, t: float, rng: np.random.Generator) -> np.ndarray:
+    """LG change over time t for every site at once: each site's next state drawn from its row of
+    P(rate x t)."""
+    cumulative = np.cumsum(LG.transition_rows(res, rates * t), axis=1)
+    u = rng.random(len(res))[:, None]
+    return np.minimum((cumulative < u).sum(axis=1), len(LG.frequencies) - 1).astype(np.uint8)
+
+
+def draw_residues(params: SimParams, k: int, rng: np.random.Generator) -> np.ndarray:
+    """k residue codes for a root or an insertion: uniform, or LG's frequencies under `lg`."""
+    if params.alphabet == "protein" and params.protein_model == "lg":
+        return rng.choice(len(LG.frequencies), size=k, p=LG.frequencies).astype(np.uint8)
+    return rng.integers(params.n_states, size=k, dtype=np.uint8)
+
+
 def apply_indels(ids: np.ndarray, res: np.ndarray, t: float, params: SimParams, indel_rate: float, sites: SiteLog,
                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Insertion and deletion events over a branch of length t, in random order.
@@ -429,7 +519,7 @@ def apply_indels(ids: np.ndarray, res: np.ndarray, t: float, params: SimParams, 
             pos = int(rng.integers(len(ids) + 1))
             new = sites.insert(int(ids[pos - 1]) if pos else -1, k)
             ids = np.concatenate([ids[:pos], new, ids[pos:]])
-            res = np.concatenate([res[:pos], rng.integers(params.n_states, size=k, dtype=np.uint8), res[pos:]])
+            res = np.concatenate([res[:pos], draw_residues(params, k, rng), res[pos:]])
         else:
             pos = int(rng.integers(len(ids)))
             k = min(k, len(ids) - pos, len(ids) - 1)
@@ -448,7 +538,7 @@ def evolve(tree: Tree, params: SimParams, rng: np.random.Generator
     sites = SiteLog(params.columns, params.gamma_alpha, rng)
     indel_rate = params.indel_rate_for(float(tree.length.sum()))
     root = (np.arange(params.columns, dtype=np.int32),
-            rng.integers(params.n_states, size=params.columns, dtype=np.uint8))
+            draw_residues(params, params.columns, rng))
     tips, stack = {}, [(0, *root)]
     while stack:
         v, ids, res = stack.pop()
@@ -457,8 +547,12 @@ def evolve(tree: Tree, params: SimParams, rng: np.random.Generator
             continue
         for c in tree.children(v):
             t = float(tree.length[c])
-            child_res = (substitute(res, sites.rates[ids], t, params.kappa, rng) if params.alphabet == "dna"
-                         else substitute_poisson(res, sites.rates[ids], t, params.n_states, rng))
+            if params.alphabet == "dna":
+                child_res = substitute(res, sites.rates[ids], t, params.kappa, rng)
+            elif params.protein_model == "lg":
+                child_res = substitute_lg(res, sites.rates[ids], t, rng)
+            else:
+                child_res = substitute_poisson(res, sites.rates[ids], t, params.n_states, rng)
             stack.append((c, *apply_indels(ids, child_res, t, params, indel_rate, sites, rng)))
     return tips, sites
 
@@ -706,10 +800,15 @@ def parse_args(argv: list[str]) -> tuple[Path, SimParams]:
     p.add_argument("--reverse-fraction", type=fraction, default=d.reverse_fraction,
                    help="share of reads written reverse-complemented (DNA only)")
     p.add_argument("--alphabet", choices=list(LETTERS), default=d.alphabet,
-                   help="dna (K2P, --kappa) or protein (Poisson over the 20 amino acids)")
+                   help="dna (K2P, --kappa) or protein (--protein-model)")
+    p.add_argument("--protein-model", choices=["poisson", "lg"], default=d.protein_model,
+                   help="protein only: poisson (every replacement alike) or lg (Le & Gascuel 2008's empirical "
+                        "matrix and frequencies)")
     args = vars(p.parse_args(argv))
     if args["alphabet"] != "dna" and args["reverse_fraction"] > 0:
         p.error("--reverse-fraction needs --alphabet dna: protein reads have no reverse strand")
+    if args["alphabet"] == "dna" and args["protein_model"] != d.protein_model:
+        p.error("--protein-model needs --alphabet protein")
     out = args.pop("out")
     return out, SimParams(**args)
 

@@ -170,3 +170,26 @@ def test_every_tool_on_the_protein_example(tool, floor):
     data = ba.Data.from_dir(ROOT / "data" / "protein", alphabet="protein")
     result = ba.bench(data, [tool], params=None, threads=1)[tool]
     assert result["column_accuracy"] > floor
+
+
+def test_the_simulated_protein_ladder_is_forty_simulations_of_both_models():
+    """accuracy_study --suite protein-sim (docs/ACCURACY.md, "Simulated protein families"): every
+    reference a valid simulate.py run of its named model, each with its own seed, and a set each."""
+    study = load_script("accuracy_study")
+    simulate = load_script("simulate")
+    refs = study.PROTEIN_SIM_REFS
+    assert len(refs) == 40 and len({o["seed"] for o in refs.values()}) == 40
+    for name, options in refs.items():
+        params = simulate.SimParams(**options)
+        assert params.alphabet == "protein" and name.startswith(params.protein_model + "-")
+        assert f"-t{params.taxa}-d{params.divergence}-i{params.indel_rate}" in name
+    assert sorted(o["protein_model"] for o in refs.values()) == ["lg"] * 20 + ["poisson"] * 20
+    assert set(study.PROTEIN_SIM_SETS) == set(refs) and study.SUITES["protein-sim"] is study.PROTEIN_SIM_SETS
+
+
+def test_nearest_identity_is_the_median_closest_taxon_over_shared_columns():
+    study = load_script("accuracy_study")
+    rows = {"a": "ACDEFGHI", "b": "ACDEFGHK", "c": "WWWW----", "d": "wwwy..--"}
+    # a: b 7/8; b: a 7/8; c: d 3/4 over the four columns both fill (lower case counts as its letter);
+    # d: c 3/4
+    assert study.nearest_identity(rows) == (7 / 8 + 3 / 4) / 2

@@ -293,3 +293,54 @@ def test_outputs_are_whole_or_absent(tmp_path):
     assert list(tmp_path.iterdir()) == []
     sim_mod.write_atomically(tmp_path / "ref.phy", iter([b"2 3\n", b"a ACG\n", b"b AC-\n"]))
     assert (tmp_path / "ref.phy").read_bytes() == b"2 3\na ACG\nb AC-\n"
+
+
+def test_lg_transition_matrices_are_stochastic_reversible_and_normalised():
+    """P(0) = I, rows sum to 1, pi P(t) = pi, detailed balance, and one expected replacement per
+    site per unit time at small t (the normalisation `--divergence` assumes)."""
+    lg = sim_mod.LG
+    every = np.arange(20)
+    assert np.allclose(lg.transition_rows(every, np.zeros(20)), np.eye(20), atol=1e-12)
+    for t in (0.01, 0.3, 2.0):
+        p = lg.transition_rows(every, np.full(20, t))
+        assert np.allclose(p.sum(axis=1), 1.0)
+        assert np.allclose(lg.frequencies @ p, lg.frequencies, atol=1e-12)
+        flux = lg.frequencies[:, None] * p
+        assert np.allclose(flux, flux.T, atol=1e-12)
+    small = lg.transition_rows(every, np.full(20, 1e-4))
+    assert 1e-4 * 0.99 < 1.0 - lg.frequencies @ np.diag(small) < 1e-4 * 1.01
+    # the published table's extremes: I<->V is LG's most exchangeable pair, D<->C among the least
+    letters = "ARNDCQEGHILKMFPSTWYV"
+    rates = lg.transition_rows(every, np.full(20, 1e-3)) - np.eye(20)
+    i, v, d, c = (letters.index(x) for x in "IVDC")
+    assert rates[i].argmax() == v and rates[d, c] < rates[d].max() / 20
+
+
+def test_lg_protein_families_exchange_similar_residues_more_often_than_poisson(tmp_path):
+    """`--protein-model lg` writes families whose columns mix residues the way real proteins do
+    (I/V/L, D/E, K/R ...): the share of within-column different pairs that BLOSUM62 scores >= 0 is
+    well above the Poisson model's, which is what random pairing gives."""
+    from papara_py.phylo.encoding import BLOSUM62_SIMILAR
+
+    similar = {frozenset(pair) for pair in BLOSUM62_SIMILAR}
+
+    def similar_share(model: str) -> float:
+        sim = sim_mod.simulate(sim_mod.SimParams(seed=3, taxa=40, columns=300, divergence=1.0, reads=1,
+                                                 alphabet="protein", protein_model=model))
+        hits = total = 0
+        for column in sim.ref_alignment.T:
+            residues = [chr(x) for x in column if x != sim_mod.GAP]
+            for k, a in enumerate(residues):
+                for b in residues[k + 1:]:
+                    if a != b:
+                        total += 1
+                        hits += frozenset((a, b)) in similar
+        return hits / total
+
+    assert similar_share("lg") > similar_share("poisson") + 0.1
+    command = sim_mod.SimParams(alphabet="protein", protein_model="lg").command()
+    assert "--protein-model lg" in command
+    assert "--protein-model" not in sim_mod.SimParams(alphabet="protein").command()
+    with pytest.raises(SystemExit) as stop:
+        sim_mod.main(["--out", str(tmp_path), "--protein-model", "lg"])  # DNA has no protein model
+    assert stop.value.code == 2
