@@ -542,7 +542,6 @@ def plan_work(config: RunConfig, reporter: Reporter, inputs: Inputs, profiles: E
 
 
 @dataclass
-@dataclass
 class Tally:
     """Stage 5, `score_trace_write`: what the scoring did for one sample, for its run record."""
 
@@ -617,9 +616,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[Sampl
                             and sample.inputs.reads.stretch_count is not None:
                         bar.total = blocks_per_batch * (earlier + sample.inputs.reads.stretch_count)
                     if sample.first_batch_at is None:
-                        sample.first_batch_at = time.perf_counter()
-                        sample.cells_before = search.stats.cells if search else 0
-                        sample.edge_batches_before = len(search.stats.edges_per_read) if search else 0
+                        sample.first_batch_entering(search)
                     yield ReadBatch(*stretch.reads.select(plan.reads, plan.reverse))
                     index += 1
                 if made == 0:  # no reads at all
@@ -664,32 +661,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[Sampl
 
         def finish(sample: SampleRun) -> None:
             """The sample's record and its run file committed (samples.py)."""
-            timings = sample.timings
-            timings["scoring"] = sample.own_scoring
-            if len(samples) > 1:
-                timings["run_scoring"] = sample.run_scoring
-            timings["build_blocks"] = stats.build_seconds
-            timings["reads"] = sample.inputs.reads.read_seconds
-            timings["reads_wait"] = sample.inputs.reads.wait_seconds
-            reporter.detail(f"{sample.label}: --strand {sample.inputs.strand}: {sample.strand_counts['scored_both']} "
-                            f"of {sample.n_alignable} reads scored in both orientations ({timings['strand']:.3f} s)")
-            cells, edges_scored = sample.cells, sample.edges_scored
-            if search:
-                reporter.detail(f"--search guided: {search.clusters.n_clusters} clusters, {search.stats.rounds} "
-                                f"rounds, {edges_scored['mean']:.2%} of the edges per read on average")
-            tally = Tally(
-                n_reads=sample.inputs.reads.rows, n_alignable=sample.n_alignable, status_counts=sample.status_counts,
-                cells=cells, gcups=cells / timings["scoring"] / 1e9 if timings["scoring"] > 0 else 0.0,
-                strand_counts=sample.strand_counts, search=search.identity() if search else {"mode": "exhaustive"},
-                edges_scored=edges_scored,
-                traceback={"device": tracer.describe() if tracer else "cpu", "batches": dict(sample.traced)},
-                consumers={consumer.name: {"blocks": consumer.blocks, "edges": consumer.edges,
-                                           "cells": consumer.cells, "calls": consumer.calls,
-                                           "busy_seconds": consumer.busy_seconds,
-                                           **({"error": consumer.error} if consumer.error else {}),
-                                           **({"retries": consumer.retries} if consumer.retries else {}),
-                                           **({"faults": consumer.faults} if consumer.faults else {})}
-                           for consumer in stats.consumers})
+            tally = _sample_tally(sample, stats, search, tracer, several=len(samples) > 1, reporter=reporter)
             _commit(sample, profiles, devices, work, tally, reporter, run_started)
 
         def trace(sample: SampleRun, stretch: Stretch, reverse: np.ndarray, candidates: Candidates):
@@ -724,14 +696,9 @@ def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[Sampl
                     sample.scored += 1
                     if sample.all_stretches_made(sample.scored):  # its last batch: its scoring span
                         now = time.perf_counter()
-                        sample.own_scoring = (stats.scoring_seconds if sample.number == 1
-                                              else now - max(sample.first_batch_at, previous_scored_at))
-                        sample.run_scoring = stats.scoring_seconds
+                        sample.last_batch_scored(now, stats.scoring_seconds, previous_scored_at, search,
+                                                 profiles.n_edges)
                         previous_scored_at = max(previous_scored_at, now)
-                        if search:  # the search's totals now hold this sample's batches and none after
-                            sample.cells = search.stats.cells - sample.cells_before
-                            sample.edges_scored = search.stats.edge_fraction(profiles.n_edges,
-                                                                             since=sample.edge_batches_before)
                     stages.submit(sample, stretch, reverse, candidates)
             stages.drain()
             failed = False
@@ -739,6 +706,37 @@ def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[Sampl
             stages.close(failed)
     if deferred:
         raise deferred[0]
+
+
+def _sample_tally(sample: SampleRun, stats, search: GuidedSearch | None, tracer, several: bool,
+                  reporter: Reporter) -> Tally:
+    """A sample's Tally once its last batch is written, and its scoring timings (`stats`: the
+    engine's, or the guided search's, consumers and times; `tracer`: the GPU traceback or None)."""
+    timings = sample.timings
+    timings["scoring"] = sample.own_scoring
+    if several:
+        timings["run_scoring"] = sample.run_scoring
+    timings["build_blocks"] = stats.build_seconds
+    timings["reads"] = sample.inputs.reads.read_seconds
+    timings["reads_wait"] = sample.inputs.reads.wait_seconds
+    reporter.detail(f"{sample.label}: --strand {sample.inputs.strand}: {sample.strand_counts['scored_both']} "
+                    f"of {sample.n_alignable} reads scored in both orientations ({timings['strand']:.3f} s)")
+    if search:
+        reporter.detail(f"--search guided: {search.clusters.n_clusters} clusters, {search.stats.rounds} "
+                        f"rounds, {sample.edges_scored['mean']:.2%} of the edges per read on average")
+    return Tally(
+        n_reads=sample.inputs.reads.rows, n_alignable=sample.n_alignable, status_counts=sample.status_counts,
+        cells=sample.cells, gcups=sample.cells / timings["scoring"] / 1e9 if timings["scoring"] > 0 else 0.0,
+        strand_counts=sample.strand_counts, search=search.identity() if search else {"mode": "exhaustive"},
+        edges_scored=sample.edges_scored,
+        traceback={"device": tracer.describe() if tracer else "cpu", "batches": dict(sample.traced)},
+        consumers={consumer.name: {"blocks": consumer.blocks, "edges": consumer.edges,
+                                   "cells": consumer.cells, "calls": consumer.calls,
+                                   "busy_seconds": consumer.busy_seconds,
+                                   **({"error": consumer.error} if consumer.error else {}),
+                                   **({"retries": consumer.retries} if consumer.retries else {}),
+                                   **({"faults": consumer.faults} if consumer.faults else {})}
+                   for consumer in stats.consumers})
 
 
 class BatchStages:

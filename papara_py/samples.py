@@ -155,6 +155,26 @@ class SampleRun:
         self.strand_counts["-"] += int(np.count_nonzero(reverse))
         self.strand_counts["+"] += int(len(reverse) - np.count_nonzero(reverse))
 
+    def first_batch_entering(self, search) -> None:
+        """Its first batch goes to the engine now (the engine's master thread): where its scoring
+        span may start, and the guided search's (`search`, or None) totals before it."""
+        self.first_batch_at = time.perf_counter()
+        self.cells_before = search.stats.cells if search else 0
+        self.edge_batches_before = len(search.stats.edges_per_read) if search else 0
+
+    def last_batch_scored(self, now: float, run_scoring: float, previous_scored_at: float, search,
+                          n_edges: int) -> None:
+        """Its last batch is back from the engine at `now` (`run_scoring`: the engine's scoring
+        seconds so far). Its own scoring span: the engine's whole time for the first sample; for a
+        later one, from its first batch's entry or the previous sample's last batch being scored,
+        whichever came later (its batches may queue behind that sample's). With the guided search,
+        its cells and edge fractions: the search's totals now hold its batches and none after."""
+        self.own_scoring = run_scoring if self.number == 1 else now - max(self.first_batch_at, previous_scored_at)
+        self.run_scoring = run_scoring
+        if search:
+            self.cells = search.stats.cells - self.cells_before
+            self.edges_scored = search.stats.edge_fraction(n_edges, since=self.edge_batches_before)
+
     @property
     def n_alignable(self) -> int:
         return int(self.statuses[STATUSES.index(STATUS_ALIGNED)])
