@@ -33,7 +33,7 @@ from papara_py import __version__
 from papara_py.cluster.prepared import EdgeProfiles, open_prepared
 from papara_py.cluster.shards import Shard
 from papara_py.engine.cpu import default_lane_width
-from papara_py.engine.guided import GuidedOptions, GuidedSearch
+from papara_py.engine.guided import GuidedOptions, GuidedSearch, SearchStats
 from papara_py.engine.layout import block_count
 from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch
 from papara_py.errors import InputError
@@ -708,8 +708,8 @@ def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[Sampl
         raise deferred[0]
 
 
-def _sample_tally(sample: SampleRun, stats, search: GuidedSearch | None, tracer, several: bool,
-                  reporter: Reporter) -> Tally:
+def _sample_tally(sample: SampleRun, stats: Engine | SearchStats, search: GuidedSearch | None,
+                  tracer: Tracer | None, several: bool, reporter: Reporter) -> Tally:
     """A sample's Tally once its last batch is written, and its scoring timings (`stats`: the
     engine's, or the guided search's, consumers and times; `tracer`: the GPU traceback or None)."""
     timings = sample.timings

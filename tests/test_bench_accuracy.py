@@ -193,3 +193,41 @@ def test_nearest_identity_is_the_median_closest_taxon_over_shared_columns():
     # a: b 7/8; b: a 7/8; c: d 3/4 over the four columns both fill (lower case counts as its letter);
     # d: c 3/4
     assert study.nearest_identity(rows) == (7 / 8 + 3 / 4) / 2
+
+
+def test_the_prototype_scorers_are_eq1_where_they_vary_nothing():
+    """scripts/proto_gap_open.py's edge scorer and proto_band.py's full matrix (banded, margin 0)
+    with p's gap_open in every column give the reference scorer's scores on random protein
+    profiles; a cheaper opening in some columns lowers no score it should not (both agree)."""
+    from papara_py.pairwise.params import ScoringParams
+    from papara_py.pairwise.reference_scorer import profile_near, score_matrix_reference
+    from papara_py.phylo.encoding import PROTEIN
+
+    gap_open = load_script("proto_gap_open")
+    band = load_script("proto_band")
+    rng = np.random.default_rng(11)
+    m, n_edges = 40, 6
+    profiles = np.zeros((n_edges, m), np.uint32)
+    for e in range(n_edges):
+        for i in range(m):
+            for state in rng.choice(20, size=int(rng.integers(1, 3)), replace=False):
+                profiles[e, i] |= np.uint32(1 << int(state))
+            if rng.random() < 0.2:
+                profiles[e, i] |= np.uint32(PROTEIN.cgap_bit)
+    near = profile_near(profiles)
+    params = ScoringParams(6, 4, 8, 3, 12, near_mismatch=3)
+    p = params.as_array()
+    reads = [np.uint32(1) << rng.integers(0, 20, size=int(rng.integers(5, 30))).astype(np.uint32) for _ in range(12)]
+    expected = score_matrix_reference(reads, profiles, params)
+    eq1 = np.full(m, p[2], np.int64)
+    cheaper = np.where(rng.random(m) < 0.3, 1, p[2]).astype(np.int64)
+    for q, read in enumerate(reads):
+        scores = gap_open.edge_scores(read, profiles, near, PROTEIN.cgap_bit, PROTEIN.state_mask, p, eq1)
+        assert scores.tolist() == expected[q].tolist()
+        varied = gap_open.edge_scores(read, profiles, near, PROTEIN.cgap_bit, PROTEIN.state_mask, p, cheaper)
+        assert (varied <= scores).all()
+        for e in range(n_edges):
+            assert band.full_dp(read, profiles[e], near[e], PROTEIN.cgap_bit, PROTEIN.state_mask, p, 0, eq1)[0] \
+                == expected[q, e]
+            assert band.full_dp(read, profiles[e], near[e], PROTEIN.cgap_bit, PROTEIN.state_mask, p, 0, cheaper)[0] \
+                == varied[e]
