@@ -615,7 +615,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[Sampl
                     if blocks_per_batch is not None and number + 1 == len(samples) \
                             and sample.inputs.reads.stretch_count is not None:
                         bar.total = blocks_per_batch * (earlier + sample.inputs.reads.stretch_count)
-                    if sample.first_batch_at is None:
+                    if not sample.entered:
                         sample.first_batch_entering(search)
                     yield ReadBatch(*stretch.reads.select(plan.reads, plan.reverse))
                     index += 1
@@ -681,24 +681,20 @@ def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[Sampl
         # (BatchStages): the engine's batch slot is handed back at once, so neither stage's time
         # (a GPU traceback waits for the scoring launch in progress) keeps the GPU from its next batch
         stages = BatchStages(trace, write, TRACE_DEPTH, tracer.threads if tracer else 1)
-        # a sample's batches may enter the engine while the one before is scored: its scoring span
-        # starts when they do, or when the sample before it was scored, whichever comes later
-        previous_scored_at = 0.0
         failed = True
         try:
             with closing(engine.run(batches())) as finished:
                 for index, candidates in finished:
                     sample, stretch, plan = held.pop(index)
+                    started = engine.batch_started.pop(index)
                     if sample.failed:  # its reads turned out bad further on: it is not written
                         continue
                     reverse, candidates = plan.pick(candidates)
                     sample.count_batch(stretch, plan, reverse, 0 if search else profiles.n_edges * m)
-                    sample.scored += 1
+                    sample.batch_scored(started)
                     if sample.all_stretches_made(sample.scored):  # its last batch: its scoring span
-                        now = time.perf_counter()
-                        sample.last_batch_scored(now, stats.scoring_seconds, previous_scored_at, search,
+                        sample.last_batch_scored(time.perf_counter(), stats.scoring_seconds, search,
                                                  profiles.n_edges)
-                        previous_scored_at = max(previous_scored_at, now)
                     stages.submit(sample, stretch, reverse, candidates)
             stages.drain()
             failed = False

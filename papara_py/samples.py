@@ -110,7 +110,8 @@ class SampleRun:
         self.traced = {"gpu": 0, "cpu": 0}
         self.scored = 0                           # batches back from the engine
         self.written = 0                          # stretches written
-        self.first_batch_at: float | None = None  # when its first batch went to the engine
+        self.entered = False                      # its first batch went to the engine
+        self.scoring_from = float("inf")          # when the scorers first took work of its batches
         self.cells_before = 0                     # the guided search's cells before its first batch
         self.edge_batches_before = 0              # ... and its batches
         self.cells = 0                            # the cells its reads were scored in
@@ -156,20 +157,26 @@ class SampleRun:
         self.strand_counts["+"] += int(len(reverse) - np.count_nonzero(reverse))
 
     def first_batch_entering(self, search) -> None:
-        """Its first batch goes to the engine now (the engine's master thread): where its scoring
-        span may start, and the guided search's (`search`, or None) totals before it."""
-        self.first_batch_at = time.perf_counter()
+        """Its first batch goes to the engine now (the engine's master thread): the guided
+        search's (`search`, or None) totals before it."""
+        self.entered = True
         self.cells_before = search.stats.cells if search else 0
         self.edge_batches_before = len(search.stats.edges_per_read) if search else 0
 
-    def last_batch_scored(self, now: float, run_scoring: float, previous_scored_at: float, search,
-                          n_edges: int) -> None:
+    def batch_scored(self, started: float) -> None:
+        """One of its batches is back from the engine; the scorers first took work of it at
+        `started` (the engine's `batch_started`)."""
+        self.scored += 1
+        self.scoring_from = min(self.scoring_from, started)
+
+    def last_batch_scored(self, now: float, run_scoring: float, search, n_edges: int) -> None:
         """Its last batch is back from the engine at `now` (`run_scoring`: the engine's scoring
         seconds so far). Its own scoring span: the engine's whole time for the first sample; for a
-        later one, from its first batch's entry or the previous sample's last batch being scored,
-        whichever came later (its batches may queue behind that sample's). With the guided search,
-        its cells and edge fractions: the search's totals now hold its batches and none after."""
-        self.own_scoring = run_scoring if self.number == 1 else now - max(self.first_batch_at, previous_scored_at)
+        later one, from the scorers' first take of any of its batches (which may be scored beside
+        the previous sample's last ones: the spans of samples may overlap, never undercount). With
+        the guided search, its cells and edge fractions: the search's totals now hold its batches
+        and none after."""
+        self.own_scoring = run_scoring if self.number == 1 else now - self.scoring_from
         self.run_scoring = run_scoring
         if search:
             self.cells = search.stats.cells - self.cells_before

@@ -148,13 +148,17 @@ def test_batches_stream_through_the_hybrid_engine_unchanged(in_flight, opencl_de
                                                         block_cache_bytes=0 if in_flight == 2 else 256 << 20,
                                                         jitter_seconds=0.01, jitter_seed=in_flight))
     seen = []
+    before = time.perf_counter()
     for index, candidates in engine.run(batches):
         group = reads[index * 4:index * 4 + 4]
         want_score, want_edge = expected(profiles, group, params)
         assert np.array_equal(candidates.edge, want_edge)
         assert np.array_equal(candidates.score, want_score)
+        # when a consumer first took work of the batch: after the run began, before it came back
+        assert before < engine.batch_started.pop(index) < time.perf_counter()
         seen.append(index)
     assert sorted(seen) == list(range(len(batches)))
+    assert not engine.batch_started  # none noted for a batch that was never yielded
     assert sum(c.edges for c in engine.consumers) == profiles.shape[0] * len(batches)
     assert 0 < engine.scoring_seconds
 

@@ -113,13 +113,14 @@ class GuidedSearch:
         self.initial = max(1, min(options.initial, clusters.n_clusters))
         self.stable = max(1, min(options.stable or k, k))
         self.stats = SearchStats()
+        self.batch_started: dict[int, float] = {}  # as Engine's: when batch b's search began
         self._centres = np.sort(clusters.centre)
         self._rest = [_without(clusters.edges_of(c), clusters.centre[c]) for c in range(clusters.n_clusters)]
 
     def run(self, batches: Iterable[ReadBatch]) -> Iterator[tuple[int, Candidates]]:
         """Like Engine.run: yields (b, candidates of batch b) for the batches in order."""
         for index, reads in enumerate(batches):
-            started = time.perf_counter()
+            started = self.batch_started[index] = time.perf_counter()
             found = self.search(reads)
             self.stats.scoring_seconds += time.perf_counter() - started
             yield index, found

@@ -193,7 +193,8 @@ class Engine:
     (profiles.ProfileBuilder.profiles). `use_cpu` False means GPU only, with CPU workers
     started only if every GPU fails. `on_progress(blocks, cells)` is called as blocks finish.
     After `run` is exhausted, `consumers`, `build_seconds` and `scoring_seconds` (start to the
-    last block scored) describe the run. `family`: the columns' family residues (phylo/family.py;
+    last block scored) describe the run, and `batch_started[b]` when a consumer first took work of
+    batch b (the caller may pop it once b is yielded: a sample's own scoring span). `family`: the columns' family residues (phylo/family.py;
     None for DNA), which every block carries to the scorers.
     """
 
@@ -216,6 +217,7 @@ class Engine:
         self.consumers: list[ConsumerStats] = []
         self.build_seconds = 0.0
         self.scoring_seconds = 0.0
+        self.batch_started: dict[int, float] = {}
         self._n_blocks = block_count(n_edges, width)
         # with every block kept, queued items hold no memory of their own: the batch slots bound them
         self._cache_blocks = self._n_blocks * width * n_columns <= options.block_cache_bytes
@@ -392,7 +394,7 @@ class Engine:
             if not is_gpu:
                 accept = lambda item, untaken: self._cpu_may_take(item, untaken, stats)  # noqa: E731
                 while (item := self._queue.take_for_cpu(accept)) is not None:
-                    batch = self._batches[item.batch]
+                    batch = self._taken(item.batch)
                     result = self._timed_score(scorer, stats, [item.block], batch.reads.slice(*item.reads), rng)
                     self._fold(stats, batch, item.batch, result, [item])
                     self._queue.finished(1)
@@ -403,7 +405,7 @@ class Engine:
                 items = self._queue.take(scorer.max_blocks, fill=True)
                 if not items:
                     return
-                batch = self._batches[items[0].batch]
+                batch = self._taken(items[0].batch)
                 try:
                     if self.options.fail_after_chunks is not None and chunks >= self.options.fail_after_chunks:
                         raise _InjectedFault(f"injected fault after {chunks} chunks")
@@ -489,6 +491,12 @@ class Engine:
         offsets = self._batches[index].reads.offsets
         return WorkItem(index, block, block.n_edges * int(offsets[end] - offsets[first]) * self.n_columns,
                         (first, end), cpu_piece)
+
+    def _taken(self, index: int) -> _Batch:
+        """Batch `index`, of which a consumer takes work now (the first take is its `batch_started`)."""
+        with self._lock:
+            self.batch_started.setdefault(index, time.perf_counter())
+        return self._batches[index]
 
     def _timed_score(self, scorer: Scorer, stats: ConsumerStats, blocks: list[Block], reads: ReadBatch,
                      rng: random.Random) -> Candidates:
