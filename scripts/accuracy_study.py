@@ -11,6 +11,11 @@ The protein study (docs/ACCURACY.md, "Protein defaults") is the same steps with 
 ref.fasta + tree.nwk (a neighbour-joining tree on Poisson-corrected distances: no tree is
 published with them) + tree_ml.nwk (IQ-TREE's maximum-likelihood tree, LG+G4).
 
+`--suite protein-dense` is real protein references of close sequences with a curated or
+structure-based alignment (DENSE_REFS, docs/ACCURACY.md "Dense real protein references"):
+`protein-refs --suite protein-dense` turns them (Stockholm or MSF under DATA/dense) into ref.fasta
++ tree.nwk (neighbour joining only), then build, peers, grid and table as above.
+
 `--suite protein-sim` is the simulated protein ladder (PROTEIN_SIM_SETS, docs/ACCURACY.md
 "Simulated protein families"): `simrefs` first simulates its references into DATA/simref/NAME
 (scripts/simulate.py, both protein models), then build, peers, grid and table as above.
@@ -91,7 +96,25 @@ for _model, _first_seed in (("poisson", 200), ("lg", 300)):
 #: Each ladder reference with an eighth of its taxa (at least 4) left out, 500 reads with indels.
 PROTEIN_SIM_SETS = {name: (f"simref/{name}/tree.nwk", f"simref/{name}/ref.fasta", max(4, o["taxa"] // 8), 500,
                            PROT_INDEL, 1) for name, o in PROTEIN_SIM_REFS.items()}
-SUITES = {"dna": SETS, "protein": PROTEIN_SETS, "protein-sim": PROTEIN_SIM_SETS}
+
+#: Real protein references of close sequences (median nearest-taxon identity 0.62-0.90) with a
+#: hand-curated or structure-based alignment (docs/ACCURACY.md, "Dense real protein references"):
+#: name -> (the alignment under DATA, Stockholm or MSF; taxa left out). A Pfam seed (Biopython's
+#: test copy) and BAliBASE 3.0 reference sets (RV20: a family with orphans; RV30: subfamilies).
+DENSE_REFS = {
+    "Cyclin_N": ("dense/Cyclin_N/seed.sto", 12),
+    "BBS30004": ("dense/BBS30004/ref.msf", 6),
+    "BBS30005": ("dense/BBS30005/ref.msf", 14),
+    "BBS30013": ("dense/BBS30013/ref.msf", 10),
+    "BBS30001": ("dense/BBS30001/ref.msf", 14),
+    "BBS20040": ("dense/BBS20040/ref.msf", 10),
+    "BBS30021": ("dense/BBS30021/ref.msf", 17),
+    "BBS20025": ("dense/BBS20025/ref.msf", 10),
+}
+#: Each dense reference with its taxa left out, 500 reads with indels (the study's PROT_INDEL).
+PROTEIN_DENSE_SETS = {name: (f"dense/{name}/tree.nwk", f"dense/{name}/ref.fasta", prune, 500, PROT_INDEL, 1)
+                      for name, (_, prune) in DENSE_REFS.items()}
+SUITES = {"dna": SETS, "protein": PROTEIN_SETS, "protein-sim": PROTEIN_SIM_SETS, "protein-dense": PROTEIN_DENSE_SETS}
 
 
 def simulate_refs(data_dir: Path, names: list[str]) -> None:
@@ -123,14 +146,28 @@ def nearest_identity(rows: dict[str, str]) -> float:
 def stockholm_rows(path: Path) -> dict[str, str]:
     """A Stockholm alignment's rows (all blocks joined), every column kept, '.' as '-', upper case;
     names made Newick-safe (characters other than letters, digits, '_' and '.' become '_')."""
-    import re
     rows: dict[str, list[str]] = {}
     for line in path.read_text().splitlines():
         if not line.strip() or line.startswith(("#", "//")):
             continue
         name, seq = line.split()
-        rows.setdefault(re.sub(r"[^A-Za-z0-9_.]", "_", name), []).append(seq)
+        rows.setdefault(_newick_safe(name), []).append(seq)
     return {n: "".join(parts).upper().replace(".", "-") for n, parts in rows.items()}
+
+
+def alignment_rows(path: Path) -> dict[str, str]:
+    """Like `stockholm_rows`, for Stockholm (`.sto`) or GCG MSF (`.msf`, BAliBASE's format, read
+    by Biopython; its '.' and '~' gaps become '-')."""
+    if path.suffix != ".msf":
+        return stockholm_rows(path)
+    from Bio import AlignIO
+    return {_newick_safe(r.id): str(r.seq).upper().replace(".", "-").replace("~", "-")
+            for r in AlignIO.read(path, "msf")}
+
+
+def _newick_safe(name: str) -> str:
+    import re
+    return re.sub(r"[^A-Za-z0-9_.]", "_", name)
 
 
 def nj_newick(rows: dict[str, str]) -> str:
@@ -178,15 +215,17 @@ def ml_newick(alignment: Path) -> str:
         return Path(f"{tmp}/ml.treefile").read_text()
 
 
-def protein_refs(data_dir: Path) -> None:
-    """Each Pfam seed as ref.fasta, with a neighbour-joining tree.nwk and an ML tree_ml.nwk."""
-    for name, sto in PFAM_SEEDS.items():
-        rows = stockholm_rows(data_dir / sto)
-        folder = (data_dir / sto).parent
+def protein_refs(data_dir: Path, sources: dict[str, str], ml: bool) -> None:
+    """Each source alignment (`sources`: name -> its path under DATA) as ref.fasta beside it, with
+    a neighbour-joining tree.nwk and, if `ml`, an ML tree_ml.nwk."""
+    for name, source in sources.items():
+        rows = alignment_rows(data_dir / source)
+        folder = (data_dir / source).parent
         ba.write_fasta(folder / "ref.fasta", rows.items())
         (folder / "tree.nwk").write_text(nj_newick(rows))
-        (folder / "tree_ml.nwk").write_text(ml_newick(folder / "ref.fasta"))
-        print(name, len(rows), "x", len(next(iter(rows.values()))))
+        if ml:
+            (folder / "tree_ml.nwk").write_text(ml_newick(folder / "ref.fasta"))
+        print(name, len(rows), "x", len(next(iter(rows.values()))), f"nearest-taxon identity {nearest_identity(rows):.3f}")
 
 
 def grid(stage: str) -> list[tuple[int, int, int, int, int]]:
@@ -311,7 +350,10 @@ def main() -> int:
     names = args.sets.split(",") if args.sets else list(suite)
     start = ba.PAPER if alphabet == "dna" else (2, 3, 2, 1, 5)  # the CLI run: the old default
     if args.what == "protein-refs":
-        protein_refs(data_dir)
+        if args.suite == "protein-dense":
+            protein_refs(data_dir, {name: source for name, (source, _) in DENSE_REFS.items() if name in names}, ml=False)
+        else:
+            protein_refs(data_dir, PFAM_SEEDS, ml=True)
         return 0
     if args.what == "simrefs":
         simulate_refs(data_dir, [name for name in names if name in PROTEIN_SIM_REFS])

@@ -195,6 +195,46 @@ def test_nearest_identity_is_the_median_closest_taxon_over_shared_columns():
     assert study.nearest_identity(rows) == (7 / 8 + 3 / 4) / 2
 
 
+def test_dense_references_read_from_msf_and_stockholm_alike(tmp_path):
+    """accuracy_study --suite protein-dense (docs/ACCURACY.md, "Dense real protein references"):
+    BAliBASE's MSF ('.' and '~' gaps, lower case) and a Stockholm file of the same alignment give
+    the same rows, names made Newick-safe; protein-refs writes ref.fasta and a tree of every row,
+    and the suite has a set for each reference."""
+    study = load_script("accuracy_study")
+    bench = load_script("bench_accuracy")
+    rows = {"1abc_A": "MKV.LLAG~~", "P12345/2-9": "MKVILLAG--", "Q9XYZ1": "mrvilaag--"}
+    msf = tmp_path / "dense" / "X" / "ref.msf"
+    msf.parent.mkdir(parents=True)
+    header = "".join(f" Name: {name} oo  Len:  10  Check:  1  Weight:  1.0\n" for name in rows)
+    body = "".join(f"{name:12s} {seq[:5]} {seq[5:]}\n" for name, seq in rows.items())
+    msf.write_text(f"PileUp\n\n   MSF:  10  Type: P    Check:  1   ..\n\n{header}\n//\n\n{body}")
+    sto = tmp_path / "dense" / "Y" / "seed.sto"
+    sto.parent.mkdir(parents=True)
+    sto.write_text("# STOCKHOLM 1.0\n" + "".join(f"{name} {seq.replace('~', '.')}\n" for name, seq in rows.items())
+                   + "//\n")
+    want = {"1abc_A": "MKV-LLAG--", "P12345_2_9": "MKVILLAG--", "Q9XYZ1": "MRVILAAG--"}
+    assert study.alignment_rows(msf) == want == study.alignment_rows(sto)
+    study.protein_refs(tmp_path, {"X": "dense/X/ref.msf"}, ml=False)
+    assert bench.read_alignment(msf.parent / "ref.fasta") == want
+    assert set(bench.parse_newick((msf.parent / "tree.nwk").read_text()).tips()) == set(want)
+    assert set(study.PROTEIN_DENSE_SETS) == set(study.DENSE_REFS)
+    assert study.SUITES["protein-dense"] is study.PROTEIN_DENSE_SETS
+
+
+def random_protein_profiles(rng: np.random.Generator, n_edges: int, m: int) -> np.ndarray:
+    """uint32 [n_edges, m] protein profile elements: one or two states each, CGAP on a fifth."""
+    from papara_py.phylo.encoding import PROTEIN
+
+    profiles = np.zeros((n_edges, m), np.uint32)
+    for e in range(n_edges):
+        for i in range(m):
+            for state in rng.choice(20, size=int(rng.integers(1, 3)), replace=False):
+                profiles[e, i] |= np.uint32(1 << int(state))
+            if rng.random() < 0.2:
+                profiles[e, i] |= np.uint32(PROTEIN.cgap_bit)
+    return profiles
+
+
 def test_the_prototype_scorers_are_eq1_where_they_vary_nothing():
     """scripts/proto_gap_open.py's edge scorer and proto_band.py's full matrix (banded, margin 0)
     with p's gap_open in every column give the reference scorer's scores on random protein
@@ -207,13 +247,7 @@ def test_the_prototype_scorers_are_eq1_where_they_vary_nothing():
     band = load_script("proto_band")
     rng = np.random.default_rng(11)
     m, n_edges = 40, 6
-    profiles = np.zeros((n_edges, m), np.uint32)
-    for e in range(n_edges):
-        for i in range(m):
-            for state in rng.choice(20, size=int(rng.integers(1, 3)), replace=False):
-                profiles[e, i] |= np.uint32(1 << int(state))
-            if rng.random() < 0.2:
-                profiles[e, i] |= np.uint32(PROTEIN.cgap_bit)
+    profiles = random_protein_profiles(rng, n_edges, m)
     near = profile_near(profiles)
     params = ScoringParams(6, 4, 8, 3, 12, near_mismatch=3)
     p = params.as_array()
@@ -231,3 +265,43 @@ def test_the_prototype_scorers_are_eq1_where_they_vary_nothing():
                 == expected[q, e]
             assert band.full_dp(read, profiles[e], near[e], PROTEIN.cgap_bit, PROTEIN.state_mask, p, 0, cheaper)[0] \
                 == varied[e]
+
+
+def test_the_column_profile_prototype_is_eq1_at_weight_0_and_adds_its_costs_otherwise():
+    """scripts/proto_column_profile.py: with weight 0 its edge scorer and traceback give the
+    reference scorer's scores (ambiguous read residues included); with column costs both still
+    agree, no score falls below Eq. 1's, and the costs follow the column's BLOSUM62 scores."""
+    from papara_py.pairwise.params import ScoringParams
+    from papara_py.pairwise.reference_scorer import profile_near, score_matrix_reference
+    from papara_py.phylo.encoding import PROTEIN
+
+    proto = load_script("proto_column_profile")
+    rng = np.random.default_rng(12)
+    m, n_edges = 36, 5
+    profiles = random_protein_profiles(rng, n_edges, m)
+    near = profile_near(profiles)
+    params = ScoringParams(6, 4, 8, 3, 12, near_mismatch=3)
+    p = params.as_array()
+    letters = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWYBZX", np.uint8)
+    reads = [PROTEIN.read_code[rng.choice(letters, size=int(rng.integers(5, 25)))] for _ in range(10)]
+    codes = np.unique(np.concatenate(reads))
+    expected = score_matrix_reference(reads, profiles, params)
+    rows = np.frombuffer(b"WWWW" + b"----" + b"AAAS", np.uint8).reshape(3, 4).T.copy()  # 4 rows x 3 columns
+    scores = proto.column_scores(rows)
+    w = PROTEIN.letters.index("W")
+    assert scores[0, w] == 11 and scores[1].tolist() == [0.0] * 20  # BLOSUM62(W, W); a gap column
+    costs = proto.column_costs(scores, 0.75, 5.0)
+    assert costs[0, w] == 0 and costs[1].tolist() == [4] * 20  # round(0.75 * 5)
+    for weight in (0.0, 0.75):
+        column_costs = rng.integers(0, 8, size=(m, 20)) if weight else np.zeros((m, 20), np.int64)
+        diag, open_extend, extend = proto.cost_tables(profiles, near, column_costs, p, codes)
+        for q, read in enumerate(reads):
+            index = np.searchsorted(codes, read).astype(np.int64)
+            got = proto.edge_scores(index, diag, open_extend, extend, int(p[4]))
+            if not weight:
+                assert got.tolist() == expected[q].tolist()
+            assert (got >= expected[q]).all()
+            for e in range(n_edges):
+                traced = proto.align(index, np.ascontiguousarray(diag[:, :, e]), open_extend[:, e].copy(),
+                                     extend[:, e].copy(), int(p[4]))[0]
+                assert traced == got[e]
