@@ -194,8 +194,9 @@ class Engine:
     started only if every GPU fails. `on_progress(blocks, cells)` is called as blocks finish.
     After `run` is exhausted, `consumers`, `build_seconds` and `scoring_seconds` (start to the
     last block scored) describe the run, and `batch_started[b]` when a consumer first took work of
-    batch b (the caller may pop it once b is yielded: a sample's own scoring span). `family`: the columns' family residues (phylo/family.py;
-    None for DNA), which every block carries to the scorers.
+    batch b (the caller may pop it once b is yielded: a sample's own scoring span). `family`: the
+    columns' family residues (phylo/family.py; None for DNA), which every block carries to the
+    scorers.
     """
 
     def __init__(self, build_profiles: Callable[[np.ndarray], np.ndarray], n_edges: int, n_columns: int,
