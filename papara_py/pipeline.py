@@ -686,9 +686,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[Sampl
             with closing(engine.run(batches())) as finished:
                 for index, candidates in finished:
                     sample, stretch, plan = held.pop(index)
-                    # every batch has been taken before it is back (tests/test_engine.py); the default
-                    # only keeps a timing statistic from ever stopping a run
-                    started = engine.batch_started.pop(index, time.perf_counter())
+                    started = engine.batch_started.pop(index)  # noted at its first take (engine's)
                     if sample.failed:  # its reads turned out bad further on: it is not written
                         continue
                     reverse, candidates = plan.pick(candidates)

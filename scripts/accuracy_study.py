@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -166,7 +167,6 @@ def alignment_rows(path: Path) -> dict[str, str]:
 
 
 def _newick_safe(name: str) -> str:
-    import re
     return re.sub(r"[^A-Za-z0-9_.]", "_", name)
 
 

@@ -154,7 +154,8 @@ def align(read, diag, open_extend, extend, insertion):
 
 
 class ProteinSet:
-    """One leave-taxa-out set's profiles of every edge, near states, column scores and reads."""
+    """One leave-taxa-out set's profiles of every edge, near states, column scores, and its reads as
+    indices into `codes` (their distinct state sets: the cost tables' last axis)."""
 
     def __init__(self, folder: Path) -> None:
         self.data = data = ba.Data.from_dir(folder, folder.name, "protein")
@@ -163,9 +164,10 @@ class ProteinSet:
         self.profiles = ProfileBuilder(tree, tip_rows, PROTEIN).profiles(np.arange(tree.n_edges))
         self.nears = near_states(self.profiles, PROTEIN, column_family(tip_rows, PROTEIN))
         self.scores = column_scores(tip_rows)
-        self.reads = {name: PROTEIN.read_code[np.frombuffer(text.encode(), np.uint8)]
-                      for name, text in ba._reads_forward(data)}
-        self.codes = np.unique(np.concatenate(list(self.reads.values())))
+        codes = {name: PROTEIN.read_code[np.frombuffer(text.encode(), np.uint8)]
+                 for name, text in ba._reads_forward(data)}
+        self.codes = np.unique(np.concatenate(list(codes.values())))  # the cost tables' read codes
+        self.reads = {name: np.searchsorted(self.codes, code).astype(np.int64) for name, code in codes.items()}
 
     def placements(self, point: tuple[float, ...]) -> dict[str, ba.Placement]:
         """Each read's columns on its cheapest edge under `point` (module docstring)."""
@@ -174,8 +176,7 @@ class ProteinSet:
         diag, open_extend, extend = cost_tables(self.profiles, self.nears, column_costs(self.scores, weight, ref),
                                                 p, self.codes)
         out = {}
-        for name, code in self.reads.items():
-            read = np.searchsorted(self.codes, code).astype(np.int64)
+        for name, read in self.reads.items():
             edge = int(np.argmin(edge_scores(read, diag, open_extend, extend, int(p[4]))))
             _, columns = align(read, np.ascontiguousarray(diag[:, :, edge]), open_extend[:, edge].copy(),
                                extend[:, edge].copy(), int(p[4]))

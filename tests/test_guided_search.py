@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import h5py
@@ -203,6 +204,12 @@ def test_search_over_a_round_merges_into_one_candidate_list(tmp_path):
     matrix = score_matrix_reference(reads, profiles.profiles(np.arange(tree.n_edges)), ScoringParams())
     want = sorted(range(tree.n_edges), key=lambda e: (matrix[0, e], e))[:3]
     assert found.edge.tolist() == [want] * 3
+    # through `run`, as the pipeline calls it: each yielded batch's start is noted (a sample's span)
+    before = time.perf_counter()
+    for index, again in search.run([ReadBatch(np.concatenate(reads), offsets)] * 2):
+        assert again.edge.tolist() == [want] * 3
+        assert before < search.batch_started.pop(index) < time.perf_counter()
+    assert not search.batch_started
 
 
 def test_the_option_parses_and_reaches_the_run_record_and_the_report(tmp_path):
