@@ -9,8 +9,10 @@
  * Recurrence, minimised, in (column i, read row j) coordinates; row j exists for i in
  * [j, j + width - 1], width = m - n + 1, every other cell is +infinity:
  *     D(i,j) = min(S(i-1,j) + OE_i, D(i-1,j) + E_i)
- *     S(i,j) = min(S(i-1,j-1) + M_ij + CG_i, D(i,j), S(i,j-1) + insertion)
+ *     S(i,j) = min(S(i-1,j-1) + M_ij + CG_i + X_ij, D(i,j), S(i,j-1) + insertion)
  *     S(i,-1) = 0 for i in [-1, width-2];  score = min_i S(i, n-1).
+ * X_ij is the column profile cost of read residue b_j in column i (COLUMN_COSTS, below; 0
+ * without), the same on every lane.
  * M_ij + CG_i is computed as (CG_i + mismatch) - mismatch * [a_i & b_j != 0]; with NEAR (near
  * states, DESIGN.md 3-4, near_mismatch < mismatch) as (CG_i + mismatch)
  * - (mismatch - near_mismatch) * [(a_i | near_i) & b_j != 0] - near_mismatch * [a_i & b_j != 0]:
@@ -37,6 +39,12 @@
  *   band    [m + 1][n_reads*units] cell_t: S of row j0-1 at column i stored at index i + 1,
  *                                 work-items side by side (coalesced)
  *   scores  [n_reads][units*LANES] int: S minimum of each (read, lane)
+ *   cost_rows  [residues]         uchar, COLUMN_COSTS only: each read residue's row k of the cost
+ *                                 table (the host looks its code up, engine/gpu.py cost_rows),
+ *                                 beside `codes` and padded like it (row 0)
+ *   cost_table [m][n_costs]       uchar, COLUMN_COSTS only: X(i, code of row k) at [i][k], a
+ *                                 column's costs side by side (phylo/column_costs.py's table
+ *                                 transposed)
  *
  * Overflow: every finite value is below `inf` (the host checks this from the read length); the
  * out-of-band stand-ins stay below inf + 2 * max step, so a 16-bit half never exceeds 65535 and a
@@ -46,6 +54,16 @@
  *   -DPROF_BITS=8|32 -DSTATE_BITS=<states> (the alphabet, phylo/encoding.py): profile elements
  *   and read codes are uchar (DNA: 4 states, CGAP bit 4) or uint (protein: 20 states, CGAP bit
  *   20); the CGAP bit is bit STATE_BITS.
+ *   -DCOLUMN_COSTS=0|1: column profile costs (phylo/column_costs.py, protein). Each stripe row
+ *   keeps its residue's table row k in a register (XR, loaded with B); column c of the stripe
+ *   reads the table's column j0 + c (`xcol`, advanced like the profile pointer), and each cell adds
+ *   xcol[XR[r]] to its diagonal step, splatted into both halves: one byte load, its address and
+ *   one multiply-add per cell (pair). The cost is non-negative and within the step bound the host
+ *   checks (ScoringParams.max_addend counts the largest one), so halves neither borrow nor carry.
+ *   The work-items of a warp hold one read (get_global_id(1)) and step through its columns
+ *   together, so their table loads are one address: an L1 broadcast. XR is a register per row
+ *   beside S, D, B (and BH), so the host builds it with shorter stripes (engine/gpu.py COST_ROWS).
+ *   Without it the kernel takes NULL for both tables and never reads them.
  *   -DNEAR=0|1: near states. The host gives each lane's element a second set beside it, the
  *   state set | its near states (engine/gpu.py, _padded_profile). DNA: each element widened to
  *   16 bits, bits 0-3 the state set, bit 4 CGAP, bits 8-11 the wider set; prof_t is then ushort
@@ -66,6 +84,9 @@
 
 #ifndef NEAR
 #define NEAR 0
+#endif
+#ifndef COLUMN_COSTS
+#define COLUMN_COSTS 0
 #endif
 
 #include "elements.cl"
@@ -195,8 +216,10 @@ inline column_t load_column(global const prof_t *p, const penalties_t *pen)
 
 /* One column of a stripe: rows 0 .. ROWS-1 (or 0 .. h-1 when `track`), top to bottom.
  * dsrc = S(i-1, j0-1), up = S(i, j0-1). `masked` and `track` are compile-time constants at
- * every call, so each call site is specialised. */
-inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH, const column_t col, cell_t dsrc,
+ * every call, so each call site is specialised. XR: the rows' cost table rows, xcol: the cost
+ * table's column i (COLUMN_COSTS; unused without). */
+inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH, const uint *XR,
+                        global const uchar *xcol, const column_t col, cell_t dsrc,
                         cell_t up, const int c, const int width, const int h,
                         const penalties_t *pen, const bool masked, const bool track, cell_t *best)
 {
@@ -224,9 +247,12 @@ inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH,
         const cell_t meet_near = col.states_near & B[r];
 #endif
         const cell_t hit_near = lane_min(meet_near, SPLAT(1));
-        const cell_t cost = col.diag + hit_near * pen->neg_step + hit * pen->neg_near;
+        cell_t cost = col.diag + hit_near * pen->neg_step + hit * pen->neg_near;
 #else
-        const cell_t cost = col.diag + hit * pen->neg_mismatch;
+        cell_t cost = col.diag + hit * pen->neg_mismatch;
+#endif
+#if COLUMN_COSTS
+        cost += SPLAT(xcol[XR[r]]); /* X_ij, one load for both lanes; no half carries (Overflow) */
 #endif
         cell_t ins = lane_add(up, pen->insertion);
         if (masked && c - r + 1 >= width) /* the row above has left the band */
@@ -249,7 +275,8 @@ inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH,
 /* One stripe, rows j0 .. j0+h-1. The last stripe (`track`) follows the read's last row instead
  * of writing the band. */
 inline void sweep_stripe(global const prof_t *profile, const int units, global cell_t *band,
-                         const size_t stride, cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH, const int j0,
+                         const size_t stride, cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH,
+                         const uint *XR, global const uchar *cost_table, const int n_costs, const int j0,
                          const int h, const int width, const bool first, const penalties_t *pen,
                          const bool track, cell_t *best)
 {
@@ -262,18 +289,20 @@ inline void sweep_stripe(global const prof_t *profile, const int units, global c
     global const prof_t *p = profile + (size_t)j0 * units;
     global cell_t *bp = band + (size_t)(j0 + 1) * stride;
     cell_t dsrc = first ? 0 : bp[-(ptrdiff_t)stride];
+    global const uchar *xcol = cost_table + (size_t)j0 * n_costs; /* COLUMN_COSTS: column j0 + c */
     int c = 0;
 
 #define STRIPE_COLUMN(MASKED)                                                                    \
     {                                                                                            \
         const column_t col = load_column(p, pen);                                                \
         const cell_t up = first ? 0 : *bp;                                                       \
-        column_step(S, D, B, BH, col, dsrc, up, c, width, h, pen, MASKED, track, best);          \
+        column_step(S, D, B, BH, XR, xcol, col, dsrc, up, c, width, h, pen, MASKED, track, best); \
         if (!track)                                                                              \
             *bp = S[ROWS - 1];                                                                   \
         dsrc = up;                                                                               \
         p += units;                                                                              \
         bp += stride;                                                                            \
+        xcol += n_costs;                                                                         \
     }
 
     for (; c < min(h - 1, ncols); ++c) /* rows still entering the band */
@@ -285,8 +314,9 @@ inline void sweep_stripe(global const prof_t *profile, const int units, global c
 #undef STRIPE_COLUMN
 }
 
-/* A stripe's ROWS read residues, each in both halves (SPLIT: low part in B, high part in BH). */
-inline void load_residues(global const code_t *read, cell_t *B, cell_t *BH)
+/* A stripe's ROWS read residues, each in both halves (SPLIT: low part in B, high part in BH),
+ * and with COLUMN_COSTS their cost table rows (XR). */
+inline void load_residues(global const code_t *read, global const uchar *rows, cell_t *B, cell_t *BH, uint *XR)
 {
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
@@ -296,6 +326,9 @@ inline void load_residues(global const code_t *read, cell_t *B, cell_t *BH)
 #else
         B[r] = SPLAT(read[r]);
 #endif
+#if COLUMN_COSTS
+        XR[r] = rows[r];
+#endif
     }
 }
 
@@ -304,7 +337,8 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
                        global const int *read_len, const int n_reads, global cell_t *band,
                        global int *scores, const uint mismatch, const uint cgap,
                        const uint open_extend, const uint extend, const uint insertion,
-                       const uint inf, const uint near_mismatch)
+                       const uint inf, const uint near_mismatch, global const uchar *cost_rows,
+                       global const uchar *cost_table, const int n_costs)
 {
     const int u = get_global_id(0);
     const int q = get_global_id(1);
@@ -316,6 +350,7 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
     const int n = read_len[q];
     const int width = m - n + 1;
     global const code_t *read = codes + read_start[q];
+    global const uchar *read_rows = cost_rows + read_start[q]; /* COLUMN_COSTS only */
     const size_t stride = (size_t)n_reads * units;
     global cell_t *my_band = band + (size_t)q * units + u;
     global const prof_t *my_profile = profile + u;
@@ -326,16 +361,23 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
 #else
     cell_t *BH = B; /* unused */
 #endif
+#if COLUMN_COSTS
+    uint XR[ROWS];
+#else
+    uint *XR = 0; /* unused */
+#endif
     cell_t best = pen.inf;
     int j0 = 0;
     for (; j0 + ROWS < n; j0 += ROWS) {
-        load_residues(read + j0, B, BH);
-        sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, j0, ROWS, width, j0 == 0,
-                     &pen, false, &best);
+        load_residues(read + j0, read_rows + j0, B, BH, XR);
+        sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, XR, cost_table, n_costs, j0, ROWS,
+                     width, j0 == 0, &pen, false, &best);
     }
-    load_residues(read + j0, B, BH); /* codes are padded by ROWS elements past the last read */
-    sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, j0, n - j0, width, j0 == 0, &pen,
-                 true, &best);
+    /* codes and cost_rows are padded by ROWS elements past the last read: the rows past the read's
+     * end load a code 0 and row 0 but are never computed (column_step stops at h) */
+    load_residues(read + j0, read_rows + j0, B, BH, XR);
+    sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, XR, cost_table, n_costs, j0, n - j0, width,
+                 j0 == 0, &pen, true, &best);
 
     global int *out = scores + ((size_t)q * units + u) * LANES;
 #if PACKED

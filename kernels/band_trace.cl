@@ -6,9 +6,10 @@
  * Recurrence, minimised, in the band frame of the reference scorer: row j (read position), offset
  * k = i - j in [0, width - 1], width = m - n + 1, column i = j + k:
  *     D(j,k) = min(S(j,k-1) + OE_i, D(j,k-1) + E_i)            (+inf at k = 0)
- *     S(j,k) = min(S(j-1,k) + M_ij + CG_i, D(j,k), S(j-1,k+1) + insertion)
+ *     S(j,k) = min(S(j-1,k) + M_ij + CG_i + X_ij, D(j,k), S(j-1,k+1) + insertion)
  *     S(-1,k) = 0; S(j-1,width) = +inf; score = min_k S(n-1,k), the smallest such k ending it.
  *     M_ij = 0 where a_i & b_j != 0, near_mismatch where near_i & b_j != 0, mismatch otherwise.
+ *     X_ij = the column profile cost of b_j in column i (COLUMN_COSTS; 0 without).
  *
  * Instead of the two int64 matrices the host keeps, the device keeps one int row (S of the last
  * row of the previous stripe of STRIPE rows, overwritten by this stripe's last row: see
@@ -25,13 +26,23 @@
  *                                      bit STATE_BITS) and near states (0 without)
  *   codes         [residues]           elem_t: the reads' state sets, read r at
  *                                      codes[offsets[r] .. offsets[r+1]-1]
+ *   cost_rows     [residues]           uchar, COLUMN_COSTS only: each residue's row k of the cost
+ *                                      table (the host looks its code up), beside `codes`
+ *   cost_table    [m][n_costs]         uchar, COLUMN_COSTS only: X(i, code of row k) at [i][k].
+ *                                      A warp's work-items step through the columns together
+ *                                      (stripe j0 and step t alike: column j0 + t), so their
+ *                                      loads, one per read's row, fall in one column's n_costs
+ *                                      bytes (24 for protein): one sector
  *   row           [max_width][R]       int: S of the previous row by offset
  *   moves         [max_rows][max_width][R]  uchar: the bytes above, rows j < n, offsets k < width
  *   ops           [R][max_ops]         uchar: 0 M, 1 D, 2 I in walk order (the path's end first)
  *   score, start, op_count  [R]        int
  * Arithmetic is int with `inf` far above every finite cell (the host checks the read length
- * against it, as for band_score's 32-bit path). Build options: -DPROF_BITS=8|32 -DSTATE_BITS=n,
- * -DSTRIPE (rows computed together; default 8).
+ * against it, as for band_score's 32-bit path; it counts the largest column cost). Build options:
+ * -DPROF_BITS=8|32 -DSTATE_BITS=n, -DSTRIPE (rows computed together; default 8), -DCOLUMN_COSTS=0|1
+ * (column profile costs: each stripe row keeps its residue's table row, and a cell adds the byte
+ * at that row of the step's column, one load per cell; without, the kernel takes NULL tables and
+ * never reads them).
  *
  * Speed (H100, 12,500 reads of 100 residues against 1,072 columns, BENCHMARKS.md "The traceback
  * on the GPU"): one cell at a time, its loads of CHUNK offsets issued together, 13-26 Gcells/s
@@ -47,6 +58,9 @@
  * profile element is loaded once per stripe and step. */
 #ifndef STRIPE
 #define STRIPE 8
+#endif
+#ifndef COLUMN_COSTS
+#define COLUMN_COSTS 0
 #endif
 
 #define OP_M 0
@@ -70,7 +84,8 @@ __kernel void band_trace(
     const int n_reads, const int max_width, __global int *restrict row, __global uchar *restrict moves,
     const int max_ops, __global uchar *ops, __global int *op_count, __global int *score, __global int *start,
     const int mismatch, const int cgap, const int open_extend, const int extend, const int insertion,
-    const int near_mismatch, const int inf)
+    const int near_mismatch, const int inf, __global const uchar *restrict cost_rows,
+    __global const uchar *restrict cost_table, const int n_costs)
 {
     const int r = get_global_id(0);
     if (r >= n_reads) return;
@@ -88,9 +103,15 @@ __kernel void band_trace(
         const int rows = min(STRIPE, n - j0);
         elem_t b[STRIPE];
         int done[STRIPE], now[STRIPE], left_d[STRIPE];  /* S of step t - 1, S of step t, D of step t - 1 */
+#if COLUMN_COSTS
+        int x_row[STRIPE];  /* each row's cost table row */
+#endif
 #pragma unroll
         for (int u = 0; u < STRIPE; ++u) {
             b[u] = u < rows ? codes[first + j0 + u] : 0;
+#if COLUMN_COSTS
+            x_row[u] = u < rows ? cost_rows[first + j0 + u] : 0;
+#endif
             done[u] = now[u] = left_d[u] = inf;
         }
         __global uchar *restrict move = moves + (size_t)j0 * row_step + r;
@@ -108,13 +129,19 @@ __kernel void band_trace(
             const int column_cgap = gap_column ? cgap : 0;
             const int column_open = gap_column ? 0 : open_extend;
             const int column_extend = gap_column ? 0 : extend;
+#if COLUMN_COSTS
+            __global const uchar *restrict x_column = cost_table + (size_t)(j0 + t) * n_costs;  /* column j0 + t */
+#endif
 #pragma unroll
             for (int u = 0; u < STRIPE; ++u) {
                 const int k = t - u;
                 if (u < rows && k >= 0 && k < width) {
                     const int diagonal_in = u == 0 ? above : done[u - 1];       /* S(j-1, k) */
                     const int insertion_in = u == 0 ? above_next : now[u - 1];  /* S(j-1, k+1) */
-                    const int cost = (e & STATE_MASK & b[u]) ? 0 : ((e_near & b[u]) ? near_mismatch : mismatch);
+                    int cost = (e & STATE_MASK & b[u]) ? 0 : ((e_near & b[u]) ? near_mismatch : mismatch);
+#if COLUMN_COSTS
+                    cost += x_column[x_row[u]];  /* X_ij */
+#endif
                     const int diag = diagonal_in + column_cgap + cost;
                     int d = inf, extends = 0;
                     if (k > 0) {

@@ -94,6 +94,20 @@ def _penalty(text: str) -> int:
     return _bounded_int(0, MAX_PENALTY, " (the kernels' 16- and 32-bit scores must hold them)")(text)
 
 
+def _column_weight(text: str) -> float:
+    """An argparse type: the column profile cost's weight, a number from 0 to MAX_COLUMN_WEIGHT."""
+    from papara_py.phylo.column_costs import MAX_COLUMN_WEIGHT
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not 0 <= value <= MAX_COLUMN_WEIGHT:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to {MAX_COLUMN_WEIGHT:g} (the kernels read "
+                                         f"each column cost as one byte), got {text!r}")
+    return value
+
+
 def _lanes(text: str) -> int:
     from papara_py.engine.cpu import MAX_LANES
 
@@ -151,8 +165,9 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
     scoring = parser.add_argument_group(
         "scoring (penalties, minimised; a preset, then any single penalty given overrides it)")
     scoring.add_argument("--preset", choices=list(PRESETS), default=None,
-                         help="; ".join(f"{name}: {'/'.join(map(str, values))}" for name, values in PRESETS.items())
-                         + f" (mismatch/cgap/gap-open/gap-extend/insertion/near-mismatch; default: {DEFAULT_PRESET} "
+                         help="; ".join(f"{name}: {'/'.join(f'{v:g}' for v in values)}" for name, values in PRESETS.items())
+                         + f" (mismatch/cgap/gap-open/gap-extend/insertion/near-mismatch/column-weight; default: "
+                         f"{DEFAULT_PRESET} "
                          "for DNA, protein for protein, both chosen by the accuracy studies in docs/ACCURACY.md; "
                          "paper: the 2012 paper's)")
     for k, (flag, meaning) in enumerate([
@@ -167,6 +182,10 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
         scoring.add_argument(flag, type=_penalty, default=None,
                              help=f"{meaning} (default: the preset's; {PRESETS[DEFAULT_PRESET][k]} in {DEFAULT_PRESET}, "
                                   f"{PRESETS['protein'][k]} in protein)")
+    scoring.add_argument("--column-weight", type=_column_weight, default=None, metavar="W",
+                         help="protein: the column profile cost, W per BLOSUM62 unit by which a read residue's mean "
+                              "score against the column's reference residues falls short of 5 (DESIGN.md 4); 0: off, "
+                              f"the paper's model (default: the preset's; {PRESETS['protein'][6]:g} in protein)")
     engine = parser.add_argument_group("engine")
     engine.add_argument("-j", "--threads", type=_bounded_int(1, MAX_THREADS), default=None,
                         help="threads (default: the CPUs this process may use: its CPU affinity, e.g. "
@@ -273,7 +292,8 @@ def _penalty_choice(args: argparse.Namespace):
     it once the alphabet, whose default preset applies without --preset, is known."""
     from papara_py.pairwise.params import PENALTY_NAMES, PenaltyChoice
 
-    given = tuple((name, getattr(args, name)) for name in PENALTY_NAMES if getattr(args, name) is not None)
+    names = (*PENALTY_NAMES, "column_weight")
+    given = tuple((name, getattr(args, name)) for name in names if getattr(args, name) is not None)
     return PenaltyChoice(args.preset, given)
 
 

@@ -53,6 +53,7 @@ from papara_py.pairwise.strand import (
     orient,
 )
 from papara_py.pairwise.traceback import align_many
+from papara_py.phylo.column_costs import ColumnCosts, column_costs
 from papara_py.phylo.encoding import IS_GAP, Alphabet
 from papara_py.phylo.family import column_family
 from papara_py.phylo.profiles import ProfileBuilder
@@ -233,10 +234,11 @@ def resolve_scorers(config: RunConfig, reporter: Reporter) -> tuple[bool, list, 
 
 
 def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, best_edges: np.ndarray,
-                    builder: EdgeProfiles, params: ScoringParams, family: np.ndarray | None, threads: int,
-                    tracer: Tracer | None = None):
+                    builder: EdgeProfiles, params: ScoringParams, family: np.ndarray | None,
+                    costs: ColumnCosts | None, threads: int, tracer: Tracer | None = None):
     """Align each read, in its chosen orientation (`reverse`), to its best edge (`family`: the
-    columns' family residues, phylo/family.py).
+    columns' family residues, phylo/family.py; `costs`: their column profile costs,
+    phylo/column_costs.py).
 
     Returns (scores, starts, cigars, aligned rows, whether a GPU did it); CIGARs and rows describe
     the oriented read.
@@ -249,7 +251,7 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, be
     if tracer is not None and tracer.usable:
         residues, offsets = reads.select_residues(indices, reverse)
         done = tracer.align_many(reads.alphabet.read_code[residues], residues, offsets, edge_slot, profiles, params,
-                                 family)
+                                 family, costs)
         if done is not None:
             return (*done, True)
     pieces = [slice(a, a + TRACEBACK_SLICE) for a in range(0, len(indices), TRACEBACK_SLICE)]
@@ -258,7 +260,7 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, be
     def one(piece: slice):
         residues, offsets = reads.select_residues(indices[piece], reverse[piece])
         return align_many(reads.alphabet.read_code[residues], residues, offsets, edge_slot[piece], profiles, params,
-                          near=near)
+                          near=near, costs=costs)
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         results = list(pool.map(one, pieces))
@@ -368,6 +370,7 @@ class Inputs:
     params: ScoringParams    # the penalties used: as given, or the alphabet's default preset
     strand: str              # the strand mode used (pairwise/strand.mode_for: forward for protein)
     family: np.ndarray | None  # the columns' family residues (phylo/family.py; None for DNA)
+    costs: ColumnCosts | None  # the column profile costs (phylo/column_costs.py; None: the term is off)
 
     @property
     def alphabet(self) -> Alphabet:
@@ -413,7 +416,8 @@ def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]
         reporter.detail(f"--alphabet auto: {config.alignment} holds {alignment.alphabet.residue_kind} data; reads "
                         f"are taken as given (no reverse strand)")
     family = column_family(match.tip_rows, alignment.alphabet)
-    return Inputs(edge_tree, alignment, match, reads, reads_file, digests, params, strand, family)
+    costs = column_costs(match.tip_rows, alignment.alphabet, params.column_weight)
+    return Inputs(edge_tree, alignment, match, reads, reads_file, digests, params, strand, family, costs)
 
 
 def sample_inputs(config: RunConfig, first: Inputs) -> Inputs:
@@ -447,7 +451,13 @@ def resolve_params(params: ScoringParams | PenaltyChoice, alphabet: Alphabet) ->
     """The penalties a run uses: `params` as given, or a PenaltyChoice resolved with the
     alphabet's default preset (DESIGN 4: protein data get the `protein` preset unless a preset is
     given)."""
-    return params if isinstance(params, ScoringParams) else params.resolve(alphabet.default_preset)
+    resolved = params if isinstance(params, ScoringParams) else params.resolve(alphabet.default_preset)
+    if resolved.column_weight and alphabet.substitution_matrix is None:
+        raise InputError("--column-weight", f"the column profile cost (weight {resolved.column_weight:g}) scores read "
+                                            f"residues with a substitution matrix, and {alphabet.residue_kind} data "
+                                            f"have none: it is for protein data; leave --column-weight out for "
+                                            f"{alphabet.name}")
+    return resolved
 
 
 def edge_profiles(config: RunConfig, inputs: Inputs, timings: dict[str, float]) -> EdgeProfiles:
@@ -631,7 +641,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[Sampl
         def new_engine(k: int) -> Engine:
             return Engine(profiles.profiles, profiles.n_edges, m, devices.width, samples[0].inputs.params, k,
                           devices.use_cpu, devices.gpu_scorers, devices.options, progress,
-                          family=samples[0].inputs.family)
+                          family=samples[0].inputs.family, costs=samples[0].inputs.costs)
 
         search = GuidedSearch(samples[0].inputs.edge_tree, new_engine, m, work.k, config.guided) if guided else None
         engine = search or new_engine(work.k)
@@ -669,7 +679,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[Sampl
             t0 = time.perf_counter()
             scores, starts, cigars, rows, on_gpu = traceback_batch(
                 stretch.reads, stretch.alignable, reverse, candidates.edge[:, 0], profiles, sample.inputs.params,
-                sample.inputs.family, config.threads, tracer)
+                sample.inputs.family, sample.inputs.costs, config.threads, tracer)
             if not np.array_equal(scores, candidates.score[:, 0]):
                 raise RuntimeError("internal error: traceback score differs from the engine's score")
             with sample.lock:  # summed over batches, which may overlap (BatchStages)

@@ -228,6 +228,12 @@ def protein_refs(data_dir: Path, sources: dict[str, str], ml: bool) -> None:
         print(name, len(rows), "x", len(next(iter(rows.values()))), f"nearest-taxon identity {nearest_identity(rows):.3f}")
 
 
+def parse_point(text: str) -> tuple:
+    """A point m,c,o,e,i[,near[,weight]]: integer penalties, then the column weight (a number)."""
+    values = text.split(",")
+    return (*(int(x) for x in values[:6]), *(float(x) for x in values[6:7]))
+
+
 def grid(stage: str) -> list[tuple[int, int, int, int, int]]:
     if stage == "coarse":
         return [p for p in itertools.product([2, 3, 4], [1, 3, 5], [1, 2, 3, 5], [1], [3, 5, 8])]
@@ -337,7 +343,8 @@ def main() -> int:
                    help="table --suite protein, pooled: rank by the worst margin then the mean; first by how many "
                         "margins are >= 0 (sets at or above the peer); or by the worst over the margins some point "
                         "brings to >= 0 (see `pooled`)")
-    p.add_argument("--points", help="explicit points m,c,o,e,i[,near];... (near: near_mismatch, default m; instead of --stage)")
+    p.add_argument("--points", help="explicit points m,c,o,e,i[,near[,weight]];... (near: near_mismatch, default m; "
+                                    "weight: the column profile cost's, default 0; instead of --stage)")
     p.add_argument("--peer", choices=["mafft", "better"], default="mafft",
                    help="table --suite protein: the pooled ranking's margin over MAFFT, or over the better of MAFFT "
                         "and hmmalign on each set and validation row")
@@ -381,8 +388,7 @@ def main() -> int:
                 print(name, tool, json.dumps(r), flush=True)
         return 0
     if args.what == "grid":
-        points = ([tuple(int(x) for x in s.split(",")) for s in args.points.split(";")]
-                  if args.points else grid(args.stage))
+        points = [parse_point(s) for s in args.points.split(";")] if args.points else grid(args.stage)
         have = done(results)
         run_papara_points([(str(data_dir / "sets" / name), name, alphabet, point, args.threads)
                            for point in points for name in names if (name, "papara-inproc", point) not in have],
@@ -396,8 +402,7 @@ def main() -> int:
         return 0
     if args.what == "validate":
         if alphabet == "protein":
-            points = ([tuple(int(x) for x in q.split(",")) for q in args.points.split(";")] if args.points
-                      else [start])
+            points = [parse_point(q) for q in args.points.split(";")] if args.points else [start]
             return validate_protein(data_dir, val_results, points, args.threads, [int(x) for x in args.seeds.split(",")],
                                     args.procs)
         return validate(args.threads)

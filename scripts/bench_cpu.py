@@ -12,6 +12,7 @@ uint32 elements).
     python scripts/bench_cpu.py --shape real --repeat 3
     python scripts/bench_cpu.py --asm                # packed instructions of the hot loop
     python scripts/bench_cpu.py --shape real --alphabet protein
+    python scripts/bench_cpu.py --shape real --alphabet protein --preset protein --column-weight 1
 
 Large m: read counts are scaled down so each measurement stays near --cells cell updates
 (the "reads" column says how many were used). The machine is shared: take the best of
@@ -28,7 +29,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -74,12 +75,25 @@ def make_data(shape: Shape, width: int, max_cells: float, rng: np.random.Generat
     return blocks, codes, offsets
 
 
-def time_blocks(blocks, codes, offsets, params, threads: int, strip: int) -> float:
+def random_costs(rng: np.random.Generator, m: int, params, alphabet):
+    """A random column profile cost table of `alphabet`'s read codes x m columns, 0 up to the bound of
+    `params.column_weight` (random data has no alignment rows to derive one from), or None where
+    the weight is 0 (`--column-weight`; scripts/bench_gpu.py takes it from here too)."""
+    from papara_py.phylo.column_costs import ColumnCosts, cost_codes
+
+    if not params.column_weight:
+        return None
+    codes = cost_codes(alphabet)
+    table = rng.integers(0, params.column_cost_bound() + 1, (codes.size, m)).astype(np.uint8)
+    return ColumnCosts(table=table, codes=codes)
+
+
+def time_blocks(blocks, codes, offsets, params, threads: int, strip: int, costs=None) -> float:
     """Wall seconds to score every block with `threads` worker threads."""
     from papara_py.engine.cpu import score_block
 
     def score(block):
-        return score_block(block.lanes, codes, offsets, params, strip=strip)
+        return score_block(block.lanes, codes, offsets, params, costs=costs, strip=strip)
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
         start = time.perf_counter()
@@ -90,22 +104,25 @@ def time_blocks(blocks, codes, offsets, params, threads: int, strip: int) -> flo
 def run(args: argparse.Namespace) -> None:
     from papara_py.engine.cpu import DEFAULT_STRIP, default_lane_width
     from papara_py.pairwise.params import ScoringParams
+    from papara_py.phylo.encoding import ALPHABETS
 
     width = args.lanes or default_lane_width()
     strip = args.strip or DEFAULT_STRIP
     params = ScoringParams.preset(args.preset) if args.preset else ScoringParams()
+    params = replace(params, column_weight=args.column_weight)  # random data: a random table, or none at 0
     rng = np.random.default_rng(2026)
-    print(f"# {args.alphabet}, penalties {params.values()}, lanes W={width}, strip={strip}, best of {args.repeat}, "
+    print(f"# {args.alphabet}, penalties {params.setting()}, lanes W={width}, strip={strip}, best of {args.repeat}, "
           f"threads {args.threads}")
     print("| shape | reads x bp | edges | m | threads | wall s | GCUPS |")
     print("|---|---|---|---|---|---|---|")
     for shape in shapes(args.shape):
         blocks, codes, offsets = make_data(shape, width, args.cells, rng, args.alphabet)
+        costs = random_costs(rng, shape.columns, params, ALPHABETS[args.alphabet])
         reads = offsets.size - 1
-        time_blocks(blocks[:1], codes[:offsets[1]], offsets[:2], params, 1, strip)  # compile / load
+        time_blocks(blocks[:1], codes[:offsets[1]], offsets[:2], params, 1, strip, costs)  # compile / load
         cells = shape.edges * codes.size * shape.columns
         for threads in args.threads:
-            best = min(time_blocks(blocks, codes, offsets, params, threads, strip)
+            best = min(time_blocks(blocks, codes, offsets, params, threads, strip, costs)
                        for _ in range(args.repeat))
             print(f"| {shape.name} | {reads} x {shape.read_length} | {shape.edges} | {shape.columns} "
                   f"| {threads} | {best:.2f} | {cells / best / 1e9:.1f} |", flush=True)
@@ -158,6 +175,9 @@ def main() -> None:
     parser.add_argument("--alphabet", choices=["dna", "protein"], default="dna",
                         help="profile elements: dna (uint8) or protein (uint32)")
     parser.add_argument("--preset", default="", help="penalties (default: the default preset; robust: Eq. 1)")
+    parser.add_argument("--column-weight", type=float, default=0.0,
+                        help="protein: score with a random column profile cost table up to this weight's bound "
+                             "(default 0: none, whatever the preset's weight)")
     parser.add_argument("--asm", action="store_true", help="print the hot loop's instructions and exit")
     args = parser.parse_args()
     if args.asm:

@@ -16,7 +16,10 @@
    (uploads, top-k and copies included); median of --repeat runs after a warm-up.
 With --out, the build logs, the PTX of each variant and a JSON of all numbers go there.
 `--alphabet protein` verifies and times uint32 profiles (20 amino-acid states, -DPROF_BITS=32):
-the packed variants with split state sets, the wide one on the 32-bit lane.
+the packed variants with split state sets, the wide one on the 32-bit lane. `--column-weight W`
+(protein only) adds column profile costs (phylo/column_costs.py, the kernel's -DCOLUMN_COSTS=1):
+a random table of 0..ScoringParams.column_cost_bound() (about 9 W) per read code and column, for
+verification and timing alike, so GCUPS with and without the term can be compared.
 """
 
 from __future__ import annotations
@@ -28,17 +31,22 @@ import statistics
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 from numba import njit
 
+from papara_py import kernels
 from papara_py.engine.gpu import GpuScorer, Variant
 from papara_py.engine.layout import block_count, make_block
 from papara_py.engine.opencl_devices import describe_devices, discover_devices
 from papara_py.pairwise.params import DEFAULT_PRESET, PRESETS, ScoringParams
 from papara_py.pairwise.reference_scorer import score_matrix_reference
-from papara_py.phylo.encoding import ALPHABETS, DNA, Alphabet
+from papara_py.phylo.encoding import ALPHABETS, DNA, PROTEIN, Alphabet
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_cpu import random_costs  # noqa: E402  (a sibling script)
 
 PARAMS = ScoringParams()
 BLOCK_WIDTH = 16
@@ -87,7 +95,8 @@ def as_chunks(profiles: np.ndarray, chunk_blocks: int) -> list[tuple[int, int, n
 def random_instance(rng: np.random.Generator, m: int, n_edges: int, n_reads: int,
                     params: ScoringParams, alphabet: Alphabet = DNA):
     """Profiles, reads (including 1 and m-1 residues), the columns' family residues (protein:
-    one or two random amino acids in most columns; DNA: none) and the expected k-best lists."""
+    one or two random amino acids in most columns; DNA: none), the column profile costs (with
+    `params.column_weight`) and the expected k-best lists."""
     lengths = np.r_[1, m - 1, rng.integers(1, m, size=n_reads)]
     profiles = random_profiles(rng, n_edges, m, alphabet)
     codes, offsets = random_reads(rng, lengths, alphabet)
@@ -95,15 +104,17 @@ def random_instance(rng: np.random.Generator, m: int, n_edges: int, n_reads: int
     if alphabet.family_percent is not None:
         single = _state_choices(alphabet, "")[0]
         family = np.where(rng.random(m) < 0.8, rng.choice(single, m) | rng.choice(single, m), 0).astype(alphabet.dtype)
+    costs = random_costs(rng, m, params, alphabet)
     ref = score_matrix_reference([codes[offsets[q]:offsets[q + 1]] for q in range(lengths.size)],
-                                 profiles, params, family)
+                                 profiles, params, family, costs)
     order = np.lexsort((np.broadcast_to(np.arange(n_edges), ref.shape), ref), axis=1)
-    return profiles, codes, offsets, family, ref, order
+    return profiles, codes, offsets, family, costs, ref, order
 
 
 def verify(scorers: dict[str, GpuScorer], rng: np.random.Generator, rounds: int,
            alphabet: Alphabet = DNA) -> dict[str, int]:
-    """Mismatching reads per scorer over random chunks (k-best scores and edges vs the reference)."""
+    """Mismatching reads per scorer over random chunks (k-best scores and edges vs the reference),
+    every case with PARAMS' column weight (column profile costs where it is not 0)."""
     def random_params() -> ScoringParams:
         values = rng.integers(0, 8, size=5).tolist()
         near = int(rng.integers(0, values[0] + 1)) if rng.random() < 0.5 else values[0]
@@ -116,13 +127,16 @@ def verify(scorers: dict[str, GpuScorer], rng: np.random.Generator, rounds: int,
               (300, 40, 10, ScoringParams(2000, 900, 3000, 100, 2500, 1000))]
     bad = dict.fromkeys(scorers, 0)
     for m, n_edges, n_reads, params in cases:
-        profiles, codes, offsets, family, ref, order = random_instance(rng, m, n_edges, n_reads, params, alphabet)
+        params = replace(params, column_weight=PARAMS.column_weight)
+        profiles, codes, offsets, family, costs, ref, order = random_instance(rng, m, n_edges, n_reads, params,
+                                                                              alphabet)
         k = int(rng.integers(1, 10))
         take = min(k, n_edges)
         want_score = np.take_along_axis(ref, order[:, :take], 1)
         for name, scorer in scorers.items():
             first_edge, _, blocks = as_chunks(profiles, 10_000)[0]
-            score, edge = scorer.score_chunk(blocks, first_edge, n_edges, codes, offsets, params, k, family=family)
+            score, edge = scorer.score_chunk(blocks, first_edge, n_edges, codes, offsets, params, k, family=family,
+                                             costs=costs)
             wrong = (np.any(score[:, :take] != want_score, axis=1)
                      | np.any(edge[:, :take] != order[:, :take], axis=1)
                      | np.any(edge[:, take:] != -1, axis=1))
@@ -205,18 +219,19 @@ def time_shape(scorer: GpuScorer, name: str, n_reads: int, read_len, n_edges: in
                else np.clip(rng.normal(*read_len, size=n_reads), 40, m - 1).astype(np.int64))
     codes, offsets = random_reads(rng, lengths, alphabet)
     chunks = as_chunks(random_profiles(rng, n_edges, m, alphabet), chunk_blocks)
+    costs = random_costs(rng, m, PARAMS, alphabet)
     cells = n_edges * int(lengths.sum()) * m
-    walls, kernels = [], []
+    walls, kernel_times = [], []
     for run in range(repeat + 1):
         wall = kernel = 0.0
         for first_edge, chunk_edges, blocks in chunks:
-            scorer.score_chunk(blocks, first_edge, chunk_edges, codes, offsets, PARAMS, 4)
+            scorer.score_chunk(blocks, first_edge, chunk_edges, codes, offsets, PARAMS, 4, costs=costs)
             wall += scorer.stats.wall_seconds
             kernel += scorer.stats.kernel_seconds
         if run:  # run 0 is the warm-up (builds, first allocations)
             walls.append(wall)
-            kernels.append(kernel)
-    wall, kernel = statistics.median(walls), statistics.median(kernels)
+            kernel_times.append(kernel)
+    wall, kernel = statistics.median(walls), statistics.median(kernel_times)
     return {"shape": name, "reads": n_reads, "mean_len": float(lengths.mean()), "edges": n_edges,
             "m": m, "chunks": len(chunks), "cells": cells, "kernel_s": kernel, "wall_s": wall,
             "kernel_gcups": cells / kernel / 1e9, "wall_gcups": cells / wall / 1e9,
@@ -225,11 +240,9 @@ def time_shape(scorer: GpuScorer, name: str, n_reads: int, read_len, n_edges: in
 
 def dump_builds(scorer: GpuScorer, variants: list[Variant], out: Path) -> None:
     """Build log (with -cl-nv-verbose where the driver takes it) and PTX/binary of each variant."""
-    from importlib.resources import files
-
     import pyopencl as cl
 
-    source = files("papara_py.kernels").joinpath("band_score.cl").read_text()
+    source = kernels.source("band_score.cl")  # its #include lines replaced, as every build reads it
     device = scorer.device.cl_device
     for v in variants:
         tag = f"{'ptx' if v.ptx else 'portable'}-{'packed' if v.packed else 'wide'}-r{v.rows}"
@@ -340,23 +353,30 @@ def main() -> int:
                         help="the penalties timed (weighted: near states, the kernel's NEAR build)")
     parser.add_argument("--alphabet", choices=list(ALPHABETS), default="dna",
                         help="profile elements to verify and time: dna (uint8) or protein (uint32)")
+    parser.add_argument("--column-weight", type=float, default=0.0, metavar="W",
+                        help="protein: verify and time with a random column profile cost table (0..9 W)")
     args = parser.parse_args()
     alphabet = ALPHABETS[args.alphabet]
+    if args.column_weight and alphabet is not PROTEIN:
+        parser.error("--column-weight needs --alphabet protein")
     global PARAMS
-    PARAMS = ScoringParams.preset(args.preset)
+    PARAMS = replace(ScoringParams.preset(args.preset), column_weight=args.column_weight)
     rng = np.random.default_rng(2026)
     scale = (lambda q: max(4, q // 100)) if args.quick else (lambda q: q)
 
     print(describe_devices(), flush=True)
     device = discover_devices(args.kind, required=True)[0]
     print(f"using: {device.summary()}", flush=True)
+    costs = bool(PARAMS.column_weight)
+    cost_label = f"weight {PARAMS.column_weight:g}, random 0..{PARAMS.column_cost_bound()}" if costs else "off"
+    print(f"column profile costs: {cost_label}", flush=True)
     scorers = make_scorers(device)
     default = scorers["default"]
-    print(f"default: {default.packed_variant.of(alphabet)}", flush=True)
+    print(f"default: {default.packed_variant.of(alphabet, PARAMS.weighted, costs)}", flush=True)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        dump_builds(default, [s.packed_variant.of(alphabet) for s in scorers.values()]
-                    + [default.wide_variant.of(alphabet)], args.out)
+        dump_builds(default, [s.packed_variant.of(alphabet, PARAMS.weighted, costs) for s in scorers.values()]
+                    + [default.wide_variant.of(alphabet, PARAMS.weighted, costs)], args.out)
 
     bad = verify(scorers, rng, args.verify_rounds, alphabet)
     print("verify: " + ", ".join(f"{name} {'OK' if n == 0 else f'{n} MISMATCHING READS'}"
@@ -388,9 +408,11 @@ def main() -> int:
               f"({row['kernel_s']:.3f} s, {row['chunks']} call(s))", flush=True)
 
     if args.out:
-        summary = {"device": device.summary(), "alphabet": alphabet.name, "results": results, "waiting": waiting}
+        summary = {"device": device.summary(), "alphabet": alphabet.name, "column_weight": PARAMS.column_weight,
+                   "results": results, "waiting": waiting}
         (args.out / "bench.json").write_text(json.dumps(summary, indent=1))
-    print("\n| variant | shape | kernel GCUPS | wall GCUPS | kernel s | wall s |")
+    print(f"\ncolumn profile costs: {cost_label}")
+    print("| variant | shape | kernel GCUPS | wall GCUPS | kernel s | wall s |")
     print("|---|---|---|---|---|---|")
     for r in results:
         print(f"| {r['variant']} | {r['shape']} | {r['kernel_gcups']:.0f} | {r['wall_gcups']:.0f} | "

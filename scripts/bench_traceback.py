@@ -19,6 +19,7 @@ import numpy as np
 from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
 from papara_py.io.reads import ReadSet
 from papara_py.pairwise.params import ScoringParams
+from papara_py.phylo.column_costs import column_costs
 from papara_py.phylo.family import column_family
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
@@ -44,10 +45,11 @@ def main() -> None:
     indices = np.arange(count)
     edges = np.random.default_rng(0).integers(0, tree.n_edges, count)
     params = ScoringParams.preset(alignment.alphabet.default_preset)
+    costs = column_costs(tip_rows, alignment.alphabet, params.column_weight)
 
     def once() -> float:
         started = time.perf_counter()
-        traceback_batch(reads, indices, np.zeros(count, bool), edges, builder, params, family, args.threads)
+        traceback_batch(reads, indices, np.zeros(count, bool), edges, builder, params, family, costs, args.threads)
         return time.perf_counter() - started
 
     once()

@@ -4,7 +4,9 @@ It shares no code with papara_py: dictionaries of cells, math.inf for +infinity 
 and boundary conditions spelled out exactly as the spec words them. Slow, and meant to be.
 Elements are DNA's (4 states, CGAP bit 4, near-state field in bits 5-7) unless `protein` is
 given (20 states ARNDCQEGHILKMFPSTWYV, CGAP bit 20, near states from BLOSUM62 itself), with
-the columns' family residues (`family`, one state set per column) among the near states.
+the columns' family residues (`family`, one state set per column) among the near states, and
+optionally the column profile cost of DESIGN 4 computed from the reference rows themselves
+(`column_rows`, `column_weight`).
 """
 
 from __future__ import annotations
@@ -49,16 +51,32 @@ def literal_mismatch(a: int, b: int, mismatch: int, near_mismatch: int | None, p
     return mismatch
 
 
+def literal_column_cost(column_rows: list[str], weight: float, i: int, b: int) -> int:
+    """X(i, b) of DESIGN 4 spelled out: for each state s of read code b, the reference rows' total
+    BLOSUM62 score of s against their residue at column i (gaps and ambiguity codes 0), T; X is
+    round(weight * max(0, 5 * rows - T) / rows), half to even (Python's round); the least over b's
+    states."""
+    costs = []
+    for s in range(20):
+        if b >> s & 1:
+            total = sum(int(_blosum62()[PROTEIN_LETTERS[s]][row[i].upper()]) for row in column_rows
+                        if row[i].upper() in PROTEIN_LETTERS)
+            costs.append(round(weight * max(0, 5 * len(column_rows) - total) / len(column_rows)))
+    return min(costs)
+
+
 def literal_score(read: list[int], profile: list[int], mismatch: int, cgap: int, gap_open: int,
                   gap_extend: int, insertion: int, near_mismatch: int | None = None, protein: bool = False,
-                  family: list[int] | None = None) -> float:
+                  family: list[int] | None = None, column_rows: list[str] | None = None,
+                  column_weight: float = 0.0) -> float:
     return literal_cells(read, profile, mismatch, cgap, gap_open, gap_extend, insertion, near_mismatch, protein,
-                         family)[0]
+                         family, column_rows, column_weight)[0]
 
 
 def literal_cells(read: list[int], profile: list[int], mismatch: int, cgap: int, gap_open: int,
                   gap_extend: int, insertion: int, near_mismatch: int | None = None, protein: bool = False,
-                  family: list[int] | None = None):
+                  family: list[int] | None = None, column_rows: list[str] | None = None,
+                  column_weight: float = 0.0):
     """(score, S, D, s, d, mm_cg, oe): the score, the cell dictionaries, the boundary-aware
     accessors, and the per-cell M_ij + CG_i and per-column OE_i, for `literal_align`."""
     n, m = len(read), len(profile)
@@ -85,7 +103,9 @@ def literal_cells(read: list[int], profile: list[int], mismatch: int, cgap: int,
     def mm_cg(i: int, j: int) -> int:
         a = profile[i]
         column_family = family[i] if family else 0
-        return literal_mismatch(a, read[j], mismatch, near_mismatch, protein, column_family) + (cgap if a & gap_bit else 0)
+        column_cost = literal_column_cost(column_rows, column_weight, i, read[j]) if column_weight else 0
+        return (literal_mismatch(a, read[j], mismatch, near_mismatch, protein, column_family)
+                + (cgap if a & gap_bit else 0) + column_cost)
 
     def oe(i: int) -> int:
         return 0 if profile[i] & gap_bit else gap_open + gap_extend
@@ -101,12 +121,14 @@ def literal_cells(read: list[int], profile: list[int], mismatch: int, cgap: int,
 
 
 def literal_align(read: list[int], profile: list[int], *penalties, protein: bool = False,
-                  family: list[int] | None = None) -> tuple[float, int, str]:
+                  family: list[int] | None = None, column_rows: list[str] | None = None,
+                  column_weight: float = 0.0) -> tuple[float, int, str]:
     """(score, start column, CIGAR) by DESIGN 5 spelled out on `literal_cells`: the smallest end
     column reaching the score; walking back, the diagonal before D before I; inside D, an
     opening before an extension."""
     n = len(read)
-    score, S, D, s, _, mm_cg, oe = literal_cells(read, profile, *penalties, protein=protein, family=family)
+    score, S, D, s, _, mm_cg, oe = literal_cells(read, profile, *penalties, protein=protein, family=family,
+                                                 column_rows=column_rows, column_weight=column_weight)
     i = min(i for i in range(n - 1, len(profile)) if S[i, n - 1] == score)
     j, ops, in_d = n - 1, [], False
     while j >= 0:

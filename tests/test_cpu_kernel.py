@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -27,6 +28,7 @@ from papara_py.engine.layout import make_block
 from papara_py.errors import InputError
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.reference_scorer import score_matrix_reference
+from papara_py.phylo.column_costs import ColumnCosts, cost_codes
 from papara_py.phylo.encoding import CGAP_BIT, DNA, PROTEIN, READ_CODE
 
 parameter = st.sampled_from([0, 1, 2, 3, 5, 1000])
@@ -67,14 +69,15 @@ def pack(reads: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(reads), offsets
 
 
-def kernel_scores(profiles, reads, params, width, family=None, **options) -> np.ndarray:
+def kernel_scores(profiles, reads, params, width, family=None, costs=None, **options) -> np.ndarray:
     """Scores of every read against every profile through make_block and score_block (with the
-    columns' family residues `family`, carried by the blocks)."""
+    columns' family residues `family` and column profile costs `costs`, carried by the blocks)."""
     codes, offsets = pack(reads)
     columns = []
     for first in range(0, profiles.shape[0], width):
-        block = make_block(first // width, first, profiles[first:first + width], width, family)
-        scores = score_block(block.lanes, codes, offsets, params, family=block.family, **options)
+        block = make_block(first // width, first, profiles[first:first + width], width, family, costs)
+        scores = score_block(block.lanes, codes, offsets, params, family=block.family, costs=block.costs,
+                             **options)
         assert scores.shape == (len(reads), width) and scores.dtype == np.int32
         # padding lanes repeat the last edge, so they must repeat its score
         assert (scores[:, block.n_edges:] == scores[:, block.n_edges - 1:block.n_edges]).all()
@@ -124,6 +127,59 @@ def test_protein_kernel_equals_reference_on_both_lane_dtypes(case):
     for force_int32 in (False, True):
         got = kernel_scores(profiles, reads, params, width, family, strip=strip, force_int32=force_int32)
         np.testing.assert_array_equal(got, expected, err_msg=f"force_int32={force_int32}")
+
+
+def random_column_costs(rng: np.random.Generator, m: int, largest: int) -> ColumnCosts:
+    """A random column profile cost table ([K, m], 0..largest) over protein's read codes."""
+    codes = cost_codes(PROTEIN)
+    return ColumnCosts(table=rng.integers(0, largest + 1, (codes.size, m)).astype(np.uint8), codes=codes)
+
+
+def random_cost_codes(rng: np.random.Generator, n: int) -> np.ndarray:
+    """n protein read codes a cost table has rows for: mostly single amino acids, some B, Z, J, X."""
+    codes = cost_codes(PROTEIN)
+    return codes[np.where(rng.random(n) < 0.8, rng.integers(0, 20, n), rng.integers(20, codes.size, n))]
+
+
+@settings(max_examples=60, deadline=None)
+@given(cases(PROTEIN), st.sampled_from([0.25, 1.0, 5.0]))
+def test_protein_kernel_with_column_costs_equals_reference(case, weight):
+    """The column profile cost (DESIGN 4) in the lane kernel: a random table as large as the weight
+    allows, read residues among the table's codes, both lane dtypes and strips."""
+    profiles, reads, params, width, strip, family = case
+    rng = np.random.default_rng(len(reads) * 7919 + profiles.shape[1])
+    params = replace(params, column_weight=weight)
+    costs = random_column_costs(rng, profiles.shape[1], params.column_cost_bound())
+    reads = [random_cost_codes(rng, read.size) for read in reads]
+    expected = score_matrix_reference(reads, profiles, params, family, costs)
+    for force_int32 in (False, True):
+        got = kernel_scores(profiles, reads, params, width, family, costs, strip=strip, force_int32=force_int32)
+        np.testing.assert_array_equal(got, expected, err_msg=f"force_int32={force_int32}")
+
+
+def test_column_costs_the_kernel_cannot_trust_are_refused():
+    """A state set that is no read code of the alphabet (two arbitrary amino acids) has no column
+    cost: the kernel raises rather than guess one. Costs above what the weight bounds (the int16
+    lanes' overflow check counts on that bound), a table of other columns, and a table that is not
+    uint8 [K, m] with K codes are refused before any scoring."""
+    rng = np.random.default_rng(3)
+    profiles = random_profiles(rng, 4, 30, "random", PROTEIN)
+    costs = random_column_costs(rng, 30, 9)
+    read = np.array([1, 0b101, 2], np.uint32)  # A, {A, N}, R
+    with pytest.raises(ValueError, match="no row in the column cost table"):
+        kernel_scores(profiles, [read], ScoringParams(column_weight=1.0), 16, costs=costs)
+    with pytest.raises(ValueError, match="no row in the column cost table"):
+        costs.rows_of(read)
+    assert costs.rows_of(read[[0, 2]]).tolist() == [0, 1]
+    with pytest.raises(ValueError, match="exceed the bound of column_weight 0.5"):
+        kernel_scores(profiles, [read[:1]], ScoringParams(column_weight=0.5), 16, costs=costs)
+    with pytest.raises(ValueError, match="of 29 columns for 30 columns"):
+        kernel_scores(profiles, [read[:1]], ScoringParams(column_weight=1.0), 16,
+                      costs=ColumnCosts(costs.table[:, :29].copy(), costs.codes))
+    with pytest.raises(ValueError, match="uint8 \\[K, m\\]"):
+        ColumnCosts(costs.table.astype(np.int16), costs.codes)
+    with pytest.raises(ValueError, match="uint8 \\[K, m\\]"):
+        ColumnCosts(costs.table[:5], costs.codes)
 
 
 def test_protein_states_above_the_nibble_decide_matches():

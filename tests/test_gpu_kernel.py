@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_cpu_kernel import random_column_costs
 
 from papara_py.engine import opencl_devices
 from papara_py.engine.layout import block_count, make_block
@@ -102,11 +103,12 @@ def expected_top(reference: np.ndarray, first_edge: int, k: int) -> tuple[np.nda
     return score, edge
 
 
-def check(scorer: GpuScorer, profiles, reads, params, k, width=8, first_edge=0, family=None) -> None:
+def check(scorer: GpuScorer, profiles, reads, params, k, width=8, first_edge=0, family=None, costs=None) -> None:
     codes, offsets = pack_reads(reads)
     blocks = as_chunk(profiles, width, first_edge)
-    score, edge = scorer.score_chunk(blocks, first_edge, profiles.shape[0], codes, offsets, params, k, family=family)
-    want_score, want_edge = expected_top(score_matrix_reference(reads, profiles, params, family), first_edge, k)
+    score, edge = scorer.score_chunk(blocks, first_edge, profiles.shape[0], codes, offsets, params, k, family=family,
+                                     costs=costs)
+    want_score, want_edge = expected_top(score_matrix_reference(reads, profiles, params, family, costs), first_edge, k)
     np.testing.assert_array_equal(score, want_score)
     np.testing.assert_array_equal(edge, want_edge)
 
@@ -179,6 +181,50 @@ def test_protein_reads_of_every_stripe_remainder_in_both_widths(scorers, narrow)
     scorer = scorers[narrow, 32]
     check(scorer, profiles, reads, ScoringParams.preset("protein"), k=6, width=16, first_edge=3)
     assert (scorer.stats.packed_reads, scorer.stats.wide_reads) == ((40, 0) if narrow else (0, 40))
+
+
+#: Penalties whose column cost bound (45 at column_weight 5) covers `random_costs`' 0..39.
+COST_PARAMS = {"mismatch": 3, "cgap": 6, "gap_open": 5, "gap_extend": 3, "insertion": 16, "column_weight": 5.0}
+
+
+@pytest.mark.parametrize("narrow", [True, False])
+@pytest.mark.parametrize("near_mismatch", [3, 1])
+@pytest.mark.parametrize("rows", [4, 32])
+def test_protein_column_costs_match_reference(scorers, narrow, near_mismatch, rows) -> None:
+    """-DCOLUMN_COSTS=1: each diagonal step adds its column's cost of the read residue, from
+    every row of the table (ambiguity codes included), in packed lanes (split state sets, the cost
+    in both halves) and the 32-bit lane, with near states cheaper than a mismatch (and the columns'
+    family residues) and without; stripes of 4 rows (most reads end in a part-filled stripe) and
+    of 16 (engine/gpu.COST_ROWS, what 32 becomes with costs: reads in one to three stripes)."""
+    rng = np.random.default_rng(31 + near_mismatch)
+    m = 83
+    profiles = random_profiles(rng, 21, m, PROTEIN)
+    costs = random_column_costs(rng, m, 39)
+    reads = [rng.choice(costs.codes, size=n) for n in (1, 5, 11, 24, 30, 37, 40)]
+    params = ScoringParams(**COST_PARAMS, near_mismatch=near_mismatch)
+    assert costs.largest <= params.column_cost_bound()
+    family = protein_states(rng, m) if params.weighted else None
+    scorer = scorers[narrow, rows]
+    check(scorer, profiles, reads, params, k=5, width=8, first_edge=2, family=family, costs=costs)
+    assert (scorer.stats.packed_reads, scorer.stats.wide_reads) == ((7, 0) if narrow else (0, 7))
+
+
+def test_column_costs_refuse_read_codes_without_a_row_and_costs_above_the_bound(scorers) -> None:
+    """A read code the table has no row for is a caller's error (ValueError, as on the CPU), and so is
+    a cost above what the penalties' column_weight bounds (the overflow checks count on it)."""
+    rng = np.random.default_rng(8)
+    profiles = random_profiles(rng, 4, 30, PROTEIN)
+    costs = random_column_costs(rng, 30, 39)
+    blocks = as_chunk(profiles, 4, 0)
+    stray = np.uint32(0b11)  # {A, R}: no letter reads as this set
+    assert stray not in costs.codes
+    codes, offsets = pack_reads([costs.codes[:6], np.array([costs.codes[0], stray], np.uint32)])
+    with pytest.raises(ValueError, match="no row in the column cost table"):
+        scorers[True, 32].score_chunk(blocks, 0, 4, codes, offsets, ScoringParams(**COST_PARAMS), 2, costs=costs)
+    codes, offsets = pack_reads([costs.codes[:6]])
+    low_weight = ScoringParams(**COST_PARAMS | {"column_weight": 1.0})
+    with pytest.raises(ValueError, match="exceed the bound of column_weight"):
+        scorers[True, 32].score_chunk(blocks, 0, 4, codes, offsets, low_weight, 2, costs=costs)
 
 
 @pytest.mark.parametrize("narrow", [True, False])

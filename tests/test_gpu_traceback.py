@@ -4,8 +4,9 @@
 rows bit for bit (the host traceback is itself held against DESIGN 5 spelled out, test_scoring.py):
 random reads of every length 1..m-1 against random profiles with CGAP runs, ambiguous states and
 near-state fields, random penalties (near_mismatch below mismatch and equal to it), DNA and
-protein (with and without column family residues), launches split by a small memory budget. Runs on the OpenCL device of the kernel tests
-(PoCL in CI; the H100 through scripts/bench_gpu.py-style device runs).
+protein (with and without column family residues, with and without column profile costs),
+launches split by a small memory budget. Runs on the OpenCL device of the kernel tests (PoCL in
+CI; the H100 through scripts/bench_gpu.py-style device runs).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_cpu_kernel import random_column_costs
 
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.traceback import align_many
@@ -56,9 +58,9 @@ def random_reads(rng: np.random.Generator, lengths, alphabet):
     return alphabet.read_code[residues], residues, offsets
 
 
-def assert_same(tracer, codes, residues, offsets, slots, profiles, params, family=None) -> None:
-    expected = align_many(codes, residues, offsets, slots, profiles, params, family)
-    got = tracer.align_many(codes, residues, offsets, slots, profiles, params, family)
+def assert_same(tracer, codes, residues, offsets, slots, profiles, params, family=None, costs=None) -> None:
+    expected = align_many(codes, residues, offsets, slots, profiles, params, family, costs=costs)
+    got = tracer.align_many(codes, residues, offsets, slots, profiles, params, family, costs)
     np.testing.assert_array_equal(got[0], expected[0], "scores")
     np.testing.assert_array_equal(got[1], expected[1], "start columns")
     assert got[2] == expected[2], "CIGARs"
@@ -81,6 +83,37 @@ def test_device_traceback_equals_host_traceback(tracers, seed, m, reads, values,
     family = random_profiles(rng, 1, m, alphabet)[0] & alphabet.state_mask if protein and seed % 2 else None
     assert_same(tracers[400 if small_launches else 1 << 26], codes, residues, offsets, slots, profiles, params,
                 family)
+
+
+@pytest.mark.parametrize("near", [True, False])
+def test_device_traceback_with_column_costs_equals_host_traceback(tracers, near):
+    """-DCOLUMN_COSTS=1: costs 0..39 on each diagonal step, every protein read letter (B, Z, J, X
+    included), reads of 1 and 5..40 residues (stripes of 8 with every remainder), near states
+    cheaper than a mismatch (with the columns' family residues) or not, in one launch and in many."""
+    rng = np.random.default_rng(41 + near)
+    m = 77
+    lengths = np.r_[1, rng.integers(5, 41, size=19)]
+    codes, residues, offsets = random_reads(rng, lengths, PROTEIN)
+    profiles = random_profiles(rng, 3, m, PROTEIN)
+    slots = rng.integers(0, 3, size=lengths.size)
+    family = random_profiles(rng, 1, m, PROTEIN)[0] & PROTEIN.state_mask if near else None
+    params = ScoringParams(3, 6, 5, 3, 16, near_mismatch=1 if near else 3, column_weight=5.0)
+    costs = random_column_costs(rng, m, 39)
+    assert costs.largest <= params.column_cost_bound()
+    for tracer in tracers.values():
+        assert_same(tracer, codes, residues, offsets, slots, profiles, params, family, costs)
+
+
+def test_device_traceback_refuses_read_codes_without_a_cost_row(tracers):
+    """A read code the column cost table has no row for raises ValueError, as the host traceback
+    does (the pipeline's GPU tracing then hands the batch to the CPU, which raises it too)."""
+    rng = np.random.default_rng(5)
+    codes, residues, offsets = random_reads(rng, [6, 9], PROTEIN)
+    codes[8] = 0b11  # {A, R}: no letter reads as this set
+    profiles = random_profiles(rng, 1, 30, PROTEIN)
+    with pytest.raises(ValueError, match="no row in the column cost table"):
+        tracers[400].align_many(codes, residues, offsets, np.zeros(2, np.int64), profiles,
+                                ScoringParams(3, 6, 5, 3, 16, column_weight=5.0), None, random_column_costs(rng, 30, 39))
 
 
 @pytest.mark.parametrize("preset", ["weighted", "robust", "protein"])

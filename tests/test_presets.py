@@ -15,7 +15,7 @@ def _params(argv, default_preset=DEFAULT_PRESET):
 
 def test_default_is_the_weighted_preset_of_the_accuracy_study():
     assert DEFAULT_PRESET == "weighted"
-    assert PRESETS["weighted"] == (5, 10, 4, 4, 12, 2)
+    assert PRESETS["weighted"] == (5, 10, 4, 4, 12, 2, 0.0)
     assert ScoringParams() == ScoringParams(5, 10, 4, 4, 12, near_mismatch=2) == _params([])
     assert ScoringParams().preset_name() == "weighted" and ScoringParams().weighted
 
@@ -65,13 +65,21 @@ def test_unknown_preset_is_refused():
 
 
 def test_protein_data_default_to_the_protein_preset_unless_a_preset_is_given():
-    """The protein study's choice (docs/ACCURACY.md, "Protein defaults", "Column family residues
-    for protein"): near states (similar or common in the column) cost 3 where other mismatches cost 6."""
+    """The protein study's choice (docs/ACCURACY.md, "Dense real protein references and the column
+    profile cost"): near states (similar or common in the column) cost 2 where other mismatches
+    cost 3, plus the column profile cost at weight 1; a single penalty or weight given replaces
+    the preset's, and a DNA preset has no column cost."""
     from papara_py.phylo.encoding import PROTEIN
 
-    assert PROTEIN.default_preset == "protein" and PRESETS["protein"] == (6, 4, 8, 3, 12, 3)
-    assert _params([], PROTEIN.default_preset) == ScoringParams(6, 4, 8, 3, 12, 3)
-    assert _params(["--insertion", "4"], PROTEIN.default_preset) == ScoringParams(6, 4, 8, 3, 4, 3)
-    assert _params(["--mismatch", "2"], PROTEIN.default_preset) == ScoringParams(2, 4, 8, 3, 12, 2)
+    assert PROTEIN.default_preset == "protein" and PRESETS["protein"] == (3, 6, 5, 3, 16, 2, 1.0)
+    assert _params([], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 1.0)
+    assert _params(["--insertion", "4"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 4, 2, 1.0)
+    assert _params(["--mismatch", "2"], PROTEIN.default_preset) == ScoringParams(2, 6, 5, 3, 16, 2, 1.0)
+    assert _params(["--column-weight", "0.5"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 0.5)
+    assert _params(["--column-weight", "0"], PROTEIN.default_preset).column_weight == 0
     assert _params(["--preset", "robust"], PROTEIN.default_preset) == ScoringParams(3, 6, 2, 2, 7)
     assert _params([], PROTEIN.default_preset).weighted is True
+    assert _params([], PROTEIN.default_preset).preset_name() == "protein"
+    for text in ("-1", "10.5", "nan", "one"):
+        with pytest.raises(SystemExit):
+            _params(["--column-weight", text], PROTEIN.default_preset)

@@ -22,6 +22,7 @@ from papara_py.io.run_file import RunFile
 from papara_py.pairwise.params import PENALTY_NAMES, PRESETS, ScoringParams
 from papara_py.pairwise.reference_scorer import profile_near, score_matrix_reference
 from papara_py.pairwise.traceback import align_many
+from papara_py.phylo.column_costs import column_costs
 from papara_py.phylo.encoding import DNA, PROTEIN, detect_alphabet, near_states
 from papara_py.phylo.family import column_family
 from papara_py.phylo.profiles import ProfileBuilder
@@ -46,7 +47,7 @@ def test_the_run_records_the_alphabet_the_protein_preset_and_forward_reads(prote
         assert run.alphabet is PROTEIN and run.record["alphabet"] == "protein"
         assert run.record["near_states"] == ("similarity: 46 substitution pairs; column family residues: at least "
                                              "10% of the column")
-        assert run.record["parameters"] == dict(zip(PENALTY_NAMES, PRESETS["protein"])) | {"preset": "protein"}
+        assert run.record["parameters"] == dict(zip((*PENALTY_NAMES, "column_weight"), PRESETS["protein"])) | {"preset": "protein"}
         assert run.record["strand"] == "forward" and set(run.column("strand")) == {"+"}
         assert (run.column("status") == "aligned").all() and run.n_reads == 120
         # the aligned rows hold the reads' own letters in reference columns
@@ -57,8 +58,8 @@ def test_the_run_records_the_alphabet_the_protein_preset_and_forward_reads(prote
 
 
 def test_the_best_edges_score_as_the_reference_scorer_says(protein_run):
-    """... with the columns' family residues among the near states (DESIGN 3), which change
-    some of these reads' best scores."""
+    """... with the columns' family residues among the near states and the column profile costs
+    of the protein preset (DESIGN 3-4), each of which changes some of these reads' best scores."""
     tree = EdgeTree.from_dendropy(read_tree(PROTEIN_DATA / "tree.nwk"))
     alignment = read_alignment(PROTEIN_DATA / "ref.phy")
     tip_rows = match_tips(tree.tip_names, alignment, "tree").tip_rows
@@ -66,11 +67,14 @@ def test_the_best_edges_score_as_the_reference_scorer_says(protein_run):
     reads = [PROTEIN.encode_read(np.frombuffer(r.sequence, np.uint8))
              for r in iter_reads(PROTEIN_DATA / "reads.fa", alphabet=PROTEIN)][:50]
     params = ScoringParams.preset("protein")
-    matrix = score_matrix_reference(reads, profiles, params, column_family(tip_rows, PROTEIN))
+    family = column_family(tip_rows, PROTEIN)
+    costs = column_costs(tip_rows, PROTEIN, params.column_weight)
+    matrix = score_matrix_reference(reads, profiles, params, family, costs)
     with RunFile(protein_run) as run:
         np.testing.assert_array_equal(run.column("score")[:50], matrix.min(axis=1))
         np.testing.assert_array_equal(run.column("best_edge")[:50], matrix.argmin(axis=1))
-    assert (score_matrix_reference(reads, profiles, params).min(axis=1) != matrix.min(axis=1)).any()
+    assert (score_matrix_reference(reads, profiles, params, costs=costs).min(axis=1) != matrix.min(axis=1)).any()
+    assert (score_matrix_reference(reads, profiles, params, family).min(axis=1) != matrix.min(axis=1)).any()
 
 
 @pytest.mark.parametrize("fmt", ["phylip", "fasta"])
@@ -234,9 +238,11 @@ def test_family_residues_join_the_near_states_a_set_lacks():
 
 def test_cheaper_near_states_change_protein_scores_as_the_reference_scorer_says(tmp_path):
     """--near-mismatch below --mismatch on protein: the run's best scores are the reference
-    scorer's with those penalties, and lower than Eq. 1's where a read meets a near state."""
+    scorer's with those penalties, and lower than Eq. 1's where a read meets a near state (the
+    column profile cost off: single penalties keep the preset's weight unless it is given)."""
     ws = protein_case(tmp_path)
-    penalties = ("--mismatch", "6", "--cgap", "6", "--gap-open", "6", "--gap-extend", "2", "--insertion", "12")
+    penalties = ("--mismatch", "6", "--cgap", "6", "--gap-open", "6", "--gap-extend", "2", "--insertion", "12",
+                 "--column-weight", "0")
     result = papara(*ws.main_job(*penalties, "--near-mismatch", "2", output=ws.path("run.h5")))
     assert result.returncode == 0, result.stderr
     tree = EdgeTree.from_dendropy(read_tree(ws.path("tree.nwk")))
@@ -287,7 +293,8 @@ def test_prepared_profiles_carry_the_alphabet(tmp_path):
 
 
 def test_hybrid_engine_on_protein_profiles_matches_the_reference(opencl_device):
-    """Real protein profiles and reads through CPU workers and the OpenCL kernel (PoCL in CI)."""
+    """Real protein profiles and reads through CPU workers and the OpenCL kernel (PoCL in CI), with
+    the protein preset's near states, family residues and column profile costs."""
     from test_engine import expected, gpu, run
 
     from papara_py.engine.scheduler import EngineOptions, ReadBatch
@@ -298,18 +305,20 @@ def test_hybrid_engine_on_protein_profiles_matches_the_reference(opencl_device):
     profiles = ProfileBuilder(tree, tip_rows, PROTEIN).profiles(np.arange(tree.n_edges))
     family = column_family(tip_rows, PROTEIN)
     raw = [r.sequence for r in iter_reads(PROTEIN_DATA / "reads.fa", alphabet=PROTEIN)][:12]
+    params = ScoringParams.preset("protein")
+    costs = column_costs(tip_rows, PROTEIN, params.column_weight)
     reads = ReadSet.from_sequences([(f"q{i}", s) for i, s in enumerate(raw)], PROTEIN)
     codes, offsets = reads.select(np.arange(len(raw)))
     assert codes.dtype == np.uint32 and profiles.dtype == np.uint32
-    params = ScoringParams.preset("protein")
     result = run(profiles, ReadBatch(codes, offsets), params, True, [gpu(opencl_device)],
-                 EngineOptions(cpu_workers=1), family=family)
-    want_score, want_edge = expected(profiles, [codes[a:b] for a, b in pairwise(offsets)], params, family=family)
+                 EngineOptions(cpu_workers=1), family=family, costs=costs)
+    want_score, want_edge = expected(profiles, [codes[a:b] for a, b in pairwise(offsets)], params, family=family,
+                                     costs=costs)
     np.testing.assert_array_equal(result.candidates.score, want_score)
     np.testing.assert_array_equal(result.candidates.edge, want_edge)
     assert any(c.name.startswith("gpu") and c.blocks for c in result.consumers)
     scores, *_ = align_many(codes, reads.residues, offsets, np.arange(len(raw)),
-                            profiles[want_edge[:, 0]], params, family)
+                            profiles[want_edge[:, 0]], params, family, costs=costs)
     np.testing.assert_array_equal(scores, want_score[:, 0])
 
 
@@ -320,9 +329,15 @@ def test_the_python_api_takes_protein_sequences_in_memory():
     reads = {"p1": "WLYDCFDWNSMATISDRTNPELGEGR", "p2": "KEHPGCPKARDYFTTS"}
     run = papara_py.align(str(PROTEIN_DATA / "tree.nwk"), alignment, reads, device="cpu", threads=1, quiet=True)
     assert run.alphabet == "protein" and run.parameters["preset"] == "protein"
+    assert run.parameters["column_weight"] == 1.0
     assert [r.status for r in run] == ["aligned", "aligned"]
     assert len(run.to_alignment()) == 24 + 2
     run.close()
+    # the column profile cost is an option like the penalties: off, the run is no longer the preset
+    off = papara_py.align(str(PROTEIN_DATA / "tree.nwk"), alignment, reads, device="cpu", threads=1, quiet=True,
+                          column_weight=0)
+    assert off.parameters["column_weight"] == 0 and off.parameters["preset"] is None
+    off.close()
     with pytest.raises(InputError, match="no reverse strand"):
         papara_py.align(str(PROTEIN_DATA / "tree.nwk"), alignment, reads, strand="both", quiet=True)
 

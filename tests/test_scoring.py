@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from literal_dp import literal_align, literal_score, rescore_cigar
 
+from papara_py.errors import InputError
 from papara_py.io.cigar import parse_cigar
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.reference_scorer import score_reference
 from papara_py.pairwise.traceback import align, align_many, place_read
+from papara_py.phylo.column_costs import column_costs, cost_codes
+from papara_py.phylo.encoding import DNA, PROTEIN
+from papara_py.pipeline import resolve_params
 
 states = st.integers(1, 15)
 parameter = st.sampled_from([0, 1, 2, 3, 5, 1000])
@@ -153,3 +160,63 @@ def test_batched_traceback_equals_one_read_at_a_time(batch, seed):
         one = align(read, profiles[slots[q]], params)
         assert (scores[q], starts[q], cigars[q]) == (one.score, one.start, one.cigar)
         assert np.array_equal(rows[q], place_read(residues[q].tobytes(), one.start, one.cigar, m))
+
+
+@st.composite
+def column_cost_cases(draw):
+    """Protein profiles and reads as `protein_cases`, the reads' residues among the read codes a
+    cost table has rows for (single amino acids, B, Z, J, X), and a reference alignment of 1-6 rows
+    (amino acids, ambiguity codes, gaps, either case) whose columns give the costs, at weights
+    that make ties of rounding likely (multiples of 1/4) and others."""
+    read, profile, params, family = draw(protein_cases())
+    codes = cost_codes(PROTEIN).tolist()
+    read = [draw(st.one_of(st.sampled_from(codes[:20]), st.sampled_from(codes))) for _ in read]
+    letters = st.sampled_from("ARNDCQEGHILKMFPSTWYVarndBZJXUO-.?")
+    rows = draw(st.lists(st.text(letters, min_size=len(profile), max_size=len(profile)), min_size=1, max_size=6))
+    weight = draw(st.sampled_from([0.25, 0.5, 0.75, 1.0, 1.3, 2.5, 10.0]))
+    return read, profile, replace(params, column_weight=weight), family, rows
+
+
+@settings(max_examples=600, deadline=None)
+@given(column_cost_cases())
+def test_column_profile_cost_equals_design_4_and_5_spelled_out(case):
+    """The column profile cost (DESIGN 4) as phylo/column_costs.py tabulates it from the reference
+    rows, in the reference scorer and the traceback, against the literal transcription that
+    computes X from the rows and BLOSUM62 itself, cell by cell."""
+    read, profile, params, family, rows = case
+    costs = column_costs(np.array([list(row.encode()) for row in rows], np.uint8), PROTEIN, params.column_weight)
+    assert costs.largest <= params.column_cost_bound()
+    arrays = np.array(read, np.uint32), np.array(profile, np.uint32)
+    columns = None if family is None else np.array(family, np.uint32)
+    penalties = params.as_array().tolist()
+    literal = {"protein": True, "family": family, "column_rows": rows, "column_weight": params.column_weight}
+    assert score_reference(*arrays, params, columns, costs) == literal_score(read, profile, *penalties, **literal)
+    result = align(*arrays, params, columns, costs)
+    assert (result.score, result.start, result.cigar) == literal_align(read, profile, *penalties, **literal)
+
+
+def test_column_costs_are_off_at_weight_0_and_for_dna():
+    """Weight 0 is the model without the term (no table); DNA has no substitution matrix, so a run
+    asking for the term on DNA is refused with one paragraph naming the option."""
+    rows = np.frombuffer(b"ACGT", np.uint8)[None, :]
+    assert column_costs(rows, PROTEIN, 0.0) is None
+    with pytest.raises(ValueError, match="no substitution matrix"):
+        column_costs(rows, DNA, 1.0)
+    with pytest.raises(InputError, match="--column-weight.*protein data"):
+        resolve_params(ScoringParams(column_weight=1.0), DNA)
+    with pytest.raises(ValueError, match="column_weight must be a number from 0 to 10"):
+        ScoringParams(column_weight=11)
+
+
+def test_the_column_cost_moves_a_residue_to_the_column_whose_residues_favour_it():
+    """One W read between two CGAP-free columns its edge holds as A: Eq. 1 cannot tell them apart
+    and takes the first; with the reference's rows holding W in the second column (and G, which
+    scores -2 against W, in the first) the column profile cost puts it in the second."""
+    profile = np.array([1, 1], np.uint32)  # A, A
+    read = np.array([1 << PROTEIN.letters.index("W")], np.uint32)
+    rows = np.array([list(b"GW")] * 3, np.uint8)
+    params = ScoringParams(3, 6, 5, 3, 16, 2, column_weight=1.0)
+    costs = column_costs(rows, PROTEIN, 1.0)
+    assert costs.table[cost_codes(PROTEIN).tolist().index(int(read[0]))].tolist() == [7, 0]
+    assert align(read, profile, replace(params, column_weight=0.0)).start == 0
+    assert align(read, profile, params, costs=costs).start == 1

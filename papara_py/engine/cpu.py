@@ -68,6 +68,12 @@ from numba.extending import intrinsic
 
 from papara_py.errors import InputError
 from papara_py.pairwise.params import ScoringParams
+from papara_py.phylo.column_costs import (
+    ColumnCosts,
+    cell_cost,
+    kernel_costs,
+    read_cost_row,
+)
 from papara_py.phylo.encoding import alphabet_of, cgap_bit_of, near_states
 
 INT32_MAX = 2**31 - 1
@@ -142,6 +148,7 @@ def score_block(
     params: ScoringParams,
     *,
     family: np.ndarray | None = None,
+    costs: ColumnCosts | None = None,
     force_int32: bool = False,
     strip: int = DEFAULT_STRIP,
 ) -> np.ndarray:
@@ -150,7 +157,8 @@ def score_block(
     `lanes` is a block ([m, W] profile elements: uint8 DNA, uint32 protein), read q is
     `codes[offsets[q]:offsets[q + 1]]` (state sets of the same alphabet, 0 < n < m; the caller
     filters the rest); `family` the columns' family residues ([m], phylo/family.py; None:
-    none), which widen the near states. Runs without the GIL, so threads can score several
+    none), which widen the near states; `costs` the column profile costs (phylo/column_costs.py;
+    None: none), added to every diagonal step. Runs without the GIL, so threads can score several
     blocks at once. Reads take int16 lanes where `params.int16_safe(n)`, int32 lanes otherwise;
     `force_int32` sends every read down the int32 path (tests compare both paths on the same
     inputs). `strip` is the column-strip length, 1..MAX_STRIP.
@@ -164,6 +172,8 @@ def score_block(
         raise ValueError(f"reads must have 0 < n < m = {m}; got lengths {lengths.min()}..{lengths.max()}")
     if not 1 <= strip <= MAX_STRIP:
         raise ValueError(f"strip must be in 1..{MAX_STRIP}, got {strip}")
+    if costs is not None:
+        params.check_column_costs(costs, m)
     # int16_safe is monotone in n (cell_bound grows with n): one threshold splits the reads
     safe = [n for n in np.unique(lengths).tolist() if params.int16_safe(n)]
     use_int16 = lengths <= (max(safe) if safe and not force_int32 else 0)
@@ -181,7 +191,7 @@ def score_block(
     out = np.empty((lengths.size, padded), dtype=np.int32)
     # near states only where they cost less than a mismatch: Eq. 1 compiles without them
     near = near_states(lanes, family=None if family is None else family[:, None]) if params.weighted else None
-    _score_reads(lanes, near, codes, offsets, use_int16, k16, k32, strip, out, (0,) * padded)
+    _score_reads(lanes, near, kernel_costs(costs), codes, offsets, use_int16, k16, k32, strip, out, (0,) * padded)
     return out[:, :width]
 
 
@@ -203,12 +213,14 @@ def _stack_array(typingctx, rows, lane_token, like):
 
 
 @njit(cache=True, nogil=True)
-def _score_read(lanes, near, read, k, strip, carry, out, lane_token):
+def _score_read(lanes, near, costs, read, k, strip, carry, out, lane_token):
     """Score one read against all W lanes into out[:W]; `k` (lane dtype) selects int16/int32.
 
     k = (mismatch, insertion, infinity, cgap, gap_open + gap_extend, gap_extend, near_mismatch).
     near: the lanes' near states ([m, W], `near_states`), or None for Eq. 1 (near_mismatch =
-    mismatch): numba prunes the branch, so Eq. 1 runs the step without them.
+    mismatch): numba prunes the branch, so Eq. 1 runs the step without them. costs: the column
+    profile costs (phylo/column_costs.kernel_costs) or None (pruned alike); a row's cost at a
+    column is the same on every lane, so it is read once per column, outside the lane loop.
     carry[j, 0] and carry[j, 1] hold S and D of row j at the last column of the previous strip.
     """
     W = len(lane_token)
@@ -240,6 +252,7 @@ def _score_read(lanes, near, read, k, strip, carry, out, lane_token):
                 buf[c, w] = inf
         for j in range(j_first, min(n, i1)):
             b = read[j]
+            cost_row = read_cost_row(costs, b)
             lo = max(j, i0)
             hi = min(j + span, i1 - 1)
             if j < i0:  # the row continues from the previous strip
@@ -257,13 +270,14 @@ def _score_read(lanes, near, read, k, strip, carry, out, lane_token):
             rows = buf[lo - i0 + 1:]
             profile = lanes[lo:]
             for x in range(hi - lo + 1):
+                column_cost = t(cell_cost(costs, cost_row, lo + x))
                 for w in range(W):
                     a = profile[x, w]
                     above = rows[x, w]
                     is_cgap = a & cgap_bit
                     d = min(t(s_left[w] + (0 if is_cgap else open_extend)),
                             t(d_left[w] + (0 if is_cgap else extend)))
-                    s = t(diag[w] + (cgap if is_cgap else 0))
+                    s = t(diag[w] + (cgap if is_cgap else 0) + column_cost)
                     if (a & b) == 0:
                         if near is None:
                             s = t(s + mismatch)
@@ -287,7 +301,7 @@ def _score_read(lanes, near, read, k, strip, carry, out, lane_token):
 
 
 @njit(cache=True, nogil=True)
-def _score_reads(lanes, near, codes, offsets, use_int16, k16, k32, strip, out, lane_token):
+def _score_reads(lanes, near, costs, codes, offsets, use_int16, k16, k32, strip, out, lane_token):
     """Loop over the reads of one block. W = len(lane_token), a compile-time constant."""
     W = len(lane_token)
     longest = 0
@@ -298,6 +312,6 @@ def _score_reads(lanes, near, codes, offsets, use_int16, k16, k32, strip, out, l
     for q in range(offsets.shape[0] - 1):
         read = codes[offsets[q]:offsets[q + 1]]
         if use_int16[q]:
-            _score_read(lanes, near, read, k16, strip, carry16, out[q], lane_token)
+            _score_read(lanes, near, costs, read, k16, strip, carry16, out[q], lane_token)
         else:
-            _score_read(lanes, near, read, k32, strip, carry32, out[q], lane_token)
+            _score_read(lanes, near, costs, read, k32, strip, carry32, out[q], lane_token)

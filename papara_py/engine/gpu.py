@@ -19,6 +19,11 @@ Why the host side looks the way it does:
   its set | near states beside it (`_padded_profile`): DNA's widened to 16 bits, protein's
   (looked up from its set and the column's family residues, phylo/encoding.near_states) as a
   second word split like the element.
+- With column profile costs (phylo/column_costs.py, protein; the kernel's COLUMN_COSTS) the host
+  looks up each read residue's table row once per chunk (`ColumnCosts.rows_of`, which also refuses a
+  code without one, as the CPU path does) and uploads it beside the codes, with the table transposed
+  to [m][K] (`device_table`): the kernel then does no search, and a column's costs lie side by side
+  (the traceback's work-items, each on its own read, read one column's K bytes together).
 - On NVIDIA sm_90+ the 16-bit lane arithmetic is inline PTX (add/min.u16x2, fused into DPX
   instructions); elsewhere portable OpenCL C. Tests hold the two against each other.
 - Waiting for the device sleeps in short steps between status queries: NVIDIA's blocking waits
@@ -48,6 +53,7 @@ import pyopencl as cl
 from papara_py import kernels
 from papara_py.engine.opencl_devices import DeviceInfo
 from papara_py.pairwise.params import ScoringParams
+from papara_py.phylo.column_costs import ColumnCosts
 from papara_py.phylo.encoding import DNA, Alphabet, alphabet_of, near_states
 
 EMPTY_SCORE = np.iinfo(np.int32).max
@@ -66,37 +72,49 @@ _programs: dict[tuple, cl.Program] = {}
 #: protein, Q=1250 E=320 m=5000: 2,574 kernel GCUPS with 32 rows, 2,888 with 24, 2,647 with 16
 #: (BENCHMARKS.md, "Protein on the GPU").
 SPLIT_ROWS = 24
+#: Stripe height with column profile costs, where each stripe row also keeps its cost table row
+#: in a register (kernels/band_score.cl, COLUMN_COSTS; ptxas: 230 registers for the packed
+#: protein build of 24 rows, 168 without costs). H100, bench_gpu.py's shapes with the protein
+#: preset at --column-weight 1, kernel GCUPS T1 Q=1250 E=320 m=5000 / real Q=2100 E=2597 m=1072:
+#: packed 1,739 / 2,020 with 12 rows, 1,878 / 2,098 with 16, 1,348 / 1,449 with 20, 1,775 / 1,867
+#: with 24; the 32-bit lane 1,330 / 1,466 with 16, 1,303 / 1,358 with 24, 1,144 / 1,126 with 32.
+COST_ROWS = 16
 
 
 @dataclass(frozen=True)
 class Variant:
     """Compile-time shape of band_score: lanes per work-item, arithmetic path, stripe height,
-    the alphabet (profile element type and state count), and whether near states cost less
-    than a mismatch (DESIGN 4: the host puts each element's wider set beside it, `_padded_profile`)."""
+    the alphabet (profile element type and state count), whether near states cost less
+    than a mismatch (DESIGN 4: the host puts each element's wider set beside it, `_padded_profile`),
+    and whether diagonal steps add column profile costs (a build without them has no code for them)."""
 
     packed: bool
     ptx: bool
     rows: int
     alphabet: Alphabet = DNA
     near: bool = False
+    costs: bool = False
 
     @property
     def lanes(self) -> int:
         return 2 if self.packed else 1
 
     def options(self) -> tuple[str, ...]:
+        """The build options; -DCOLUMN_COSTS=1 only with costs (the kernel's default is 0), so a
+        build without them has the options, and the cached binaries, it had before the term."""
         return (f"-DROWS={self.rows}", f"-DPACKED={int(self.packed)}",
                 f"-DUSE_PTX={int(self.packed and self.ptx)}",
                 f"-DPROF_BITS={self.alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={self.alphabet.n_states}",
-                f"-DNEAR={int(self.near)}")
+                f"-DNEAR={int(self.near)}", *(("-DCOLUMN_COSTS=1",) if self.costs else ()))
 
-    def of(self, alphabet: Alphabet, near: bool = False) -> "Variant":
-        """This variant for `alphabet`'s elements, with near states or not. Split state sets in
-        packed lanes keep each residue in two registers, so their stripes are at most SPLIT_ROWS
-        rows high."""
+    def of(self, alphabet: Alphabet, near: bool = False, costs: bool = False) -> "Variant":
+        """This variant for `alphabet`'s elements, with near states or not, with column profile
+        costs or not. Split state sets in packed lanes keep each residue in two registers, so their
+        stripes are at most SPLIT_ROWS rows high; column profile costs keep a third register per
+        row, and stripes of COST_ROWS ran fastest with them."""
         split = self.packed and alphabet.dtype.itemsize > 1
-        return replace(self, alphabet=alphabet, near=near,
-                       rows=min(self.rows, SPLIT_ROWS) if split else self.rows)
+        rows = min(self.rows, SPLIT_ROWS) if split else self.rows
+        return replace(self, alphabet=alphabet, near=near, costs=costs, rows=min(rows, COST_ROWS) if costs else rows)
 
     @staticmethod
     def packs(alphabet: Alphabet) -> bool:
@@ -135,6 +153,13 @@ def built_program(context: cl.Context, device: cl.Device, source: str, options: 
             _programs[key] = cl.Program(context, kernels.source(source)).build(options=list(options), devices=[device])
         return _programs[key]
 
+
+
+def device_table(costs: ColumnCosts, params: ScoringParams, m: int) -> np.ndarray:
+    """The kernels' cost table, uint8 [m][K] (a column's costs side by side), after checking it
+    fits (`ScoringParams.check_column_costs`)."""
+    params.check_column_costs(costs, m)
+    return np.ascontiguousarray(costs.table.T, np.uint8)
 
 
 def _round_up(value: int, multiple: int) -> int:
@@ -224,6 +249,8 @@ class _ChunkPlan:
     edge: np.ndarray
     n_columns: int
     sorted_codes: np.ndarray | None = None
+    cost_rows: np.ndarray | None = None   # uint8, beside sorted_codes (column profile costs only)
+    cost_table: np.ndarray | None = None  # uint8 [m][K] (`device_table`)
     profiles: dict[bool, np.ndarray] = field(default_factory=dict)  # packed? -> padded profile bytes
     batches: list[_KernelBatch] = field(default_factory=list)
 
@@ -235,6 +262,7 @@ class _ChunkBuffers:
     codes: cl.Buffer                     # the sorted read codes
     profiles: dict[bool, cl.Buffer]      # packed? -> padded profile
     tables: list[tuple[cl.Buffer, cl.Buffer]]  # per batch: (starts, lengths)
+    costs: tuple[cl.Buffer, cl.Buffer, int] | None  # (cost rows, cost table, K), or None (NULLs, K 0)
 
 
 class GpuScorer:
@@ -281,13 +309,16 @@ class GpuScorer:
 
     def score_chunk(self, blocks: np.ndarray, first_edge: int, n_edges: int, codes: np.ndarray,
                     offsets: np.ndarray, params: ScoringParams, k: int,
-                    family: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                    family: np.ndarray | None = None,
+                    costs: ColumnCosts | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Each read's k best (score, edge) over the chunk's first n_edges lanes.
 
         blocks: [nb, m, W] profile elements (uint8 DNA, uint32 protein), consecutive blocks (edge
         first_edge + b*W + w at [b, :, w]).
         codes / offsets: encoded reads of the same alphabet, read q = codes[offsets[q]:offsets[q+1]].
         family: the columns' family residues ([m], phylo/family.py), or None.
+        costs: the column profile costs (phylo/column_costs.py), or None; ValueError where a read
+        code has no row in it or a cost exceeds `params.column_cost_bound()`.
         Returns int32 [Q, k] scores and global edge numbers, sorted by (score, edge), padded with
         (INT32_MAX, -1); reads that cannot be scored (empty, or not shorter than m) are all padding.
         """
@@ -299,7 +330,7 @@ class GpuScorer:
         started = time.perf_counter()
         alphabet = alphabet_of(blocks)
         plan = self._plan(blocks, n_edges, np.asarray(codes, alphabet.dtype), np.asarray(offsets, np.int64), params,
-                          k, alphabet, family)
+                          k, alphabet, family, costs)
         stats = ChunkStats()
         if plan.batches:
             inputs = self._upload_inputs(plan)  # while another chunk's kernels may run
@@ -313,7 +344,7 @@ class GpuScorer:
             self.device_seconds += stats.device_seconds
         return plan.score, plan.edge
 
-    def _plan(self, blocks, n_edges, codes, offsets, params, k, alphabet: Alphabet, family) -> "_ChunkPlan":
+    def _plan(self, blocks, n_edges, codes, offsets, params, k, alphabet: Alphabet, family, costs) -> "_ChunkPlan":
         """The host side of a chunk, no OpenCL call: another thread may prepare its chunk while
         this device still runs the last one (engine/scheduler.py, GPU feeders)."""
         m = blocks.shape[1]
@@ -328,9 +359,13 @@ class GpuScorer:
         sorted_lengths = lengths[order]
         starts = np.concatenate([[0], np.cumsum(sorted_lengths)[:-1]])
         gather = np.arange(int(sorted_lengths.sum())) + np.repeat(offsets[order] - starts, sorted_lengths)
-        plan.sorted_codes = np.concatenate([codes[gather], np.zeros(self.packed_variant.rows, codes.dtype)])
+        read_codes, pad = codes[gather], self.packed_variant.rows
+        plan.sorted_codes = np.concatenate([read_codes, np.zeros(pad, codes.dtype)])
+        if costs is not None:  # the rows padded alike (row 0), never computed (kernels/band_score.cl)
+            plan.cost_table = device_table(costs, params, m)
+            plan.cost_rows = np.concatenate([costs.rows_of(read_codes), np.zeros(pad, np.uint8)])
         lanes = np.moveaxis(blocks, 1, 0).reshape(m, -1)[:, :n_edges]
-        for variant, slots in self._batches(order, lengths, m, n_edges, params, alphabet):
+        for variant, slots in self._batches(order, lengths, m, n_edges, params, alphabet, costs is not None):
             if variant.packed not in plan.profiles:
                 plan.profiles[variant.packed] = _padded_profile(lanes, variant, family)
             reads = order[slots]
@@ -339,10 +374,13 @@ class GpuScorer:
         return plan
 
     def _upload_inputs(self, plan: _ChunkPlan) -> _ChunkBuffers:
-        """Device copies of a chunk's reads, profiles and per-batch read tables."""
+        """Device copies of a chunk's reads, profiles, per-batch read tables and column costs."""
         return _ChunkBuffers(codes=self._upload(plan.sorted_codes),
                              profiles={packed: self._upload(padded) for packed, padded in plan.profiles.items()},
-                             tables=[(self._upload(b.starts), self._upload(b.lengths)) for b in plan.batches])
+                             tables=[(self._upload(b.starts), self._upload(b.lengths)) for b in plan.batches],
+                             costs=None if plan.cost_table is None else (
+                                 self._upload(plan.cost_rows), self._upload(plan.cost_table),
+                                 plan.cost_table.shape[1]))
 
     def _enqueue(self, plan: _ChunkPlan, inputs: _ChunkBuffers, first_edge, n_edges, params, k) -> list["_Launch"]:
         """Queue the kernels of a chunk's batches (called under the lock: they share the band rows)."""
@@ -382,7 +420,7 @@ class GpuScorer:
         cl.enqueue_copy(self.transfers, buffer, host)
         return buffer
 
-    def _batches(self, order, lengths, m, n_edges, params, alphabet: Alphabet):
+    def _batches(self, order, lengths, m, n_edges, params, alphabet: Alphabet, costs: bool):
         """(variant, slots into `order`) per batch: longest reads first, each batch within memory."""
         narrow_ok = params.int16_safe(lengths[order]) & self.narrow & Variant.packs(alphabet)
         longest_wide = int(lengths[order[0]])
@@ -392,8 +430,8 @@ class GpuScorer:
         # narrow_ok is a suffix: reads are sorted by decreasing length
         first_narrow = int(np.argmax(narrow_ok)) if narrow_ok.any() else order.size
         near = params.weighted
-        for variant, lo, hi in ((self.wide_variant.of(alphabet, near), 0, first_narrow),
-                                (self.packed_variant.of(alphabet, near), first_narrow, order.size)):
+        for variant, lo, hi in ((self.wide_variant.of(alphabet, near, costs), 0, first_narrow),
+                                (self.packed_variant.of(alphabet, near, costs), first_narrow, order.size)):
             if lo == hi:
                 continue
             units = _round_up(-(-n_edges // variant.lanes), WG_UNITS)
@@ -434,11 +472,13 @@ class GpuScorer:
         top_edge_buf = cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY, n_batch * k * 4)
         inf = params.int16_infinity() if variant.packed else INF32
         u32 = np.uint32
+        rows_buf, table_buf, n_costs = inputs.costs or (None, None, 0)
         band = cl.Kernel(band_prog, "band_score")
         band.set_args(profile_buf, np.int32(m), np.int32(units), codes_buf, starts_buf, lens_buf,
                       np.int32(n_batch), band_buf, scores_buf, u32(params.mismatch), u32(params.cgap),
                       u32(params.gap_open + params.gap_extend), u32(params.gap_extend),
-                      u32(params.insertion), u32(inf), u32(params.near_mismatch))
+                      u32(params.insertion), u32(inf), u32(params.near_mismatch), rows_buf, table_buf,
+                      np.int32(n_costs))
         band_done = cl.enqueue_nd_range_kernel(
             self.queue, band, (units, _round_up(n_batch, WG_READS)), (WG_UNITS, WG_READS))
         topk = cl.Kernel(topk_prog, "top_k")

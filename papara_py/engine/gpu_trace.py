@@ -11,7 +11,9 @@ PoCL and on the GPU); the pipeline uses it when the run has a GPU.
 Host side: the reads are sorted by length (work-items of a warp then step through their bands
 together, and the per-launch grid of rows x offsets wastes little) and cut into launches whose
 move bytes fit `memory_bytes`; each launch returns each read's score, start column and path in
-walk order, and `alignments_from_walks` turns the paths into rows and CIGARs.
+walk order, and `alignments_from_walks` turns the paths into rows and CIGARs. Column profile
+costs travel as the scorer's do (engine/gpu.py: each residue's table row beside the codes, the
+table as [m][K]), built with -DCOLUMN_COSTS=1 only where there are costs.
 """
 
 from __future__ import annotations
@@ -21,11 +23,18 @@ import threading
 import numpy as np
 import pyopencl as cl
 
-from papara_py.engine.gpu import INF32, built_program, shared_context, wait_sleeping
+from papara_py.engine.gpu import (
+    INF32,
+    built_program,
+    device_table,
+    shared_context,
+    wait_sleeping,
+)
 from papara_py.engine.opencl_devices import DeviceInfo
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.reference_scorer import profile_near
 from papara_py.pairwise.traceback import alignments_from_walks
+from papara_py.phylo.column_costs import ColumnCosts
 from papara_py.phylo.encoding import alphabet_of
 
 #: Work-items per work-group: four NVIDIA warps.
@@ -50,12 +59,14 @@ class GpuTracer:
 
     def align_many(self, codes: np.ndarray, residues: np.ndarray, offsets: np.ndarray, edge_slot: np.ndarray,
                    profiles: np.ndarray, params: ScoringParams, family: np.ndarray | None = None,
-                   gap: int = ord("-")):
-        """`pairwise.traceback.align_many` on the device: the same arguments (each read 0 < n < m),
-        the same (scores int32, starts int32, CIGAR strings, aligned rows uint8 [reads, m]).
+                   costs: ColumnCosts | None = None, gap: int = ord("-")):
+        """`pairwise.traceback.align_many` on the device: the same arguments (each read 0 < n < m;
+        `costs` before `gap`, and no `near`), the same (scores int32, starts int32, CIGAR strings,
+        aligned rows uint8 [reads, m]).
 
         Raises ValueError where the longest read's cells could reach the kernel's int range
-        (the caller then traces back on the CPU)."""
+        (the caller then traces back on the CPU), and, as the host traceback, where a read code
+        has no row in `costs` (or a cost exceeds `params.column_cost_bound()`)."""
         offsets = np.asarray(offsets, np.int64)
         lengths = np.diff(offsets)
         count, m = lengths.size, profiles.shape[1]
@@ -74,15 +85,26 @@ class GpuTracer:
             states = np.ascontiguousarray(profiles, alphabet.dtype)
             near = profile_near(states, family)
             codes = np.asarray(codes, alphabet.dtype)
+            rows = None if costs is None else self._cost_rows(codes, offsets, costs)
             program = built_program(self.context, self.device.cl_device, "band_trace.cl",
-                               (f"-DPROF_BITS={alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={alphabet.n_states}"))
+                                    (f"-DPROF_BITS={alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={alphabet.n_states}",
+                                     *(("-DCOLUMN_COSTS=1",) if costs is not None else ())))
             states_buf, near_buf = self._upload(states), self._upload(near)
+            table = None if costs is None else (self._upload(device_table(costs, params, m)), costs.codes.size)
             for launch in self._launches(lengths, np.asarray(edge_slot), m):
-                self._run(program, launch, states_buf, near_buf, m, codes, offsets, lengths, edge_slot,
+                self._run(program, launch, states_buf, near_buf, table, m, codes, rows, offsets, lengths, edge_slot,
                           params, max_ops, walks, walk_lengths, scores, starts)
             with self._lock:
                 self.device_cells += int((lengths * (m - lengths + 1)).sum())
         return alignments_from_walks(walks, walk_lengths, scores, starts, residues, offsets, m, gap)
+
+    @staticmethod
+    def _cost_rows(codes: np.ndarray, offsets: np.ndarray, costs: ColumnCosts) -> np.ndarray:
+        """Each code's cost table row (ColumnCosts.rows_of), uint8 beside `codes`: the reads' codes
+        checked before any launch (ValueError, as the host traceback raises), the rest row 0."""
+        rows = np.zeros(codes.size, np.uint8)
+        rows[offsets[0]:offsets[-1]] = costs.rows_of(codes[offsets[0]:offsets[-1]])
+        return rows
 
     def _launches(self, lengths: np.ndarray, edge_slot: np.ndarray, m: int) -> list[np.ndarray]:
         """Read indices per launch, longest first and reads of one length by edge, each launch's
@@ -102,9 +124,10 @@ class GpuTracer:
             begin = end
         return launches
 
-    def _run(self, program, reads, states_buf, near_buf, m, codes, offsets, lengths, edge_slot, params,
+    def _run(self, program, reads, states_buf, near_buf, table, m, codes, rows, offsets, lengths, edge_slot, params,
              max_ops, walks, walk_lengths, scores, starts) -> None:
-        """One launch: the reads `reads` (indices into the batch), results into the batch's arrays."""
+        """One launch: the reads `reads` (indices into the batch), results into the batch's arrays.
+        table: (cost table buffer, K) and rows: each residue's table row (beside `codes`), or None."""
         n_reads = reads.size
         read_lengths = lengths[reads]
         local_offsets = np.concatenate(([0], np.cumsum(read_lengths))).astype(np.int32)
@@ -112,6 +135,8 @@ class GpuTracer:
         max_rows, max_width = int(read_lengths.max()), m - int(read_lengths.min()) + 1
         mf = cl.mem_flags
         codes_buf = self._upload(np.ascontiguousarray(codes[gather]))
+        rows_buf = None if rows is None else self._upload(rows[gather])
+        table_buf, n_costs = table or (None, 0)
         offsets_buf = self._upload(local_offsets)
         slot_buf = self._upload(np.asarray(edge_slot, np.int32)[reads])
         row_buf = cl.Buffer(self.context, mf.READ_WRITE, 4 * max_width * n_reads)
@@ -123,7 +148,8 @@ class GpuTracer:
         kernel.set_args(states_buf, near_buf, i32(m), codes_buf, offsets_buf, slot_buf, i32(n_reads),
                         i32(max_width), row_buf, moves_buf, i32(max_ops), ops_buf, *out,
                         i32(params.mismatch), i32(params.cgap), i32(params.gap_open + params.gap_extend),
-                        i32(params.gap_extend), i32(params.insertion), i32(params.near_mismatch), i32(INF32))
+                        i32(params.gap_extend), i32(params.insertion), i32(params.near_mismatch), i32(INF32),
+                        rows_buf, table_buf, i32(n_costs))
         done = cl.enqueue_nd_range_kernel(self.queue, kernel, (-(-n_reads // WORK_GROUP) * WORK_GROUP,),
                                           (WORK_GROUP,))
         wait_sleeping(self.queue, done)
@@ -136,7 +162,7 @@ class GpuTracer:
             launch_walks, launch_counts, launch_scores, launch_starts)
         # every buffer above is held until here, after its last command completed (engine/gpu.py:
         # releasing one in use makes NVIDIA's runtime spin a core until the queue drains)
-        del codes_buf, offsets_buf, slot_buf, row_buf, moves_buf, ops_buf, out
+        del codes_buf, rows_buf, offsets_buf, slot_buf, row_buf, moves_buf, ops_buf, out
 
     def _upload(self, host: np.ndarray) -> cl.Buffer:
         buffer = cl.Buffer(self.context, cl.mem_flags.READ_ONLY, max(1, host.nbytes))

@@ -68,6 +68,7 @@ from papara_py.engine.layout import Block, block_count, make_block
 from papara_py.engine.queue import Divider, WorkItem, WorkQueue
 from papara_py.pairwise.candidates import Candidates
 from papara_py.pairwise.params import ScoringParams
+from papara_py.phylo.column_costs import ColumnCosts
 
 
 @dataclass(frozen=True)
@@ -195,17 +196,18 @@ class Engine:
     After `run` is exhausted, `consumers`, `build_seconds` and `scoring_seconds` (start to the
     last block scored) describe the run, and `batch_started[b]` when a consumer first took work of
     batch b (the caller may pop it once b is yielded: a sample's own scoring span). `family`: the
-    columns' family residues (phylo/family.py; None for DNA), which every block carries to the
-    scorers.
+    columns' family residues (phylo/family.py; None for DNA) and `costs` their column profile
+    costs (phylo/column_costs.py; None: none), which every block carries to the scorers.
     """
 
     def __init__(self, build_profiles: Callable[[np.ndarray], np.ndarray], n_edges: int, n_columns: int,
                  width: int, params: ScoringParams, k: int, use_cpu: bool, gpu_scorers: Sequence[Scorer],
                  options: EngineOptions,
                  on_progress: Callable[[int, int], None] = lambda blocks, cells: None,
-                 family: np.ndarray | None = None) -> None:
+                 family: np.ndarray | None = None, costs: ColumnCosts | None = None) -> None:
         self.build_profiles = build_profiles
         self.family = family
+        self.costs = costs
         self.n_edges = n_edges
         self.n_columns = n_columns
         self.width = width
@@ -361,7 +363,8 @@ class Engine:
         block = self._blocks.get(key)
         if block is None:
             started = time.perf_counter()
-            block = make_block(index, first, self.build_profiles(edge_ids), self.width, self.family)
+            block = make_block(index, first, self.build_profiles(edge_ids), self.width, self.family,
+                               self.costs)
             self.build_seconds += time.perf_counter() - started
             if self._cache_blocks if subset is None else \
                     self._cached_bytes + block.lanes.nbytes <= self.options.block_cache_bytes:

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from papara_py.errors import InputError
+from papara_py.phylo.column_costs import MAX_COLUMN_WEIGHT, ColumnCosts, largest_cost
 
 INT16_MAX = 32767
 #: Largest penalty the command line takes: a DP step then adds at most 2,000, which keeps the
@@ -18,8 +19,8 @@ MAX_PENALTY = 1000
 INT32_LIMIT = 1 << 30
 
 
-#: Named penalty sets (mismatch, cgap, gap_open, gap_extend, insertion, near_mismatch);
-#: `--preset NAME`.
+#: Named penalty sets (mismatch, cgap, gap_open, gap_extend, insertion, near_mismatch,
+#: column_weight); `--preset NAME`. column_weight 0: no column profile cost (DESIGN 4).
 #: paper: the 2012 paper's values. robust: chosen by the leave-taxa-out study in docs/ACCURACY.md
 #: for Eq. 1 (maximises the worst of seven data sets; at least as accurate as paper on every one).
 #: protein: the default for amino-acid data (phylo/encoding.py PROTEIN): a read residue that
@@ -35,11 +36,11 @@ INT32_LIMIT = 1 << 30
 #: chosen by the leave-taxa-out study in docs/ACCURACY.md ("Near states"): at least MAFFT
 #: --addfragments and the paper preset on all seven study sets. robust was the Eq. 1 default
 #: before it. robust and paper have near_mismatch = mismatch, i.e. Eq. 1 of the paper.
-PRESETS: dict[str, tuple[int, int, int, int, int, int]] = {
-    "weighted": (5, 10, 4, 4, 12, 2),
-    "robust": (3, 6, 2, 2, 7, 3),
-    "paper": (3, 3, 3, 1, 3, 3),
-    "protein": (6, 4, 8, 3, 12, 3),
+PRESETS: dict[str, tuple[int, int, int, int, int, int, float]] = {
+    "weighted": (5, 10, 4, 4, 12, 2, 0.0),
+    "robust": (3, 6, 2, 2, 7, 3, 0.0),
+    "paper": (3, 3, 3, 1, 3, 3, 0.0),
+    "protein": (3, 6, 5, 3, 16, 2, 1.0),
 }
 DEFAULT_PRESET = "weighted"
 PENALTY_NAMES = ("mismatch", "cgap", "gap_open", "gap_extend", "insertion", "near_mismatch")
@@ -61,6 +62,8 @@ class ScoringParams:
     gap_extend: int | None = None
     insertion: int | None = None
     near_mismatch: int | None = None
+    #: The column profile cost's weight (phylo/column_costs.py; DESIGN 4): 0 turns it off.
+    column_weight: float = 0.0
 
     @classmethod
     def preset(cls, name: str) -> "ScoringParams":
@@ -71,7 +74,7 @@ class ScoringParams:
 
     def preset_name(self) -> str | None:
         """The preset these penalties equal, or None."""
-        return next((name for name, preset in PRESETS.items() if preset == self.values()), None)
+        return next((name for name, preset in PRESETS.items() if preset == self.setting()), None)
 
     def __post_init__(self) -> None:
         nothing_given = all(getattr(self, name) is None for name in PENALTY_NAMES)
@@ -79,11 +82,16 @@ class ScoringParams:
             if getattr(self, name) is None:
                 near_as_eq1 = name == "near_mismatch" and not nothing_given
                 object.__setattr__(self, name, self.mismatch if near_as_eq1 else value)
-        for name, value in asdict(self).items():
+        for name in PENALTY_NAMES:
+            value = getattr(self, name)
             if not isinstance(value, (int, np.integer)) or value < 0:
                 raise ValueError(f"scoring parameter {name} must be a non-negative integer, got {value!r}")
         if self.near_mismatch > self.mismatch:
             raise ValueError(f"near_mismatch ({self.near_mismatch}) may not exceed mismatch ({self.mismatch})")
+        weight = self.column_weight
+        if not isinstance(weight, (int, float, np.integer, np.floating)) or not 0 <= weight <= MAX_COLUMN_WEIGHT:
+            raise ValueError(f"column_weight must be a number from 0 to {MAX_COLUMN_WEIGHT:g}, got {weight!r}")
+        object.__setattr__(self, "column_weight", float(weight))
 
     @property
     def weighted(self) -> bool:
@@ -95,6 +103,23 @@ class ScoringParams:
         """The six penalties in PENALTY_NAMES order."""
         return tuple(int(getattr(self, name)) for name in PENALTY_NAMES)
 
+    def setting(self) -> tuple:
+        """The six penalties and the column weight: what a preset names (PRESETS)."""
+        return (*self.values(), self.column_weight)
+
+    def column_cost_bound(self) -> int:
+        """The most the column profile cost adds to one diagonal step (0 where it is off)."""
+        return largest_cost(self.column_weight)
+
+    def check_column_costs(self, costs: ColumnCosts, m: int) -> None:
+        """ValueError unless `costs` has m columns and no cost above `column_cost_bound`: the
+        narrow kernels' overflow bounds (`int16_safe`, `cell_bound`) count on that."""
+        if costs.table.shape[1] != m:
+            raise ValueError(f"a column cost table of {costs.table.shape[1]} columns for {m} columns")
+        if costs.largest > self.column_cost_bound():
+            raise ValueError(f"column costs up to {costs.largest} exceed the bound of column_weight "
+                             f"{self.column_weight:g} ({self.column_cost_bound()})")
+
     def as_array(self) -> np.ndarray:
         """(mismatch, cgap, gap_open, gap_extend, insertion, near_mismatch) as int64, the order
         kernels take."""
@@ -103,16 +128,18 @@ class ScoringParams:
     def max_addend(self) -> int:
         """Largest value a single DP step adds to a cell (diagonal, gap open, extend or insertion)."""
         return max(
-            self.mismatch + self.cgap, self.gap_open + self.gap_extend, self.gap_extend, self.insertion
+            self.mismatch + self.cgap + self.column_cost_bound(), self.gap_open + self.gap_extend, self.gap_extend,
+            self.insertion
         )
 
     def cell_bound(self, read_length: int) -> int:
         """Upper bound on every finite S and D value of a band for a read of this length.
 
         Every in-band cell (i, j) is reachable from the free boundary row by j+1 diagonal steps,
-        each costing at most mismatch + cgap, so S <= n (mismatch + cgap); D and I add one step.
+        each costing at most mismatch + cgap + the column cost, so S <= n times that; D and I add
+        one step.
         """
-        return read_length * (self.mismatch + self.cgap) + self.max_addend()
+        return read_length * (self.mismatch + self.cgap + self.column_cost_bound()) + self.max_addend()
 
     def int16_infinity(self) -> int:
         """The value narrow kernels use for +infinity: adding any single step still fits int16."""
@@ -121,7 +148,8 @@ class ScoringParams:
     def check_fits_int32(self, read_length: int, source: str = "--mismatch/--cgap") -> None:
         """InputError unless reads of up to `read_length` residues score exactly in int32 lanes."""
         if self.cell_bound(read_length) >= INT32_LIMIT - self.max_addend():
-            longest = (INT32_LIMIT - 2 * self.max_addend()) // max(1, self.mismatch + self.cgap)
+            longest = (INT32_LIMIT - 2 * self.max_addend()) // max(1, self.mismatch + self.cgap
+                                                                     + self.column_cost_bound())
             raise InputError(source, f"with these penalties (mismatch {self.mismatch} + cgap {self.cgap} per "
                                      f"residue) scores of reads longer than {longest} residues overflow the "
                                      f"32-bit kernels, and this alignment takes reads of up to {read_length}: "
@@ -141,7 +169,7 @@ class PenaltyChoice:
     once the alignment is read) and the single penalties given, each replacing the preset's."""
 
     preset: str | None = None
-    given: tuple[tuple[str, int], ...] = ()
+    given: tuple[tuple[str, int | float], ...] = ()
 
     def resolve(self, default_preset: str = DEFAULT_PRESET) -> ScoringParams:
         """The penalties, with `default_preset` (the alphabet's) where no --preset was given.

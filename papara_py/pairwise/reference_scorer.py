@@ -17,6 +17,12 @@ import numpy as np
 from numba import njit
 
 from papara_py.pairwise.params import ScoringParams
+from papara_py.phylo.column_costs import (
+    ColumnCosts,
+    cell_cost,
+    kernel_costs,
+    read_cost_row,
+)
 from papara_py.phylo.encoding import cgap_bit_of, near_states, state_mask_of
 
 #: Stand-in for +infinity in int64: far above any score, far below wrap-around.
@@ -51,22 +57,31 @@ def profile_near(profiles: np.ndarray, family: np.ndarray | None = None) -> np.n
 
 
 @njit(cache=True, nogil=True)
-def fill_band(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarray):
+def diagonal_cost(a, near_a, b, states, p, costs, row, i):
+    """M_ij + X(i, b) of DESIGN 4 (CG_i apart): 0 where the read's states `b` meet the element's
+    set `a`, near_mismatch where they meet its near states, mismatch otherwise; plus the column
+    profile cost of table row `row` (`read_cost_row` of b) at column i (costs None: none)."""
+    level = 0 if a & states & b else (p[5] if near_a & b else p[0])
+    return level + cell_cost(costs, row, i)
+
+
+@njit(cache=True, nogil=True)
+def fill_band(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarray, costs=None):
     """Fill S and D over the whole band; returns (S, D) as int64 [n, m-n+1] indexed [j, i-j].
 
     Requires 0 < n < m. Out-of-band neighbours read as INF64. `near`: the profile's near states
-    ([m], `profile_near`).
+    ([m], `profile_near`); `costs`: the column profile costs (phylo/column_costs.kernel_costs).
     """
     n = read.shape[0]
     width = profile.shape[0] - n + 1
     S = np.empty((n, width), np.int64)
     D = np.empty((n, width), np.int64)
-    fill_band_into(read, profile, near, p, S, D)
+    fill_band_into(read, profile, near, p, costs, S, D)
     return S, D
 
 
 @njit(cache=True, nogil=True)
-def fill_band_into(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarray, S: np.ndarray,
+def fill_band_into(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarray, costs, S: np.ndarray,
                    D: np.ndarray) -> None:
     """`fill_band` into given int64 [n, m-n+1] arrays (the traceback reuses one pair for a whole
     batch: a fresh pair per read cost more in page faults than the recurrence itself)."""
@@ -75,16 +90,15 @@ def fill_band_into(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: n
     width = m - n + 1
     cg, oe, ex = column_penalties(profile, p)
     states = state_mask_of(profile)
-    mismatch, insertion, near_mismatch = p[0], p[4], p[5]
+    insertion = p[4]
     for j in range(n):
         b = read[j]
+        row = read_cost_row(costs, b)
         for k in range(width):
             i = j + k
             # diagonal: S(i-1, j-1); row -1 is 0 for i-1 in [-1, m-n-1], which is every k here
             diag_prev = S[j - 1, k] if j > 0 else 0
-            # M_ij: 0 where the states meet, near_mismatch on a near state, mismatch otherwise
-            cost = near_mismatch if near[i] & b else mismatch
-            diag = diag_prev + cg[i] + (0 if profile[i] & states & b else cost)
+            diag = diag_prev + cg[i] + diagonal_cost(profile[i], near[i], b, states, p, costs, row, i)
             # deletion: S(i-1, j), D(i-1, j) are out of band at k == 0
             if k > 0:
                 d = min(S[j, k - 1] + oe[i], D[j, k - 1] + ex[i])
@@ -100,30 +114,32 @@ def fill_band_into(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: n
 
 
 @njit(cache=True, nogil=True)
-def score_one(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarray) -> int:
+def score_one(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarray, costs=None) -> int:
     """Score of (read, edge): the minimum of the last row over the band (free trailing columns)."""
-    S, _ = fill_band(read, profile, near, p)
+    S, _ = fill_band(read, profile, near, p, costs)
     return S[read.shape[0] - 1].min()
 
 
 def score_reference(read: np.ndarray, profile: np.ndarray, params: ScoringParams,
-                    family: np.ndarray | None = None) -> int:
+                    family: np.ndarray | None = None, costs: ColumnCosts | None = None) -> int:
     """Score one encoded read (state sets, 0 < n < m) against one edge profile ([m]); both of
     one alphabet's element type (uint8 DNA, uint32 protein). `family`: the columns' family
-    residues ([m], phylo/family.py; None: none)."""
+    residues ([m], phylo/family.py; None: none); `costs`: the column profile costs
+    (phylo/column_costs.py; None: none)."""
     n, m = read.shape[0], profile.shape[0]
     if not 0 < n < m:
         raise ValueError(f"read length {n} cannot be scored against {m} columns (need 0 < n < m)")
-    return int(score_one(read, profile, profile_near(profile, family), params.as_array()))
+    return int(score_one(read, profile, profile_near(profile, family), params.as_array(), kernel_costs(costs)))
 
 
 def score_matrix_reference(reads: list[np.ndarray], profiles: np.ndarray, params: ScoringParams,
-                           family: np.ndarray | None = None) -> np.ndarray:
+                           family: np.ndarray | None = None, costs: ColumnCosts | None = None) -> np.ndarray:
     """int64 [Q, E] scores of every read against every edge profile (tests and small inputs)."""
     p = params.as_array()
     near = profile_near(profiles, family)
+    table = kernel_costs(costs)
     out = np.empty((len(reads), profiles.shape[0]), np.int64)
     for q, read in enumerate(reads):
         for e in range(profiles.shape[0]):
-            out[q, e] = score_one(read, profiles[e], near[e], p)
+            out[q, e] = score_one(read, profiles[e], near[e], p, table)
     return out

@@ -21,9 +21,11 @@ from papara_py.io.cigar import parse_cigar
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.reference_scorer import (
     column_penalties,
+    diagonal_cost,
     fill_band_into,
     profile_near,
 )
+from papara_py.phylo.column_costs import ColumnCosts, kernel_costs, read_cost_row
 from papara_py.phylo.encoding import state_mask_of
 
 OP_M, OP_D, OP_I = 0, 1, 2
@@ -41,17 +43,18 @@ class ReadAlignment:
 
 
 @njit(cache=True, nogil=True)
-def _trace(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarray, S_buffer: np.ndarray,
+def _trace(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarray, costs, S_buffer: np.ndarray,
            D_buffer: np.ndarray):
     """Walk the band back; returns (score, start column, ops in forward order as uint8).
 
-    near: the profile's near states ([m], reference_scorer.profile_near). S_buffer and D_buffer:
-    int64 work space of at least n * (m - n + 1) cells each."""
+    near: the profile's near states ([m], reference_scorer.profile_near); costs: the column
+    profile costs (phylo/column_costs.kernel_costs). S_buffer and D_buffer: int64 work space of
+    at least n * (m - n + 1) cells each."""
     n = read.shape[0]
     width = profile.shape[0] - n + 1
     S = S_buffer[:n * width].reshape((n, width))
     D = D_buffer[:n * width].reshape((n, width))
-    fill_band_into(read, profile, near, p, S, D)
+    fill_band_into(read, profile, near, p, costs, S, D)
     cg, oe, _ = column_penalties(profile, p)
     states = state_mask_of(profile)
     last = S[n - 1]
@@ -74,7 +77,7 @@ def _trace(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarra
             continue
         diag_prev = S[j - 1, k] if j > 0 else 0
         b = read[j]
-        cost = 0 if profile[i] & states & b else (p[5] if near[i] & b else p[0])  # M_ij, as fill_band_into
+        cost = diagonal_cost(profile[i], near[i], b, states, p, costs, read_cost_row(costs, b), i)
         if S[j, k] == diag_prev + cost + cg[i]:
             ops[count] = OP_M
             count += 1
@@ -136,20 +139,21 @@ def _place_ops(ops: np.ndarray, start: int, residues: np.ndarray, row: np.ndarra
 
 
 def align(read: np.ndarray, profile: np.ndarray, params: ScoringParams,
-          family: np.ndarray | None = None) -> ReadAlignment:
+          family: np.ndarray | None = None, costs: ColumnCosts | None = None) -> ReadAlignment:
     """Align one encoded read (0 < n < m) to one edge profile with DESIGN 5's tie-breaking;
-    `family`: the columns' family residues (phylo/family.py; None: none)."""
+    `family`: the columns' family residues (phylo/family.py), `costs` the column profile costs
+    (phylo/column_costs.py); None: none."""
     n, m = read.shape[0], profile.shape[0]
     if not 0 < n < m:
         raise ValueError(f"read length {n} cannot be aligned to {m} columns (need 0 < n < m)")
     cells = n * (m - n + 1)
-    score, start, ops = _trace(read, profile, profile_near(profile, family), params.as_array(),
+    score, start, ops = _trace(read, profile, profile_near(profile, family), params.as_array(), kernel_costs(costs),
                                np.empty(cells, np.int64), np.empty(cells, np.int64))
     return ReadAlignment(score=int(score), start=int(start), cigar=cigar_string(ops))
 
 
 @njit(cache=True, nogil=True)
-def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, scores, starts, rows, cigar_bytes,
+def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, scores, starts, rows, cigar_bytes,
                 cigar_ends):
     """Trace every read of a batch against its profile, GIL released for the whole batch.
 
@@ -169,7 +173,7 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, scores, 
     for r in range(offsets.shape[0] - 1):
         a, b = offsets[r], offsets[r + 1]
         slot = edge_slot[r]
-        score, start, ops = _trace(codes[a:b], profiles[slot], near[slot], p, S_buffer, D_buffer)
+        score, start, ops = _trace(codes[a:b], profiles[slot], near[slot], p, costs, S_buffer, D_buffer)
         scores[r] = score
         starts[r] = start
         _place_ops(ops, start, residues[a:b], rows[r])
@@ -179,11 +183,12 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, scores, 
 
 def align_many(codes: np.ndarray, residues: np.ndarray, offsets: np.ndarray, edge_slot: np.ndarray,
                profiles: np.ndarray, params: ScoringParams, family: np.ndarray | None = None, gap: int = ord("-"),
-               near: np.ndarray | None = None):
+               near: np.ndarray | None = None, costs: ColumnCosts | None = None):
     """Align a batch of reads (each 0 < n < m) to their profiles in one GIL-free call.
 
     codes: encoded reads, residues: the same reads as ASCII (what the rows show), both cut by
-    offsets; edge_slot[r] picks read r's profile; family: the columns' family residues; near: the
+    offsets; edge_slot[r] picks read r's profile; family: the columns' family residues; costs: the
+    column profile costs (phylo/column_costs.py); near: the
     profiles' near states where the caller already has them (`profile_near(profiles, family)`: a
     batch traced back in slices over one profile array derives them once, not per slice). Returns (scores int32, starts int32, CIGAR
     strings, aligned rows uint8 [reads, m]); each equals what `align` and `place_read` give.
@@ -194,8 +199,8 @@ def align_many(codes: np.ndarray, residues: np.ndarray, offsets: np.ndarray, edg
     rows, cigar_bytes, cigar_ends = _output_space(offsets, profiles.shape[1], gap)
     if near is None:
         near = profile_near(profiles, family)
-    _align_many(codes, residues, offsets, edge_slot, profiles, near, params.as_array(), scores, starts, rows,
-                cigar_bytes, cigar_ends)
+    _align_many(codes, residues, offsets, edge_slot, profiles, near, params.as_array(), kernel_costs(costs), scores,
+                starts, rows, cigar_bytes, cigar_ends)
     return scores, starts, _cigar_strings(cigar_bytes, cigar_ends), rows
 
 

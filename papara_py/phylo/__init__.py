@@ -6,7 +6,9 @@
 - `profiles`: `ProfileBuilder`, the Sankoff state sets and CGAP flag of every edge (DESIGN 3).
 - `family`: `column_family`, the residues common in each reference column (protein's near
   states take them in, DESIGN 3).
+- `column_costs`: `column_costs`, what each read residue costs in each reference column from its
+  BLOSUM62 scores against the column's residues (protein's column profile cost, DESIGN 3-4).
 - `clusters`: `cluster_edges`, connected clusters of edges with central edges (DESIGN 6a).
 
-Layer: imports `papara_py.errors` only (and numpy, numba, dendropy).
+Layer: imports `papara_py.errors` only (and numpy, numba, dendropy; Biopython for BLOSUM62).
 """

@@ -72,6 +72,7 @@ class Alphabet:
     default_preset: str           # pairwise/params.py PRESETS: the penalties when none are given
     similar: tuple[str, ...] = ()  # near states by similarity: letter pairs that substitute for each other
     family_percent: int | None = None  # near states from the column's family residues (phylo/family.py)
+    substitution_matrix: str | None = None  # the column profile cost's scores (phylo/column_costs.py)
     read_code: np.ndarray = field(init=False, repr=False)
     ref_code: np.ndarray = field(init=False, repr=False)
     similar_low: np.ndarray = field(init=False, repr=False)   # low half of a set -> its similar states
@@ -182,7 +183,7 @@ PROTEIN = Alphabet(
     name="protein", residue_kind="amino-acid", letters="ARNDCQEGHILKMFPSTWYV",
     ambiguity={"B": "ND", "Z": "QE", "J": "IL", "X": "ARNDCQEGHILKMFPSTWYV", "U": "C", "O": "K"},
     dtype=np.dtype(np.uint32), stranded=False, default_preset="protein", similar=BLOSUM62_SIMILAR,
-    family_percent=10)
+    family_percent=10, substitution_matrix="BLOSUM62")
 
 #: --alphabet NAME -> Alphabet ("auto" is `detect_alphabet`).
 ALPHABETS = {alphabet.name: alphabet for alphabet in (DNA, PROTEIN)}

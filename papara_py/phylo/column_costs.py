@@ -1,0 +1,156 @@
+"""Column profile costs (DESIGN.md 3-4): what a read residue costs in a column, on every edge alike.
+
+Why: one edge's parsimony profile knows one branch's ancestral states, and with reads 30%
+divergent from their nearest reference sequence Eq. 1's three cost levels (state set, near
+state, mismatch) leave many paths within a few units of one another; the branch's sets then
+decide among them and misplace residues next to sparse columns. MAFFT --addfragments scores a
+residue against the whole column. This term does the same inside Eq. 1: docs/ACCURACY.md
+("Dense real protein references and the column profile cost") measured it.
+
+    P(c, s) = the mean over the reference alignment's rows of BLOSUM62(s, the row's residue at
+              column c); a gap or an ambiguity code adds 0 (but counts as a row)
+    X(c, s) = round(weight * max(0, REFERENCE_SCORE - P(c, s)))      (round half to even)
+
+A residue the column's residues favour costs nothing more; one they disfavour costs up to
+weight * (REFERENCE_SCORE + 4); a column most rows leave empty costs about weight *
+REFERENCE_SCORE for any residue. An ambiguous read residue (B, Z, J, X) costs the least X of its
+states, as Eq. 1's M_ij takes the cheapest of its states.
+
+The table is computed once per run on the host, in float64 then rounded, so every device sees
+the same integers. Its rows are the alphabet's read codes (`cost_codes`: the single states in bit
+order, then the ambiguity codes by value); kernels find a read residue's row by its code
+(`cost_row`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache, cached_property
+
+import numpy as np
+from numba import njit
+
+from papara_py.phylo.encoding import Alphabet
+
+#: The mean BLOSUM62 score at or above which a residue costs nothing more: about what a column
+#: of one conserved residue scores against itself (BLOSUM62's diagonal runs 4-11).
+REFERENCE_SCORE = 5
+#: Largest weight (`--column-weight`): X then stays below 128 (kernels read it as one byte).
+MAX_COLUMN_WEIGHT = 10.0
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnCosts:
+    """X of the module docstring: `table` uint8 [K, m], row k for read code `codes[k]` (uint32 [K],
+    the alphabet's `cost_codes`; 1 <= K <= 256, so a row number is a byte)."""
+
+    table: np.ndarray
+    codes: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.table.dtype != np.uint8 or self.table.ndim != 2 or self.codes.ndim != 1 \
+                or not 0 < self.codes.size == self.table.shape[0] <= 256:
+            raise ValueError(f"a column cost table is uint8 [K, m] with 1 <= K <= 256 row codes; got "
+                             f"{self.table.dtype} {self.table.shape} for {self.codes.size} codes")
+
+    @cached_property
+    def largest(self) -> int:
+        """The largest cost in the table (the overflow bounds add it to every diagonal step)."""
+        return int(self.table.max(initial=0))
+
+    def rows_of(self, codes: np.ndarray) -> np.ndarray:
+        """uint8 table row of every read code (`cost_row`, vectorised: what the OpenCL kernels read
+        beside the codes). ValueError for a code without a row, as `cost_row` raises. A lookup
+        table over the code values (a million entries for protein's 20-bit sets) takes tens of ms
+        for ten million residues, a twentieth of a sorted search's time."""
+        lookup = np.full(int(self.codes.max()) + 1, -1, np.int16)
+        lookup[self.codes[::-1]] = np.arange(self.codes.size - 1, -1, -1)  # a code's first row, as cost_row
+        codes = np.asarray(codes)
+        rows = lookup[np.minimum(codes, lookup.size - 1)]
+        if codes.size and (codes.max() >= lookup.size or rows.min() < 0):
+            raise ValueError("a read code has no row in the column cost table")
+        return rows.astype(np.uint8)
+
+
+def substitution_scores(alphabet: Alphabet) -> np.ndarray:
+    """The alphabet's substitution matrix (`Alphabet.substitution_matrix`: BLOSUM62 for protein)
+    over its states in bit order (float64 [S, S]; Biopython's copy)."""
+    if alphabet.substitution_matrix is None:
+        raise ValueError(f"the {alphabet.name} alphabet has no substitution matrix for column profile costs")
+    return _matrix(alphabet.substitution_matrix, alphabet.letters).copy()
+
+
+@cache
+def _matrix(name: str, letters: str) -> np.ndarray:
+    from Bio.Align import substitution_matrices
+
+    matrix = substitution_matrices.load(name)
+    return np.array([[matrix[a][b] for b in letters] for a in letters], float)
+
+
+def largest_cost(weight: float) -> int:
+    """The most X can be at `weight` (P is at least BLOSUM62's smallest score, -4)."""
+    return math.ceil(weight * (REFERENCE_SCORE + 4))
+
+
+def cost_codes(alphabet: Alphabet) -> np.ndarray:
+    """The read codes a cost table has rows for: each single state in bit order, then every other
+    code the alphabet's reads can have (ambiguity codes), by value."""
+    singles = [1 << k for k in range(alphabet.n_states)]
+    others = sorted({int(c) for c in np.unique(alphabet.read_code)} - {0, *singles})
+    return np.array(singles + others, np.uint32)
+
+
+def column_costs(tip_rows: np.ndarray, alphabet: Alphabet, weight: float) -> ColumnCosts | None:
+    """X of every read code and column of `tip_rows` (uint8 [rows, m] ASCII alignment rows,
+    validated), or None where the term is off (weight 0). ValueError for an alphabet without a
+    substitution matrix (DNA)."""
+    if weight == 0:
+        return None
+    rows = np.asarray(tip_rows, np.uint8)
+    upper = np.char.upper(rows.view("S1")).view(np.uint8)
+    counts = np.stack([(upper == ord(letter)).sum(axis=0) for letter in alphabet.letters], axis=1)
+    # R * P(c, s) as exact integers, so rounding sees P's true value: weight * shortfall / R is
+    # then two correctly rounded operations, and a tie (k + 1/2) is exact and rounds to even
+    totals = counts @ substitution_scores(alphabet).astype(np.int64).T  # [m, S]
+    shortfall = np.clip(REFERENCE_SCORE * rows.shape[0] - totals, 0, None)
+    per_state = np.rint(weight * shortfall / rows.shape[0]).T  # [S, m]
+    codes = cost_codes(alphabet)
+    table = np.empty((codes.size, rows.shape[1]), np.uint8)
+    for k, code in enumerate(codes.tolist()):
+        states = [s for s in range(alphabet.n_states) if code >> s & 1]
+        table[k] = per_state[states].min(axis=0)
+    return ColumnCosts(table=table, codes=codes)
+
+
+@njit(cache=True, nogil=True)
+def cost_row(code, codes) -> int:
+    """The row of read code `code` in a cost table with row codes `codes` (a read residue's
+    codes are the alphabet's, so it is always there; anything else is a caller's error)."""
+    for k in range(codes.shape[0]):
+        if codes[k] == code:
+            return k
+    raise ValueError("a read code has no row in the column cost table")
+
+
+def kernel_costs(costs: ColumnCosts | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """`costs` as numba kernels take it: (table, codes), or None (the term off: numba then
+    compiles the kernels without it, `read_cost_row` and `cell_cost` fold to 0)."""
+    return None if costs is None else (costs.table, costs.codes)
+
+
+@njit(cache=True, nogil=True)
+def read_cost_row(costs, code):
+    """The cost table row of a read residue (`kernel_costs`' form; 0 without a table)."""
+    if costs is None:
+        return 0
+    return cost_row(code, costs[1])
+
+
+@njit(cache=True, nogil=True)
+def cell_cost(costs, row, column):
+    """X of table row `row` at `column` (0 without a table)."""
+    if costs is None:
+        return 0
+    return costs[0][row, column]
