@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from time import perf_counter, thread_time
 
@@ -21,7 +22,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_cpu_kernel import random_column_costs
+from test_cpu_kernel import random_column_costs, random_cost_codes
 
 from papara_py.engine import opencl_devices
 from papara_py.engine.layout import block_count, make_block
@@ -158,6 +159,21 @@ def test_random_protein_chunks_match_reference(scorers, case) -> None:
         assert scorer.stats.packed_reads == 0
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances(), st.sampled_from([0.5, 1.0, 5.0]))
+def test_random_protein_chunks_with_column_costs_match_reference(scorers, case, weight) -> None:
+    """The random protein chunks above with column profile costs (-DCOLUMN_COSTS=1): a random
+    table up to the weight's bound, read residues among its codes (B, Z, J, X included)."""
+    rng = np.random.default_rng(case["seed"])
+    profiles = random_profiles(rng, case["n_edges"], case["m"], PROTEIN)
+    params = replace(case["params"], column_weight=weight)
+    costs = random_column_costs(rng, case["m"], params.column_cost_bound())
+    reads = [random_cost_codes(rng, n) for n in case["lengths"]]
+    family = protein_states(rng, case["m"]) if case["seed"] % 2 else None
+    check(scorers[case["narrow"], case["rows"]], profiles, reads, params, case["k"], case["width"],
+          case["first_edge"], family, costs)
+
+
 def test_protein_states_above_a_byte_and_the_cgap_bit_reach_the_device(scorers) -> None:
     """Profiles differing only in bits 8-20: a kernel that read bytes or DNA's CGAP bit fails."""
     w = np.uint32(PROTEIN.read_code[ord("W")])  # bit 17
@@ -183,7 +199,7 @@ def test_protein_reads_of_every_stripe_remainder_in_both_widths(scorers, narrow)
     assert (scorer.stats.packed_reads, scorer.stats.wide_reads) == ((40, 0) if narrow else (0, 40))
 
 
-#: Penalties whose column cost bound (45 at column_weight 5) covers `random_costs`' 0..39.
+#: Penalties whose column cost bound (45 at column_weight 5) covers `random_column_costs`' 0..39.
 COST_PARAMS = {"mismatch": 3, "cgap": 6, "gap_open": 5, "gap_extend": 3, "insertion": 16, "column_weight": 5.0}
 
 
