@@ -453,10 +453,12 @@ def resolve_params(params: ScoringParams | PenaltyChoice, alphabet: Alphabet) ->
     given)."""
     resolved = params if isinstance(params, ScoringParams) else params.resolve(alphabet.default_preset)
     if resolved.column_weight and alphabet.substitution_matrix is None:
-        raise InputError("--column-weight", f"the column profile cost (weight {resolved.column_weight:g}) scores read "
-                                            f"residues with a substitution matrix, and {alphabet.residue_kind} data "
-                                            f"have none: it is for protein data; leave --column-weight out for "
-                                            f"{alphabet.name}")
+        from_preset = isinstance(params, PenaltyChoice) and "column_weight" not in dict(params.given)
+        source, advice = ((f"--preset {params.preset}", "give --column-weight 0 with it, or another preset")
+                          if from_preset else ("--column-weight", "leave --column-weight out"))
+        raise InputError(source, f"the column profile cost (weight {resolved.column_weight:g}) scores read residues "
+                                 f"with a substitution matrix, and {alphabet.residue_kind} data have none: it is "
+                                 f"for protein data; {advice} for {alphabet.name}")
     return resolved
 
 

@@ -12,7 +12,7 @@ from literal_dp import literal_align, literal_score, rescore_cigar
 
 from papara_py.errors import InputError
 from papara_py.io.cigar import parse_cigar
-from papara_py.pairwise.params import ScoringParams
+from papara_py.pairwise.params import PenaltyChoice, ScoringParams
 from papara_py.pairwise.reference_scorer import score_reference
 from papara_py.pairwise.traceback import align, align_many, place_read
 from papara_py.phylo.column_costs import column_costs, cost_codes
@@ -204,6 +204,11 @@ def test_column_costs_are_off_at_weight_0_and_for_dna():
         column_costs(rows, DNA, 1.0)
     with pytest.raises(InputError, match="--column-weight.*protein data"):
         resolve_params(ScoringParams(column_weight=1.0), DNA)
+    with pytest.raises(InputError, match="--column-weight.*protein data"):
+        resolve_params(PenaltyChoice("robust", (("column_weight", 0.5),)), DNA)
+    with pytest.raises(InputError, match="--preset protein.*give --column-weight 0 with it"):
+        resolve_params(PenaltyChoice("protein"), DNA)
+    assert resolve_params(PenaltyChoice("protein", (("column_weight", 0.0),)), DNA).column_weight == 0
     with pytest.raises(ValueError, match="column_weight must be a number from 0 to 10"):
         ScoringParams(column_weight=11)
 
