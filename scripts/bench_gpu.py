@@ -46,7 +46,7 @@ from papara_py.pairwise.reference_scorer import score_matrix_reference
 from papara_py.phylo.encoding import ALPHABETS, DNA, PROTEIN, Alphabet
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_cpu import random_costs  # noqa: E402  (a sibling script)
+from bench_cpu import random_costs  # a sibling script (scripts/ is not a package)
 
 PARAMS = ScoringParams()
 BLOCK_WIDTH = 16
