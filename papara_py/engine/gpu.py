@@ -159,7 +159,7 @@ def device_table(costs: ColumnCosts, params: ScoringParams, m: int) -> np.ndarra
     """The kernels' cost table, uint8 [m][K] (a column's costs side by side), after checking it
     fits (`ScoringParams.check_column_costs`)."""
     params.check_column_costs(costs, m)
-    return np.ascontiguousarray(costs.table.T, np.uint8)
+    return costs.by_column
 
 
 def _round_up(value: int, multiple: int) -> int:

@@ -59,13 +59,25 @@ class ColumnCosts:
         """The largest cost in the table (the overflow bounds add it to every diagonal step)."""
         return int(self.table.max(initial=0))
 
+    @cached_property
+    def by_column(self) -> np.ndarray:
+        """The table transposed, uint8 [m, K] C-contiguous (a column's costs side by side, as the
+        OpenCL kernels read it); made once, however many chunks upload it."""
+        return np.ascontiguousarray(self.table.T)
+
+    @cached_property
+    def _row_lookup(self) -> np.ndarray:
+        """int16 [max code + 1]: each code's first row (as `cost_row` finds it), -1 for none."""
+        lookup = np.full(int(self.codes.max()) + 1, -1, np.int16)
+        lookup[self.codes[::-1]] = np.arange(self.codes.size - 1, -1, -1)
+        return lookup
+
     def rows_of(self, codes: np.ndarray) -> np.ndarray:
         """uint8 table row of every read code (`cost_row`, vectorised: what the OpenCL kernels read
         beside the codes). ValueError for a code without a row, as `cost_row` raises. A lookup
-        table over the code values (a million entries for protein's 20-bit sets) takes tens of ms
-        for ten million residues, a twentieth of a sorted search's time."""
-        lookup = np.full(int(self.codes.max()) + 1, -1, np.int16)
-        lookup[self.codes[::-1]] = np.arange(self.codes.size - 1, -1, -1)  # a code's first row, as cost_row
+        table over the code values (a million entries for protein's 20-bit sets, built once per
+        table) takes tens of ms for ten million residues, a twentieth of a sorted search's time."""
+        lookup = self._row_lookup
         codes = np.asarray(codes)
         rows = lookup[np.minimum(codes, lookup.size - 1)]
         if codes.size and (codes.max() >= lookup.size or rows.min() < 0):
