@@ -39,12 +39,15 @@
  *   band    [m + 1][n_reads*units] cell_t: S of row j0-1 at column i stored at index i + 1,
  *                                 work-items side by side (coalesced)
  *   scores  [n_reads][units*LANES] int: S minimum of each (read, lane)
- *   cost_rows  [residues]         uchar, COLUMN_COSTS only: each read residue's row k of the cost
- *                                 table (the host looks its code up, engine/gpu.py cost_rows),
- *                                 beside `codes` and padded like it (row 0)
- *   cost_table [m][n_costs]       uchar, COLUMN_COSTS only: X(i, code of row k) at [i][k], a
- *                                 column's costs side by side (phylo/column_costs.py's table
- *                                 transposed)
+ *   read_costs per read [m][n4]   uint4, COLUMN_COSTS only: the read's own cost profile, X(i, b_j)
+ *                                 splatted into a cell_t (both halves when packed) at cell j of
+ *                                 column i's n4 = ceil(n / ROWS) * ROWS / 4 uint4s (rows past the
+ *                                 read's end 0). Read q's starts at uint4 cost_start[q]. Built per
+ *                                 batch by `read_cost_profile` (below) from:
+ *   cost_rows  [residues]         uchar: each read residue's row k of the column cost table (the
+ *                                 host looks its code up, engine/gpu.py), beside `codes`
+ *   cost_table [m][n_costs]       uchar: X(i, code of row k) at [i][k] (phylo/column_costs.py's
+ *                                 table transposed)
  *
  * Overflow: every finite value is below `inf` (the host checks this from the read length); the
  * out-of-band stand-ins stay below inf + 2 * max step, so a 16-bit half never exceeds 65535 and a
@@ -54,16 +57,19 @@
  *   -DPROF_BITS=8|32 -DSTATE_BITS=<states> (the alphabet, phylo/encoding.py): profile elements
  *   and read codes are uchar (DNA: 4 states, CGAP bit 4) or uint (protein: 20 states, CGAP bit
  *   20); the CGAP bit is bit STATE_BITS.
- *   -DCOLUMN_COSTS=0|1: column profile costs (phylo/column_costs.py, protein). Each stripe row
- *   keeps its residue's table row k in a register (XR, loaded with B); column c of the stripe
- *   reads the table's column j0 + c (`xcol`, advanced like the profile pointer), and each cell adds
- *   xcol[XR[r]] to its diagonal step, splatted into both halves: one byte load, its address and
- *   one multiply-add per cell (pair). The cost is non-negative and within the step bound the host
+ *   -DCOLUMN_COSTS=0|1: column profile costs (phylo/column_costs.py, protein). X depends on the
+ *   column and the read residue only, so every work-item of a read adds the same X_ij: a
+ *   per-read cost profile (`read_costs`, made on the device before band_score) holds it already
+ *   splatted, a column's rows side by side. Column c of a stripe loads its ROWS cells as
+ *   ROWS / 4 uint4s (`xcol`, advanced by n4 per column like the profile pointer), and each cell
+ *   (pair) adds its cell: one add, and a 16-byte load per four rows whose address the warp's
+ *   work-items share (they hold one read, get_global_id(1), and step through its columns
+ *   together): an L1 broadcast. The cost is non-negative and within the step bound the host
  *   checks (ScoringParams.max_addend counts the largest one), so halves neither borrow nor carry.
- *   The work-items of a warp hold one read (get_global_id(1)) and step through its columns
- *   together, so their table loads are one address: an L1 broadcast. XR is a register per row
- *   beside S, D, B (and BH), so the host builds it with shorter stripes (engine/gpu.py COST_ROWS).
- *   Without it the kernel takes NULL for both tables and never reads them.
+ *   (The first form, a byte of the [m][K] table per cell at a row number kept per stripe row,
+ *   cost an address add, a byte load and a multiply-add per cell and a register per row:
+ *   BENCHMARKS.md, "The column profile cost on the GPU and the CPU".) ROWS must be a multiple
+ *   of 4. Without it the kernel takes NULL for both and never reads them.
  *   -DNEAR=0|1: near states. The host gives each lane's element a second set beside it, the
  *   state set | its near states (engine/gpu.py, _padded_profile). DNA: each element widened to
  *   16 bits, bits 0-3 the state set, bit 4 CGAP, bits 8-11 the wider set; prof_t is then ushort
@@ -91,6 +97,9 @@
 
 #include "elements.cl"
 typedef elem_t code_t;
+#if COLUMN_COSTS && ROWS % 4
+#error "column costs load four rows' cells at a time: ROWS must be a multiple of 4"
+#endif
 #define SPLIT (PACKED && PROF_BITS == 32)
 #if SPLIT
 #define HALF_BITS (STATE_BITS / 2)
@@ -216,13 +225,16 @@ inline column_t load_column(global const prof_t *p, const penalties_t *pen)
 
 /* One column of a stripe: rows 0 .. ROWS-1 (or 0 .. h-1 when `track`), top to bottom.
  * dsrc = S(i-1, j0-1), up = S(i, j0-1). `masked` and `track` are compile-time constants at
- * every call, so each call site is specialised. XR: the rows' cost table rows, xcol: the cost
- * table's column i (COLUMN_COSTS; unused without). */
-inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH, const uint *XR,
-                        global const uchar *xcol, const column_t col, cell_t dsrc,
+ * every call, so each call site is specialised. xcol: the read's cost profile at column i, row
+ * j0 (COLUMN_COSTS; unused without). */
+inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH,
+                        global const uint4 *xcol, const column_t col, cell_t dsrc,
                         cell_t up, const int c, const int width, const int h,
                         const penalties_t *pen, const bool masked, const bool track, cell_t *best)
 {
+#if COLUMN_COSTS
+    uint4 x4; /* the cells of rows r .. r+3, loaded at every fourth row */
+#endif
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
         if (track && r >= h)
@@ -252,7 +264,10 @@ inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH,
         cell_t cost = col.diag + hit * pen->neg_mismatch;
 #endif
 #if COLUMN_COSTS
-        cost += SPLAT(xcol[XR[r]]); /* X_ij, one load for both lanes; no half carries (Overflow) */
+        if ((r & 3) == 0)
+            x4 = xcol[r >> 2];
+        /* X_ij, splatted already; no half carries (Overflow). r is a constant once unrolled */
+        cost += (r & 3) == 0 ? x4.x : (r & 3) == 1 ? x4.y : (r & 3) == 2 ? x4.z : x4.w;
 #endif
         cell_t ins = lane_add(up, pen->insertion);
         if (masked && c - r + 1 >= width) /* the row above has left the band */
@@ -276,8 +291,7 @@ inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH,
  * of writing the band. */
 inline void sweep_stripe(global const prof_t *profile, const int units, global cell_t *band,
                          const size_t stride, cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH,
-                         const uint *XR, global const uchar *cost_table, const int n_costs, const int j0,
-                         const int h, const int width, const bool first, const penalties_t *pen,
+                         global const uint4 *costs, const int n4, const int j0, const int h, const int width, const bool first, const penalties_t *pen,
                          const bool track, cell_t *best)
 {
 #pragma unroll
@@ -289,20 +303,21 @@ inline void sweep_stripe(global const prof_t *profile, const int units, global c
     global const prof_t *p = profile + (size_t)j0 * units;
     global cell_t *bp = band + (size_t)(j0 + 1) * stride;
     cell_t dsrc = first ? 0 : bp[-(ptrdiff_t)stride];
-    global const uchar *xcol = cost_table + (size_t)j0 * n_costs; /* COLUMN_COSTS: column j0 + c */
+    /* COLUMN_COSTS: the read's cost profile at column j0 + c, rows j0 .. j0+ROWS-1 */
+    global const uint4 *xcol = costs + (size_t)j0 * n4 + j0 / 4;
     int c = 0;
 
 #define STRIPE_COLUMN(MASKED)                                                                    \
     {                                                                                            \
         const column_t col = load_column(p, pen);                                                \
         const cell_t up = first ? 0 : *bp;                                                       \
-        column_step(S, D, B, BH, XR, xcol, col, dsrc, up, c, width, h, pen, MASKED, track, best); \
+        column_step(S, D, B, BH, xcol, col, dsrc, up, c, width, h, pen, MASKED, track, best);     \
         if (!track)                                                                              \
             *bp = S[ROWS - 1];                                                                   \
         dsrc = up;                                                                               \
         p += units;                                                                              \
         bp += stride;                                                                            \
-        xcol += n_costs;                                                                         \
+        xcol += n4;                                                                              \
     }
 
     for (; c < min(h - 1, ncols); ++c) /* rows still entering the band */
@@ -314,9 +329,8 @@ inline void sweep_stripe(global const prof_t *profile, const int units, global c
 #undef STRIPE_COLUMN
 }
 
-/* A stripe's ROWS read residues, each in both halves (SPLIT: low part in B, high part in BH),
- * and with COLUMN_COSTS their cost table rows (XR). */
-inline void load_residues(global const code_t *read, global const uchar *rows, cell_t *B, cell_t *BH, uint *XR)
+/* A stripe's ROWS read residues, each in both halves (SPLIT: low part in B, high part in BH). */
+inline void load_residues(global const code_t *read, cell_t *B, cell_t *BH)
 {
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
@@ -326,9 +340,6 @@ inline void load_residues(global const code_t *read, global const uchar *rows, c
 #else
         B[r] = SPLAT(read[r]);
 #endif
-#if COLUMN_COSTS
-        XR[r] = rows[r];
-#endif
     }
 }
 
@@ -337,8 +348,8 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
                        global const int *read_len, const int n_reads, global cell_t *band,
                        global int *scores, const uint mismatch, const uint cgap,
                        const uint open_extend, const uint extend, const uint insertion,
-                       const uint inf, const uint near_mismatch, global const uchar *cost_rows,
-                       global const uchar *cost_table, const int n_costs)
+                       const uint inf, const uint near_mismatch, global const uint4 *read_costs,
+                       global const uint *cost_start)
 {
     const int u = get_global_id(0);
     const int q = get_global_id(1);
@@ -350,7 +361,13 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
     const int n = read_len[q];
     const int width = m - n + 1;
     global const code_t *read = codes + read_start[q];
-    global const uchar *read_rows = cost_rows + read_start[q]; /* COLUMN_COSTS only */
+#if COLUMN_COSTS
+    global const uint4 *costs = read_costs + cost_start[q];
+    const int n4 = (n + ROWS - 1) / ROWS * (ROWS / 4);
+#else
+    global const uint4 *costs = 0; /* unused */
+    const int n4 = 0;
+#endif
     const size_t stride = (size_t)n_reads * units;
     global cell_t *my_band = band + (size_t)q * units + u;
     global const prof_t *my_profile = profile + u;
@@ -361,23 +378,19 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
 #else
     cell_t *BH = B; /* unused */
 #endif
-#if COLUMN_COSTS
-    uint XR[ROWS];
-#else
-    uint *XR = 0; /* unused */
-#endif
     cell_t best = pen.inf;
     int j0 = 0;
     for (; j0 + ROWS < n; j0 += ROWS) {
-        load_residues(read + j0, read_rows + j0, B, BH, XR);
-        sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, XR, cost_table, n_costs, j0, ROWS,
-                     width, j0 == 0, &pen, false, &best);
+        load_residues(read + j0, B, BH);
+        sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, costs, n4, j0, ROWS, width, j0 == 0, &pen,
+                     false, &best);
     }
-    /* codes and cost_rows are padded by ROWS elements past the last read: the rows past the read's
-     * end load a code 0 and row 0 but are never computed (column_step stops at h) */
-    load_residues(read + j0, read_rows + j0, B, BH, XR);
-    sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, XR, cost_table, n_costs, j0, n - j0, width,
-                 j0 == 0, &pen, true, &best);
+    /* codes are padded by ROWS elements past the last read, a read's cost profile to whole
+     * stripes: the rows past the read's end load a code 0 and a cost 0 but are never computed
+     * (column_step stops at h) */
+    load_residues(read + j0, B, BH);
+    sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, costs, n4, j0, n - j0, width, j0 == 0, &pen,
+                 true, &best);
 
     global int *out = scores + ((size_t)q * units + u) * LANES;
 #if PACKED
@@ -387,3 +400,38 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
     out[0] = (int)best;
 #endif
 }
+
+#if COLUMN_COSTS
+/* The reads' cost profiles (read_costs above) from the column cost table: one work-item per
+ * uint4 of all reads' profiles, so the writes are contiguous. Read q's profile covers uint4s
+ * cost_start[q] .. cost_start[q+1]-1 (cost_start has n_reads + 1 entries, the last the total);
+ * a work-item finds its read by bisection. Cell (i, j) = SPLAT(cost_table[i][cost_rows[read_start[q]
+ * + j]]) for j < n, 0 for the rows up to the stripe's end. */
+kernel void read_cost_profile(global const uchar *cost_rows, global const uchar *cost_table, const int n_costs,
+                              global const int *read_start, global const int *read_len,
+                              global const uint *cost_start, const int n_reads, global uint4 *read_costs)
+{
+    const uint g = get_global_id(0);
+    if (g >= cost_start[n_reads])
+        return;
+    int lo = 0, hi = n_reads - 1; /* the last q with cost_start[q] <= g */
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (cost_start[mid] <= g)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    const int n = read_len[lo];
+    const uint n4 = (n + ROWS - 1) / ROWS * (ROWS / 4);
+    const uint local_index = g - cost_start[lo];
+    const uint i = local_index / n4;
+    const int j = (local_index - i * n4) * 4;
+    global const uchar *rows = cost_rows + read_start[lo];
+    global const uchar *column = cost_table + (size_t)i * n_costs;
+    uint cell[4];
+    for (int t = 0; t < 4; ++t)
+        cell[t] = j + t < n ? SPLAT(column[rows[j + t]]) : 0u;
+    read_costs[g] = (uint4)(cell[0], cell[1], cell[2], cell[3]);
+}
+#endif

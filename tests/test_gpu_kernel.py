@@ -31,7 +31,7 @@ from papara_py.pairwise.reference_scorer import score_matrix_reference
 from papara_py.phylo.encoding import DNA, PROTEIN, READ_CODE
 
 cl = pytest.importorskip("pyopencl")
-from papara_py.engine.gpu import INF32, GpuScorer  # noqa: E402  (needs pyopencl)
+from papara_py.engine.gpu import INF32, GpuScorer, Variant, _cost_starts  # noqa: E402  (needs pyopencl)
 
 EMPTY = np.iinfo(np.int32).max
 #: Read states: mostly plain bases, some ambiguity codes (R, S, N).
@@ -211,7 +211,7 @@ def test_protein_column_costs_match_reference(scorers, narrow, near_mismatch, ro
     every row of the table (ambiguity codes included), in packed lanes (split state sets, the cost
     in both halves) and the 32-bit lane, with near states cheaper than a mismatch (and the columns'
     family residues) and without; stripes of 4 rows (most reads end in a part-filled stripe) and
-    of 16 (engine/gpu.COST_ROWS, what 32 becomes with costs: reads in one to three stripes)."""
+    of 32 (12 in packed lanes, engine/gpu.SPLIT_ROWS: reads in one to four stripes)."""
     rng = np.random.default_rng(31 + near_mismatch)
     m = 83
     profiles = random_profiles(rng, 21, m, PROTEIN)
@@ -431,3 +431,14 @@ def test_device_time_is_recorded_within_the_wall_time(device) -> None:
         assert 0 < stats.kernel_seconds <= stats.device_seconds <= stats.wall_seconds
         seen.append(stats.device_seconds)
     assert consumer.device_seconds == pytest.approx(sum(seen))
+
+
+def test_read_cost_profiles_are_laid_out_by_whole_stripes_and_refuse_a_32_bit_overflow() -> None:
+    """Each read's cost profile (kernels/band_score.cl read_costs) spans m columns of its rows
+    rounded up to the variant's stripe height, four cells per uint4, one after the other; a batch
+    whose profiles would pass 2^32 uint4s (the kernel's 32-bit offsets) is refused, not wrapped."""
+    variant = Variant(packed=True, ptx=False, rows=12, alphabet=PROTEIN, costs=True)
+    starts = _cost_starts(np.array([1, 12, 13]), 5, variant)
+    assert starts.dtype == np.uint32 and starts.tolist() == [0, 15, 30, 60]
+    with pytest.raises(ValueError, match="exceed 2\\^32"):
+        _cost_starts(np.full(4, 1 << 12), 1 << 20, variant)

@@ -22,8 +22,11 @@ Why the host side looks the way it does:
 - With column profile costs (phylo/column_costs.py, protein; the kernel's COLUMN_COSTS) the host
   looks up each read residue's table row once per chunk (`ColumnCosts.rows_of`, which also refuses a
   code without one, as the CPU path does) and uploads it beside the codes, with the table transposed
-  to [m][K] (`device_table`): the kernel then does no search, and a column's costs lie side by side
-  (the traceback's work-items, each on its own read, read one column's K bytes together).
+  to [m][K] (`device_table`). Each batch then first expands them on the device into every read's
+  own cost profile, X(i, b_j) ready to add ([m][stripe rows], `read_cost_profile`): every
+  work-item of a read adds the same costs, so band_score loads four rows' costs per column in one
+  broadcast load and adds them, where looking each one up cost it 16% (BENCHMARKS.md). The
+  traceback (engine/gpu_trace.py), whose work-items each hold their own read, reads the table.
 - On NVIDIA sm_90+ the 16-bit lane arithmetic is inline PTX (add/min.u16x2, fused into DPX
   instructions); elsewhere portable OpenCL C. Tests hold the two against each other.
 - Waiting for the device sleeps in short steps between status queries: NVIDIA's blocking waits
@@ -68,17 +71,13 @@ _contexts: dict[object, cl.Context] = {}
 _programs: dict[tuple, cl.Program] = {}
 
 
-#: Stripe height of split (protein) state sets in packed lanes. H100, bench_gpu.py --alphabet
-#: protein, Q=1250 E=320 m=5000: 2,574 kernel GCUPS with 32 rows, 2,888 with 24, 2,647 with 16
-#: (BENCHMARKS.md, "Protein on the GPU").
-SPLIT_ROWS = 24
-#: Stripe height with column profile costs, where each stripe row also keeps its cost table row
-#: in a register (kernels/band_score.cl, COLUMN_COSTS; ptxas: 230 registers for the packed
-#: protein build of 24 rows, 168 without costs). H100, bench_gpu.py's shapes with the protein
-#: preset at --column-weight 1, kernel GCUPS T1 Q=1250 E=320 m=5000 / real Q=2100 E=2597 m=1072:
-#: packed 1,739 / 2,020 with 12 rows, 1,878 / 2,098 with 16, 1,348 / 1,449 with 20, 1,775 / 1,867
-#: with 24; the 32-bit lane 1,330 / 1,466 with 16, 1,303 / 1,358 with 24, 1,144 / 1,126 with 32.
-COST_ROWS = 16
+#: Stripe height of split (protein) state sets in packed lanes, with and without column profile
+#: costs. H100, kernel GCUPS with the protein preset (BENCHMARKS.md, "Read cost profiles"), the
+#: 'large' shape Q=20000 E=2597 m=1072 / T1 Q=1250 E=320 m=5000: with the costs 1,682 / 1,268 at 8
+#: rows, 2,464 / 2,065 at 12, 2,295 / 1,880 at 16, 2,227 at 20, 2,168 at 24; without them 2,838 /
+#: 2,400 at 12, 2,678 / 2,176 at 16, 2,539 / 2,174 at 24 (ptxas: 128 registers at 12 rows, 168 at
+#: 24). The column costs load four rows' costs at a time, so it is a multiple of 4.
+SPLIT_ROWS = 12
 
 
 @dataclass(frozen=True)
@@ -110,11 +109,13 @@ class Variant:
     def of(self, alphabet: Alphabet, near: bool = False, costs: bool = False) -> "Variant":
         """This variant for `alphabet`'s elements, with near states or not, with column profile
         costs or not. Split state sets in packed lanes keep each residue in two registers, so their
-        stripes are at most SPLIT_ROWS rows high; column profile costs keep a third register per
-        row, and stripes of COST_ROWS ran fastest with them."""
+        stripes are at most SPLIT_ROWS rows high; column profile costs are loaded four rows at a
+        time, so with them the height is rounded down to a multiple of 4."""
         split = self.packed and alphabet.dtype.itemsize > 1
         rows = min(self.rows, SPLIT_ROWS) if split else self.rows
-        return replace(self, alphabet=alphabet, near=near, costs=costs, rows=min(rows, COST_ROWS) if costs else rows)
+        if costs:
+            rows = max(4, rows - rows % 4)
+        return replace(self, alphabet=alphabet, near=near, costs=costs, rows=rows)
 
     @staticmethod
     def packs(alphabet: Alphabet) -> bool:
@@ -169,6 +170,16 @@ def _round_up(value: int, multiple: int) -> int:
 def _units(n_edges: int, variant: Variant) -> int:
     """Work-items per read for `n_edges` edges: `variant.lanes` edges each, whole work-groups."""
     return _round_up(-(-n_edges // variant.lanes), WG_UNITS)
+
+
+def _cost_starts(lengths: np.ndarray, m: int, variant: Variant) -> np.ndarray:
+    """Where each read's cost profile starts (kernels/band_score.cl read_costs), in uint4s, and
+    the total: m columns of the read's rows rounded up to whole stripes, four cells per uint4."""
+    quads = m * (_round_up(lengths.astype(np.int64), variant.rows) // 4)
+    starts = np.concatenate([[0], np.cumsum(quads)])
+    if starts[-1] >= 1 << 32:
+        raise ValueError(f"the cost profiles of {lengths.size} reads exceed 2^32 cells; use fewer reads per chunk")
+    return starts.astype(np.uint32)
 
 
 def _padded_profile(lanes: np.ndarray, variant: Variant, family: np.ndarray | None = None) -> np.ndarray:
@@ -239,6 +250,9 @@ class _KernelBatch:
     reads: np.ndarray    # int64 [n]: the chunk's read indices, longest first
     starts: np.ndarray   # int32 [n]: offset of each read in the chunk's sorted codes
     lengths: np.ndarray  # int32 [n]: residues of each read
+    #: uint32 [n + 1], column profile costs only: where each read's cost profile starts in the
+    #: batch's, in uint4s (kernels/band_score.cl read_costs), and the total last
+    cost_starts: np.ndarray | None = None
 
 
 @dataclass
@@ -261,7 +275,7 @@ class _ChunkBuffers:
 
     codes: cl.Buffer                     # the sorted read codes
     profiles: dict[bool, cl.Buffer]      # packed? -> padded profile
-    tables: list[tuple[cl.Buffer, cl.Buffer]]  # per batch: (starts, lengths)
+    tables: list[tuple[cl.Buffer, cl.Buffer, cl.Buffer | None]]  # per batch: (starts, lengths, cost_starts)
     costs: tuple[cl.Buffer, cl.Buffer, int] | None  # (cost rows, cost table, K), or None (NULLs, K 0)
 
 
@@ -297,7 +311,7 @@ class GpuScorer:
         #: device time of every chunk so far (with profiling): the GPU's own clock, whichever
         #: thread fed it
         self.device_seconds = 0.0
-        self._band: cl.Buffer | None = None
+        self._scratches: dict[str, cl.Buffer] = {}
         self._lock = threading.Lock()
         self._on_device = threading.BoundedSemaphore(max(1, queue_depth))
 
@@ -370,14 +384,17 @@ class GpuScorer:
                 plan.profiles[variant.packed] = _padded_profile(lanes, variant, family)
             reads = order[slots]
             plan.batches.append(_KernelBatch(variant, reads, starts[slots].astype(np.int32),
-                                             lengths[reads].astype(np.int32)))
+                                             lengths[reads].astype(np.int32),
+                                             _cost_starts(lengths[reads], m, variant) if costs is not None else None))
         return plan
 
     def _upload_inputs(self, plan: _ChunkPlan) -> _ChunkBuffers:
         """Device copies of a chunk's reads, profiles, per-batch read tables and column costs."""
         return _ChunkBuffers(codes=self._upload(plan.sorted_codes),
                              profiles={packed: self._upload(padded) for packed, padded in plan.profiles.items()},
-                             tables=[(self._upload(b.starts), self._upload(b.lengths)) for b in plan.batches],
+                             tables=[(self._upload(b.starts), self._upload(b.lengths),
+                                      None if b.cost_starts is None else self._upload(b.cost_starts))
+                                     for b in plan.batches],
                              costs=None if plan.cost_table is None else (
                                  self._upload(plan.cost_rows), self._upload(plan.cost_table),
                                  plan.cost_table.shape[1]))
@@ -385,12 +402,11 @@ class GpuScorer:
     def _enqueue(self, plan: _ChunkPlan, inputs: _ChunkBuffers, first_edge, n_edges, params, k) -> list["_Launch"]:
         """Queue the kernels of a chunk's batches (called under the lock: they share the band rows)."""
         launches = []
-        for batch, (starts_buf, lens_buf) in zip(plan.batches, inputs.tables):
+        for batch, batch_tables in zip(plan.batches, inputs.tables):
             variant = batch.variant
             units = _units(n_edges, variant)
-            launches.append(self._enqueue_batch(variant, inputs.profiles[variant.packed], units, plan.n_columns,
-                                                n_edges, first_edge, inputs.codes, batch.reads, starts_buf, lens_buf,
-                                                params, k, inputs))
+            launches.append(self._enqueue_batch(batch, inputs.profiles[variant.packed], units, plan.n_columns,
+                                                n_edges, first_edge, inputs.codes, batch_tables, params, k, inputs))
         self.queue.flush()
         return launches
 
@@ -435,50 +451,67 @@ class GpuScorer:
             if lo == hi:
                 continue
             units = _round_up(-(-n_edges // variant.lanes), WG_UNITS)
-            per_read = units * (m + 1) * 4
+            per_read = units * (m + 1) * 4  # band rows
+            if costs:  # and the cost profile of the range's longest read
+                per_read += m * _round_up(int(lengths[order[lo]]), variant.rows) * 4
             if per_read > self.band_budget:
                 raise ValueError(f"one read against {n_edges} edges x {m} columns needs {per_read} bytes "
-                                 f"of band memory, over this device's budget of {self.band_budget}; "
+                                 f"of band memory{' and cost profile' if costs else ''}, over this device's budget of "
+                                 f"{self.band_budget}; "
                                  f"use fewer blocks per chunk")
             n_batches = -(-(hi - lo) // (self.band_budget // per_read))
             # equal batches: a small last one would leave most of the device idle for a full pass
             yield from ((variant, slots) for slots in np.array_split(np.arange(lo, hi), n_batches))
 
-    def _band_buffer(self, nbytes: int) -> cl.Buffer:
-        """The band rows, kept between calls and grown when a batch needs more."""
-        if self._band is None or self._band.size < nbytes:
+    def _scratch(self, name: str, nbytes: int) -> cl.Buffer:
+        """Scratch memory `name` (the band rows, the reads' cost profiles), kept between calls and
+        grown when a batch needs more (the chunks' kernels run in one in-order queue, so they
+        share it)."""
+        buffer = self._scratches.get(name)
+        if buffer is None or buffer.size < nbytes:
             # release the old one first (a chunk still queued keeps it until it completes); a
             # quarter more than asked, within the budget, so that batches a few reads longer
             # than the first do not each replace it
-            self._band = None
-            self._band = cl.Buffer(self.context, cl.mem_flags.READ_WRITE,
-                                   max(nbytes, min(self.band_budget, nbytes * 5 // 4)))
-        return self._band
+            self._scratches.pop(name, None)
+            buffer = self._scratches[name] = cl.Buffer(self.context, cl.mem_flags.READ_WRITE,
+                                                       max(nbytes, min(self.band_budget, nbytes * 5 // 4)))
+        return buffer
 
-    def _enqueue_batch(self, variant, profile_buf, units, m, n_edges, first_edge, codes_buf, reads, starts_buf,
-                       lens_buf, params, k, inputs: _ChunkBuffers) -> "_Launch":
-        """Queue band_score and top_k for one batch (its read table already on the device).
+    def _enqueue_batch(self, batch: _KernelBatch, profile_buf, units, m, n_edges, first_edge, codes_buf,
+                       batch_tables, params, k, inputs: _ChunkBuffers) -> "_Launch":
+        """Queue band_score and top_k for one batch (its read table already on the device), with
+        column profile costs read_cost_profile before them.
 
         Every OpenCL object a command uses is held in the returned launch until the command has
         completed: NVIDIA's runtime spins a CPU core until the queue drains when one is released
         while in use (BENCHMARKS.md, GPU section).
         """
+        variant, reads = batch.variant, batch.reads
+        starts_buf, lens_buf, cost_starts_buf = batch_tables
         band_prog, topk_prog = self.build(variant, k)
         n_batch = reads.size
-        band_buf = self._band_buffer(n_batch * units * (m + 1) * 4)
+        band_buf = self._scratch("band", n_batch * units * (m + 1) * 4)
         row_lanes = units * variant.lanes
         scores_buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, n_batch * row_lanes * 4)
         top_score_buf = cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY, n_batch * k * 4)
         top_edge_buf = cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY, n_batch * k * 4)
         inf = params.int16_infinity() if variant.packed else INF32
         u32 = np.uint32
-        rows_buf, table_buf, n_costs = inputs.costs or (None, None, 0)
+        read_costs_buf = expand = None
+        if inputs.costs is not None:
+            rows_buf, table_buf, n_costs = inputs.costs
+            n_quads = int(batch.cost_starts[-1])
+            read_costs_buf = self._scratch("read_costs", n_quads * 16)
+            expand = cl.Kernel(band_prog, "read_cost_profile")
+            expand.set_args(rows_buf, table_buf, np.int32(n_costs), starts_buf, lens_buf, cost_starts_buf,
+                            np.int32(n_batch), read_costs_buf)
+            cl.enqueue_nd_range_kernel(self.queue, expand, (_round_up(n_quads, 256),), (256,))
         band = cl.Kernel(band_prog, "band_score")
         band.set_args(profile_buf, np.int32(m), np.int32(units), codes_buf, starts_buf, lens_buf,
                       np.int32(n_batch), band_buf, scores_buf, u32(params.mismatch), u32(params.cgap),
                       u32(params.gap_open + params.gap_extend), u32(params.gap_extend),
-                      u32(params.insertion), u32(inf), u32(params.near_mismatch), rows_buf, table_buf,
-                      np.int32(n_costs))
+                      u32(params.insertion), u32(inf), u32(params.near_mismatch), read_costs_buf,
+                      cost_starts_buf)
         band_done = cl.enqueue_nd_range_kernel(
             self.queue, band, (units, _round_up(n_batch, WG_READS)), (WG_UNITS, WG_READS))
         topk = cl.Kernel(topk_prog, "top_k")
@@ -486,7 +519,7 @@ class GpuScorer:
                       np.int32(k), np.int32(n_batch), top_score_buf, top_edge_buf)
         topk_done = cl.enqueue_nd_range_kernel(self.queue, topk, (_round_up(n_batch, 64),), None)
         return _Launch(reads, variant.packed, band_done, topk_done, (n_batch, k), top_score_buf, top_edge_buf,
-                       (inputs, band_buf, scores_buf, band, topk))
+                       (inputs, band_buf, read_costs_buf, expand, scores_buf, band, topk))
 
     def _wait(self, event: cl.Event) -> None:
         wait_sleeping(self.queue, event)

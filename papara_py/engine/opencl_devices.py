@@ -222,20 +222,20 @@ def _nothing_usable(kind: str, devices: list[DeviceInfo], notes: list[str]) -> s
 
 
 #: What the engine compiles (engine/gpu.py: band_score in its packed and its wide variant for each
-#: alphabet, with and without near states, protein at its stripe height, and protein with column
-#: profile costs at theirs; top_k), without
+#: alphabet, with and without near states, protein in packed lanes at its stripe height, and
+#: protein with column profile costs; top_k), without
 #: NVIDIA's inline PTX, which only sm_90 GPUs get. A test holds these equal to what GpuScorer builds.
 _DNA, _PROTEIN = ("-DPROF_BITS=8", "-DSTATE_BITS=4"), ("-DPROF_BITS=32", "-DSTATE_BITS=20")
 CHECK_BUILDS = (("band_score.cl", ("-DROWS=32", "-DPACKED=1", "-DUSE_PTX=0", *_DNA, "-DNEAR=0")),
                 ("band_score.cl", ("-DROWS=32", "-DPACKED=0", "-DUSE_PTX=0", *_DNA, "-DNEAR=0")),
                 ("band_score.cl", ("-DROWS=32", "-DPACKED=1", "-DUSE_PTX=0", *_DNA, "-DNEAR=1")),
                 ("band_score.cl", ("-DROWS=32", "-DPACKED=0", "-DUSE_PTX=0", *_DNA, "-DNEAR=1")),
-                ("band_score.cl", ("-DROWS=24", "-DPACKED=1", "-DUSE_PTX=0", *_PROTEIN, "-DNEAR=0")),
+                ("band_score.cl", ("-DROWS=12", "-DPACKED=1", "-DUSE_PTX=0", *_PROTEIN, "-DNEAR=0")),
                 ("band_score.cl", ("-DROWS=32", "-DPACKED=0", "-DUSE_PTX=0", *_PROTEIN, "-DNEAR=0")),
-                ("band_score.cl", ("-DROWS=24", "-DPACKED=1", "-DUSE_PTX=0", *_PROTEIN, "-DNEAR=1")),
+                ("band_score.cl", ("-DROWS=12", "-DPACKED=1", "-DUSE_PTX=0", *_PROTEIN, "-DNEAR=1")),
                 ("band_score.cl", ("-DROWS=32", "-DPACKED=0", "-DUSE_PTX=0", *_PROTEIN, "-DNEAR=1")),
-                *(("band_score.cl", ("-DROWS=16", f"-DPACKED={packed}", "-DUSE_PTX=0", *_PROTEIN, f"-DNEAR={near}",
-                                     "-DCOLUMN_COSTS=1")) for packed in (1, 0) for near in (0, 1)),
+                *(("band_score.cl", (f"-DROWS={12 if packed else 32}", f"-DPACKED={packed}", "-DUSE_PTX=0", *_PROTEIN,
+                                     f"-DNEAR={near}", "-DCOLUMN_COSTS=1")) for packed in (1, 0) for near in (0, 1)),
                 ("top_k.cl", ("-DKMAX=8",)))
 
 #: A kernel any OpenCL C compiler builds; it is also run, since some drivers compile for the
