@@ -211,7 +211,8 @@ def test_protein_column_costs_match_reference(scorers, narrow, near_mismatch, ro
     every row of the table (ambiguity codes included), in packed lanes (split state sets, the cost
     in both halves) and the 32-bit lane, with near states cheaper than a mismatch (and the columns'
     family residues) and without; stripes of 4 rows (most reads end in a part-filled stripe) and
-    of 32 (12 in packed lanes, engine/gpu.SPLIT_ROWS: reads in one to four stripes)."""
+    of 32 (12 in packed lanes, engine/gpu.SPLIT_ROWS, 16 in the 32-bit lane, COST_ROWS: reads in
+    one to four stripes)."""
     rng = np.random.default_rng(31 + near_mismatch)
     m = 83
     profiles = random_profiles(rng, 21, m, PROTEIN)

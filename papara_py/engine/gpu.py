@@ -78,6 +78,9 @@ _programs: dict[tuple, cl.Program] = {}
 #: 2,400 at 12, 2,678 / 2,176 at 16, 2,539 / 2,174 at 24 (ptxas: 128 registers at 12 rows, 168 at
 #: 24). The column costs load four rows' costs at a time, so it is a multiple of 4.
 SPLIT_ROWS = 12
+#: Most stripe rows with column profile costs (a multiple of 4, as above): the 32-bit lane, H100,
+#: protein preset, 5,000 reads of the 'large' shape: 1,187 kernel GCUPS with 32 rows, 1,556 with 16.
+COST_ROWS = 16
 
 
 @dataclass(frozen=True)
@@ -109,12 +112,12 @@ class Variant:
     def of(self, alphabet: Alphabet, near: bool = False, costs: bool = False) -> "Variant":
         """This variant for `alphabet`'s elements, with near states or not, with column profile
         costs or not. Split state sets in packed lanes keep each residue in two registers, so their
-        stripes are at most SPLIT_ROWS rows high; column profile costs are loaded four rows at a
-        time, so with them the height is rounded down to a multiple of 4."""
+        stripes are at most SPLIT_ROWS rows high; with column profile costs at most COST_ROWS,
+        rounded down to a multiple of 4 (the costs are loaded four rows at a time)."""
         split = self.packed and alphabet.dtype.itemsize > 1
         rows = min(self.rows, SPLIT_ROWS) if split else self.rows
         if costs:
-            rows = max(4, rows - rows % 4)
+            rows = max(4, min(rows, COST_ROWS) // 4 * 4)
         return replace(self, alphabet=alphabet, near=near, costs=costs, rows=rows)
 
     @staticmethod
@@ -470,11 +473,12 @@ class GpuScorer:
         buffer = self._scratches.get(name)
         if buffer is None or buffer.size < nbytes:
             # release the old one first (a chunk still queued keeps it until it completes); a
-            # quarter more than asked, within the budget, so that batches a few reads longer
-            # than the first do not each replace it
+            # quarter more than asked, within what the budget leaves beside the other scratches,
+            # so that batches a few reads longer than the first do not each replace it
             self._scratches.pop(name, None)
+            left = self.band_budget - sum(other.size for other in self._scratches.values())
             buffer = self._scratches[name] = cl.Buffer(self.context, cl.mem_flags.READ_WRITE,
-                                                       max(nbytes, min(self.band_budget, nbytes * 5 // 4)))
+                                                       max(nbytes, min(left, nbytes * 5 // 4)))
         return buffer
 
     def _enqueue_batch(self, batch: _KernelBatch, profile_buf, units, m, n_edges, first_edge, codes_buf,
