@@ -351,9 +351,16 @@ def _load_jit() -> None:
     """Load (or compile) the numba functions every run calls, on a thread of their own while
     the inputs are read, instead of on the thread that first needs them (a GPU feeder or the
     engine's master, with the GPU waiting): the candidate merges (pairwise/candidates.py) and
-    the read gather (io/reads.py)."""
-    load_merges()
-    ReadSet([], np.zeros(0, np.uint8), np.zeros(1, np.int64)).select_residues(np.zeros(0, np.int64))
+    the read gather (io/reads.py). A run that ends while numba still compiles (a stop signal, an
+    input error) tears the interpreter down under this daemon thread, and numba's registries fail
+    half-way: nothing to report then, as the run has said why it ended (tests/test_interrupts.py)."""
+    try:
+        load_merges()
+        ReadSet([], np.zeros(0, np.uint8), np.zeros(1, np.int64)).select_residues(np.zeros(0, np.int64))
+    except Exception:
+        if sys.is_finalizing() or not threading.main_thread().is_alive():
+            return
+        raise
 
 
 @dataclass
