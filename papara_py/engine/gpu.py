@@ -455,8 +455,8 @@ class GpuScorer:
                 continue
             units = _round_up(-(-n_edges // variant.lanes), WG_UNITS)
             per_read = units * (m + 1) * 4  # band rows
-            if costs:  # and the cost profile of the range's longest read
-                per_read += m * _round_up(int(lengths[order[lo]]), variant.rows) * 4
+            if costs:  # and the cost profile of the range's longest read, 16 bytes a uint4
+                per_read += int(_cost_starts(lengths[order[lo:lo + 1]], m, variant)[-1]) * 16
             if per_read > self.band_budget:
                 raise ValueError(f"one read against {n_edges} edges x {m} columns needs {per_read} bytes "
                                  f"of band memory{' and cost profile' if costs else ''}, over this device's budget of "
