@@ -39,15 +39,25 @@
  *   band    [m + 1][n_reads*units] cell_t: S of row j0-1 at column i stored at index i + 1,
  *                                 work-items side by side (coalesced)
  *   scores  [n_reads][units*LANES] int: S minimum of each (read, lane)
- *   read_costs per read [m][n4]   uint4, COLUMN_COSTS only: the read's own cost profile, X(i, b_j)
- *                                 splatted into a cell_t (both halves when packed) at cell j of
- *                                 column i's n4 = ceil(n / ROWS) * ROWS / 4 uint4s (rows past the
- *                                 read's end 0). Read q's starts at uint4 cost_start[q]. Built per
- *                                 batch by `read_cost_profile` (below) from:
+ *   read_costs per read [stripes][m][ROWS / 4]  uint4, COLUMN_COSTS only: the read's own cost
+ *                                 profile, X(i, b_j) splatted into a cell_t (both halves when
+ *                                 packed), stripe by stripe (stripes = ceil(n / ROWS); rows past
+ *                                 the read's end 0): a stripe's columns follow one another, so
+ *                                 the warp's loads run through contiguous memory (column-major
+ *                                 [m][rows] put each column's ROWS cells a read's length apart:
+ *                                 1% slower on the H100). Read q's starts at uint4 cost_start[q].
+ *                                 Built per batch by `read_cost_profile` (below) from:
  *   cost_rows  [residues]         uchar: each read residue's row k of the column cost table (the
  *                                 host looks its code up, engine/gpu.py), beside `codes`
  *   cost_table [m][n_costs]       uchar: X(i, code of row k) at [i][k] (phylo/column_costs.py's
  *                                 table transposed)
+ *
+ * Prefetch: a column's profile element and band cell (the row above the stripe) are loaded while
+ * the column before it is computed, one column ahead in registers: the band is device memory a
+ * stripe away, and loading it where it is used left each column waiting for it (H100 kernel
+ * GCUPS, DNA at m = 5,000: 3,345 -> 3,682; BENCHMARKS.md "Loads a column ahead"). The cost
+ * profile is not prefetched: a register copy of a column's costs took the protein build past
+ * 128 registers and was slower (and prefetch() hints changed nothing).
  *
  * Overflow: every finite value is below `inf` (the host checks this from the read length); the
  * out-of-band stand-ins stay below inf + 2 * max step, so a 16-bit half never exceeds 65535 and a
@@ -61,7 +71,7 @@
  *   column and the read residue only, so every work-item of a read adds the same X_ij: a
  *   per-read cost profile (`read_costs`, made on the device before band_score) holds it already
  *   splatted, a column's rows side by side. Column c of a stripe loads its ROWS cells as
- *   ROWS / 4 uint4s (`xcol`, advanced by n4 per column like the profile pointer), and each cell
+ *   ROWS / 4 uint4s (`xcol`, advanced by ROWS / 4 per column), and each cell
  *   (pair) adds its cell: one add, and a 16-byte load per four rows whose address the warp's
  *   work-items share (they hold one read, get_global_id(1), and step through its columns
  *   together): an L1 broadcast. The cost is non-negative and within the step bound the host
@@ -191,11 +201,11 @@ typedef struct {
     cell_t insertion, inf;
 } penalties_t;
 
-inline column_t load_column(global const prof_t *p, const penalties_t *pen)
+inline column_t load_column(const prof_t element, const penalties_t *pen)
 {
     column_t col;
 #if SPLIT
-    const prof_t elements = *p;
+    const prof_t elements = element;
     const uint gap = (elements.y >> (STATE_BITS - HALF_BITS)) & SPLAT(1); /* CGAP per lane */
     col.states = elements.x & SPLAT(HALF_MASK);
     col.states_hi = elements.y & SPLAT(HALF_MASK);
@@ -204,12 +214,12 @@ inline column_t load_column(global const prof_t *p, const penalties_t *pen)
     col.states_near_hi = elements.w;
 #endif
 #elif NEAR && PROF_BITS == 32
-    const uint2 elements = *p;
+    const uint2 elements = element;
     const uint gap = (elements.x >> STATE_BITS) & 1u; /* CGAP flag, 0 or 1 */
     col.states = elements.x & STATE_MASK;
     col.states_near = elements.y;
 #else
-    const uint elements = SPREAD(*p);
+    const uint elements = SPREAD(element);
     const uint gap = (elements >> STATE_BITS) & SPLAT(1); /* CGAP flag per lane, 0 or 1 */
     col.states = elements & SPLAT(STATE_MASK);
 #if NEAR
@@ -291,7 +301,7 @@ inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH,
  * of writing the band. */
 inline void sweep_stripe(global const prof_t *profile, const int units, global cell_t *band,
                          const size_t stride, cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH,
-                         global const uint4 *costs, const int n4, const int j0, const int h, const int width, const bool first, const penalties_t *pen,
+                         global const uint4 *xcol, const int j0, const int h, const int width, const bool first, const penalties_t *pen,
                          const bool track, cell_t *best)
 {
 #pragma unroll
@@ -303,21 +313,28 @@ inline void sweep_stripe(global const prof_t *profile, const int units, global c
     global const prof_t *p = profile + (size_t)j0 * units;
     global cell_t *bp = band + (size_t)(j0 + 1) * stride;
     cell_t dsrc = first ? 0 : bp[-(ptrdiff_t)stride];
-    /* COLUMN_COSTS: the read's cost profile at column j0 + c, rows j0 .. j0+ROWS-1 */
-    global const uint4 *xcol = costs + (size_t)j0 * n4 + j0 / 4;
+    /* the next column's band cell and profile element, loaded a column ahead (see Prefetch; this
+     * order of the two declarations is measured: the other gave ptxas a DNA build 7% slower) */
+    cell_t up_next = first ? 0 : *bp;
+    prof_t element = *p;
     int c = 0;
 
 #define STRIPE_COLUMN(MASKED)                                                                    \
     {                                                                                            \
-        const column_t col = load_column(p, pen);                                                \
-        const cell_t up = first ? 0 : *bp;                                                       \
+        const column_t col = load_column(element, pen);                                          \
+        const cell_t up = up_next;                                                               \
+        if (c + 1 < ncols) {                                                                     \
+            element = p[units];                                                                  \
+            if (!first)                                                                          \
+                up_next = bp[stride];                                                            \
+        }                                                                                        \
         column_step(S, D, B, BH, xcol, col, dsrc, up, c, width, h, pen, MASKED, track, best);     \
         if (!track)                                                                              \
             *bp = S[ROWS - 1];                                                                   \
         dsrc = up;                                                                               \
         p += units;                                                                              \
         bp += stride;                                                                            \
-        xcol += n4;                                                                              \
+        xcol += ROWS / 4;                                                                        \
     }
 
     for (; c < min(h - 1, ncols); ++c) /* rows still entering the band */
@@ -363,11 +380,11 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
     global const code_t *read = codes + read_start[q];
 #if COLUMN_COSTS
     global const uint4 *costs = read_costs + cost_start[q];
-    const int n4 = (n + ROWS - 1) / ROWS * (ROWS / 4);
 #else
     global const uint4 *costs = 0; /* unused */
-    const int n4 = 0;
 #endif
+    /* COLUMN_COSTS: the read's cost profile at stripe j0 / ROWS, column j0 (its first) */
+#define STRIPE_COSTS(j0) (costs + ((size_t)((j0) / ROWS) * m + (j0)) * (ROWS / 4))
     const size_t stride = (size_t)n_reads * units;
     global cell_t *my_band = band + (size_t)q * units + u;
     global const prof_t *my_profile = profile + u;
@@ -382,15 +399,16 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
     int j0 = 0;
     for (; j0 + ROWS < n; j0 += ROWS) {
         load_residues(read + j0, B, BH);
-        sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, costs, n4, j0, ROWS, width, j0 == 0, &pen,
-                     false, &best);
+        sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, STRIPE_COSTS(j0), j0, ROWS, width, j0 == 0,
+                     &pen, false, &best);
     }
     /* codes are padded by ROWS elements past the last read, a read's cost profile to whole
      * stripes: the rows past the read's end load a code 0 and a cost 0 but are never computed
      * (column_step stops at h) */
     load_residues(read + j0, B, BH);
-    sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, costs, n4, j0, n - j0, width, j0 == 0, &pen,
-                 true, &best);
+    sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, STRIPE_COSTS(j0), j0, n - j0, width, j0 == 0,
+                 &pen, true, &best);
+#undef STRIPE_COSTS
 
     global int *out = scores + ((size_t)q * units + u) * LANES;
 #if PACKED
@@ -408,7 +426,7 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
  * a work-item finds its read by bisection. Cell (i, j) = SPLAT(cost_table[i][cost_rows[read_start[q]
  * + j]]) for j < n, 0 for the rows up to the stripe's end. */
 kernel void read_cost_profile(global const uchar *cost_rows, global const uchar *cost_table, const int n_costs,
-                              global const int *read_start, global const int *read_len,
+                              const int m, global const int *read_start, global const int *read_len,
                               global const uint *cost_start, const int n_reads, global uint4 *read_costs)
 {
     const uint g = get_global_id(0);
@@ -423,10 +441,11 @@ kernel void read_cost_profile(global const uchar *cost_rows, global const uchar 
             hi = mid - 1;
     }
     const int n = read_len[lo];
-    const uint n4 = (n + ROWS - 1) / ROWS * (ROWS / 4);
-    const uint local_index = g - cost_start[lo];
-    const uint i = local_index / n4;
-    const int j = (local_index - i * n4) * 4;
+    const uint local_index = g - cost_start[lo]; /* = (stripe * m + i) * ROWS / 4 + quad */
+    const uint column_quad = local_index / (ROWS / 4);
+    const uint stripe = column_quad / m;
+    const uint i = column_quad - stripe * m;
+    const int j = stripe * ROWS + (local_index - column_quad * (ROWS / 4)) * 4;
     global const uchar *rows = cost_rows + read_start[lo];
     global const uchar *column = cost_table + (size_t)i * n_costs;
     uint cell[4];

@@ -23,7 +23,7 @@ Why the host side looks the way it does:
   looks up each read residue's table row once per chunk (`ColumnCosts.rows_of`, which also refuses a
   code without one, as the CPU path does) and uploads it beside the codes, with the table transposed
   to [m][K] (`device_table`). Each batch then first expands them on the device into every read's
-  own cost profile, X(i, b_j) ready to add ([m][stripe rows], `read_cost_profile`): every
+  own cost profile, X(i, b_j) ready to add ([stripes][m][stripe rows], `read_cost_profile`): every
   work-item of a read adds the same costs, so band_score loads four rows' costs per column in one
   broadcast load and adds them, where looking each one up cost it 16% (BENCHMARKS.md). The
   traceback (engine/gpu_trace.py), whose work-items each hold their own read, reads the table.
@@ -177,7 +177,7 @@ def _units(n_edges: int, variant: Variant) -> int:
 
 def _cost_starts(lengths: np.ndarray, m: int, variant: Variant) -> np.ndarray:
     """Where each read's cost profile starts (kernels/band_score.cl read_costs), in uint4s, and
-    the total: m columns of the read's rows rounded up to whole stripes, four cells per uint4."""
+    the total: the read's rows rounded up to whole stripes, m columns each, four cells per uint4."""
     quads = m * (_round_up(lengths.astype(np.int64), variant.rows) // 4)
     starts = np.concatenate([[0], np.cumsum(quads)])
     if starts[-1] >= 1 << 32:
@@ -507,8 +507,8 @@ class GpuScorer:
             n_quads = int(batch.cost_starts[-1])
             read_costs_buf = self._scratch("read_costs", n_quads * 16)
             expand = cl.Kernel(band_prog, "read_cost_profile")
-            expand.set_args(rows_buf, table_buf, np.int32(n_costs), starts_buf, lens_buf, cost_starts_buf,
-                            np.int32(n_batch), read_costs_buf)
+            expand.set_args(rows_buf, table_buf, np.int32(n_costs), np.int32(m), starts_buf, lens_buf,
+                            cost_starts_buf, np.int32(n_batch), read_costs_buf)
             cl.enqueue_nd_range_kernel(self.queue, expand, (_round_up(n_quads, 256),), (256,))
         band = cl.Kernel(band_prog, "band_score")
         band.set_args(profile_buf, np.int32(m), np.int32(units), codes_buf, starts_buf, lens_buf,
