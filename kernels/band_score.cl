@@ -39,13 +39,12 @@
  *   band    [m + 1][n_reads*units] cell_t: S of row j0-1 at column i stored at index i + 1,
  *                                 work-items side by side (coalesced)
  *   scores  [n_reads][units*LANES] int: S minimum of each (read, lane)
- *   read_costs per read [stripes][m][ROWS / 4]  uint4, COLUMN_COSTS only: the read's own cost
- *                                 profile, X(i, b_j) splatted into a cell_t (both halves when
- *                                 packed), stripe by stripe (stripes = ceil(n / ROWS); rows past
- *                                 the read's end 0): a stripe's columns follow one another, so
- *                                 the warp's loads run through contiguous memory (column-major
- *                                 [m][rows] put each column's ROWS cells a read's length apart:
- *                                 1% slower on the H100). Read q's starts at uint4 cost_start[q].
+ *   read_costs per read [stripes][m]  uint4, COLUMN_COSTS only: the read's own cost profile,
+ *                                 X(i, b_j) of a stripe's ROWS <= 16 rows in column i as bytes
+ *                                 (row r in byte r % 4 of word r / 4; rows past the read's end
+ *                                 0), stripe by stripe (stripes = ceil(n / ROWS)): a stripe's
+ *                                 columns follow one another, so the warp's loads run through
+ *                                 contiguous memory. Read q's starts at uint4 cost_start[q].
  *                                 Built per batch by `read_cost_profile` (below) from:
  *   cost_rows  [residues]         uchar: each read residue's row k of the column cost table (the
  *                                 host looks its code up, engine/gpu.py), beside `codes`
@@ -55,7 +54,7 @@
  * Prefetch: a column's profile element and band cell (the row above the stripe) are loaded while
  * the column before it is computed, one column ahead in registers: the band is device memory a
  * stripe away, and loading it where it is used left each column waiting for it (H100 kernel
- * GCUPS, DNA at m = 5,000: 3,345 -> 3,682; BENCHMARKS.md "Loads a column ahead"). The cost
+ * GCUPS, DNA at m = 5,000: 3,339 -> 3,679; BENCHMARKS.md "Loads a column ahead"). The cost
  * profile is not prefetched: a register copy of a column's costs took the protein build past
  * 128 registers and was slower (and prefetch() hints changed nothing).
  *
@@ -69,17 +68,19 @@
  *   20); the CGAP bit is bit STATE_BITS.
  *   -DCOLUMN_COSTS=0|1: column profile costs (phylo/column_costs.py, protein). X depends on the
  *   column and the read residue only, so every work-item of a read adds the same X_ij: a
- *   per-read cost profile (`read_costs`, made on the device before band_score) holds it already
- *   splatted, a column's rows side by side. Column c of a stripe loads its ROWS cells as
- *   ROWS / 4 uint4s (`xcol`, advanced by ROWS / 4 per column), and each cell
- *   (pair) adds its cell: one add, and a 16-byte load per four rows whose address the warp's
- *   work-items share (they hold one read, get_global_id(1), and step through its columns
- *   together): an L1 broadcast. The cost is non-negative and within the step bound the host
+ *   per-read cost profile (`read_costs`, made on the device before band_score) holds it, a
+ *   column's rows side by side. Column c of a stripe loads its ROWS costs in one uint4 (`xcol`,
+ *   advanced by one per column), an address the warp's work-items share (they hold one read,
+ *   get_global_id(1), and step through its columns together): an L1 broadcast; each cell (pair)
+ *   splats its byte (one PRMT with PTX, a shift, a mask and a multiply without) and adds it.
+ *   (Splatted 32-bit cells, four rows per load, ran at the same speed on the 1,072-column shape
+ *   and 3% slower at 5,000 columns, with three times the memory: BENCHMARKS.md, "Loads a column
+ *   ahead".) The cost is non-negative and within the step bound the host
  *   checks (ScoringParams.max_addend counts the largest one), so halves neither borrow nor carry.
  *   (The first form, a byte of the [m][K] table per cell at a row number kept per stripe row,
  *   cost an address add, a byte load and a multiply-add per cell and a register per row:
- *   BENCHMARKS.md, "The column profile cost on the GPU and the CPU".) ROWS must be a multiple
- *   of 4. Without it the kernel takes NULL for both and never reads them.
+ *   BENCHMARKS.md, "The column profile cost on the GPU and the CPU".) ROWS must be at most 16.
+ *   Without it the kernel takes NULL for both and never reads them.
  *   -DNEAR=0|1: near states. The host gives each lane's element a second set beside it, the
  *   state set | its near states (engine/gpu.py, _padded_profile). DNA: each element widened to
  *   16 bits, bits 0-3 the state set, bit 4 CGAP, bits 8-11 the wider set; prof_t is then ushort
@@ -107,8 +108,8 @@
 
 #include "elements.cl"
 typedef elem_t code_t;
-#if COLUMN_COSTS && ROWS % 4
-#error "column costs load four rows' cells at a time: ROWS must be a multiple of 4"
+#if COLUMN_COSTS && ROWS > 16
+#error "column costs hold a stripe's column in 16 bytes: ROWS must be at most 16"
 #endif
 #define SPLIT (PACKED && PROF_BITS == 32)
 #if SPLIT
@@ -243,7 +244,7 @@ inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH,
                         const penalties_t *pen, const bool masked, const bool track, cell_t *best)
 {
 #if COLUMN_COSTS
-    uint4 x4; /* the cells of rows r .. r+3, loaded at every fourth row */
+    uint4 xb; /* the stripe's costs in this column, a byte per row */
 #endif
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
@@ -274,10 +275,18 @@ inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH,
         cell_t cost = col.diag + hit * pen->neg_mismatch;
 #endif
 #if COLUMN_COSTS
-        if ((r & 3) == 0)
-            x4 = xcol[r >> 2];
-        /* X_ij, splatted already; no half carries (Overflow). r is a constant once unrolled */
-        cost += (r & 3) == 0 ? x4.x : (r & 3) == 1 ? x4.y : (r & 3) == 2 ? x4.z : x4.w;
+        if (r == 0)
+            xb = *xcol;
+        /* X_ij, byte r of the column's 16, splatted; no half carries (Overflow). r is a constant
+         * once unrolled, so the word and the byte are chosen at compile time */
+        const uint xword = (r >> 2) == 0 ? xb.x : (r >> 2) == 1 ? xb.y : (r >> 2) == 2 ? xb.z : xb.w;
+#if PACKED && USE_PTX
+        uint x; /* bytes (r & 3, zero, r & 3, zero): the byte splatted in one PRMT */
+        asm("prmt.b32 %0, %1, 0, %2;" : "=r"(x) : "r"(xword), "n"((r & 3) * 0x0101 | 0x4040));
+        cost += x;
+#else
+        cost += SPLAT((xword >> (8 * (r & 3))) & 0xFFu);
+#endif
 #endif
         cell_t ins = lane_add(up, pen->insertion);
         if (masked && c - r + 1 >= width) /* the row above has left the band */
@@ -334,7 +343,7 @@ inline void sweep_stripe(global const prof_t *profile, const int units, global c
         dsrc = up;                                                                               \
         p += units;                                                                              \
         bp += stride;                                                                            \
-        xcol += ROWS / 4;                                                                        \
+        xcol += 1;                                                                               \
     }
 
     for (; c < min(h - 1, ncols); ++c) /* rows still entering the band */
@@ -384,7 +393,7 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
     global const uint4 *costs = 0; /* unused */
 #endif
     /* COLUMN_COSTS: the read's cost profile at stripe j0 / ROWS, column j0 (its first) */
-#define STRIPE_COSTS(j0) (costs + ((size_t)((j0) / ROWS) * m + (j0)) * (ROWS / 4))
+#define STRIPE_COSTS(j0) (costs + (size_t)((j0) / ROWS) * m + (j0))
     const size_t stride = (size_t)n_reads * units;
     global cell_t *my_band = band + (size_t)q * units + u;
     global const prof_t *my_profile = profile + u;
@@ -421,10 +430,10 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
 
 #if COLUMN_COSTS
 /* The reads' cost profiles (read_costs above) from the column cost table: one work-item per
- * uint4 of all reads' profiles, so the writes are contiguous. Read q's profile covers uint4s
- * cost_start[q] .. cost_start[q+1]-1 (cost_start has n_reads + 1 entries, the last the total);
- * a work-item finds its read by bisection. Cell (i, j) = SPLAT(cost_table[i][cost_rows[read_start[q]
- * + j]]) for j < n, 0 for the rows up to the stripe's end. */
+ * uint4 (a stripe's column) of all reads' profiles, so the writes are contiguous. Read q's
+ * profile covers uint4s cost_start[q] .. cost_start[q+1]-1 (cost_start has n_reads + 1 entries,
+ * the last the total); a work-item finds its read by bisection. Row r of stripe s in column i =
+ * cost_table[i][cost_rows[read_start[q] + s * ROWS + r]] for rows of the read, 0 after its end. */
 kernel void read_cost_profile(global const uchar *cost_rows, global const uchar *cost_table, const int n_costs,
                               const int m, global const int *read_start, global const int *read_len,
                               global const uint *cost_start, const int n_reads, global uint4 *read_costs)
@@ -441,16 +450,15 @@ kernel void read_cost_profile(global const uchar *cost_rows, global const uchar 
             hi = mid - 1;
     }
     const int n = read_len[lo];
-    const uint local_index = g - cost_start[lo]; /* = (stripe * m + i) * ROWS / 4 + quad */
-    const uint column_quad = local_index / (ROWS / 4);
-    const uint stripe = column_quad / m;
-    const uint i = column_quad - stripe * m;
-    const int j = stripe * ROWS + (local_index - column_quad * (ROWS / 4)) * 4;
+    const uint local_index = g - cost_start[lo]; /* = stripe * m + i */
+    const uint stripe = local_index / m;
+    const uint i = local_index - stripe * m;
+    const int j = stripe * ROWS;
     global const uchar *rows = cost_rows + read_start[lo];
     global const uchar *column = cost_table + (size_t)i * n_costs;
-    uint cell[4];
-    for (int t = 0; t < 4; ++t)
-        cell[t] = j + t < n ? SPLAT(column[rows[j + t]]) : 0u;
-    read_costs[g] = (uint4)(cell[0], cell[1], cell[2], cell[3]);
+    uint word[4] = {0u, 0u, 0u, 0u};
+    for (int t = 0; t < ROWS && j + t < n; ++t)
+        word[t >> 2] |= (uint)column[rows[j + t]] << (8 * (t & 3));
+    read_costs[g] = (uint4)(word[0], word[1], word[2], word[3]);
 }
 #endif

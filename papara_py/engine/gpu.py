@@ -23,9 +23,10 @@ Why the host side looks the way it does:
   looks up each read residue's table row once per chunk (`ColumnCosts.rows_of`, which also refuses a
   code without one, as the CPU path does) and uploads it beside the codes, with the table transposed
   to [m][K] (`device_table`). Each batch then first expands them on the device into every read's
-  own cost profile, X(i, b_j) ready to add ([stripes][m][stripe rows], `read_cost_profile`): every
-  work-item of a read adds the same costs, so band_score loads four rows' costs per column in one
-  broadcast load and adds them, where looking each one up cost it 16% (BENCHMARKS.md). The
+  own cost profile, X(i, b_j) ready to add ([stripes][m], a stripe's column of costs in 16 bytes,
+  `read_cost_profile`): every work-item of a read adds the same costs, so band_score loads a
+  stripe's column of them in one broadcast load, where looking each one up cost it 16%
+  (BENCHMARKS.md). The
   traceback (engine/gpu_trace.py), whose work-items each hold their own read, reads the table.
 - On NVIDIA sm_90+ the 16-bit lane arithmetic is inline PTX (add/min.u16x2, fused into DPX
   instructions); elsewhere portable OpenCL C. Tests hold the two against each other.
@@ -76,9 +77,10 @@ _programs: dict[tuple, cl.Program] = {}
 #: 'large' shape Q=20000 E=2597 m=1072 / T1 Q=1250 E=320 m=5000: with the costs 1,682 / 1,268 at 8
 #: rows, 2,464 / 2,065 at 12, 2,295 / 1,880 at 16, 2,227 at 20, 2,168 at 24; without them 2,838 /
 #: 2,400 at 12, 2,678 / 2,176 at 16, 2,539 / 2,174 at 24 (ptxas: 128 registers at 12 rows, 168 at
-#: 24). The column costs load four rows' costs at a time, so it is a multiple of 4.
+#: 24).
 SPLIT_ROWS = 12
-#: Most stripe rows with column profile costs (a multiple of 4, as above): the 32-bit lane, H100,
+#: Most stripe rows with column profile costs (at most 16: kernels/band_score.cl loads a stripe's
+#: costs in one column as 16 bytes): the 32-bit lane, H100,
 #: protein preset, 5,000 reads of the 'large' shape: 1,187 kernel GCUPS with 32 rows, 1,556 with 16.
 COST_ROWS = 16
 
@@ -112,12 +114,11 @@ class Variant:
     def of(self, alphabet: Alphabet, near: bool = False, costs: bool = False) -> "Variant":
         """This variant for `alphabet`'s elements, with near states or not, with column profile
         costs or not. Split state sets in packed lanes keep each residue in two registers, so their
-        stripes are at most SPLIT_ROWS rows high; with column profile costs at most COST_ROWS,
-        rounded down to a multiple of 4 (the costs are loaded four rows at a time)."""
+        stripes are at most SPLIT_ROWS rows high; with column profile costs at most COST_ROWS."""
         split = self.packed and alphabet.dtype.itemsize > 1
         rows = min(self.rows, SPLIT_ROWS) if split else self.rows
         if costs:
-            rows = max(4, min(rows, COST_ROWS) // 4 * 4)
+            rows = min(rows, COST_ROWS)
         return replace(self, alphabet=alphabet, near=near, costs=costs, rows=rows)
 
     @staticmethod
@@ -177,8 +178,8 @@ def _units(n_edges: int, variant: Variant) -> int:
 
 def _cost_starts(lengths: np.ndarray, m: int, variant: Variant) -> np.ndarray:
     """Where each read's cost profile starts (kernels/band_score.cl read_costs), in uint4s, and
-    the total: the read's rows rounded up to whole stripes, m columns each, four cells per uint4."""
-    quads = m * (_round_up(lengths.astype(np.int64), variant.rows) // 4)
+    the total: one uint4 (a stripe's costs in one column, a byte per row) per stripe and column."""
+    quads = m * (_round_up(lengths.astype(np.int64), variant.rows) // variant.rows)
     starts = np.concatenate([[0], np.cumsum(quads)])
     if starts[-1] >= 1 << 32:
         raise ValueError(f"the cost profiles of {lengths.size} reads exceed 2^32 cells; use fewer reads per chunk")
