@@ -23,11 +23,11 @@ Why the host side looks the way it does:
   looks up each read residue's table row once per chunk (`ColumnCosts.rows_of`, which also refuses a
   code without one, as the CPU path does) and uploads it beside the codes, with the table transposed
   to [m][K] (`device_table`). Each batch then first expands them on the device into every read's
-  own cost profile, X(i, b_j) ready to add ([stripes][m], a stripe's column of costs in 16 bytes,
+  own cost profile, X(i, b_j) as bytes ([stripes][m], a stripe's column of costs in 16 bytes,
   `read_cost_profile`): every work-item of a read adds the same costs, so band_score loads a
   stripe's column of them in one broadcast load, where looking each one up cost it 16%
-  (BENCHMARKS.md). The
-  traceback (engine/gpu_trace.py), whose work-items each hold their own read, reads the table.
+  (BENCHMARKS.md). The traceback (engine/gpu_trace.py), whose work-items each hold their own
+  read, reads the table.
 - On NVIDIA sm_90+ the 16-bit lane arithmetic is inline PTX (add/min.u16x2, fused into DPX
   instructions); elsewhere portable OpenCL C. Tests hold the two against each other.
 - Waiting for the device sleeps in short steps between status queries: NVIDIA's blocking waits
@@ -182,7 +182,8 @@ def _cost_starts(lengths: np.ndarray, m: int, variant: Variant) -> np.ndarray:
     quads = m * (_round_up(lengths.astype(np.int64), variant.rows) // variant.rows)
     starts = np.concatenate([[0], np.cumsum(quads)])
     if starts[-1] >= 1 << 32:
-        raise ValueError(f"the cost profiles of {lengths.size} reads exceed 2^32 cells; use fewer reads per chunk")
+        raise ValueError(f"the cost profiles of {lengths.size} reads exceed 2^32 16-byte words (the kernel's 32-bit "
+                         "offsets); use fewer reads per chunk")
     return starts.astype(np.uint32)
 
 
