@@ -179,7 +179,7 @@ def _units(n_edges: int, variant: Variant) -> int:
 def _cost_starts(lengths: np.ndarray, m: int, variant: Variant) -> np.ndarray:
     """Where each read's cost profile starts (kernels/band_score.cl read_costs), in uint4s, and
     the total: one uint4 (a stripe's costs in one column, a byte per row) per stripe and column."""
-    quads = m * (_round_up(lengths.astype(np.int64), variant.rows) // variant.rows)
+    quads = m * -(-lengths.astype(np.int64) // variant.rows)  # m columns per stripe
     starts = np.concatenate([[0], np.cumsum(quads)])
     if starts[-1] >= 1 << 32:
         raise ValueError(f"the cost profiles of {lengths.size} reads exceed 2^32 16-byte words (the kernel's 32-bit "
@@ -455,8 +455,7 @@ class GpuScorer:
                                 (self.packed_variant.of(alphabet, near, costs), first_narrow, order.size)):
             if lo == hi:
                 continue
-            units = _round_up(-(-n_edges // variant.lanes), WG_UNITS)
-            per_read = units * (m + 1) * 4  # band rows
+            per_read = _units(n_edges, variant) * (m + 1) * 4  # band rows
             if costs:  # and the cost profile of the range's longest read, 16 bytes a uint4
                 per_read += int(_cost_starts(lengths[order[lo:lo + 1]], m, variant)[-1]) * 16
             if per_read > self.band_budget:
