@@ -89,14 +89,19 @@
  *   wider sets split the same way (.w without a CGAP bit).
  *
  * Packed lanes and wide state sets (PACKED with PROF_BITS 32, "split" states): a 16-bit half
- * cannot hold a 20-bit set, so each set is cut into a low and a high part of HALF_BITS =
- * STATE_BITS / 2 bits, and a_i & b_j != 0 becomes (a_lo & b_lo) | (a_hi & b_hi) != 0, computed
- * for both lanes at once in the halves. The host (engine/gpu.py, _split_pairs) lays the profile
- * out as prof_t = uint2 per work-item and column:
- *     .x = states 0..9 of lane 0 | (states 0..9 of lane 1) << 16
- *     .y = states 10..19 | CGAP << 10 of lane 0 | (the same of lane 1) << 16
- * and a read residue's two parts sit in B (low) and BH (high), each in both halves. One more
- * AND and OR per cell pair than DNA, and the profile is 4 bytes per lane instead of 1.
+ * cannot hold a 20-bit set, so each set is cut into its states 0..15 (the low part, all 16 bits
+ * of a half) and its states 16..STATE_BITS-1 with the CGAP bit above them (the high part), and
+ * a_i & b_j != 0 becomes (a_lo & b_lo) | (a_hi & b_hi) != 0, computed for both lanes at once in
+ * the halves. The host (engine/gpu.py, _split_pairs) lays the profile out as prof_t = uint2 per
+ * work-item and column:
+ *     .x = states 0..15 of lane 0 | (states 0..15 of lane 1) << 16
+ *     .y = states 16..19 | CGAP << 4 of lane 0 | (the same of lane 1) << 16   (protein)
+ * and a read residue's two parts sit in B (low) and BH (high), each in both halves. Cutting at
+ * 16 bits makes each part of a residue one byte permutation of its code (the code's low or high
+ * 16 bits in both halves: one PRMT with PTX), so the parts ptxas rebuilds from the codes in every
+ * column, for want of registers to keep them, cost one instruction each (BENCHMARKS.md, "Where
+ * the column cost's time goes"). One more AND and OR per cell pair than DNA, and the profile is 4
+ * bytes per lane instead of 1.
  */
 
 #ifndef NEAR
@@ -113,10 +118,10 @@ typedef elem_t code_t;
 #endif
 #define SPLIT (PACKED && PROF_BITS == 32)
 #if SPLIT
-#define HALF_BITS (STATE_BITS / 2)
-#define HALF_MASK ((1u << HALF_BITS) - 1u)
-#if STATE_BITS - HALF_BITS + 1 > 16
-#error "split state sets must fit a 16-bit half with their CGAP bit"
+#define LOW_BITS 16 /* states in the low part; the rest and the CGAP bit in the high part */
+#define HIGH_MASK ((1u << (STATE_BITS - LOW_BITS)) - 1u)
+#if STATE_BITS <= LOW_BITS || STATE_BITS - LOW_BITS + 1 > 16
+#error "split state sets must have more than 16 states and fit their high part with the CGAP bit in 16 bits"
 #endif
 #endif
 
@@ -207,9 +212,9 @@ inline column_t load_column(const prof_t element, const penalties_t *pen)
     column_t col;
 #if SPLIT
     const prof_t elements = element;
-    const uint gap = (elements.y >> (STATE_BITS - HALF_BITS)) & SPLAT(1); /* CGAP per lane */
-    col.states = elements.x & SPLAT(HALF_MASK);
-    col.states_hi = elements.y & SPLAT(HALF_MASK);
+    const uint gap = (elements.y >> (STATE_BITS - LOW_BITS)) & SPLAT(1); /* CGAP per lane */
+    col.states = elements.x;
+    col.states_hi = elements.y & SPLAT(HIGH_MASK);
 #if NEAR
     col.states_near = elements.z;
     col.states_near_hi = elements.w;
@@ -355,14 +360,33 @@ inline void sweep_stripe(global const prof_t *profile, const int units, global c
 #undef STRIPE_COLUMN
 }
 
+#if SPLIT && USE_PTX
+/* the code's low (high) 16 bits in both halves: bytes (0, 1, 0, 1) ((2, 3, 2, 3)), one PRMT */
+inline uint low_part(uint code)
+{
+    uint r;
+    asm("prmt.b32 %0, %1, 0, 0x1010;" : "=r"(r) : "r"(code));
+    return r;
+}
+inline uint high_part(uint code)
+{
+    uint r;
+    asm("prmt.b32 %0, %1, 0, 0x3232;" : "=r"(r) : "r"(code));
+    return r;
+}
+#elif SPLIT
+inline uint low_part(uint code) { return SPLAT(code & 0xFFFFu); }
+inline uint high_part(uint code) { return SPLAT(code >> 16); } /* a read code has no bit above 19 */
+#endif
+
 /* A stripe's ROWS read residues, each in both halves (SPLIT: low part in B, high part in BH). */
 inline void load_residues(global const code_t *read, cell_t *B, cell_t *BH)
 {
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
 #if SPLIT
-        B[r] = SPLAT(read[r] & HALF_MASK);
-        BH[r] = SPLAT(read[r] >> HALF_BITS);
+        B[r] = low_part(read[r]);
+        BH[r] = high_part(read[r]);
 #else
         B[r] = SPLAT(read[r]);
 #endif

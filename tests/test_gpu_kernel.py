@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from time import perf_counter, thread_time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -31,7 +32,14 @@ from papara_py.pairwise.reference_scorer import score_matrix_reference
 from papara_py.phylo.encoding import DNA, PROTEIN, READ_CODE
 
 cl = pytest.importorskip("pyopencl")
-from papara_py.engine.gpu import INF32, GpuScorer, Variant, _cost_starts  # noqa: E402  (needs pyopencl)
+from papara_py.engine.gpu import (  # noqa: E402  (needs pyopencl)
+    COST_ROWS,
+    INF32,
+    SPLIT_ROWS,
+    GpuScorer,
+    Variant,
+    _cost_starts,
+)
 
 EMPTY = np.iinfo(np.int32).max
 #: Read states: mostly plain bases, some ambiguity codes (R, S, N).
@@ -212,8 +220,7 @@ def test_protein_column_costs_match_reference(scorers, narrow, near_mismatch, ro
     in both halves) and the 32-bit lane, with near states cheaper than a mismatch (and the columns'
     family residues) and without; stripes of 6 rows (most reads end in a part-filled stripe, and a
     stripe's costs end inside a word of their 16 bytes) and
-    of 32 (12 in packed lanes, engine/gpu.SPLIT_ROWS, 16 in the 32-bit lane, COST_ROWS: reads in
-    one to four stripes)."""
+    of 32 (16 in either lane width, engine/gpu.COST_ROWS: reads in one to three stripes)."""
     rng = np.random.default_rng(31 + near_mismatch)
     m = 83
     profiles = random_profiles(rng, 21, m, PROTEIN)
@@ -444,3 +451,20 @@ def test_read_cost_profiles_are_laid_out_by_whole_stripes_and_refuse_a_32_bit_ov
     assert starts.dtype == np.uint32 and starts.tolist() == [0, 5, 10, 20]
     with pytest.raises(ValueError, match="exceed 2\\^32"):
         _cost_starts(np.full(4, 1 << 24), 1 << 20, variant)
+
+
+def test_variants_take_their_stripe_height_and_group_from_the_alphabet_and_the_costs() -> None:
+    """Variant.of caps the stripe height (split protein sets without column costs at SPLIT_ROWS,
+    any build with them at COST_ROWS, DNA as asked) and wg_reads groups 8 reads only for split
+    sets with costs; whether two elements pack in a lane pair follows from the state count."""
+    packed, wide = Variant(packed=True, ptx=False, rows=32), Variant(packed=False, ptx=False, rows=32)
+    assert packed.of(DNA).rows == wide.of(PROTEIN).rows == 32
+    assert packed.of(PROTEIN).rows == SPLIT_ROWS and packed.of(PROTEIN).split
+    assert packed.of(PROTEIN, costs=True).rows == wide.of(PROTEIN, costs=True).rows == COST_ROWS
+    assert Variant(packed=True, ptx=False, rows=6).of(PROTEIN, costs=True).rows == 6
+    assert packed.of(PROTEIN, costs=True).wg_reads == 8
+    assert {v.wg_reads for v in (packed.of(DNA), packed.of(PROTEIN), wide.of(PROTEIN, costs=True))} == {4}
+    assert not wide.of(PROTEIN).split and not packed.of(DNA).split
+    assert Variant.packs(DNA) and Variant.packs(PROTEIN)
+    wide_states = [SimpleNamespace(dtype=np.dtype(np.uint32), n_states=n) for n in (16, 17, 31, 32)]
+    assert [Variant.packs(alphabet) for alphabet in wide_states] == [False, True, True, False]

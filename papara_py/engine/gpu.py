@@ -12,9 +12,9 @@ Why the host side looks the way it does:
   its longest read, with one 32-bit lane otherwise; both give identical scores. The profile
   element type (uint8 DNA, uint32 protein: the alphabet of the blocks' dtype) is a build option
   of the one kernel source. A 20-bit protein state set does not fit a 16-bit lane, so for the
-  packed lanes its sets are split in two 10-bit parts (`_split_pairs`, the kernel's "SPLIT"
-  layout): protein keeps the DPX path at one more AND and OR per cell pair (at 1.86 TCUPS on
-  the 32-bit lane it ran at 46% of DNA's rate on the H100).
+  packed lanes its sets are split in two parts, states 0-15 and 16-19 (`_split_pairs`, the
+  kernel's "SPLIT" layout): protein keeps the DPX path at one more AND and OR per cell pair (at
+  1.86 TCUPS on the 32-bit lane it ran at 46% of DNA's rate on the H100).
 - Where near states cost less than a mismatch (the kernel's NEAR), each element travels with
   its set | near states beside it (`_padded_profile`): DNA's widened to 16 bits, protein's
   (looked up from its set and the column's family residues, phylo/encoding.near_states) as a
@@ -63,26 +63,31 @@ from papara_py.phylo.encoding import DNA, Alphabet, alphabet_of, near_states
 EMPTY_SCORE = np.iinfo(np.int32).max
 #: Stand-in for +infinity on the 32-bit path: finite cells must stay below it (checked per batch).
 INF32 = 1 << 30
-#: Work-group shape: (edge units, reads). 32 units are one NVIDIA warp over one read.
+#: Work-group shape: (edge units, reads per group, `Variant.wg_reads`). 32 units are one NVIDIA
+#: warp over one read.
 WG_UNITS = 32
-WG_READS = 4
 
 _shared_lock = threading.Lock()
 _contexts: dict[object, cl.Context] = {}
 _programs: dict[tuple, cl.Program] = {}
 
 
-#: Stripe height of split (protein) state sets in packed lanes, with and without column profile
-#: costs. H100, kernel GCUPS with the protein preset (BENCHMARKS.md, "Read cost profiles"), the
-#: 'large' shape Q=20000 E=2597 m=1072 / T1 Q=1250 E=320 m=5000: with the costs 1,682 / 1,268 at 8
-#: rows, 2,464 / 2,065 at 12, 2,295 / 1,880 at 16, 2,227 at 20, 2,168 at 24; without them 2,838 /
-#: 2,400 at 12, 2,678 / 2,176 at 16, 2,539 / 2,174 at 24 (ptxas: 128 registers at 12 rows, 168 at
-#: 24).
-SPLIT_ROWS = 12
-#: Most stripe rows with column profile costs (at most 16: kernels/band_score.cl loads a stripe's
-#: costs in one column as 16 bytes): the 32-bit lane, H100,
-#: protein preset, 5,000 reads of the 'large' shape: 1,187 kernel GCUPS with 32 rows, 1,556 with 16.
+#: Stripe height of split (protein) state sets in packed lanes without column profile costs.
+#: H100, kernel GCUPS with the protein preset's other penalties (BENCHMARKS.md, "Protein state
+#: sets split at 16 bits"), the 'large' shape Q=20000 E=2597 m=1072 / T1 Q=1250 E=320 m=5000:
+#: 3,124 / 2,506 at 10 rows, 3,221 / 2,686 at 12, 3,310 / 2,831 at 13, 3,259 / 2,754 at 14,
+#: 3,178 / 2,770 at 16.
+SPLIT_ROWS = 13
+#: Stripe height with column profile costs, in either lane width (at most 16: kernels/band_score.cl
+#: loads a stripe's costs in one column as 16 bytes). Packed protein lanes, protein preset, same
+#: shapes: 2,824 / 2,273 at 10 rows, 2,872 / 2,411 at 12, 2,918 / 2,456 at 14, 2,971 / 2,525 at
+#: 15, 2,984 / 2,556 at 16; the 32-bit lane, 5,000 reads of the 'large' shape: 1,187 with 32
+#: rows, 1,556 with 16.
 COST_ROWS = 16
+#: Split state sets (kernels/band_score.cl, SPLIT): states 0..15 in the low 16-bit part, the
+#: rest with the CGAP bit in the high part, so each part of a read code is its low or high 16
+#: bits (one byte permutation on NVIDIA).
+SPLIT_LOW_BITS = 16
 
 
 @dataclass(frozen=True)
@@ -111,21 +116,36 @@ class Variant:
                 f"-DPROF_BITS={self.alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={self.alphabet.n_states}",
                 f"-DNEAR={int(self.near)}", *(("-DCOLUMN_COSTS=1",) if self.costs else ()))
 
+    @property
+    def split(self) -> bool:
+        """Wide (protein) state sets in packed lanes, each cut in two parts (kernels/band_score.cl)."""
+        return self.packed and self.alphabet.dtype.itemsize > 1
+
+    @property
+    def wg_reads(self) -> int:
+        """Reads per work-group. 8 for split sets with column profile costs: the 8 reads of a
+        group share each column's 16-byte profile words in L1, and at their 128 registers two
+        groups of 256 still fit an SM (H100, protein preset, T1: 2,623 kernel GCUPS against 2,556
+        with 4; large: 2,962 against 2,984). 4 otherwise: DNA's 168-register builds fit only one
+        group of 8 reads per SM (2,419 against 3,723)."""
+        return 8 if self.split and self.costs else 4
+
     def of(self, alphabet: Alphabet, near: bool = False, costs: bool = False) -> "Variant":
         """This variant for `alphabet`'s elements, with near states or not, with column profile
-        costs or not. Split state sets in packed lanes keep each residue in two registers, so their
-        stripes are at most SPLIT_ROWS rows high; with column profile costs at most COST_ROWS."""
-        split = self.packed and alphabet.dtype.itemsize > 1
-        rows = min(self.rows, SPLIT_ROWS) if split else self.rows
+        costs or not. With column profile costs stripes are at most COST_ROWS rows high; without
+        them split state sets in packed lanes, which keep each residue in two registers, at most
+        SPLIT_ROWS."""
+        variant = replace(self, alphabet=alphabet, near=near, costs=costs)
         if costs:
-            rows = min(rows, COST_ROWS)
-        return replace(self, alphabet=alphabet, near=near, costs=costs, rows=rows)
+            return replace(variant, rows=min(self.rows, COST_ROWS))
+        return replace(variant, rows=min(self.rows, SPLIT_ROWS)) if variant.split else variant
 
     @staticmethod
     def packs(alphabet: Alphabet) -> bool:
         """Whether two elements of `alphabet` fit one work-item's 16-bit lane pair: 8-bit ones
-        do; wider ones when each half of a split state set, with the CGAP bit, fits 16 bits."""
-        return alphabet.dtype.itemsize == 1 or alphabet.n_states - alphabet.n_states // 2 + 1 <= 16
+        do; wider ones split at SPLIT_LOW_BITS, when their states above it, with the CGAP bit,
+        fit the 16-bit high part."""
+        return alphabet.dtype.itemsize == 1 or SPLIT_LOW_BITS < alphabet.n_states <= 2 * SPLIT_LOW_BITS - 1
 
 
 @dataclass
@@ -222,13 +242,12 @@ def _near_bytes(padded: np.ndarray, alphabet: Alphabet, family: np.ndarray | Non
 
 def _split_pairs(padded: np.ndarray, n_states: int) -> np.ndarray:
     """Wide elements of lane pairs (2u, 2u+1) as the kernel's SPLIT words, uint32 [m, units*2]:
-    per pair x = low states of both lanes (lane 2u+1 in bits 16+), y = high states and the
-    CGAP bit (bit n_states of an element) of both lanes (kernels/band_score.cl)."""
-    half = n_states // 2
-    low_mask, high_mask = (1 << half) - 1, (1 << (n_states - half + 1)) - 1
+    per pair x = states 0..15 of both lanes (lane 2u+1 in bits 16+), y = the states above them
+    and the CGAP bit (bit n_states of an element) of both lanes (kernels/band_score.cl)."""
+    low_mask, high_mask = (1 << SPLIT_LOW_BITS) - 1, (1 << (n_states - SPLIT_LOW_BITS + 1)) - 1
     even, odd = padded[:, 0::2].astype(np.uint32), padded[:, 1::2].astype(np.uint32)
     x = (even & low_mask) | ((odd & low_mask) << 16)
-    y = ((even >> half) & high_mask) | (((odd >> half) & high_mask) << 16)
+    y = ((even >> SPLIT_LOW_BITS) & high_mask) | (((odd >> SPLIT_LOW_BITS) & high_mask) << 16)
     return np.stack([x, y], axis=2).reshape(padded.shape[0], -1)
 
 
@@ -518,7 +537,7 @@ class GpuScorer:
                       u32(params.insertion), u32(inf), u32(params.near_mismatch), read_costs_buf,
                       cost_starts_buf)
         band_done = cl.enqueue_nd_range_kernel(
-            self.queue, band, (units, _round_up(n_batch, WG_READS)), (WG_UNITS, WG_READS))
+            self.queue, band, (units, _round_up(n_batch, variant.wg_reads)), (WG_UNITS, variant.wg_reads))
         topk = cl.Kernel(topk_prog, "top_k")
         topk.set_args(scores_buf, np.int32(row_lanes), np.int32(n_edges), np.int32(first_edge),
                       np.int32(k), np.int32(n_batch), top_score_buf, top_edge_buf)
