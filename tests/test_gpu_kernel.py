@@ -39,6 +39,7 @@ from papara_py.engine.gpu import (  # noqa: E402  (needs pyopencl)
     GpuScorer,
     Variant,
     _cost_starts,
+    _reads_per_group,
 )
 
 EMPTY = np.iinfo(np.int32).max
@@ -468,3 +469,18 @@ def test_variants_take_their_stripe_height_and_group_from_the_alphabet_and_the_c
     assert Variant.packs(DNA) and Variant.packs(PROTEIN)
     wide_states = [SimpleNamespace(dtype=np.dtype(np.uint32), n_states=n) for n in (16, 17, 31, 32)]
     assert [Variant.packs(alphabet) for alphabet in wide_states] == [False, True, True, False]
+
+
+def test_work_groups_shrink_to_what_the_built_kernel_allows() -> None:
+    """A device whose build of band_score takes fewer work-items per group than WG_UNITS x wg_reads
+    (registers) gets groups of fewer reads, never an invalid launch."""
+    class Built:
+        def __init__(self, size: int) -> None:
+            self.size = size
+
+        def get_work_group_info(self, what, device) -> int:
+            return self.size
+
+    protein_costs = Variant(packed=True, ptx=False, rows=32).of(PROTEIN, costs=True)
+    assert [_reads_per_group(Built(size), None, protein_costs) for size in (1024, 256, 128, 32, 16)] == [8, 8, 4, 1, 1]
+    assert _reads_per_group(Built(1024), None, Variant(packed=True, ptx=False, rows=32).of(DNA)) == 4

@@ -196,6 +196,14 @@ def _units(n_edges: int, variant: Variant) -> int:
     return _round_up(-(-n_edges // variant.lanes), WG_UNITS)
 
 
+def _reads_per_group(kernel, device, variant: Variant) -> int:
+    """`variant.wg_reads`, or as many as the built kernel allows beside WG_UNITS edge units where
+    its registers leave the device fewer work-items per group (band_score's work-items share
+    nothing, so the group's shape never changes a result)."""
+    fits = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device) // WG_UNITS
+    return max(1, min(variant.wg_reads, fits))
+
+
 def _cost_starts(lengths: np.ndarray, m: int, variant: Variant) -> np.ndarray:
     """Where each read's cost profile starts (kernels/band_score.cl read_costs), in uint4s, and
     the total: one uint4 (a stripe's costs in one column, a byte per row) per stripe and column."""
@@ -536,8 +544,9 @@ class GpuScorer:
                       u32(params.gap_open + params.gap_extend), u32(params.gap_extend),
                       u32(params.insertion), u32(inf), u32(params.near_mismatch), read_costs_buf,
                       cost_starts_buf)
+        group_reads = _reads_per_group(band, self.device.cl_device, variant)
         band_done = cl.enqueue_nd_range_kernel(
-            self.queue, band, (units, _round_up(n_batch, variant.wg_reads)), (WG_UNITS, variant.wg_reads))
+            self.queue, band, (units, _round_up(n_batch, group_reads)), (WG_UNITS, group_reads))
         topk = cl.Kernel(topk_prog, "top_k")
         topk.set_args(scores_buf, np.int32(row_lanes), np.int32(n_edges), np.int32(first_edge),
                       np.int32(k), np.int32(n_batch), top_score_buf, top_edge_buf)
