@@ -228,14 +228,14 @@ def _padded_profile(lanes: np.ndarray, variant: Variant, family: np.ndarray | No
     family = None if family is None else family[:, None]
     if alphabet.dtype.itemsize == 1:  # DNA: bytes as they are, or widened with NEAR
         return _near_bytes(padded, alphabet, family) if variant.near else padded
-    elements = _split_pairs(padded, alphabet.n_states) if variant.packed else padded
+    elements = _split_pairs(padded, alphabet.n_states) if variant.split else padded
     if not variant.near:
         return elements
     # wide elements (protein) with NEAR: each element's words, then its wider set's, laid out alike
     wider = padded & alphabet.state_mask | near_states(padded, alphabet, family)
-    if variant.packed:
+    if variant.split:
         wider = _split_pairs(wider, alphabet.n_states)
-    words = 2 if variant.packed else 1
+    words = 2 if variant.split else 1
     return np.concatenate([elements.reshape(m, -1, words), wider.reshape(m, -1, words)], axis=2).reshape(m, -1)
 
 
@@ -344,6 +344,7 @@ class GpuScorer:
         #: thread fed it
         self.device_seconds = 0.0
         self._scratches: dict[str, cl.Buffer] = {}
+        self._group_reads: dict[Variant, int] = {}  # `_reads_per_group`, asked once per build
         self._lock = threading.Lock()
         self._on_device = threading.BoundedSemaphore(max(1, queue_depth))
 
@@ -544,7 +545,9 @@ class GpuScorer:
                       u32(params.gap_open + params.gap_extend), u32(params.gap_extend),
                       u32(params.insertion), u32(inf), u32(params.near_mismatch), read_costs_buf,
                       cost_starts_buf)
-        group_reads = _reads_per_group(band, self.device.cl_device, variant)
+        group_reads = self._group_reads.get(variant)
+        if group_reads is None:
+            group_reads = self._group_reads[variant] = _reads_per_group(band, self.device.cl_device, variant)
         band_done = cl.enqueue_nd_range_kernel(
             self.queue, band, (units, _round_up(n_batch, group_reads)), (WG_UNITS, group_reads))
         topk = cl.Kernel(topk_prog, "top_k")
