@@ -166,7 +166,8 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
         "scoring (penalties, minimised; a preset, then any single penalty given overrides it)")
     scoring.add_argument("--preset", choices=list(PRESETS), default=None,
                          help="; ".join(f"{name}: {'/'.join(f'{v:g}' for v in values)}" for name, values in PRESETS.items())
-                         + f" (mismatch/cgap/gap-open/gap-extend/insertion/near-mismatch/column-weight; default: "
+                         + f" (mismatch/cgap/gap-open/gap-extend/insertion/near-mismatch/column-weight/vote-window; "
+                         f"default: "
                          f"{DEFAULT_PRESET} "
                          "for DNA, protein for protein, both chosen by the accuracy studies in docs/ACCURACY.md; "
                          "paper: the 2012 paper's)")
@@ -186,6 +187,12 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
                          help="protein: the column profile cost, W per BLOSUM62 unit by which a read residue's mean "
                               "score against the column's reference residues falls short of 5 (DESIGN.md 4); 0: off, "
                               f"the paper's model (default: the preset's; {PRESETS['protein'][6]:g} in protein)")
+    scoring.add_argument("--vote-window", type=_penalty, default=None, metavar="D",
+                         help="a read whose candidate edges (--candidates) score within D of its best takes each "
+                              "residue's column by vote over those edges' alignments, not its best edge's alone "
+                              "(DESIGN.md 5; the score, best edge and candidates are unchanged); 0: off (default: "
+                              f"the preset's; {PRESETS[DEFAULT_PRESET][7]} in {DEFAULT_PRESET}, "
+                              f"{PRESETS['protein'][7]} in protein)")
     engine = parser.add_argument_group("engine")
     engine.add_argument("-j", "--threads", type=_bounded_int(1, MAX_THREADS), default=None,
                         help="threads (default: the CPUs this process may use: its CPU affinity, e.g. "
@@ -292,7 +299,7 @@ def _penalty_choice(args: argparse.Namespace):
     it once the alphabet, whose default preset applies without --preset, is known."""
     from papara_py.pairwise.params import PENALTY_NAMES, PenaltyChoice
 
-    names = (*PENALTY_NAMES, "column_weight")
+    names = (*PENALTY_NAMES, "column_weight", "vote_window")
     given = tuple((name, getattr(args, name)) for name in names if getattr(args, name) is not None)
     return PenaltyChoice(args.preset, given)
 

@@ -26,6 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import asdict, dataclass, field, replace
 from itertools import chain, pairwise
+from typing import NamedTuple
 
 import numpy as np
 
@@ -53,6 +54,7 @@ from papara_py.pairwise.strand import (
     orient,
 )
 from papara_py.pairwise.traceback import align_many
+from papara_py.pairwise.votes import load_votes, vote, vote_pairs
 from papara_py.phylo.column_costs import ColumnCosts, column_costs
 from papara_py.phylo.encoding import IS_GAP, Alphabet
 from papara_py.phylo.family import column_family
@@ -233,20 +235,55 @@ def resolve_scorers(config: RunConfig, reporter: Reporter) -> tuple[bool, list, 
     return config.device == "hybrid" or not scorers, scorers, unusable
 
 
-def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, best_edges: np.ndarray,
-                    builder: EdgeProfiles, params: ScoringParams, family: np.ndarray | None,
-                    costs: ColumnCosts | None, threads: int, tracer: Tracer | None = None):
-    """Align each read, in its chosen orientation (`reverse`), to its best edge (`family`: the
-    columns' family residues, phylo/family.py; `costs`: their column profile costs,
-    phylo/column_costs.py).
+class Traced(NamedTuple):
+    """A batch's traceback (`traceback_batch`), read by read."""
 
-    Returns (scores, starts, cigars, aligned rows, whether a GPU did it); CIGARs and rows describe
-    the oriented read.
+    scores: np.ndarray     # int32: the best edge's score
+    starts: np.ndarray     # int32: the alignment's first column (DESIGN 5)
+    cigars: list[str]
+    rows: np.ndarray       # uint8 [reads, m]: the read in reference columns
+    on_gpu: bool           # a GPU traced the batch back
+    alignments: int        # alignments traced: a read's best edge, and more within its vote window
+    voted: int             # reads whose columns the vote took from other edges than the best
+
+
+def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candidates: Candidates,
+                    builder: EdgeProfiles, params: ScoringParams, family: np.ndarray | None,
+                    costs: ColumnCosts | None, threads: int, tracer: Tracer | None = None) -> Traced:
+    """Align each read, in its chosen orientation (`reverse`), to its best edge, or by vote over its
+    candidate edges within `params.vote_window` of the best (pairwise/votes.py); `family`: the
+    columns' family residues (phylo/family.py), `costs`: their column profile costs
+    (phylo/column_costs.py).
+
+    Returns the batch's `Traced` results; CIGARs and rows describe the oriented read. Every traced
+    alignment's score must equal its candidate's (the engine's): a difference is an internal error.
+    """
+    pair_read, pair_slot, group_ends = vote_pairs(candidates.score, candidates.edge, params.vote_window)
+    expected = candidates.score[pair_read, pair_slot]
+    scores, starts, cigars, rows, on_gpu = trace_reads(reads, indices[pair_read], reverse[pair_read],
+                                                       candidates.edge[pair_read, pair_slot], builder, params,
+                                                       family, costs, threads, tracer)
+    if not np.array_equal(scores, expected):
+        raise RuntimeError("internal error: traceback score differs from the engine's score")
+    if len(pair_read) == len(indices):  # no read has a second edge to vote
+        return Traced(scores, starts, cigars, rows, on_gpu, len(pair_read), 0)
+    residues, offsets = reads.select_residues(indices, reverse)
+    firsts = group_ends - np.diff(group_ends, prepend=0)
+    starts, cigars, rows, voted = vote(group_ends, starts, cigars, rows, residues, offsets)
+    return Traced(scores[firsts], starts, cigars, rows, on_gpu, len(pair_read), int(voted.sum()))
+
+
+def trace_reads(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, edges: np.ndarray, builder: EdgeProfiles,
+                params: ScoringParams, family: np.ndarray | None, costs: ColumnCosts | None, threads: int,
+                tracer: Tracer | None = None):
+    """Reads `indices` (oriented by `reverse`) aligned to `edges` by DESIGN 5's traceback: (scores,
+    starts, cigars, rows, whether a GPU did it).
+
     With a tracer (`--traceback auto` and a GPU) the whole batch is one device call; otherwise
     slices of TRACEBACK_SLICE reads run as single GIL-free numba calls, so the threads scale.
     Both give the same results bit for bit.
     """
-    unique_edges, edge_slot = np.unique(best_edges, return_inverse=True)
+    unique_edges, edge_slot = np.unique(edges, return_inverse=True)
     profiles = builder.profiles(unique_edges)
     if tracer is not None and tracer.usable:
         residues, offsets = reads.select_residues(indices, reverse)
@@ -350,13 +387,14 @@ def _commit(sample: SampleRun, profiles: EdgeProfiles, devices: Devices, work: W
 def _load_jit() -> None:
     """Load (or compile) the numba functions every run calls, on a thread of their own while
     the inputs are read, instead of on the thread that first needs them (a GPU feeder or the
-    engine's master, with the GPU waiting): the candidate merges (pairwise/candidates.py) and
-    the read gather (io/reads.py). A run that ends while numba still compiles (a stop signal, an
+    engine's master, with the GPU waiting): the candidate merges (pairwise/candidates.py), the
+    read gather (io/reads.py) and the column votes (pairwise/votes.py). A run that ends while numba still compiles (a stop signal, an
     input error) tears the interpreter down under this daemon thread, and numba's registries fail
     half-way: nothing to report then, as the run has said why it ended (tests/test_interrupts.py)."""
     try:
         load_merges()
         ReadSet([], np.zeros(0, np.uint8), np.zeros(1, np.int64)).select_residues(np.zeros(0, np.int64))
+        load_votes()
     except Exception:
         if sys.is_finalizing() or not threading.main_thread().is_alive():
             return
@@ -686,15 +724,15 @@ def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[Sampl
         def trace(sample: SampleRun, stretch: Stretch, reverse: np.ndarray, candidates: Candidates):
             """One scored batch aligned to its best edges (on a traceback thread)."""
             t0 = time.perf_counter()
-            scores, starts, cigars, rows, on_gpu = traceback_batch(
-                stretch.reads, stretch.alignable, reverse, candidates.edge[:, 0], profiles, sample.inputs.params,
-                sample.inputs.family, sample.inputs.costs, config.threads, tracer)
-            if not np.array_equal(scores, candidates.score[:, 0]):
-                raise RuntimeError("internal error: traceback score differs from the engine's score")
+            done = traceback_batch(stretch.reads, stretch.alignable, reverse, candidates, profiles,
+                                   sample.inputs.params, sample.inputs.family, sample.inputs.costs, config.threads,
+                                   tracer)
             with sample.lock:  # summed over batches, which may overlap (BatchStages)
                 sample.timings["traceback"] += time.perf_counter() - t0
-                sample.traced["gpu" if on_gpu else "cpu"] += 1
-            return sample, stretch, reverse, candidates, scores, starts, cigars, rows
+                sample.traced["gpu" if done.on_gpu else "cpu"] += 1
+                sample.votes["alignments"] += done.alignments
+                sample.votes["voted"] += done.voted
+            return sample, stretch, reverse, candidates, done.scores, done.starts, done.cigars, done.rows
 
         # batches arrive as they finish and go on to the traceback thread, then the writer thread
         # (BatchStages): the engine's batch slot is handed back at once, so neither stage's time
@@ -734,6 +772,10 @@ def _sample_tally(sample: SampleRun, stats: Engine | SearchStats, search: Guided
     timings["build_blocks"] = stats.build_seconds
     timings["reads"] = sample.inputs.reads.read_seconds
     timings["reads_wait"] = sample.inputs.reads.wait_seconds
+    if sample.inputs.params.vote_window:
+        reporter.detail(f"{sample.label}: vote window {sample.inputs.params.vote_window}: "
+                        f"{sample.votes['alignments']} alignments traced back for {sample.n_alignable} reads, "
+                        f"{sample.votes['voted']} reads' columns changed by the vote")
     reporter.detail(f"{sample.label}: --strand {sample.inputs.strand}: {sample.strand_counts['scored_both']} "
                     f"of {sample.n_alignable} reads scored in both orientations ({timings['strand']:.3f} s)")
     if search:
@@ -744,7 +786,8 @@ def _sample_tally(sample: SampleRun, stats: Engine | SearchStats, search: Guided
         cells=sample.cells, gcups=sample.cells / timings["scoring"] / 1e9 if timings["scoring"] > 0 else 0.0,
         strand_counts=sample.strand_counts, search=search.identity() if search else {"mode": "exhaustive"},
         edges_scored=sample.edges_scored,
-        traceback={"device": tracer.describe() if tracer else "cpu", "batches": dict(sample.traced)},
+        traceback={"device": tracer.describe() if tracer else "cpu", "batches": dict(sample.traced),
+                   **sample.votes},
         consumers={consumer.name: {"blocks": consumer.blocks, "edges": consumer.edges,
                                    "cells": consumer.cells, "calls": consumer.calls,
                                    "busy_seconds": consumer.busy_seconds,

@@ -108,6 +108,7 @@ class SampleRun:
         self.statuses = np.zeros(len(STATUSES), np.int64)
         self.strand_counts = {"+": 0, "-": 0, "scored_both": 0}
         self.traced = {"gpu": 0, "cpu": 0}
+        self.votes = {"alignments": 0, "voted": 0}  # alignments traced, reads their vote changed
         self.scored = 0                           # batches back from the engine
         self.written = 0                          # stretches written
         self.entered = False                      # its first batch went to the engine
@@ -121,7 +122,7 @@ class SampleRun:
         self.summary = None                       # its pipeline.RunSummary, once committed
         self.failed = False                       # its reads are bad: nothing more of it is written
         self.complete = False
-        self.lock = threading.Lock()              # traceback threads add up `timings` and `traced`
+        self.lock = threading.Lock()              # traceback threads add up `timings`, `traced`, `votes`
         self._writer: RunWriter | None = None
         self._closer = ExitStack()
 

@@ -151,14 +151,15 @@ def test_device_traceback_refuses_what_int32_cannot_hold(tracers):
         tracers[400].align_many(codes, residues, offsets, np.zeros(1, np.int64), np.ones((1, 500), np.uint8), params)
 
 
-def example_run(tmp_path, name: str, **options) -> tuple[dict, dict]:
-    """The bundled example through the main job; (run record, every /reads dataset's values)."""
+def example_run(tmp_path, name: str, example: str = "example", **options) -> tuple[dict, dict]:
+    """A bundled example (data/example, or data/protein) through the main job; (run record, every
+    /reads dataset's values)."""
     from pathlib import Path
 
     from papara_py.io.run_file import RunFile
     from papara_py.pipeline import RunConfig, run
 
-    example = Path(__file__).resolve().parents[1] / "data" / "example"
+    example = Path(__file__).resolve().parents[1] / "data" / example
     out = tmp_path / name
     run(RunConfig(tree=str(example / "tree.nwk"), alignment=str(example / "ref.phy"),
                   reads=str(example / "reads.fa"), output=str(out), threads=2, batch_reads=64,
@@ -180,11 +181,28 @@ def test_a_gpu_run_traces_back_on_the_gpu_with_the_cpus_results(opencl_device, m
 
     monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device])
     gpu_record, on_gpu = example_run(tmp_path, "gpu.h5", device="gpu")
-    assert gpu_record["traceback"] == {"device": opencl_device.name, "batches": {"gpu": 4, "cpu": 0}}
+    aligned = int((on_gpu["status"] == b"aligned").sum())  # DNA: no vote window, one alignment a read
+    assert gpu_record["traceback"] == {"device": opencl_device.name, "batches": {"gpu": 4, "cpu": 0},
+                                       "alignments": aligned, "voted": 0}
     cpu_record, on_cpu = example_run(tmp_path, "cpu.h5", device="gpu", traceback="cpu")
-    assert cpu_record["traceback"] == {"device": "cpu", "batches": {"gpu": 0, "cpu": 4}}
+    assert cpu_record["traceback"] == {"device": "cpu", "batches": {"gpu": 0, "cpu": 4}, "alignments": aligned,
+                                       "voted": 0}
     assert_same_reads(on_gpu, on_cpu)
     _, cpu_only = example_run(tmp_path, "cpu-only.h5", device="cpu")
+    assert_same_reads(on_gpu, cpu_only)
+
+
+def test_a_gpu_traceback_of_protein_reads_votes_as_the_cpu(opencl_device, monkeypatch, tmp_path):
+    """data/protein with its preset, whose vote window traces reads back on several candidate edges
+    (pairwise/votes.py): every /reads dataset of a GPU traceback equals a CPU-only run's."""
+    from papara_py.engine import opencl_devices
+
+    monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device])
+    record, on_gpu = example_run(tmp_path, "gpu.h5", "protein", device="gpu")
+    traceback = record["traceback"]
+    assert record["parameters"]["vote_window"] > 0 and traceback["batches"]["cpu"] == 0
+    assert traceback["batches"]["gpu"] > 0 and traceback["alignments"] > 120 and traceback["voted"] > 0
+    _, cpu_only = example_run(tmp_path, "cpu-only.h5", "protein", device="cpu")
     assert_same_reads(on_gpu, cpu_only)
 
 
@@ -233,8 +251,8 @@ def test_two_gpus_share_the_traceback_and_survive_one_failing(opencl_device, mon
 
     monkeypatch.setattr(gpu_trace.GpuTracer, "align_many", spying)
     record, got = example_run(tmp_path, "two.h5", device="gpu")
-    assert record["traceback"] == {"device": f"{opencl_device.name}, {opencl_device.name}",
-                                   "batches": {"gpu": 4, "cpu": 0}}
+    assert record["traceback"] | {"alignments": 0} == {"device": f"{opencl_device.name}, {opencl_device.name}",
+                                                       "batches": {"gpu": 4, "cpu": 0}, "alignments": 0, "voted": 0}
     assert len(set(calls)) == 2 and calls[0] != calls[1]
     assert_same_reads(got, expected)
 
