@@ -188,8 +188,9 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
                               "score against the column's reference residues falls short of 5 (DESIGN.md 4); 0: off, "
                               f"the paper's model (default: the preset's; {PRESETS['protein'][6]:g} in protein)")
     scoring.add_argument("--vote-window", type=_penalty, default=None, metavar="D",
-                         help="a read whose candidate edges (--candidates) score within D of its best takes each "
-                              "residue's column by vote over those edges' alignments, not its best edge's alone "
+                         help="a read with at least two candidate edges (--candidates) besides its best scoring "
+                              "within D of it takes each residue's column by vote over those edges' alignments, not "
+                              "its best edge's alone "
                               "(DESIGN.md 5; the score, best edge and candidates are unchanged); 0: off (default: "
                               f"the preset's; {PRESETS[DEFAULT_PRESET][7]} in {DEFAULT_PRESET}, "
                               f"{PRESETS['protein'][7]} in protein)")

@@ -32,7 +32,7 @@ INT32_LIMIT = 1 << 30
 #: families and twelve validation seeds; it replaced 5, 6, 8, 2, 12, 3 of the near states without
 #: family residues, 4, 7, 8, 2, 12 of Eq. 1 and, before that, the provisional 2, 3, 2, 1, 5,
 #: PaPaRa 2.5's -a defaults in Eq. 1's terms). Its vote window 4 (pairwise/votes.py) was chosen by
-#: the study "Votes over near-best edges" in docs/ACCURACY.md (the DNA presets keep 0).
+#: the study "Votes over near-best edges in the model" in docs/ACCURACY.md (the DNA presets keep 0).
 #: weighted: the default for DNA since near states exist: a read residue one parsimony step away
 #: from the edge's set (its near states, DESIGN.md 3-4) costs near_mismatch instead of mismatch;
 #: chosen by the leave-taxa-out study in docs/ACCURACY.md ("Near states"): at least MAFFT
