@@ -55,9 +55,8 @@ from papara_py.pairwise.strand import (
 )
 from papara_py.pairwise.traceback import align_many
 from papara_py.pairwise.votes import load_votes, vote, vote_pairs
-from papara_py.phylo.column_costs import ColumnCosts, column_costs
+from papara_py.phylo.column_terms import ColumnTerms
 from papara_py.phylo.encoding import IS_GAP, Alphabet
-from papara_py.phylo.family import column_family
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
 from papara_py.run_log import Reporter, RunLog
@@ -248,12 +247,11 @@ class Traced(NamedTuple):
 
 
 def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candidates: Candidates,
-                    builder: EdgeProfiles, params: ScoringParams, family: np.ndarray | None,
-                    costs: ColumnCosts | None, threads: int, tracer: Tracer | None = None) -> Traced:
+                    builder: EdgeProfiles, params: ScoringParams, columns: ColumnTerms, threads: int,
+                    tracer: Tracer | None = None) -> Traced:
     """Align each read, in its chosen orientation (`reverse`), to its best edge, or by vote over its
-    candidate edges within `params.vote_window` of the best (pairwise/votes.py); `family`: the
-    columns' family residues (phylo/family.py), `costs`: their column profile costs
-    (phylo/column_costs.py).
+    candidate edges within `params.vote_window` of the best (pairwise/votes.py); `columns`: the
+    run's column terms (phylo/column_terms.py).
 
     Returns the batch's `Traced` results; CIGARs and rows describe the oriented read. Every traced
     alignment's score must equal its candidate's (the engine's): a difference is an internal error.
@@ -262,7 +260,7 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, ca
     expected = candidates.score[pair_read, pair_slot]
     scores, starts, cigars, rows, on_gpu = trace_reads(reads, indices[pair_read], reverse[pair_read],
                                                        candidates.edge[pair_read, pair_slot], builder, params,
-                                                       family, costs, threads, tracer)
+                                                       columns, threads, tracer)
     if not np.array_equal(scores, expected):
         raise RuntimeError("internal error: traceback score differs from the engine's score")
     if len(pair_read) == len(indices):  # no read has a second edge to vote
@@ -274,10 +272,9 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, ca
 
 
 def trace_reads(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, edges: np.ndarray, builder: EdgeProfiles,
-                params: ScoringParams, family: np.ndarray | None, costs: ColumnCosts | None, threads: int,
-                tracer: Tracer | None = None):
-    """Reads `indices` (oriented by `reverse`) aligned to `edges` by DESIGN 5's traceback: (scores,
-    starts, cigars, rows, whether a GPU did it).
+                params: ScoringParams, columns: ColumnTerms, threads: int, tracer: Tracer | None = None):
+    """Reads `indices` (oriented by `reverse`) aligned to `edges` by DESIGN 5's traceback with the
+    run's column terms `columns`: (scores, starts, cigars, rows, whether a GPU did it).
 
     With a tracer (`--traceback auto` and a GPU) the whole batch is one device call; otherwise
     slices of TRACEBACK_SLICE reads run as single GIL-free numba calls, so the threads scale.
@@ -288,16 +285,16 @@ def trace_reads(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, edges:
     if tracer is not None and tracer.usable:
         residues, offsets = reads.select_residues(indices, reverse)
         done = tracer.align_many(reads.alphabet.read_code[residues], residues, offsets, edge_slot, profiles, params,
-                                 family, costs)
+                                 columns.family, columns.costs)
         if done is not None:
             return (*done, True)
     pieces = [slice(a, a + TRACEBACK_SLICE) for a in range(0, len(indices), TRACEBACK_SLICE)]
-    near = profile_near(profiles, family)  # once for the batch's slices, which share the profiles
+    near = profile_near(profiles, columns.family)  # once for the batch's slices, which share the profiles
 
     def one(piece: slice):
         residues, offsets = reads.select_residues(indices[piece], reverse[piece])
         return align_many(reads.alphabet.read_code[residues], residues, offsets, edge_slot[piece], profiles, params,
-                          near=near, costs=costs)
+                          near=near, costs=columns.costs)
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         results = list(pool.map(one, pieces))
@@ -414,8 +411,7 @@ class Inputs:
     digests: dict[str, Digest]
     params: ScoringParams    # the penalties used: as given, or the alphabet's default preset
     strand: str              # the strand mode used (pairwise/strand.mode_for: forward for protein)
-    family: np.ndarray | None  # the columns' family residues (phylo/family.py; None for DNA)
-    costs: ColumnCosts | None  # the column profile costs (phylo/column_costs.py; None: the term is off)
+    columns: ColumnTerms     # the column terms: family residues, column profile costs (phylo/column_terms.py)
 
     @property
     def alphabet(self) -> Alphabet:
@@ -460,9 +456,8 @@ def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]
     if config.alphabet == "auto" and not alignment.alphabet.stranded:
         reporter.detail(f"--alphabet auto: {config.alignment} holds {alignment.alphabet.residue_kind} data; reads "
                         f"are taken as given (no reverse strand)")
-    family = column_family(match.tip_rows, alignment.alphabet)
-    costs = column_costs(match.tip_rows, alignment.alphabet, params.column_weight)
-    return Inputs(edge_tree, alignment, match, reads, reads_file, digests, params, strand, family, costs)
+    columns = ColumnTerms.of(match.tip_rows, alignment.alphabet, params.column_weight)
+    return Inputs(edge_tree, alignment, match, reads, reads_file, digests, params, strand, columns)
 
 
 def sample_inputs(config: RunConfig, first: Inputs) -> Inputs:
@@ -688,7 +683,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[Sampl
         def new_engine(k: int) -> Engine:
             return Engine(profiles.profiles, profiles.n_edges, m, devices.width, samples[0].inputs.params, k,
                           devices.use_cpu, devices.gpu_scorers, devices.options, progress,
-                          family=samples[0].inputs.family, costs=samples[0].inputs.costs)
+                          columns=samples[0].inputs.columns)
 
         search = GuidedSearch(samples[0].inputs.edge_tree, new_engine, m, work.k, config.guided) if guided else None
         engine = search or new_engine(work.k)
@@ -725,7 +720,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[Sampl
             """One scored batch aligned to its best edges (on a traceback thread)."""
             t0 = time.perf_counter()
             done = traceback_batch(stretch.reads, stretch.alignable, reverse, candidates, profiles,
-                                   sample.inputs.params, sample.inputs.family, sample.inputs.costs, config.threads,
+                                   sample.inputs.params, sample.inputs.columns, config.threads,
                                    tracer)
             with sample.lock:  # summed over batches, which may overlap (BatchStages)
                 sample.timings["traceback"] += time.perf_counter() - t0

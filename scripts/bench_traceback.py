@@ -22,8 +22,7 @@ from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tre
 from papara_py.io.reads import ReadSet
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.votes import vote
-from papara_py.phylo.column_costs import column_costs
-from papara_py.phylo.family import column_family
+from papara_py.phylo.column_terms import ColumnTerms
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
 from papara_py.pipeline import trace_reads
@@ -42,19 +41,18 @@ def main() -> None:
     tree = EdgeTree.from_dendropy(read_tree(args.data / "tree.nwk"))
     tip_rows = match_tips(tree.tip_names, alignment, str(reference)).tip_rows
     builder = ProfileBuilder(tree, tip_rows, alignment.alphabet)
-    family = column_family(tip_rows, alignment.alphabet)
     reads = ReadSet.from_sequences(((r.name, r.sequence) for r, _ in zip(
         iter_reads(args.data / "reads.fa", alphabet=alignment.alphabet), range(args.reads))), alignment.alphabet)
     count = len(reads.lengths)
     pairs = np.repeat(np.arange(count), args.vote)  # each read's edges one after another
     edges = np.random.default_rng(0).integers(0, tree.n_edges, pairs.size)
     params = ScoringParams.preset(alignment.alphabet.default_preset)
-    costs = column_costs(tip_rows, alignment.alphabet, params.column_weight)
+    columns = ColumnTerms.of(tip_rows, alignment.alphabet, params.column_weight)
     residues, offsets = reads.select_residues(np.arange(count))
     group_ends = np.arange(1, count + 1) * args.vote
 
     def traced():
-        return trace_reads(reads, pairs, np.zeros(pairs.size, bool), edges, builder, params, family, costs, args.threads)
+        return trace_reads(reads, pairs, np.zeros(pairs.size, bool), edges, builder, params, columns, args.threads)
 
     def timed(work) -> float:
         work()  # warm-up: numba's cache

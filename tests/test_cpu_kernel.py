@@ -29,6 +29,7 @@ from papara_py.errors import InputError
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.reference_scorer import score_matrix_reference
 from papara_py.phylo.column_costs import ColumnCosts, cost_codes
+from papara_py.phylo.column_terms import ColumnTerms
 from papara_py.phylo.encoding import CGAP_BIT, DNA, PROTEIN, READ_CODE
 
 parameter = st.sampled_from([0, 1, 2, 3, 5, 1000])
@@ -75,9 +76,9 @@ def kernel_scores(profiles, reads, params, width, family=None, costs=None, **opt
     codes, offsets = pack(reads)
     columns = []
     for first in range(0, profiles.shape[0], width):
-        block = make_block(first // width, first, profiles[first:first + width], width, family, costs)
-        scores = score_block(block.lanes, codes, offsets, params, family=block.family, costs=block.costs,
-                             **options)
+        block = make_block(first // width, first, profiles[first:first + width], width, ColumnTerms(family, costs))
+        scores = score_block(block.lanes, codes, offsets, params, family=block.columns.family,
+                             costs=block.columns.costs, **options)
         assert scores.shape == (len(reads), width) and scores.dtype == np.int32
         # padding lanes repeat the last edge, so they must repeat its score
         assert (scores[:, block.n_edges:] == scores[:, block.n_edges - 1:block.n_edges]).all()

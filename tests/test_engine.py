@@ -27,6 +27,7 @@ from papara_py.engine.scheduler import (
 )
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.reference_scorer import score_matrix_reference
+from papara_py.phylo.column_terms import ColumnTerms
 
 K = 4
 
@@ -64,8 +65,8 @@ def run_engine(build_profiles, n_edges, width, batch, params, k, use_cpu, gpus, 
                costs=None) -> OneBatch:
     """One batch through the engine: its candidates and the consumers' records."""
     n_columns = build_profiles(np.arange(1)).shape[1]
-    engine = Engine(build_profiles, n_edges, n_columns, width, params, k, use_cpu, gpus, options, family=family,
-                    costs=costs)
+    engine = Engine(build_profiles, n_edges, n_columns, width, params, k, use_cpu, gpus, options,
+                    columns=ColumnTerms(family, costs))
     [(_, candidates)] = list(engine.run([batch]))
     return OneBatch(candidates, engine.consumers)
 

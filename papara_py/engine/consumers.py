@@ -26,8 +26,8 @@ class CpuScorer:
 
         result = Candidates.empty(reads.count, k)
         for block in blocks:
-            result.add_block(score_block(block.lanes, reads.codes, reads.offsets, params, family=block.family,
-                                         costs=block.costs),
+            result.add_block(score_block(block.lanes, reads.codes, reads.offsets, params,
+                                         family=block.columns.family, costs=block.columns.costs),
                              block.first_edge, block.n_edges)
         return result
 
@@ -51,8 +51,8 @@ class GpuChunkScorer:
                 lanes = np.stack([b.lanes for b in run])
                 n_edges = sum(b.n_edges for b in run)
                 score, edge = self.gpu.score_chunk(lanes, run[0].first_edge, n_edges,
-                                                   reads.codes, reads.offsets, params, k, family=run[0].family,
-                                                   costs=run[0].costs)
+                                                   reads.codes, reads.offsets, params, k, family=run[0].columns.family,
+                                                   costs=run[0].columns.costs)
                 results.append(Candidates(score=score, edge=edge))
                 run = []
             if block is not None:

@@ -9,11 +9,10 @@ bytes (coalesced).
 A block covers edges [first_edge, first_edge + n_edges); lanes past n_edges (only in the last
 block) repeat the last real edge so kernels never see undefined data, and the merge ignores them.
 
-Every block of a run also carries the run's column family residues (`family`, [m] state sets,
-phylo/family.py; None for DNA): they widen protein's near states per column, for every edge
-alike, so the kernels' near states (phylo/encoding.near_states) need them beside the lanes. Its
-column profile costs (`costs`, phylo/column_costs.py; None for DNA or where the term is off) are
-the same on every edge too, and travel the same way.
+Every block of a run also carries the run's column terms (`columns`, phylo/column_terms.py): the
+columns' family residues, which widen protein's near states per column for every edge alike (the
+kernels' near states, phylo/encoding.near_states, need them beside the lanes), and the column
+profile costs, the same on every edge too.
 """
 
 from __future__ import annotations
@@ -22,21 +21,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from papara_py.phylo.column_costs import ColumnCosts
+from papara_py.phylo.column_terms import NO_COLUMN_TERMS, ColumnTerms
 
 
 @dataclass(frozen=True)
 class Block:
-    """W edges in SoA layout: `lanes` is [m, W] profile elements, C-contiguous; `family` the
-    columns' family residues ([m]) and `costs` their column profile costs, shared by the run's
-    blocks, or None."""
+    """W edges in SoA layout: `lanes` is [m, W] profile elements, C-contiguous; `columns` the run's
+    column terms (family residues and column profile costs), shared by its blocks."""
 
     index: int
     first_edge: int
     n_edges: int
     lanes: np.ndarray
-    family: np.ndarray | None = None
-    costs: ColumnCosts | None = None
+    columns: ColumnTerms = NO_COLUMN_TERMS
 
     @property
     def width(self) -> int:
@@ -48,16 +45,16 @@ class Block:
 
 
 def make_block(index: int, first_edge: int, profiles: np.ndarray, width: int,
-               family: np.ndarray | None = None, costs: ColumnCosts | None = None) -> Block:
+               columns: ColumnTerms = NO_COLUMN_TERMS) -> Block:
     """Transpose `profiles` ([w, m] profile elements, w <= width) into one block of `width` lanes
-    (with the run's column family residues `family` and column profile costs `costs`)."""
+    (with the run's column terms `columns`)."""
     n_edges, m = profiles.shape
     if not 0 < n_edges <= width:
         raise ValueError(f"a block holds 1..{width} edges, got {n_edges}")
     lanes = np.empty((m, width), dtype=profiles.dtype)
     lanes[:, :n_edges] = profiles.T
     lanes[:, n_edges:] = profiles[-1][:, None]
-    return Block(index=index, first_edge=first_edge, n_edges=n_edges, lanes=lanes, family=family, costs=costs)
+    return Block(index=index, first_edge=first_edge, n_edges=n_edges, lanes=lanes, columns=columns)
 
 
 def block_count(n_edges: int, width: int) -> int:

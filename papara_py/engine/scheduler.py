@@ -68,7 +68,7 @@ from papara_py.engine.layout import Block, block_count, make_block
 from papara_py.engine.queue import Divider, WorkItem, WorkQueue
 from papara_py.pairwise.candidates import Candidates
 from papara_py.pairwise.params import ScoringParams
-from papara_py.phylo.column_costs import ColumnCosts
+from papara_py.phylo.column_terms import NO_COLUMN_TERMS, ColumnTerms
 
 
 @dataclass(frozen=True)
@@ -195,19 +195,18 @@ class Engine:
     started only if every GPU fails. `on_progress(blocks, cells)` is called as blocks finish.
     After `run` is exhausted, `consumers`, `build_seconds` and `scoring_seconds` (start to the
     last block scored) describe the run, and `batch_started[b]` when a consumer first took work of
-    batch b (the caller may pop it once b is yielded: a sample's own scoring span). `family`: the
-    columns' family residues (phylo/family.py; None for DNA) and `costs` their column profile
-    costs (phylo/column_costs.py; None: none), which every block carries to the scorers.
+    batch b (the caller may pop it once b is yielded: a sample's own scoring span). `columns`: the
+    run's column terms (phylo/column_terms.py: family residues and column profile costs), which
+    every block carries to the scorers.
     """
 
     def __init__(self, build_profiles: Callable[[np.ndarray], np.ndarray], n_edges: int, n_columns: int,
                  width: int, params: ScoringParams, k: int, use_cpu: bool, gpu_scorers: Sequence[Scorer],
                  options: EngineOptions,
                  on_progress: Callable[[int, int], None] = lambda blocks, cells: None,
-                 family: np.ndarray | None = None, costs: ColumnCosts | None = None) -> None:
+                 columns: ColumnTerms = NO_COLUMN_TERMS) -> None:
         self.build_profiles = build_profiles
-        self.family = family
-        self.costs = costs
+        self.columns = columns
         self.n_edges = n_edges
         self.n_columns = n_columns
         self.width = width
@@ -363,8 +362,7 @@ class Engine:
         block = self._blocks.get(key)
         if block is None:
             started = time.perf_counter()
-            block = make_block(index, first, self.build_profiles(edge_ids), self.width, self.family,
-                               self.costs)
+            block = make_block(index, first, self.build_profiles(edge_ids), self.width, self.columns)
             self.build_seconds += time.perf_counter() - started
             if self._cache_blocks if subset is None else \
                     self._cached_bytes + block.lanes.nbytes <= self.options.block_cache_bytes:
