@@ -385,9 +385,10 @@ def _load_jit() -> None:
     """Load (or compile) the numba functions every run calls, on a thread of their own while
     the inputs are read, instead of on the thread that first needs them (a GPU feeder or the
     engine's master, with the GPU waiting): the candidate merges (pairwise/candidates.py), the
-    read gather (io/reads.py) and the column votes (pairwise/votes.py). A run that ends while numba still compiles (a stop signal, an
-    input error) tears the interpreter down under this daemon thread, and numba's registries fail
-    half-way: nothing to report then, as the run has said why it ended (tests/test_interrupts.py)."""
+    read gather (io/reads.py) and the column votes (pairwise/votes.py). A run that ends while
+    numba still compiles (a stop signal, an input error) tears the interpreter down under this
+    daemon thread, and numba's registries fail half-way: nothing to report then, as the run has
+    said why it ended (tests/test_interrupts.py)."""
     try:
         load_merges()
         ReadSet([], np.zeros(0, np.uint8), np.zeros(1, np.int64)).select_residues(np.zeros(0, np.int64))
@@ -717,7 +718,8 @@ def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[Sampl
             _commit(sample, profiles, devices, work, tally, reporter, run_started)
 
         def trace(sample: SampleRun, stretch: Stretch, reverse: np.ndarray, candidates: Candidates):
-            """One scored batch aligned to its best edges (on a traceback thread)."""
+            """One scored batch aligned to its best edges, or by vote within the vote window (on a
+            traceback thread)."""
             t0 = time.perf_counter()
             done = traceback_batch(stretch.reads, stretch.alignable, reverse, candidates, profiles,
                                    sample.inputs.params, sample.inputs.columns, config.threads,
