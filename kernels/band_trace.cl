@@ -9,7 +9,9 @@
  *     S(j,k) = min(S(j-1,k) + M_ij + CG_i + X_ij, D(j,k), S(j-1,k+1) + insertion)
  *     S(-1,k) = 0; S(j-1,width) = +inf; score = min_k S(n-1,k), the smallest such k ending it.
  *     M_ij = 0 where a_i & b_j != 0, near_mismatch where near_i & b_j != 0, mismatch otherwise.
- *     X_ij = the column profile cost of b_j in column i (COLUMN_COSTS; 0 without).
+ *     X_ij = the column profile cost of b_j in column i (COLUMN_COSTS; 0 without), less the nearest
+ *            sequence's bonus (NEAREST_BONUS: `bonus` where read residue j is the one its nearest
+ *            reference row holds in column i, pairwise/nearest.py; residue indices, 255 none).
  *
  * Instead of the two int64 matrices the host keeps, the device keeps one int row (S of the last
  * row of the previous stripe of STRIPE rows, overwritten by this stripe's last row: see
@@ -33,6 +35,11 @@
  *                                      (stripe j0 and step t alike: column j0 + t), so their
  *                                      loads, one per read's row, fall in one column's n_costs
  *                                      bytes (24 for protein): one sector
+ *   read_residues [residues]           uchar, NEAREST_BONUS only: each residue's residue index
+ *                                      (phylo/residues.py), beside `codes`
+ *   bonus_rows    [m][R]               uchar, NEAREST_BONUS only: each read's nearest reference
+ *                                      row as residue indices, by column then read: a warp's
+ *                                      work-items, all at one column (as above), load adjacent bytes
  *   row           [max_width][R]       int: S of the previous row by offset
  *   moves         [max_rows][max_width][R]  uchar: the bytes above, rows j < n, offsets k < width
  *   ops           [R][max_ops]         uchar: 0 M, 1 D, 2 I in walk order (the path's end first)
@@ -42,7 +49,8 @@
  * -DPROF_BITS=8|32 -DSTATE_BITS=n, -DSTRIPE (rows computed together; default 8), -DCOLUMN_COSTS=0|1
  * (column profile costs: each stripe row keeps its residue's table row, and a cell adds the byte
  * at that row of the step's column, one load per cell; without, the kernel takes NULL tables and
- * never reads them).
+ * never reads them), -DNEAREST_BONUS=0|1 (the bonus: each stripe row keeps its residue index, and
+ * each step loads the read's nearest row at its column once for all rows; without, NULL arrays).
  *
  * Speed (H100, 12,500 reads of 100 residues against 1,072 columns, BENCHMARKS.md "The traceback
  * on the GPU"): one cell at a time, its loads of CHUNK offsets issued together, 13-26 Gcells/s
@@ -61,6 +69,9 @@
 #endif
 #ifndef COLUMN_COSTS
 #define COLUMN_COSTS 0
+#endif
+#ifndef NEAREST_BONUS
+#define NEAREST_BONUS 0
 #endif
 
 #define OP_M 0
@@ -85,7 +96,8 @@ __kernel void band_trace(
     const int max_ops, __global uchar *ops, __global int *op_count, __global int *score, __global int *start,
     const int mismatch, const int cgap, const int open_extend, const int extend, const int insertion,
     const int near_mismatch, const int inf, __global const uchar *restrict cost_rows,
-    __global const uchar *restrict cost_table, const int n_costs)
+    __global const uchar *restrict cost_table, const int n_costs, __global const uchar *restrict read_residues,
+    __global const uchar *restrict bonus_rows, const int bonus)
 {
     const int r = get_global_id(0);
     if (r >= n_reads) return;
@@ -106,11 +118,17 @@ __kernel void band_trace(
 #if COLUMN_COSTS
         int x_row[STRIPE];  /* each row's cost table row */
 #endif
+#if NEAREST_BONUS
+        uchar residue[STRIPE];  /* each row's residue index */
+#endif
 #pragma unroll
         for (int u = 0; u < STRIPE; ++u) {
             b[u] = u < rows ? codes[first + j0 + u] : 0;
 #if COLUMN_COSTS
             x_row[u] = u < rows ? cost_rows[first + j0 + u] : 0;
+#endif
+#if NEAREST_BONUS
+            residue[u] = u < rows ? read_residues[first + j0 + u] : 255;
 #endif
             done[u] = now[u] = left_d[u] = inf;
         }
@@ -132,6 +150,9 @@ __kernel void band_trace(
 #if COLUMN_COSTS
             __global const uchar *restrict x_column = cost_table + (size_t)(j0 + t) * n_costs;  /* column j0 + t */
 #endif
+#if NEAREST_BONUS
+            const uchar nearest = bonus_rows[(size_t)(j0 + t) * R + r];  /* the nearest row at column j0 + t */
+#endif
 #pragma unroll
             for (int u = 0; u < STRIPE; ++u) {
                 const int k = t - u;
@@ -141,6 +162,9 @@ __kernel void band_trace(
                     int cost = (e & STATE_MASK & b[u]) ? 0 : ((e_near & b[u]) ? near_mismatch : mismatch);
 #if COLUMN_COSTS
                     cost += x_column[x_row[u]];  /* X_ij */
+#endif
+#if NEAREST_BONUS
+                    if (residue[u] != 255 && residue[u] == nearest) cost -= bonus;
 #endif
                     const int diag = diagonal_in + column_cgap + cost;
                     int d = inf, extends = 0;

@@ -86,10 +86,11 @@ class Run:
     @property
     def parameters(self) -> dict:
         """The scoring parameters the run used (mismatch, cgap, gap_open, gap_extend, insertion,
-        near_mismatch, column_weight, vote_window, and the preset they equal); runs written before
-        near states were added have no near_mismatch, which was then always the mismatch penalty,
-        runs written before the column profile cost no column_weight, which was then 0, and runs
-        written before the column votes (0.5.0) no vote_window, which was then 0."""
+        near_mismatch, column_weight, vote_window, nearest_bonus, and the preset they equal); runs
+        written before near states were added have no near_mismatch, which was then always the
+        mismatch penalty, runs written before the column profile cost no column_weight, which was
+        then 0, runs written before the column votes (0.5.0) no vote_window, and runs written
+        before the nearest bonus (0.6.0) no nearest_bonus, both then 0."""
         return dict(self.record.get("parameters") or {})
 
     def close(self) -> None:

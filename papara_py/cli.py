@@ -166,7 +166,7 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
         "scoring (penalties, minimised; a preset, then any single penalty given overrides it)")
     scoring.add_argument("--preset", choices=list(PRESETS), default=None,
                          help="; ".join(f"{name}: {'/'.join(f'{v:g}' for v in values)}" for name, values in PRESETS.items())
-                         + f" (mismatch/cgap/gap-open/gap-extend/insertion/near-mismatch/column-weight/vote-window; "
+                         + f" (mismatch/cgap/gap-open/gap-extend/insertion/near-mismatch/column-weight/vote-window/nearest-bonus; "
                          f"default: "
                          f"{DEFAULT_PRESET} "
                          "for DNA, protein for protein, both chosen by the accuracy studies in docs/ACCURACY.md; "
@@ -194,6 +194,12 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
                               "(DESIGN.md 5; the score, best edge and candidates are unchanged); 0: off (default: "
                               f"the preset's; {PRESETS[DEFAULT_PRESET][7]} in {DEFAULT_PRESET}, "
                               f"{PRESETS['protein'][7]} in protein)")
+    scoring.add_argument("--nearest-bonus", type=_penalty, default=None, metavar="B",
+                         help="a read whose best-edge alignment shares at least half of its residues with one "
+                              "reference sequence (its nearest: the most identities) is traced back again with each "
+                              "residue identical to that sequence's in a column costing B less there (DESIGN.md 5; "
+                              "the score, best edge and candidates are unchanged); 0: off (default: the preset's; "
+                              f"{PRESETS[DEFAULT_PRESET][8]} in {DEFAULT_PRESET}, {PRESETS['protein'][8]} in protein)")
     engine = parser.add_argument_group("engine")
     engine.add_argument("-j", "--threads", type=_bounded_int(1, MAX_THREADS), default=None,
                         help="threads (default: the CPUs this process may use: its CPU affinity, e.g. "
@@ -300,7 +306,7 @@ def _penalty_choice(args: argparse.Namespace):
     it once the alphabet, whose default preset applies without --preset, is known."""
     from papara_py.pairwise.params import PENALTY_NAMES, PenaltyChoice
 
-    names = (*PENALTY_NAMES, "column_weight", "vote_window")
+    names = (*PENALTY_NAMES, "column_weight", "vote_window", "nearest_bonus")
     given = tuple((name, getattr(args, name)) for name in names if getattr(args, name) is not None)
     return PenaltyChoice(args.preset, given)
 

@@ -44,6 +44,7 @@ from papara_py.io.read_stream import ReadStream, Stretch
 from papara_py.io.reads import STATUS_ALIGNED, STATUSES, ReadChunk, ReadSet
 from papara_py.io.run_writer import RunWriter
 from papara_py.pairwise.candidates import Candidates, load_merges
+from papara_py.pairwise.nearest import bonus_reads, load_nearest
 from papara_py.pairwise.params import PenaltyChoice, ScoringParams
 from papara_py.pairwise.reference_scorer import profile_near
 from papara_py.pairwise.strand import (
@@ -244,37 +245,91 @@ class Traced(NamedTuple):
     on_gpu: bool           # a GPU traced the batch back
     alignments: int        # alignments traced: a read's best edge, and more within its vote window
     voted: int             # reads whose columns the vote took from other edges than the best
+    nearest: int           # reads traced back again with their nearest sequence's bonus
 
 
 def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candidates: Candidates,
                     builder: EdgeProfiles, params: ScoringParams, columns: ColumnTerms, threads: int,
                     tracer: Tracer | None = None) -> Traced:
     """Align each read, in its chosen orientation (`reverse`), to its best edge, or by vote over its
-    candidate edges within `params.vote_window` of the best (pairwise/votes.py); `columns`: the
-    run's column terms (phylo/column_terms.py).
+    candidate edges within `params.vote_window` of the best (pairwise/votes.py), with the nearest
+    reference sequence's bonus where `params.nearest_bonus` is on and the read's best-edge
+    alignment is near enough to one (pairwise/nearest.py); `columns`: the run's column terms
+    (phylo/column_terms.py).
 
     Returns the batch's `Traced` results; CIGARs and rows describe the oriented read. Every traced
-    alignment's score must equal its candidate's (the engine's): a difference is an internal error.
+    alignment's score must equal its candidate's (the engine's), and a bonused one's may only be
+    lower, by at most the bonus per residue: anything else is an internal error.
     """
     pair_read, pair_slot, group_ends = vote_pairs(candidates.score, candidates.edge, params.vote_window)
-    expected = candidates.score[pair_read, pair_slot]
-    scores, starts, cigars, rows, on_gpu = trace_reads(reads, indices[pair_read], reverse[pair_read],
-                                                       candidates.edge[pair_read, pair_slot], builder, params,
-                                                       columns, threads, tracer)
-    if not np.array_equal(scores, expected):
-        raise RuntimeError("internal error: traceback score differs from the engine's score")
-    if len(pair_read) == len(indices):  # no read has a second edge to vote
-        return Traced(scores, starts, cigars, rows, on_gpu, len(pair_read), 0)
-    residues, offsets = reads.select_residues(indices, reverse)
     firsts = group_ends - np.diff(group_ends, prepend=0)
+    expected = candidates.score[pair_read, pair_slot]
+    pair_edges = candidates.edge[pair_read, pair_slot]
+
+    def trace(pairs: np.ndarray, bonus: tuple[np.ndarray, int] | None = None):
+        return trace_reads(reads, indices[pair_read[pairs]], reverse[pair_read[pairs]], pair_edges[pairs], builder,
+                           params, columns, threads, tracer, bonus)
+
+    if params.nearest_bonus and columns.residues is not None:
+        alignments, (scores, starts, cigars, rows, on_gpu), nearest = _trace_with_bonus(
+            trace, reads, indices, pair_read, firsts, expected, params.nearest_bonus, columns.residues)
+    else:
+        scores, starts, cigars, rows, on_gpu = trace(np.arange(pair_read.size))
+        _check_scores(scores, expected)
+        alignments, nearest = pair_read.size, 0
+    if len(pair_read) == len(indices):  # no read has a second edge to vote
+        return Traced(scores, starts, cigars, rows, on_gpu, alignments, 0, nearest)
+    residues, offsets = reads.select_residues(indices, reverse)
     starts, cigars, rows, voted = vote(group_ends, starts, cigars, rows, residues, offsets)
-    return Traced(scores[firsts], starts, cigars, rows, on_gpu, len(pair_read), int(voted.sum()))
+    return Traced(scores[firsts], starts, cigars, rows, on_gpu, alignments, int(voted.sum()), nearest)
+
+
+def _trace_with_bonus(trace, reads: ReadSet, indices: np.ndarray, pair_read: np.ndarray, firsts: np.ndarray,
+                      expected: np.ndarray, amount: int, reference: np.ndarray):
+    """`traceback_batch`'s alignments of every pair with the nearest-sequence bonus: each read's
+    best edge first, which names its nearest reference row (pairwise/nearest.bonus_reads), then in
+    one more call every pair of the reads near enough to theirs with the bonus and the other pairs
+    of the rest without (their tip -1). Returns (the alignments traced, a best edge traced twice
+    counting twice; every pair's (scores, starts, CIGARs, rows, whether a GPU traced any), as
+    trace_reads gives them; the reads given the bonus)."""
+    scores, starts, cigars, rows, on_gpu = trace(firsts)
+    _check_scores(scores, expected[firsts])
+    tips = bonus_reads(rows, reads.alphabet, reference)
+    is_first = np.zeros(pair_read.size, bool)
+    is_first[firsts] = True
+    again = np.flatnonzero((tips[pair_read] >= 0) | ~is_first)
+    all_scores, all_starts = expected.astype(np.int32), np.empty(pair_read.size, np.int32)
+    all_cigars, all_rows = [""] * pair_read.size, np.empty((pair_read.size, rows.shape[1]), np.uint8)
+    all_starts[firsts], all_rows[firsts] = starts, rows
+    for k, cigar in zip(firsts.tolist(), cigars):
+        all_cigars[k] = cigar
+    if again.size:
+        again_tips = tips[pair_read[again]]
+        lower, starts, cigars, rows, again_on_gpu = trace(again, (again_tips, amount))
+        on_gpu = on_gpu or again_on_gpu
+        plain = again_tips < 0
+        _check_scores(lower[plain], expected[again][plain])
+        lengths = np.diff(reads.offsets)[indices[pair_read[again]]]
+        if np.any(lower > expected[again]) or np.any(lower < expected[again] - amount * lengths):
+            raise RuntimeError("internal error: a bonused traceback's score is out of its bounds")
+        all_starts[again], all_rows[again] = starts, rows
+        for k, cigar in zip(again.tolist(), cigars):
+            all_cigars[k] = cigar
+    return firsts.size + again.size, (all_scores, all_starts, all_cigars, all_rows, on_gpu), int((tips >= 0).sum())
+
+
+def _check_scores(traced: np.ndarray, expected: np.ndarray) -> None:
+    if not np.array_equal(traced, expected):
+        raise RuntimeError("internal error: traceback score differs from the engine's score")
 
 
 def trace_reads(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, edges: np.ndarray, builder: EdgeProfiles,
-                params: ScoringParams, columns: ColumnTerms, threads: int, tracer: Tracer | None = None):
+                params: ScoringParams, columns: ColumnTerms, threads: int, tracer: Tracer | None = None,
+                bonus: tuple[np.ndarray, int] | None = None):
     """Reads `indices` (oriented by `reverse`) aligned to `edges` by DESIGN 5's traceback with the
-    run's column terms `columns`: (scores, starts, cigars, rows, whether a GPU did it).
+    run's column terms `columns`: (scores, starts, cigars, rows, whether a GPU did it). bonus:
+    each read's nearest tip and the amount of the nearest-sequence bonus (pairwise/nearest.py;
+    the tips' rows are `columns.residues`), or None.
 
     With a tracer (`--traceback auto` and a GPU) the whole batch is one device call; otherwise
     slices of TRACEBACK_SLICE reads run as single GIL-free numba calls, so the threads scale.
@@ -282,10 +337,12 @@ def trace_reads(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, edges:
     """
     unique_edges, edge_slot = np.unique(edges, return_inverse=True)
     profiles = builder.profiles(unique_edges)
+    if bonus is not None:
+        bonus = (columns.residues, *bonus)
     if tracer is not None and tracer.usable:
         residues, offsets = reads.select_residues(indices, reverse)
         done = tracer.align_many(reads.alphabet.read_code[residues], residues, offsets, edge_slot, profiles, params,
-                                 columns.family, columns.costs)
+                                 columns.family, columns.costs, bonus=bonus)
         if done is not None:
             return (*done, True)
     pieces = [slice(a, a + TRACEBACK_SLICE) for a in range(0, len(indices), TRACEBACK_SLICE)]
@@ -293,8 +350,9 @@ def trace_reads(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, edges:
 
     def one(piece: slice):
         residues, offsets = reads.select_residues(indices[piece], reverse[piece])
+        read_bonus = None if bonus is None else (bonus[0], bonus[1][piece], bonus[2])
         return align_many(reads.alphabet.read_code[residues], residues, offsets, edge_slot[piece], profiles, params,
-                          near=near, costs=columns.costs)
+                          near=near, costs=columns.costs, bonus=read_bonus)
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         results = list(pool.map(one, pieces))
@@ -385,7 +443,8 @@ def _load_jit() -> None:
     """Load (or compile) the numba functions every run calls, on a thread of their own while
     the inputs are read, instead of on the thread that first needs them (a GPU feeder or the
     engine's master, with the GPU waiting): the candidate merges (pairwise/candidates.py), the
-    read gather (io/reads.py) and the column votes (pairwise/votes.py). A run that ends while
+    read gather (io/reads.py), the column votes (pairwise/votes.py) and the nearest-sequence search
+    (pairwise/nearest.py). A run that ends while
     numba still compiles (a stop signal, an input error) tears the interpreter down under this
     daemon thread, and numba's registries fail half-way: nothing to report then, as the run has
     said why it ended (tests/test_interrupts.py)."""
@@ -393,6 +452,7 @@ def _load_jit() -> None:
         load_merges()
         ReadSet([], np.zeros(0, np.uint8), np.zeros(1, np.int64)).select_residues(np.zeros(0, np.int64))
         load_votes()
+        load_nearest()
     except Exception:
         if sys.is_finalizing() or not threading.main_thread().is_alive():
             return
@@ -457,7 +517,7 @@ def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]
     if config.alphabet == "auto" and not alignment.alphabet.stranded:
         reporter.detail(f"--alphabet auto: {config.alignment} holds {alignment.alphabet.residue_kind} data; reads "
                         f"are taken as given (no reverse strand)")
-    columns = ColumnTerms.of(match.tip_rows, alignment.alphabet, params.column_weight)
+    columns = ColumnTerms.of(match.tip_rows, alignment.alphabet, params.column_weight, params.nearest_bonus > 0)
     return Inputs(edge_tree, alignment, match, reads, reads_file, digests, params, strand, columns)
 
 
@@ -729,6 +789,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[Sampl
                 sample.traced["gpu" if done.on_gpu else "cpu"] += 1
                 sample.votes["alignments"] += done.alignments
                 sample.votes["voted"] += done.voted
+                sample.votes["nearest"] += done.nearest
             return sample, stretch, reverse, candidates, done.scores, done.starts, done.cigars, done.rows
 
         # batches arrive as they finish and go on to the traceback thread, then the writer thread
@@ -773,6 +834,9 @@ def _sample_tally(sample: SampleRun, stats: Engine | SearchStats, search: Guided
         reporter.detail(f"{sample.label}: vote window {sample.inputs.params.vote_window}: "
                         f"{sample.votes['alignments']} alignments traced back for {sample.n_alignable} reads, "
                         f"{sample.votes['voted']} reads' columns changed by the vote")
+    if sample.inputs.params.nearest_bonus:
+        reporter.detail(f"{sample.label}: nearest bonus {sample.inputs.params.nearest_bonus}: {sample.votes['nearest']} "
+                        f"of {sample.n_alignable} reads traced back again towards their nearest reference sequence")
     reporter.detail(f"{sample.label}: --strand {sample.inputs.strand}: {sample.strand_counts['scored_both']} "
                     f"of {sample.n_alignable} reads scored in both orientations ({timings['strand']:.3f} s)")
     if search:
@@ -861,7 +925,7 @@ class Tracer:
         """The traceback's devices for the run record: the GPUs' names."""
         return ", ".join(gpu.device.name for gpu in self.gpus)
 
-    def align_many(self, *args):
+    def align_many(self, *args, **options):
         """GpuTracer.align_many on the least busy live GPU, or None where the CPU must do it."""
         with self._lock:
             live = [i for i, alive in enumerate(self._live) if alive]
@@ -871,7 +935,7 @@ class Tracer:
             self._in_hand[chosen] += 1
             self._given[chosen] += 1
         try:
-            done = self.gpus[chosen].align_many(*args)
+            done = self.gpus[chosen].align_many(*args, **options)
         except ValueError as error:
             self.reporter.detail(f"traceback of a batch on the CPU: {error}")
             done = None

@@ -229,10 +229,11 @@ def protein_refs(data_dir: Path, sources: dict[str, str], ml: bool) -> None:
 
 
 def parse_point(text: str) -> tuple:
-    """A point m,c,o,e,i[,near[,weight[,window]]]: integer penalties, the column weight (a number),
-    then the vote window (an integer, DESIGN 5; 0, no votes, where not given)."""
+    """A point m,c,o,e,i[,near[,weight[,window[,bonus]]]]: integer penalties, the column weight (a
+    number), then the vote window and the nearest bonus (integers, DESIGN 5; 0, off, where not
+    given)."""
     values = text.split(",")
-    return (*(int(x) for x in values[:6]), *(float(x) for x in values[6:7]), *(int(x) for x in values[7:8]))
+    return (*(int(x) for x in values[:6]), *(float(x) for x in values[6:7]), *(int(x) for x in values[7:9]))
 
 
 def grid(stage: str) -> list[tuple[int, int, int, int, int]]:
@@ -344,9 +345,10 @@ def main() -> int:
                    help="table --suite protein, pooled: rank by the worst margin then the mean; first by how many "
                         "margins are >= 0 (sets at or above the peer); or by the worst over the margins some point "
                         "brings to >= 0 (see `pooled`)")
-    p.add_argument("--points", help="explicit points m,c,o,e,i[,near[,weight[,window]]];... (near: near_mismatch, "
-                                    "default m; weight: the column profile cost's, default 0; window: the vote "
-                                    "window, default 0; instead of --stage)")
+    p.add_argument("--points", help="explicit points m,c,o,e,i[,near[,weight[,window[,bonus]]]];... (near: "
+                                    "near_mismatch, default m; weight: the column profile cost's, default 0; window: "
+                                    "the vote window, default 0; bonus: the nearest bonus, default 0; instead of "
+                                    "--stage)")
     p.add_argument("--peer", choices=["mafft", "better"], default="mafft",
                    help="table --suite protein: the pooled ranking's margin over MAFFT, or over the better of MAFFT "
                         "and hmmalign on each set and validation row")

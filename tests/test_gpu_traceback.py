@@ -21,7 +21,9 @@ from test_cpu_kernel import random_column_costs
 
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.traceback import align_many
+from papara_py.phylo.column_costs import column_costs
 from papara_py.phylo.encoding import DNA, PROTEIN
+from papara_py.phylo.residues import reference_residues
 
 pytest.importorskip("pyopencl")
 from papara_py.engine.gpu_trace import GpuTracer  # needs pyopencl
@@ -58,9 +60,10 @@ def random_reads(rng: np.random.Generator, lengths, alphabet):
     return alphabet.read_code[residues], residues, offsets
 
 
-def assert_same(tracer, codes, residues, offsets, slots, profiles, params, family=None, costs=None) -> None:
-    expected = align_many(codes, residues, offsets, slots, profiles, params, family, costs=costs)
-    got = tracer.align_many(codes, residues, offsets, slots, profiles, params, family, costs)
+def assert_same(tracer, codes, residues, offsets, slots, profiles, params, family=None, costs=None,
+                bonus=None) -> None:
+    expected = align_many(codes, residues, offsets, slots, profiles, params, family, costs=costs, bonus=bonus)
+    got = tracer.align_many(codes, residues, offsets, slots, profiles, params, family, costs, bonus=bonus)
     np.testing.assert_array_equal(got[0], expected[0], "scores")
     np.testing.assert_array_equal(got[1], expected[1], "start columns")
     assert got[2] == expected[2], "CIGARs"
@@ -102,6 +105,30 @@ def test_device_traceback_with_column_costs_equals_host_traceback(tracers, near)
     assert costs.largest <= params.column_cost_bound()
     for tracer in tracers.values():
         assert_same(tracer, codes, residues, offsets, slots, profiles, params, family, costs)
+
+
+@pytest.mark.parametrize("costs_on", [True, False])
+def test_device_traceback_with_the_nearest_bonus_equals_host_traceback(tracers, costs_on):
+    """-DNEAREST_BONUS=1 (with and without column costs): each read's nearest row, drawn from a
+    few reference rows of amino acids, ambiguity codes and gaps (the reads' letters too), or none
+    (-1), takes 0..7 off its identical cells; reads of 1 and 5..40 residues, in one launch and in
+    many."""
+    rng = np.random.default_rng(7 + costs_on)
+    m = 61
+    lengths = np.r_[1, rng.integers(5, 41, size=23)]
+    letters = np.frombuffer(b"ARNDCQEGHILKMFPSTWYVBZJXarnd", np.uint8)
+    residues = letters[rng.integers(0, letters.size, int(lengths.sum()))]
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    codes = PROTEIN.read_code[residues]
+    tip_rows = np.frombuffer(b"ARNDCQEGHILKMFPSTWYVBX-", np.uint8)[rng.integers(0, 23, size=(5, m))]
+    profiles = random_profiles(rng, 3, m, PROTEIN)
+    slots = rng.integers(0, 3, size=lengths.size)
+    params = ScoringParams(3, 6, 5, 3, 16, near_mismatch=2, column_weight=1.0 if costs_on else 0.0)
+    costs = column_costs(tip_rows, PROTEIN, params.column_weight) if costs_on else None
+    for amount in (0, 2, 7):
+        bonus = (reference_residues(tip_rows, PROTEIN), rng.integers(-1, 5, size=lengths.size), amount)
+        for tracer in tracers.values():
+            assert_same(tracer, codes, residues, offsets, slots, profiles, params, None, costs, bonus)
 
 
 def test_device_traceback_refuses_read_codes_without_a_cost_row(tracers):
@@ -183,10 +210,10 @@ def test_a_gpu_run_traces_back_on_the_gpu_with_the_cpus_results(opencl_device, m
     gpu_record, on_gpu = example_run(tmp_path, "gpu.h5", device="gpu")
     aligned = int((on_gpu["status"] == b"aligned").sum())  # DNA: no vote window, one alignment a read
     assert gpu_record["traceback"] == {"device": opencl_device.name, "batches": {"gpu": 4, "cpu": 0},
-                                       "alignments": aligned, "voted": 0}
+                                       "alignments": aligned, "voted": 0, "nearest": 0}
     cpu_record, on_cpu = example_run(tmp_path, "cpu.h5", device="gpu", traceback="cpu")
     assert cpu_record["traceback"] == {"device": "cpu", "batches": {"gpu": 0, "cpu": 4}, "alignments": aligned,
-                                       "voted": 0}
+                                       "voted": 0, "nearest": 0}
     assert_same_reads(on_gpu, on_cpu)
     _, cpu_only = example_run(tmp_path, "cpu-only.h5", device="cpu")
     assert_same_reads(on_gpu, cpu_only)
@@ -194,7 +221,8 @@ def test_a_gpu_run_traces_back_on_the_gpu_with_the_cpus_results(opencl_device, m
 
 def test_a_gpu_traceback_of_protein_reads_votes_as_the_cpu(opencl_device, monkeypatch, tmp_path):
     """data/protein with its preset, whose vote window traces reads back on several candidate edges
-    (pairwise/votes.py): every /reads dataset of a GPU traceback equals a CPU-only run's."""
+    (pairwise/votes.py), most of them again with their nearest sequence's bonus
+    (pairwise/nearest.py): every /reads dataset of a GPU traceback equals a CPU-only run's."""
     from papara_py.engine import opencl_devices
 
     monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device])
@@ -202,6 +230,7 @@ def test_a_gpu_traceback_of_protein_reads_votes_as_the_cpu(opencl_device, monkey
     traceback = record["traceback"]
     assert record["parameters"]["vote_window"] > 0 and traceback["batches"]["cpu"] == 0
     assert traceback["batches"]["gpu"] > 0 and traceback["alignments"] > 120 and traceback["voted"] > 0
+    assert record["parameters"]["nearest_bonus"] > 0 and traceback["nearest"] > 0
     _, cpu_only = example_run(tmp_path, "cpu-only.h5", "protein", device="cpu")
     assert_same_reads(on_gpu, cpu_only)
 
@@ -218,11 +247,11 @@ def test_a_failing_gpu_traceback_moves_to_the_cpu_with_a_notice(opencl_device, m
     calls = []
     real = gpu_trace.GpuTracer.align_many
 
-    def failing(self, *args):
+    def failing(self, *args, **options):
         calls.append(1)
         if len(calls) == 2:
             raise cl.MemoryError("clEnqueueNDRangeKernel failed: OUT_OF_RESOURCES")
-        return real(self, *args)
+        return real(self, *args, **options)
 
     monkeypatch.setattr(gpu_trace.GpuTracer, "align_many", failing)
     record, got = example_run(tmp_path, "gpu.h5", device="gpu", quiet=False)
@@ -245,24 +274,25 @@ def test_two_gpus_share_the_traceback_and_survive_one_failing(opencl_device, mon
     real = gpu_trace.GpuTracer.align_many
     calls: list[int] = []
 
-    def spying(self, *args):
+    def spying(self, *args, **options):
         calls.append(id(self))
-        return real(self, *args)
+        return real(self, *args, **options)
 
     monkeypatch.setattr(gpu_trace.GpuTracer, "align_many", spying)
     record, got = example_run(tmp_path, "two.h5", device="gpu")
     assert record["traceback"] | {"alignments": 0} == {"device": f"{opencl_device.name}, {opencl_device.name}",
-                                                       "batches": {"gpu": 4, "cpu": 0}, "alignments": 0, "voted": 0}
+                                                       "batches": {"gpu": 4, "cpu": 0}, "alignments": 0, "voted": 0,
+                                                       "nearest": 0}
     assert len(set(calls)) == 2 and calls[0] != calls[1]
     assert_same_reads(got, expected)
 
     calls.clear()
 
-    def failing(self, *args):
+    def failing(self, *args, **options):
         calls.append(id(self))
         if len(calls) == 2:
             raise cl.MemoryError("clEnqueueNDRangeKernel failed: OUT_OF_RESOURCES")
-        return real(self, *args)
+        return real(self, *args, **options)
 
     monkeypatch.setattr(gpu_trace.GpuTracer, "align_many", failing)
     record, got = example_run(tmp_path, "one-fails.h5", device="gpu", quiet=False)

@@ -1,11 +1,13 @@
 """Pairwise alignment of one read to one edge profile: the model (Eq. 1 of DESIGN 4) and what surrounds it.
 
-- `params`: `ScoringParams`, the penalties (and the vote window), the presets, and what integer
+- `params`: `ScoringParams`, the penalties (and the traceback's vote window and nearest bonus), the presets, and what integer
   width they fit.
 - `reference_scorer`: the plain, slow scorer every fast path is checked against bit for bit.
 - `candidates`: `Candidates`, each read's K best (score, edge) pairs, merged deterministically.
 - `traceback`: the alignment path (start column, CIGAR, the row in reference columns).
 - `votes`: a read's columns by vote over its candidate edges' alignments (DESIGN 5's vote window).
+- `nearest`: a read's nearest reference sequence, whose residues the traceback's nearest bonus
+  favours (DESIGN 5).
 - `strand`: the read orientation of `--strand auto|both|forward`.
 
 Layer: imports `papara_py.errors`, `papara_py.phylo` and `papara_py.io`.

@@ -20,8 +20,9 @@ INT32_LIMIT = 1 << 30
 
 
 #: Named penalty sets (mismatch, cgap, gap_open, gap_extend, insertion, near_mismatch,
-#: column_weight, vote_window); `--preset NAME`. column_weight 0: no column profile cost (DESIGN 4);
-#: vote_window 0: each read takes its best edge's alignment (DESIGN 5).
+#: column_weight, vote_window, nearest_bonus); `--preset NAME`. column_weight 0: no column profile
+#: cost (DESIGN 4); vote_window 0: each read takes its best edge's alignment (DESIGN 5);
+#: nearest_bonus 0: no second traceback towards the read's nearest reference sequence (DESIGN 5).
 #: paper: the 2012 paper's values. robust: chosen by the leave-taxa-out study in docs/ACCURACY.md
 #: for Eq. 1 (maximises the worst of seven data sets; at least as accurate as paper on every one).
 #: protein: the default for amino-acid data (phylo/encoding.py PROTEIN): a read residue that
@@ -32,17 +33,19 @@ INT32_LIMIT = 1 << 30
 #: families and twelve validation seeds; it replaced 5, 6, 8, 2, 12, 3 of the near states without
 #: family residues, 4, 7, 8, 2, 12 of Eq. 1 and, before that, the provisional 2, 3, 2, 1, 5,
 #: PaPaRa 2.5's -a defaults in Eq. 1's terms). Its vote window 4 (pairwise/votes.py) was chosen by
-#: the study "Votes over near-best edges in the model" in docs/ACCURACY.md (the DNA presets keep 0).
+#: the study "Votes over near-best edges in the model" in docs/ACCURACY.md, its nearest bonus 2
+#: (pairwise/nearest.py) by the study "The nearest reference sequence in the model" there (the DNA
+#: presets keep 0 for both).
 #: weighted: the default for DNA since near states exist: a read residue one parsimony step away
 #: from the edge's set (its near states, DESIGN.md 3-4) costs near_mismatch instead of mismatch;
 #: chosen by the leave-taxa-out study in docs/ACCURACY.md ("Near states"): at least MAFFT
 #: --addfragments and the paper preset on all seven study sets. robust was the Eq. 1 default
 #: before it. robust and paper have near_mismatch = mismatch, i.e. Eq. 1 of the paper.
-PRESETS: dict[str, tuple[int, int, int, int, int, int, float, int]] = {
-    "weighted": (5, 10, 4, 4, 12, 2, 0.0, 0),
-    "robust": (3, 6, 2, 2, 7, 3, 0.0, 0),
-    "paper": (3, 3, 3, 1, 3, 3, 0.0, 0),
-    "protein": (3, 6, 5, 3, 16, 2, 1.0, 4),
+PRESETS: dict[str, tuple[int, int, int, int, int, int, float, int, int]] = {
+    "weighted": (5, 10, 4, 4, 12, 2, 0.0, 0, 0),
+    "robust": (3, 6, 2, 2, 7, 3, 0.0, 0, 0),
+    "paper": (3, 3, 3, 1, 3, 3, 0.0, 0, 0),
+    "protein": (3, 6, 5, 3, 16, 2, 1.0, 4, 2),
 }
 DEFAULT_PRESET = "weighted"
 PENALTY_NAMES = ("mismatch", "cgap", "gap_open", "gap_extend", "insertion", "near_mismatch")
@@ -70,6 +73,11 @@ class ScoringParams:
     #: vote over those edges' alignments (pairwise/votes.py; DESIGN 5); 0: the best edge's
     #: alignment alone. A traceback setting: it changes no score, placement or candidate list.
     vote_window: int = 0
+    #: Reads whose nearest reference sequence (the row with the most identities along the best
+    #: edge's alignment) shares at least NEAREST_SHARE of their placed residues are traced back
+    #: again with each residue identical to that row's in a column costing this much less there
+    #: (pairwise/nearest.py; DESIGN 5); 0: off. A traceback setting, as vote_window.
+    nearest_bonus: int = 0
 
     @classmethod
     def preset(cls, name: str) -> "ScoringParams":
@@ -102,6 +110,10 @@ class ScoringParams:
         if not isinstance(window, (int, np.integer)) or isinstance(window, bool) or not 0 <= window <= MAX_PENALTY:
             raise ValueError(f"vote_window must be an integer from 0 to {MAX_PENALTY}, got {window!r}")
         object.__setattr__(self, "vote_window", int(window))
+        bonus = self.nearest_bonus
+        if not isinstance(bonus, (int, np.integer)) or isinstance(bonus, bool) or not 0 <= bonus <= MAX_PENALTY:
+            raise ValueError(f"nearest_bonus must be an integer from 0 to {MAX_PENALTY}, got {bonus!r}")
+        object.__setattr__(self, "nearest_bonus", int(bonus))
 
     @property
     def weighted(self) -> bool:
@@ -114,8 +126,9 @@ class ScoringParams:
         return tuple(int(getattr(self, name)) for name in PENALTY_NAMES)
 
     def setting(self) -> tuple:
-        """The six penalties, the column weight and the vote window: what a preset names (PRESETS)."""
-        return (*self.values(), self.column_weight, self.vote_window)
+        """The six penalties, the column weight, the vote window and the nearest bonus: what a preset
+        names (PRESETS)."""
+        return (*self.values(), self.column_weight, self.vote_window, self.nearest_bonus)
 
     def column_cost_bound(self) -> int:
         """The most the column profile cost adds to one diagonal step (0 where it is off)."""

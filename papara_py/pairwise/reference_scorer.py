@@ -66,6 +66,17 @@ def diagonal_cost(a, near_a, b, states, p, costs, row, i):
 
 
 @njit(cache=True, nogil=True)
+def bonus_cost(bonus, j, i):
+    """What the traceback's nearest-sequence bonus (pairwise/nearest.py) takes off the diagonal
+    of read residue j in column i: bonus (row residues [m], read residues [n], amount) or None
+    (the scorers, and reads without: 0). Residue indices; NO_RESIDUE (255) never matches."""
+    if bonus is None:
+        return 0
+    residue = bonus[1][j]
+    return bonus[2] if residue != 255 and residue == bonus[0][i] else 0
+
+
+@njit(cache=True, nogil=True)
 def fill_band(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarray, costs=None):
     """Fill S and D over the whole band; returns (S, D) as int64 [n, m-n+1] indexed [j, i-j].
 
@@ -76,15 +87,16 @@ def fill_band(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.nda
     width = profile.shape[0] - n + 1
     S = np.empty((n, width), np.int64)
     D = np.empty((n, width), np.int64)
-    fill_band_into(read, profile, near, p, costs, S, D)
+    fill_band_into(read, profile, near, p, costs, S, D, None)
     return S, D
 
 
 @njit(cache=True, nogil=True)
 def fill_band_into(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarray, costs, S: np.ndarray,
-                   D: np.ndarray) -> None:
+                   D: np.ndarray, bonus) -> None:
     """`fill_band` into given int64 [n, m-n+1] arrays (the traceback reuses one pair for a whole
-    batch: a fresh pair per read cost more in page faults than the recurrence itself)."""
+    batch: a fresh pair per read cost more in page faults than the recurrence itself); `bonus`:
+    the traceback's nearest-sequence bonus (`bonus_cost`), None for the plain recurrence."""
     n = read.shape[0]
     m = profile.shape[0]
     width = m - n + 1
@@ -98,7 +110,8 @@ def fill_band_into(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: n
             i = j + k
             # diagonal: S(i-1, j-1); row -1 is 0 for i-1 in [-1, m-n-1], which is every k here
             diag_prev = S[j - 1, k] if j > 0 else 0
-            diag = diag_prev + cg[i] + diagonal_cost(profile[i], near[i], b, states, p, costs, row, i)
+            diag = (diag_prev + cg[i] + diagonal_cost(profile[i], near[i], b, states, p, costs, row, i)
+                    - bonus_cost(bonus, j, i))
             # deletion: S(i-1, j), D(i-1, j) are out of band at k == 0
             if k > 0:
                 d = min(S[j, k - 1] + oe[i], D[j, k - 1] + ex[i])

@@ -20,13 +20,15 @@ from numba import njit
 from papara_py.io.cigar import parse_cigar
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.reference_scorer import (
+    bonus_cost,
     column_penalties,
     diagonal_cost,
     fill_band_into,
     profile_near,
 )
 from papara_py.phylo.column_costs import ColumnCosts, kernel_costs, read_cost_row
-from papara_py.phylo.encoding import state_mask_of
+from papara_py.phylo.encoding import alphabet_of, state_mask_of
+from papara_py.phylo.residues import residue_index_table, tip_residues
 
 OP_M, OP_D, OP_I = 0, 1, 2
 _OP_LETTER = "MDI"
@@ -44,17 +46,18 @@ class ReadAlignment:
 
 @njit(cache=True, nogil=True)
 def _trace(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarray, costs, S_buffer: np.ndarray,
-           D_buffer: np.ndarray):
+           D_buffer: np.ndarray, bonus):
     """Walk the band back; returns (score, start column, ops in forward order as uint8).
 
     near: the profile's near states ([m], reference_scorer.profile_near); costs: the column
-    profile costs (phylo/column_costs.kernel_costs). S_buffer and D_buffer: int64 work space of
-    at least n * (m - n + 1) cells each."""
+    profile costs (phylo/column_costs.kernel_costs); bonus: the nearest-sequence bonus
+    (reference_scorer.bonus_cost; None: none). S_buffer and D_buffer: int64 work space of at
+    least n * (m - n + 1) cells each."""
     n = read.shape[0]
     width = profile.shape[0] - n + 1
     S = S_buffer[:n * width].reshape((n, width))
     D = D_buffer[:n * width].reshape((n, width))
-    fill_band_into(read, profile, near, p, costs, S, D)
+    fill_band_into(read, profile, near, p, costs, S, D, bonus)
     cg, oe, _ = column_penalties(profile, p)
     states = state_mask_of(profile)
     last = S[n - 1]
@@ -77,7 +80,8 @@ def _trace(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarra
             continue
         diag_prev = S[j - 1, k] if j > 0 else 0
         b = read[j]
-        cost = diagonal_cost(profile[i], near[i], b, states, p, costs, read_cost_row(costs, b), i)
+        cost = (diagonal_cost(profile[i], near[i], b, states, p, costs, read_cost_row(costs, b), i)
+                - bonus_cost(bonus, j, i))
         if S[j, k] == diag_prev + cost + cg[i]:
             ops[count] = OP_M
             count += 1
@@ -148,19 +152,19 @@ def align(read: np.ndarray, profile: np.ndarray, params: ScoringParams,
         raise ValueError(f"read length {n} cannot be aligned to {m} columns (need 0 < n < m)")
     cells = n * (m - n + 1)
     score, start, ops = _trace(read, profile, profile_near(profile, family), params.as_array(), kernel_costs(costs),
-                               np.empty(cells, np.int64), np.empty(cells, np.int64))
+                               np.empty(cells, np.int64), np.empty(cells, np.int64), None)
     return ReadAlignment(score=int(score), start=int(start), cigar=cigar_string(ops))
 
 
 @njit(cache=True, nogil=True)
-def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, scores, starts, rows, cigar_bytes,
-                cigar_ends):
+def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, bonus, scores, starts, rows,
+                cigar_bytes, cigar_ends):
     """Trace every read of a batch against its profile, GIL released for the whole batch.
 
     Read r is codes/residues[offsets[r]:offsets[r + 1]] against profiles[edge_slot[r]] (near
-    states near[edge_slot[r]]); its
-    aligned row goes to rows[r] (pre-filled with gaps) and its CIGAR to
-    cigar_bytes[cigar_ends[r - 1]:cigar_ends[r]].
+    states near[edge_slot[r]]); its aligned row goes to rows[r] (pre-filled with gaps) and its
+    CIGAR to cigar_bytes[cigar_ends[r - 1]:cigar_ends[r]]. bonus: None, or (row residues
+    [reads, m], read residues beside `codes`, amount) of the nearest-sequence bonus.
     """
     m = profiles.shape[1]
     cells = 0
@@ -173,7 +177,12 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, s
     for r in range(offsets.shape[0] - 1):
         a, b = offsets[r], offsets[r + 1]
         slot = edge_slot[r]
-        score, start, ops = _trace(codes[a:b], profiles[slot], near[slot], p, costs, S_buffer, D_buffer)
+        if bonus is None:
+            score, start, ops = _trace(codes[a:b], profiles[slot], near[slot], p, costs, S_buffer, D_buffer, None)
+        else:
+            read_bonus = (bonus[0][r], bonus[1][a:b], np.int64(bonus[2]))
+            score, start, ops = _trace(codes[a:b], profiles[slot], near[slot], p, costs, S_buffer, D_buffer,
+                                       read_bonus)
         scores[r] = score
         starts[r] = start
         _place_ops(ops, start, residues[a:b], rows[r])
@@ -183,15 +192,19 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, s
 
 def align_many(codes: np.ndarray, residues: np.ndarray, offsets: np.ndarray, edge_slot: np.ndarray,
                profiles: np.ndarray, params: ScoringParams, family: np.ndarray | None = None, gap: int = ord("-"),
-               near: np.ndarray | None = None, costs: ColumnCosts | None = None):
+               near: np.ndarray | None = None, costs: ColumnCosts | None = None,
+               bonus: tuple[np.ndarray, np.ndarray, int] | None = None):
     """Align a batch of reads (each 0 < n < m) to their profiles in one GIL-free call.
 
     codes: encoded reads, residues: the same reads as ASCII (what the rows show), both cut by
     offsets; edge_slot[r] picks read r's profile; family: the columns' family residues; costs: the
-    column profile costs (phylo/column_costs.py); near: the
-    profiles' near states where the caller already has them (`profile_near(profiles, family)`: a
-    batch traced back in slices over one profile array derives them once, not per slice). Returns (scores int32, starts int32, CIGAR
-    strings, aligned rows uint8 [reads, m]); each equals what `align` and `place_read` give.
+    column profile costs (phylo/column_costs.py); near: the profiles' near states where the
+    caller already has them (`profile_near(profiles, family)`: a batch traced back in slices over
+    one profile array derives them once, not per slice); bonus: the nearest-sequence bonus
+    (pairwise/nearest.py): (the reference rows' residue indices uint8 [m, tips]
+    (phylo/residues.reference_residues), each read's nearest tip (-1: none, no bonus), the
+    amount). Returns (scores int32, starts int32, CIGAR strings, aligned rows uint8 [reads, m]);
+    without a bonus each equals what `align` and `place_read` give.
     """
     count = offsets.size - 1
     scores = np.empty(count, np.int32)
@@ -199,8 +212,12 @@ def align_many(codes: np.ndarray, residues: np.ndarray, offsets: np.ndarray, edg
     rows, cigar_bytes, cigar_ends = _output_space(offsets, profiles.shape[1], gap)
     if near is None:
         near = profile_near(profiles, family)
-    _align_many(codes, residues, offsets, edge_slot, profiles, near, params.as_array(), kernel_costs(costs), scores,
-                starts, rows, cigar_bytes, cigar_ends)
+    if bonus is not None:
+        reference, tips, amount = bonus
+        bonus = (np.ascontiguousarray(tip_residues(reference, tips).T),
+                 residue_index_table(alphabet_of(profiles))[residues], amount)
+    _align_many(codes, residues, offsets, edge_slot, profiles, near, params.as_array(), kernel_costs(costs), bonus,
+                scores, starts, rows, cigar_bytes, cigar_ends)
     return scores, starts, _cigar_strings(cigar_bytes, cigar_ends), rows
 
 

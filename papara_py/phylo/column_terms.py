@@ -18,21 +18,27 @@ import numpy as np
 from papara_py.phylo.column_costs import ColumnCosts, column_costs
 from papara_py.phylo.encoding import Alphabet
 from papara_py.phylo.family import column_family
+from papara_py.phylo.residues import reference_residues
 
 
 @dataclass(frozen=True)
 class ColumnTerms:
-    """The columns' family residues ([m] state sets; None for DNA) and their column profile costs
-    (None where the alphabet has none or the preset's column weight is 0)."""
+    """The columns' family residues ([m] state sets; None for DNA), their column profile costs
+    (None where the alphabet has none or the preset's column weight is 0) and the reference rows'
+    residue indices column by column ([m, tips], phylo/residues.py; None unless
+    the traceback's nearest-sequence bonus is on)."""
 
     family: np.ndarray | None = None
     costs: ColumnCosts | None = None
+    residues: np.ndarray | None = None
 
     @classmethod
-    def of(cls, tip_rows: np.ndarray, alphabet: Alphabet, column_weight: float) -> ColumnTerms:
+    def of(cls, tip_rows: np.ndarray, alphabet: Alphabet, column_weight: float, nearest: bool = False) -> ColumnTerms:
         """The terms of a reference alignment (`tip_rows`: its rows in tip order) at a column
-        weight (ScoringParams.column_weight)."""
-        return cls(column_family(tip_rows, alphabet), column_costs(tip_rows, alphabet, column_weight))
+        weight (ScoringParams.column_weight), with its rows' residues where `nearest`
+        (ScoringParams.nearest_bonus on)."""
+        return cls(column_family(tip_rows, alphabet), column_costs(tip_rows, alphabet, column_weight),
+                   reference_residues(tip_rows, alphabet) if nearest else None)
 
 
 #: No column terms (DNA, or a test's bare profiles): the default of the engine and its blocks.

@@ -1,0 +1,79 @@
+"""The read's nearest reference sequence (DESIGN.md 5, `nearest_bonus`).
+
+Where a read still loses columns to MAFFT, it is mostly at gap sides around the held-out sequence's
+own deletions, and there the reference sequence most like the read often holds the read's residue
+in the true column (docs/ACCURACY.md, "The nearest reference sequence in the model"). The edge's
+ancestral states cannot say which of two equally cheap gap placements that sequence takes; its
+row can. So a read whose best-edge alignment shares at least NEAREST_SHARE of its placed residues
+with one reference row (the nearest: the most identities, then the first in tip order) is traced
+back again, on the same edges, with every read residue that equals that row's residue in a column
+costing `nearest_bonus` less there. Scores, best edges and candidates never change: this is a
+traceback setting, like the column votes (pairwise/votes.py), which then vote over the rebonused
+alignments.
+
+Identity is of single residues: a residue index (the one state of an unambiguous letter) per read
+residue and per reference cell, NO_RESIDUE for gaps and ambiguity codes, which never match.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from papara_py.phylo.encoding import Alphabet
+from papara_py.phylo.residues import NO_RESIDUE, residue_index_table
+
+#: The share of a read's placed residues its nearest row must hold identically in the same
+#: columns for the bonus to apply, as a fraction (numerator, denominator): 0.5, chosen with the
+#: bonus by the study (below it the nearest row knows the read's gaps no better than the edge's
+#: states: at 0.4, or ungated, the validation seeds lose).
+NEAREST_SHARE = (1, 2)
+
+
+@njit(cache=True, nogil=True)
+def nearest_rows(rows: np.ndarray, table: np.ndarray, reference: np.ndarray, gap: int):
+    """Each read's nearest reference row: rows uint8 [reads, m] the reads in reference columns
+    (ASCII, `gap` where none), table `residue_index_table`, reference `reference_residues`.
+    Returns (nearest tip int32, its identities int32, placed residues int32) per read; a read
+    with no identity at all has nearest -1."""
+    count, m = rows.shape
+    tips = reference.shape[1]
+    nearest = np.full(count, -1, np.int32)
+    identities = np.zeros(count, np.int32)
+    placed = np.zeros(count, np.int32)
+    tally = np.empty(tips, np.int32)
+    for r in range(count):
+        tally[:] = 0
+        for i in range(m):
+            if rows[r, i] == gap:
+                continue
+            placed[r] += 1
+            residue = table[rows[r, i]]
+            if residue == NO_RESIDUE:
+                continue
+            column = reference[i]
+            for t in range(tips):
+                if column[t] == residue:
+                    tally[t] += 1
+        best = 0
+        for t in range(tips):
+            if tally[t] > best:
+                best = tally[t]
+                nearest[r] = t
+        identities[r] = best
+    return nearest, identities, placed
+
+
+def bonus_reads(rows: np.ndarray, alphabet: Alphabet, reference: np.ndarray, gap: int = ord("-")) -> np.ndarray:
+    """int32 [reads]: the tip whose row earns each read the bonus (its nearest, where that holds at
+    least NEAREST_SHARE of the read's placed residues), -1 for reads without."""
+    nearest, identities, placed = nearest_rows(rows, residue_index_table(alphabet), reference, gap)
+    share, whole = NEAREST_SHARE
+    near_enough = (nearest >= 0) & (whole * identities >= share * placed)
+    return np.where(near_enough, nearest, -1).astype(np.int32)
+
+
+def load_nearest() -> None:
+    """Compile (or load from numba's cache) the nearest-row search on the calling thread
+    (pipeline._load_jit)."""
+    nearest_rows(np.zeros((0, 1), np.uint8), np.zeros(256, np.uint8), np.zeros((1, 1), np.uint8), ord("-"))

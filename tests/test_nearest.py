@@ -1,0 +1,171 @@
+"""The nearest-sequence bonus of DESIGN.md 5 (pairwise/nearest.py, `nearest_bonus`).
+
+The bonused traceback against the literal transcription of DESIGN 4-5 (tests/literal_dp.py), the
+nearest-row search against a brute force, the share gate at its boundary, and protein runs with
+and without the bonus: scores, best edges and candidates identical, the columns moved towards
+each read's nearest reference sequence.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from literal_dp import PROTEIN_LETTERS, literal_align
+
+from papara_py.io.inputs import read_alignment
+from papara_py.io.run_file import RunFile
+from papara_py.pairwise.nearest import NEAREST_SHARE, bonus_reads, nearest_rows
+from papara_py.pairwise.params import PRESETS, ScoringParams
+from papara_py.pairwise.traceback import align_many
+from papara_py.phylo.column_costs import column_costs
+from papara_py.phylo.encoding import DNA, PROTEIN
+from papara_py.phylo.residues import NO_RESIDUE, reference_residues, residue_index_table
+from papara_py.pipeline import RunConfig, run
+
+PROTEIN_DATA = Path(__file__).resolve().parent.parent / "data" / "protein"
+
+READ_LETTERS = "ARNDCQEGHILKMFPSTWYVarndBZJX"
+ROW_LETTERS = "ARNDCQEGHILKMFPSTWYVarndBZJXUO-.?"
+
+
+@pytest.mark.parametrize("alphabet, letters, others", [(DNA, "ACGTU", "NRYKMSWBDHV-.?"),
+                                                       (PROTEIN, PROTEIN_LETTERS + "UO", "BZJX-.?*")])
+def test_residue_indices_are_the_one_state_of_unambiguous_letters(alphabet, letters, others):
+    """Each unambiguous letter, either case, is its one state (U is T's in DNA, C's in protein, O
+    K's: DESIGN 2); gaps and ambiguity
+    codes are NO_RESIDUE, as is every other byte."""
+    table = residue_index_table(alphabet)
+    for letter in letters:
+        state = int(alphabet.read_code[ord(letter)]).bit_length() - 1
+        assert table[ord(letter)] == table[ord(letter.lower())] == state
+    assert sorted(set(table[[ord(c) for c in letters]].tolist())) == list(range(alphabet.n_states))
+    assert all(table[ord(c)] == NO_RESIDUE for c in others)
+    assert (table != NO_RESIDUE).sum() == 2 * len(letters)
+
+
+@st.composite
+def bonus_cases(draw):
+    """Protein profiles (states and CGAP flags), a read of letters (ambiguity codes included), a
+    nearest row of letters, gaps and ambiguity codes, penalties near the protein preset's, the
+    column profile cost on or off, and a bonus of 0..6."""
+    m = draw(st.integers(2, 14))
+    n = draw(st.one_of(st.just(1), st.just(m - 1), st.integers(1, m - 1)))
+    residue = st.one_of(st.integers(0, 19).map(lambda k: 1 << k), st.integers(1, (1 << 20) - 1))
+    profile = [a | (1 << 20 if gap else 0) for a, gap in zip(draw(st.lists(residue, min_size=m, max_size=m)),
+                                                            draw(st.lists(st.booleans(), min_size=m, max_size=m)))]
+    read = draw(st.text(st.sampled_from(READ_LETTERS), min_size=n, max_size=n))
+    row = draw(st.text(st.sampled_from(ROW_LETTERS), min_size=m, max_size=m))
+    values = [draw(st.integers(0, 8)) for _ in range(5)]
+    params = ScoringParams(*values, near_mismatch=draw(st.integers(0, values[0])),
+                           column_weight=draw(st.sampled_from([0.0, 0.5, 1.0])))
+    return profile, read, row, params, draw(st.integers(0, 6))
+
+
+@settings(max_examples=500, deadline=None)
+@given(bonus_cases())
+def test_bonused_traceback_equals_design_5_spelled_out(case):
+    """align_many with the bonus gives the literal transcription's score, start and CIGAR, where a
+    read residue of one amino acid that is the nearest row's letter in a column costs the bonus
+    less there (the column profile cost computed from that row alone, when on)."""
+    profile, read, row, params, amount = case
+    codes = PROTEIN.read_code[np.frombuffer(read.encode(), np.uint8)]
+    tip_rows = np.frombuffer(row.encode(), np.uint8)[None, :]
+    costs = column_costs(tip_rows, PROTEIN, params.column_weight)
+    scores, starts, cigars, _ = align_many(codes, np.frombuffer(read.encode(), np.uint8), np.array([0, len(read)]),
+                                           np.zeros(1, np.int64), np.array([profile], np.uint32), params, costs=costs,
+                                           bonus=(reference_residues(tip_rows, PROTEIN), np.zeros(1, np.int64), amount))
+    literal = literal_align(codes.tolist(), profile, *params.as_array().tolist(), protein=True,
+                            column_rows=[row] if costs is not None else None, column_weight=params.column_weight,
+                            nearest_row=row, nearest_bonus=amount)
+    assert (int(scores[0]), int(starts[0]), cigars[0]) == literal
+
+
+def test_a_read_without_a_tip_is_traced_as_without_the_bonus():
+    """In one bonused batch, reads whose tip is -1 get exactly the plain traceback, the others
+    their bonus (the pipeline traces both kinds in one call)."""
+    rng = np.random.default_rng(3)
+    m, lengths = 40, rng.integers(3, 30, size=12)
+    letters = np.frombuffer(PROTEIN_LETTERS.encode(), np.uint8)
+    residues = letters[rng.integers(0, 20, int(lengths.sum()))]
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    profiles = PROTEIN.read_code[letters[rng.integers(0, 20, (2, m))]]
+    slots = rng.integers(0, 2, size=lengths.size)
+    tip_rows = letters[rng.integers(0, 20, (3, m))]
+    tips = np.tile([-1, 0, 2], 4)
+    params = ScoringParams.preset("protein")
+    args = (PROTEIN.read_code[residues], residues, offsets, slots, profiles, params)
+    plain = align_many(*args)
+    bonused = align_many(*args, bonus=(reference_residues(tip_rows, PROTEIN), tips, 5))
+    none = tips < 0
+    np.testing.assert_array_equal(bonused[0][none], plain[0][none])
+    assert [c for c, n in zip(bonused[2], none) if n] == [c for c, n in zip(plain[2], none) if n]
+    assert (bonused[0][~none] <= plain[0][~none]).all() and (bonused[0][~none] < plain[0][~none]).any()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 12), st.integers(1, 9), st.integers(0, 2 ** 32 - 1))
+def test_nearest_row_is_the_one_with_most_identities_then_the_first(reads, m, tips, seed):
+    """nearest_rows against a brute force over every tip: identities are equal single residues in
+    the same column (a gap or ambiguity code matches nothing, not even itself); ties go to the
+    first tip; a read with no identity has none (-1)."""
+    rng = np.random.default_rng(seed)
+    letters = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWYacdBXZ-", np.uint8)
+    small = letters[rng.integers(0, 6, size=(tips, m))]  # few letters: ties and identities are common
+    tip_rows = np.where(rng.random((tips, m)) < 0.8, small, letters[rng.integers(0, letters.size, (tips, m))])
+    rows = np.where(rng.random((reads, m)) < 0.7, letters[rng.integers(0, 6, (reads, m))], ord("-")).astype(np.uint8)
+    rows[rng.random((reads, m)) < 0.1] = ord("X")
+    table = residue_index_table(PROTEIN)
+    nearest, identities, placed = nearest_rows(rows, table, reference_residues(tip_rows, PROTEIN), ord("-"))
+    for r in range(reads):
+        read = table[rows[r]]
+        same = ((table[tip_rows] == read[None, :]) & (read[None, :] != NO_RESIDUE)).sum(axis=1)
+        assert placed[r] == (rows[r] != ord("-")).sum()
+        assert identities[r] == same.max()
+        assert nearest[r] == (int(np.argmax(same)) if same.max() > 0 else -1)
+
+
+def test_the_bonus_needs_the_share_of_placed_residues():
+    """A read whose nearest row holds exactly NEAREST_SHARE of its placed residues has the bonus,
+    one identity fewer has not; a read identical to no row has none."""
+    share, whole = NEAREST_SHARE
+    length, identical = 4 * whole, 4 * share
+    reference = reference_residues(np.frombuffer(b"A" * length, np.uint8)[None, :], PROTEIN)
+    enough = np.frombuffer(b"A" * identical + b"W" * (length - identical), np.uint8)
+    short = np.frombuffer(b"A" * (identical - 1) + b"W" * (length - identical + 1), np.uint8)
+    rows = np.stack([enough, short, np.frombuffer(b"W" * length, np.uint8)])
+    assert bonus_reads(rows, PROTEIN, reference).tolist() == [0, -1, -1]
+
+
+def test_protein_runs_with_the_bonus_keep_scores_and_move_columns_towards_the_nearest_row(tmp_path):
+    """data/protein with its preset against the same without the bonus: scores, best edges and
+    candidates identical; the run record counts the rebonused reads; some reads' columns change,
+    and summed over the reads, their identities with their nearest reference row along the
+    columns they take grow."""
+    bonus = PRESETS["protein"][8]
+    assert bonus > 0
+    files = {}
+    for amount in (bonus, 0):
+        out = tmp_path / f"bonus{amount}.h5"
+        run(RunConfig(tree=str(PROTEIN_DATA / "tree.nwk"), alignment=str(PROTEIN_DATA / "ref.phy"),
+                      reads=str(PROTEIN_DATA / "reads.fa"), output=str(out), threads=2, device="cpu", quiet=True,
+                      params=ScoringParams(*PRESETS["protein"][:8], nearest_bonus=amount)))
+        files[amount] = RunFile(out)
+    on, off = files[bonus], files[0]
+    assert on.record["parameters"]["nearest_bonus"] == bonus and off.record["parameters"]["nearest_bonus"] == 0
+    for path in ("best_edge", "score", "candidates/edge", "candidates/score", "status"):
+        np.testing.assert_array_equal(on.column(path), off.column(path), path)
+    assert on.record["traceback"]["nearest"] > 0 and off.record["traceback"]["nearest"] == 0
+    changed = on.column("cigar") != off.column("cigar")
+    assert 0 < changed.sum() < changed.size
+    table = residue_index_table(PROTEIN)
+    reference = table[read_alignment(PROTEIN_DATA / "ref.phy", alphabet="protein").rows]
+    identities = []
+    for file in (on, off):
+        read = table[file.column("aligned")]
+        same = ((reference[None, :, :] == read[:, None, :]) & (read[:, None, :] != NO_RESIDUE)).sum(axis=2)
+        identities.append(int(same.max(axis=1).sum()))
+    assert identities[0] > identities[1]
