@@ -272,7 +272,7 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, ca
 
     if params.nearest_bonus and columns.residues is not None:
         alignments, (scores, starts, cigars, rows, on_gpu), nearest = _trace_with_bonus(
-            trace, reads, indices, pair_read, firsts, expected, params.nearest_bonus, columns.residues)
+            trace, reads, indices, pair_read, firsts, expected, params.nearest_bonus, columns.residues, threads)
     else:
         scores, starts, cigars, rows, on_gpu = trace(np.arange(pair_read.size))
         _check_scores(scores, expected)
@@ -285,7 +285,7 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, ca
 
 
 def _trace_with_bonus(trace, reads: ReadSet, indices: np.ndarray, pair_read: np.ndarray, firsts: np.ndarray,
-                      expected: np.ndarray, amount: int, reference: np.ndarray):
+                      expected: np.ndarray, amount: int, reference: np.ndarray, threads: int):
     """`traceback_batch`'s alignments of every pair with the nearest-sequence bonus: each read's
     best edge first, which names its nearest reference row (pairwise/nearest.bonus_reads), then in
     one more call every pair of the reads near enough to theirs with the bonus and the other pairs
@@ -294,7 +294,7 @@ def _trace_with_bonus(trace, reads: ReadSet, indices: np.ndarray, pair_read: np.
     trace_reads gives them; the reads given the bonus)."""
     scores, starts, cigars, rows, on_gpu = trace(firsts)
     _check_scores(scores, expected[firsts])
-    tips = bonus_reads(rows, reads.alphabet, reference)
+    tips = bonus_reads(rows, reads.alphabet, reference, threads)
     is_first = np.zeros(pair_read.size, bool)
     is_first[firsts] = True
     again = np.flatnonzero((tips[pair_read] >= 0) | ~is_first)

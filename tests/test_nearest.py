@@ -130,7 +130,8 @@ def test_nearest_row_is_the_one_with_most_identities_then_the_first(reads, m, ti
 
 def test_the_bonus_needs_the_share_of_placed_residues():
     """A read whose nearest row holds exactly NEAREST_SHARE of its placed residues has the bonus,
-    one identity fewer has not; a read identical to no row has none."""
+    one identity fewer has not; a read identical to no row has none; in slices on several threads
+    alike, and for no reads at all."""
     share, whole = NEAREST_SHARE
     length, identical = 4 * whole, 4 * share
     reference = reference_residues(np.frombuffer(b"A" * length, np.uint8)[None, :], PROTEIN)
@@ -138,6 +139,9 @@ def test_the_bonus_needs_the_share_of_placed_residues():
     short = np.frombuffer(b"A" * (identical - 1) + b"W" * (length - identical + 1), np.uint8)
     rows = np.stack([enough, short, np.frombuffer(b"W" * length, np.uint8)])
     assert bonus_reads(rows, PROTEIN, reference).tolist() == [0, -1, -1]
+    many = np.repeat(rows, 700, axis=0)  # several search slices on several threads: the same answers
+    assert bonus_reads(many, PROTEIN, reference, threads=3).tolist() == np.repeat([0, -1, -1], 700).tolist()
+    assert bonus_reads(rows[:0], PROTEIN, reference).size == 0
 
 
 def test_protein_runs_with_the_bonus_keep_scores_and_move_columns_towards_the_nearest_row(tmp_path):

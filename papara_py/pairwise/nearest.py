@@ -17,6 +17,8 @@ residue and per reference cell, NO_RESIDUE for gaps and ambiguity codes, which n
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from numba import njit
 
@@ -28,6 +30,8 @@ from papara_py.phylo.residues import NO_RESIDUE, residue_index_table
 #: bonus by the study (below it the nearest row knows the read's gaps no better than the edge's
 #: states: at 0.4, or ungated, the validation seeds lose).
 NEAREST_SHARE = (1, 2)
+#: Reads per nearest-row search call (`bonus_reads`).
+SEARCH_SLICE = 512
 
 
 @njit(cache=True, nogil=True)
@@ -64,10 +68,19 @@ def nearest_rows(rows: np.ndarray, table: np.ndarray, reference: np.ndarray, gap
     return nearest, identities, placed
 
 
-def bonus_reads(rows: np.ndarray, alphabet: Alphabet, reference: np.ndarray, gap: int = ord("-")) -> np.ndarray:
+def bonus_reads(rows: np.ndarray, alphabet: Alphabet, reference: np.ndarray, threads: int = 1,
+                gap: int = ord("-")) -> np.ndarray:
     """int32 [reads]: the tip whose row earns each read the bonus (its nearest, where that holds at
-    least NEAREST_SHARE of the read's placed residues), -1 for reads without."""
-    nearest, identities, placed = nearest_rows(rows, residue_index_table(alphabet), reference, gap)
+    least NEAREST_SHARE of the read's placed residues), -1 for reads without. The search costs
+    tips x placed residues per read, so slices of SEARCH_SLICE reads go to `threads` threads
+    (GIL-free numba calls; each read's answer is its own)."""
+    table = residue_index_table(alphabet)
+    pieces = [slice(a, a + SEARCH_SLICE) for a in range(0, rows.shape[0], SEARCH_SLICE)]
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        found = list(pool.map(lambda piece: nearest_rows(rows[piece], table, reference, gap), pieces))
+    if not found:
+        return np.empty(0, np.int32)
+    nearest, identities, placed = (np.concatenate(part) for part in zip(*found))
     share, whole = NEAREST_SHARE
     near_enough = (nearest >= 0) & (whole * identities >= share * placed)
     return np.where(near_enough, nearest, -1).astype(np.int32)
