@@ -12,6 +12,7 @@
  *     X_ij = the column profile cost of b_j in column i (COLUMN_COSTS; 0 without), less the nearest
  *            sequence's bonus (NEAREST_BONUS: `bonus` where read residue j is the one its nearest
  *            reference row holds in column i, pairwise/nearest.py; residue indices, 255 none).
+ *     OE_i = 0 also where that nearest row has a gap in column i (NEAREST_BONUS: GAP_RESIDUE).
  *
  * Instead of the two int64 matrices the host keeps, the device keeps one int row (S of the last
  * row of the previous stripe of STRIPE rows, overwritten by this stripe's last row: see
@@ -74,6 +75,7 @@
 #define NEAREST_BONUS 0
 #endif
 
+#define GAP_RESIDUE 254  /* a gap in a reference row (phylo/residues.py) */
 #define OP_M 0
 #define OP_D 1
 #define OP_I 2
@@ -145,13 +147,15 @@ __kernel void band_trace(
             const elem_t near_after = t + 1 < steps ? a_near[j0 + t + 1] : 0;
             const int gap_column = (e & CGAP_BIT) != 0;
             const int column_cgap = gap_column ? cgap : 0;
-            const int column_open = gap_column ? 0 : open_extend;
             const int column_extend = gap_column ? 0 : extend;
 #if COLUMN_COSTS
             __global const uchar *restrict x_column = cost_table + (size_t)(j0 + t) * n_costs;  /* column j0 + t */
 #endif
 #if NEAREST_BONUS
             const uchar nearest = bonus_rows[(size_t)(j0 + t) * R + r];  /* the nearest row at column j0 + t */
+            const int column_open = gap_column || nearest == GAP_RESIDUE ? 0 : open_extend;
+#else
+            const int column_open = gap_column ? 0 : open_extend;
 #endif
 #pragma unroll
             for (int u = 0; u < STRIPE; ++u) {

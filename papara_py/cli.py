@@ -197,8 +197,9 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
     scoring.add_argument("--nearest-bonus", type=_penalty, default=None, metavar="B",
                          help="a read whose best-edge alignment shares at least half of its residues with one "
                               "reference sequence (its nearest: the most identities) is traced back again with each "
-                              "residue identical to that sequence's in a column costing B less there (DESIGN.md 5; "
-                              "the score, best edge and candidates are unchanged); 0: off (default: the preset's; "
+                              "residue identical to that sequence's in a column costing B less there and its gaps "
+                              "opening free where that sequence has a gap (DESIGN.md 5; the score, best edge and "
+                              "candidates are unchanged); 0: off (default: the preset's; "
                               f"{PRESETS[DEFAULT_PRESET][8]} in {DEFAULT_PRESET}, {PRESETS['protein'][8]} in protein)")
     engine = parser.add_argument_group("engine")
     engine.add_argument("-j", "--threads", type=_bounded_int(1, MAX_THREADS), default=None,

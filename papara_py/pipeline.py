@@ -259,7 +259,8 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, ca
 
     Returns the batch's `Traced` results; CIGARs and rows describe the oriented read. Every traced
     alignment's score must equal its candidate's (the engine's), and a bonused one's may only be
-    lower, by at most the bonus per residue: anything else is an internal error.
+    lower, by at most the bonus per residue and a gap opening between residues: anything else is
+    an internal error.
     """
     pair_read, pair_slot, group_ends = vote_pairs(candidates.score, candidates.edge, params.vote_window)
     firsts = group_ends - np.diff(group_ends, prepend=0)
@@ -272,7 +273,7 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, ca
 
     if params.nearest_bonus and columns.residues is not None:
         alignments, (scores, starts, cigars, rows, on_gpu), nearest = _trace_with_bonus(
-            trace, reads, indices, pair_read, firsts, expected, params.nearest_bonus, columns.residues, threads)
+            trace, reads, indices, pair_read, firsts, expected, params, columns.residues, threads)
     else:
         scores, starts, cigars, rows, on_gpu = trace(np.arange(pair_read.size))
         _check_scores(scores, expected)
@@ -285,7 +286,7 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, ca
 
 
 def _trace_with_bonus(trace, reads: ReadSet, indices: np.ndarray, pair_read: np.ndarray, firsts: np.ndarray,
-                      expected: np.ndarray, amount: int, reference: np.ndarray, threads: int):
+                      expected: np.ndarray, params: ScoringParams, reference: np.ndarray, threads: int):
     """`traceback_batch`'s alignments of every pair with the nearest-sequence bonus: each read's
     best edge first, which names its nearest reference row (pairwise/nearest.bonus_reads), then in
     one more call every pair of the reads near enough to theirs with the bonus and the other pairs
@@ -305,12 +306,15 @@ def _trace_with_bonus(trace, reads: ReadSet, indices: np.ndarray, pair_read: np.
         all_cigars[k] = cigar
     if again.size:
         again_tips = tips[pair_read[again]]
-        lower, starts, cigars, rows, again_on_gpu = trace(again, (again_tips, amount))
+        lower, starts, cigars, rows, again_on_gpu = trace(again, (again_tips, params.nearest_bonus))
         on_gpu = on_gpu or again_on_gpu
         plain = again_tips < 0
         _check_scores(lower[plain], expected[again][plain])
+        # the bonus takes at most nearest_bonus off each residue and one opening off each gap between two
         lengths = np.diff(reads.offsets)[indices[pair_read[again]]]
-        if np.any(lower > expected[again]) or np.any(lower < expected[again] - amount * lengths):
+        opening = params.gap_open + params.gap_extend
+        floor = expected[again] - params.nearest_bonus * lengths - opening * (lengths - 1)
+        if np.any(lower > expected[again]) or np.any(lower < floor):
             raise RuntimeError("internal error: a bonused traceback's score is out of its bounds")
         all_starts[again], all_rows[again] = starts, rows
         for k, cigar in zip(again.tolist(), cigars):

@@ -8,7 +8,8 @@ the columns' family residues (`family`, one state set per column) among the near
 optionally the column profile cost of DESIGN 4 computed from the reference rows themselves
 (`column_rows`, `column_weight`) and the traceback's nearest-sequence bonus of DESIGN 5
 (`nearest_row`, `nearest_bonus`: a protein read residue of one amino acid that is the letter
-of that row in the column costs the bonus less there).
+of that row in the column costs the bonus less there, and a read gap opens free in a column
+where that row has a gap character).
 """
 
 from __future__ import annotations
@@ -121,7 +122,8 @@ def literal_cells(read: list[int], profile: list[int], mismatch: int, cgap: int,
                 + (cgap if a & gap_bit else 0) + column_cost - literal_bonus(nearest_row, nearest_bonus, i, read[j]))
 
     def oe(i: int) -> int:
-        return 0 if profile[i] & gap_bit else gap_open + gap_extend
+        nearest_gap = nearest_row is not None and nearest_row[i] in "-.?"
+        return 0 if profile[i] & gap_bit or nearest_gap else gap_open + gap_extend
 
     for j in range(n):
         for i in range(j, j + m - n + 1):

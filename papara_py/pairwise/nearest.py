@@ -7,12 +7,14 @@ ancestral states cannot say which of two equally cheap gap placements that seque
 row can. So a read whose best-edge alignment shares at least NEAREST_SHARE of its placed residues
 with one reference row (the nearest: the most identities, then the first in tip order) is traced
 back again, on the same edges, with every read residue that equals that row's residue in a column
-costing `nearest_bonus` less there. Scores, best edges and candidates never change: this is a
-traceback setting, like the column votes (pairwise/votes.py), which then vote over the rebonused
-alignments.
+costing `nearest_bonus` less there, and a gap in the read opening free where that row has a gap
+(its own deletions are the likeliest the read shares). Scores, best edges and candidates never
+change: this is a traceback setting, like the column votes (pairwise/votes.py), which then vote
+over the bonused alignments.
 
 Identity is of single residues: a residue index (the one state of an unambiguous letter) per read
-residue and per reference cell, NO_RESIDUE for gaps and ambiguity codes, which never match.
+residue and per reference cell, NO_RESIDUE for ambiguity codes and GAP_RESIDUE for the reference's
+gaps, which never match (phylo/residues.py).
 """
 
 from __future__ import annotations

@@ -75,8 +75,9 @@ class ScoringParams:
     vote_window: int = 0
     #: Reads whose nearest reference sequence (the row with the most identities along the best
     #: edge's alignment) shares at least NEAREST_SHARE of their placed residues are traced back
-    #: again with each residue identical to that row's in a column costing this much less there
-    #: (pairwise/nearest.py; DESIGN 5); 0: off. A traceback setting, as vote_window.
+    #: again with each residue identical to that row's in a column costing this much less there,
+    #: and gaps opening free where that row has one (pairwise/nearest.py; DESIGN 5); 0: off. A
+    #: traceback setting, as vote_window.
     nearest_bonus: int = 0
 
     @classmethod

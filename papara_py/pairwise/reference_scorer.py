@@ -69,11 +69,21 @@ def diagonal_cost(a, near_a, b, states, p, costs, row, i):
 def bonus_cost(bonus, j, i):
     """What the traceback's nearest-sequence bonus (pairwise/nearest.py) takes off the diagonal
     of read residue j in column i: bonus (row residues [m], read residues [n], amount) or None
-    (the scorers, and reads without: 0). Residue indices; NO_RESIDUE (255) never matches."""
+    (the scorers, and reads without: 0). Residue indices (phylo/residues.py); a read residue is
+    never GAP_RESIDUE, and NO_RESIDUE (255) never matches."""
     if bonus is None:
         return 0
     residue = bonus[1][j]
     return bonus[2] if residue != 255 and residue == bonus[0][i] else 0
+
+
+@njit(cache=True, nogil=True)
+def opening_cost(bonus, oe, i):
+    """OE_i, or 0 with the nearest-sequence bonus where the nearest row has a gap in column i
+    (GAP_RESIDUE, 254): the read's gap opens free where its nearest sequence has one."""
+    if bonus is None:
+        return oe[i]
+    return 0 if bonus[0][i] == 254 else oe[i]
 
 
 @njit(cache=True, nogil=True)
@@ -96,7 +106,8 @@ def fill_band_into(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: n
                    D: np.ndarray, bonus) -> None:
     """`fill_band` into given int64 [n, m-n+1] arrays (the traceback reuses one pair for a whole
     batch: a fresh pair per read cost more in page faults than the recurrence itself); `bonus`:
-    the traceback's nearest-sequence bonus (`bonus_cost`), None for the plain recurrence."""
+    the traceback's nearest-sequence bonus (`bonus_cost`, `opening_cost`), None for the plain
+    recurrence."""
     n = read.shape[0]
     m = profile.shape[0]
     width = m - n + 1
@@ -114,7 +125,7 @@ def fill_band_into(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: n
                     - bonus_cost(bonus, j, i))
             # deletion: S(i-1, j), D(i-1, j) are out of band at k == 0
             if k > 0:
-                d = min(S[j, k - 1] + oe[i], D[j, k - 1] + ex[i])
+                d = min(S[j, k - 1] + opening_cost(bonus, oe, i), D[j, k - 1] + ex[i])
             else:
                 d = INF64
             # insertion: S(i, j-1) is out of band at k == width-1; row -1 is 0 for i <= m-n-1

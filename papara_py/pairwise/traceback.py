@@ -24,6 +24,7 @@ from papara_py.pairwise.reference_scorer import (
     column_penalties,
     diagonal_cost,
     fill_band_into,
+    opening_cost,
     profile_near,
 )
 from papara_py.phylo.column_costs import ColumnCosts, kernel_costs, read_cost_row
@@ -75,7 +76,7 @@ def _trace(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarra
         if in_d:
             ops[count] = OP_D
             count += 1
-            in_d = D[j, k] != S[j, k - 1] + oe[i]  # opening preferred on a tie
+            in_d = D[j, k] != S[j, k - 1] + opening_cost(bonus, oe, i)  # opening preferred on a tie
             k -= 1
             continue
         diag_prev = S[j - 1, k] if j > 0 else 0

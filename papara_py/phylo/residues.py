@@ -2,17 +2,20 @@
 
 The traceback's nearest-sequence bonus (pairwise/nearest.py) counts identities between a read and
 the reference rows; identity is of single residues, so gaps and ambiguity codes (N, X, B, Z, J)
-never match anything, not even themselves.
+never match anything, not even themselves. The reference rows keep their gaps apart
+(GAP_RESIDUE): the bonus waives a read gap's opening cost where the nearest row has one.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from papara_py.phylo.encoding import Alphabet
+from papara_py.phylo.encoding import IS_GAP, Alphabet
 
 #: Not one residue (a gap, an ambiguity code): never identical to anything.
 NO_RESIDUE = 255
+#: A gap in a reference row (GAP_CHARACTERS): matches no residue either.
+GAP_RESIDUE = 254
 
 
 def residue_index_table(alphabet: Alphabet) -> np.ndarray:
@@ -26,9 +29,11 @@ def residue_index_table(alphabet: Alphabet) -> np.ndarray:
 
 
 def reference_residues(tip_rows: np.ndarray, alphabet: Alphabet) -> np.ndarray:
-    """uint8 [m, tips]: the reference alignment's residue indices, column by column (the search
-    below walks a read's columns, each a contiguous run of tips)."""
-    return np.ascontiguousarray(residue_index_table(alphabet)[tip_rows].T)
+    """uint8 [m, tips]: the reference alignment's residue indices, GAP_RESIDUE for its gaps, column
+    by column (pairwise/nearest.py walks a read's columns, each a contiguous run of tips)."""
+    table = residue_index_table(alphabet)
+    table[IS_GAP] = GAP_RESIDUE
+    return np.ascontiguousarray(table[tip_rows].T)
 
 
 def tip_residues(reference: np.ndarray, tips: np.ndarray) -> np.ndarray:
