@@ -13,8 +13,9 @@ from literal_dp import literal_align, literal_score, rescore_cigar
 from papara_py.errors import InputError
 from papara_py.io.cigar import parse_cigar
 from papara_py.pairwise.params import PenaltyChoice, ScoringParams
+from papara_py.pairwise.paths import place_read
 from papara_py.pairwise.reference_scorer import score_reference
-from papara_py.pairwise.traceback import align, align_many, place_read
+from papara_py.pairwise.traceback import align, align_many
 from papara_py.phylo.column_costs import column_costs, cost_codes
 from papara_py.phylo.encoding import DNA, PROTEIN
 from papara_py.pipeline import resolve_params

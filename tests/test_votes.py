@@ -16,7 +16,8 @@ from papara_py.io.cigar import parse_cigar
 from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
 from papara_py.io.run_file import RunFile
 from papara_py.pairwise.params import PRESETS, ScoringParams
-from papara_py.pairwise.traceback import align, cigar_string, place_read
+from papara_py.pairwise.paths import cigar_string, place_read
+from papara_py.pairwise.traceback import align
 from papara_py.pairwise.votes import (
     _consensus,
     _path_ops,

@@ -4,7 +4,8 @@
   width they fit.
 - `reference_scorer`: the plain, slow scorer every fast path is checked against bit for bit.
 - `candidates`: `Candidates`, each read's K best (score, edge) pairs, merged deterministically.
-- `traceback`: the alignment path (start column, CIGAR, the row in reference columns).
+- `traceback`: the alignment path of a read on an edge (DESIGN 5's walk back).
+- `paths`: paths as op arrays, CIGARs and rows in reference columns (`place_read`).
 - `votes`: a read's columns by vote over its candidate edges' alignments (DESIGN 5's vote window).
 - `nearest`: a read's nearest reference sequence, whose residues the traceback's nearest bonus
   favours (DESIGN 5).

@@ -17,8 +17,17 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from papara_py.io.cigar import parse_cigar
 from papara_py.pairwise.params import ScoringParams
+from papara_py.pairwise.paths import (
+    OP_D,
+    OP_I,
+    OP_M,
+    cigar_string,
+    cigar_strings,
+    encode_cigar,
+    output_space,
+    place_ops,
+)
 from papara_py.pairwise.reference_scorer import (
     bonus_cost,
     column_penalties,
@@ -30,10 +39,6 @@ from papara_py.pairwise.reference_scorer import (
 from papara_py.phylo.column_costs import ColumnCosts, kernel_costs, read_cost_row
 from papara_py.phylo.encoding import alphabet_of, state_mask_of
 from papara_py.phylo.residues import residue_index_table, tip_residues
-
-OP_M, OP_D, OP_I = 0, 1, 2
-_OP_LETTER = "MDI"
-_OP_BYTES = np.frombuffer(_OP_LETTER.encode(), np.uint8).copy()
 
 
 @dataclass(frozen=True)
@@ -98,51 +103,6 @@ def _trace(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarra
     return score, k, ops[:count][::-1].copy()
 
 
-@njit(cache=True, nogil=True)
-def _encode_cigar(ops: np.ndarray, out: np.ndarray, pos: int) -> int:
-    """Run-length encode `ops` as ASCII CIGAR bytes into out[pos:]; returns the end position.
-
-    A run of L ops takes digits(L) + 1 <= L + 1 bytes, so 2 * len(ops) bytes always suffice.
-    """
-    i = 0
-    while i < ops.shape[0]:
-        j = i
-        while j < ops.shape[0] and ops[j] == ops[i]:
-            j += 1
-        length = j - i
-        digits = 1
-        while length >= 10 ** digits:
-            digits += 1
-        for d in range(digits):
-            out[pos + digits - 1 - d] = 48 + (length // 10 ** d) % 10
-        pos += digits
-        out[pos] = _OP_BYTES[ops[i]]
-        pos += 1
-        i = j
-    return pos
-
-
-def cigar_string(ops: np.ndarray) -> str:
-    """Run-length encode an op array (OP_M / OP_D / OP_I) as a CIGAR string."""
-    out = np.empty(2 * ops.size, np.uint8)
-    return out[:_encode_cigar(ops, out, 0)].tobytes().decode()
-
-
-@njit(cache=True, nogil=True)
-def _place_ops(ops: np.ndarray, start: int, residues: np.ndarray, row: np.ndarray) -> None:
-    """Write residues into row at their M columns (D columns keep their gap, I residues go)."""
-    column, position = start, 0
-    for op in ops:
-        if op == OP_M:
-            row[column] = residues[position]
-            column += 1
-            position += 1
-        elif op == OP_D:
-            column += 1
-        else:
-            position += 1
-
-
 def align(read: np.ndarray, profile: np.ndarray, params: ScoringParams,
           family: np.ndarray | None = None, costs: ColumnCosts | None = None) -> ReadAlignment:
     """Align one encoded read (0 < n < m) to one edge profile with DESIGN 5's tie-breaking;
@@ -186,8 +146,8 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, b
                                        read_bonus)
         scores[r] = score
         starts[r] = start
-        _place_ops(ops, start, residues[a:b], rows[r])
-        pos = _encode_cigar(ops, cigar_bytes, pos)
+        place_ops(ops, start, residues[a:b], rows[r])
+        pos = encode_cigar(ops, cigar_bytes, pos)
         cigar_ends[r] = pos
 
 
@@ -210,7 +170,7 @@ def align_many(codes: np.ndarray, residues: np.ndarray, offsets: np.ndarray, edg
     count = offsets.size - 1
     scores = np.empty(count, np.int32)
     starts = np.empty(count, np.int32)
-    rows, cigar_bytes, cigar_ends = _output_space(offsets, profiles.shape[1], gap)
+    rows, cigar_bytes, cigar_ends = output_space(offsets, profiles.shape[1], gap)
     if near is None:
         near = profile_near(profiles, family)
     if bonus is not None:
@@ -219,22 +179,7 @@ def align_many(codes: np.ndarray, residues: np.ndarray, offsets: np.ndarray, edg
                  residue_index_table(alphabet_of(profiles))[residues], amount)
     _align_many(codes, residues, offsets, edge_slot, profiles, near, params.as_array(), kernel_costs(costs), bonus,
                 scores, starts, rows, cigar_bytes, cigar_ends)
-    return scores, starts, _cigar_strings(cigar_bytes, cigar_ends), rows
-
-
-def _output_space(offsets: np.ndarray, m: int, gap: int):
-    """Rows (gaps), CIGAR bytes and CIGAR ends for the reads cut by `offsets`."""
-    count = offsets.size - 1
-    rows = np.full((count, m), gap, np.uint8)
-    # a path has n M/I ops and at most m D ops; 2 bytes per op bound the CIGAR (see _encode_cigar)
-    cigar_bytes = np.empty(2 * (int(offsets[-1]) + count * m), np.uint8)
-    return rows, cigar_bytes, np.empty(count, np.int64)
-
-
-def _cigar_strings(cigar_bytes: np.ndarray, cigar_ends: np.ndarray) -> list[str]:
-    text = cigar_bytes[:cigar_ends[-1] if cigar_ends.size else 0].tobytes().decode()
-    bounds = np.concatenate(([0], cigar_ends)).tolist()
-    return [text[bounds[r]:bounds[r + 1]] for r in range(cigar_ends.size)]
+    return scores, starts, cigar_strings(cigar_bytes, cigar_ends), rows
 
 
 @njit(cache=True, nogil=True)
@@ -244,8 +189,8 @@ def _finish_walks(walks, walk_lengths, starts, residues, offsets, rows, cigar_by
     pos = 0
     for r in range(offsets.shape[0] - 1):
         ops = walks[r, :walk_lengths[r]][::-1].copy()
-        _place_ops(ops, starts[r], residues[offsets[r]:offsets[r + 1]], rows[r])
-        pos = _encode_cigar(ops, cigar_bytes, pos)
+        place_ops(ops, starts[r], residues[offsets[r]:offsets[r + 1]], rows[r])
+        pos = encode_cigar(ops, cigar_bytes, pos)
         cigar_ends[r] = pos
 
 
@@ -254,22 +199,7 @@ def alignments_from_walks(walks: np.ndarray, walk_lengths: np.ndarray, scores: n
     """`align_many`'s result for paths walked back elsewhere (engine/gpu_trace.py): walks uint8
     [reads, >= longest path] holds each read's ops (OP_M / OP_D / OP_I) from the path's end,
     walk_lengths how many; scores and starts as the walk found them."""
-    rows, cigar_bytes, cigar_ends = _output_space(offsets, m, gap)
+    rows, cigar_bytes, cigar_ends = output_space(offsets, m, gap)
     _finish_walks(walks, walk_lengths, starts, residues, offsets, rows, cigar_bytes, cigar_ends)
-    return (np.asarray(scores, np.int32), np.asarray(starts, np.int32), _cigar_strings(cigar_bytes, cigar_ends),
+    return (np.asarray(scores, np.int32), np.asarray(starts, np.int32), cigar_strings(cigar_bytes, cigar_ends),
             rows)
-
-
-_OP_CODE = {"M": OP_M, "D": OP_D, "I": OP_I}
-
-
-def place_read(residues: bytes, start: int, cigar: str, m: int, gap: int = ord("-")) -> np.ndarray:
-    """The read in reference columns (uint8 [m]): residues at M columns, `gap` elsewhere.
-
-    Inserted residues (I) have no reference column and are left out, as DESIGN 7 specifies for
-    /reads/aligned and the EPA export.
-    """
-    ops = np.array([_OP_CODE[op] for length, op in parse_cigar(cigar) for _ in range(length)], np.uint8)
-    row = np.full(m, gap, dtype=np.uint8)
-    _place_ops(ops, start, np.frombuffer(residues, np.uint8), row)
-    return row

@@ -29,14 +29,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from papara_py.pairwise.traceback import (
+from papara_py.pairwise.paths import (
     OP_D,
     OP_I,
     OP_M,
-    _cigar_strings,
-    _encode_cigar,
-    _output_space,
-    _place_ops,
+    cigar_strings,
+    encode_cigar,
+    output_space,
+    place_ops,
 )
 
 _NONE = np.iinfo(np.int64).min
@@ -240,8 +240,8 @@ def _vote_many(group_ends, starts, cigar, cigar_ends, residues, offsets, rows, o
                 ops = np.empty(n + m, np.uint8)
                 start, length = _path_ops(chosen, ops)
                 out_starts[q] = start
-                _place_ops(ops[:length], start, residues[offsets[q]:offsets[q + 1]], out_rows[q])
-                position = _encode_cigar(ops[:length], out_cigar, position)
+                place_ops(ops[:length], start, residues[offsets[q]:offsets[q + 1]], out_rows[q])
+                position = encode_cigar(ops[:length], out_cigar, position)
         if not changed:
             out_starts[q] = starts[group_start]
             out_rows[q] = rows[group_start]
@@ -265,12 +265,12 @@ def vote(group_ends: np.ndarray, starts: np.ndarray, cigars: list[str], rows: np
     text = "".join(cigars).encode()
     cigar = np.frombuffer(text, np.uint8) if text else np.empty(0, np.uint8)
     cigar_ends = np.cumsum([len(c) for c in cigars], dtype=np.int64)
-    out_rows, out_cigar, out_cigar_ends = _output_space(offsets, rows.shape[1], gap)
+    out_rows, out_cigar, out_cigar_ends = output_space(offsets, rows.shape[1], gap)
     out_starts = np.empty(count, np.int32)
     voted = np.zeros(count, np.bool_)
     _vote_many(np.asarray(group_ends, np.int64), np.asarray(starts, np.int64), cigar, cigar_ends, residues,
                np.asarray(offsets, np.int64), rows, out_starts, out_rows, out_cigar, out_cigar_ends, voted)
-    return out_starts, _cigar_strings(out_cigar, out_cigar_ends), out_rows, voted
+    return out_starts, cigar_strings(out_cigar, out_cigar_ends), out_rows, voted
 
 
 def load_votes() -> None:

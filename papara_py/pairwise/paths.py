@@ -1,0 +1,96 @@
+"""Alignment paths of DESIGN.md 5 as the traceback and the column votes write them.
+
+A path is an op array (OP_M: a column holding a read residue, OP_D: a column without one, OP_I: a
+read residue between columns) from a start column. These turn it into the run file's forms: an
+ASCII CIGAR (run-length encoded ops) and the read's row in reference columns (its residues at
+their M columns, gaps elsewhere, inserted residues left out), for one read or a batch at a time
+inside numba code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from papara_py.io.cigar import parse_cigar
+
+OP_M, OP_D, OP_I = 0, 1, 2
+_OP_LETTER = "MDI"
+_OP_BYTES = np.frombuffer(_OP_LETTER.encode(), np.uint8).copy()
+
+
+@njit(cache=True, nogil=True)
+def encode_cigar(ops: np.ndarray, out: np.ndarray, pos: int) -> int:
+    """Run-length encode `ops` as ASCII CIGAR bytes into out[pos:]; returns the end position.
+
+    A run of L ops takes digits(L) + 1 <= L + 1 bytes, so 2 * len(ops) bytes always suffice.
+    """
+    i = 0
+    while i < ops.shape[0]:
+        j = i
+        while j < ops.shape[0] and ops[j] == ops[i]:
+            j += 1
+        length = j - i
+        digits = 1
+        while length >= 10 ** digits:
+            digits += 1
+        for d in range(digits):
+            out[pos + digits - 1 - d] = 48 + (length // 10 ** d) % 10
+        pos += digits
+        out[pos] = _OP_BYTES[ops[i]]
+        pos += 1
+        i = j
+    return pos
+
+
+def cigar_string(ops: np.ndarray) -> str:
+    """Run-length encode an op array (OP_M / OP_D / OP_I) as a CIGAR string."""
+    out = np.empty(2 * ops.size, np.uint8)
+    return out[:encode_cigar(ops, out, 0)].tobytes().decode()
+
+
+@njit(cache=True, nogil=True)
+def place_ops(ops: np.ndarray, start: int, residues: np.ndarray, row: np.ndarray) -> None:
+    """Write residues into row at their M columns (D columns keep their gap, I residues go)."""
+    column, position = start, 0
+    for op in ops:
+        if op == OP_M:
+            row[column] = residues[position]
+            column += 1
+            position += 1
+        elif op == OP_D:
+            column += 1
+        else:
+            position += 1
+
+
+def output_space(offsets: np.ndarray, m: int, gap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows (gaps), CIGAR bytes and CIGAR ends for the reads cut by `offsets`: what a batch's
+    `place_ops` and `encode_cigar` write into."""
+    count = offsets.size - 1
+    rows = np.full((count, m), gap, np.uint8)
+    # a path has n M/I ops and at most m D ops; 2 bytes per op bound the CIGAR (see encode_cigar)
+    cigar_bytes = np.empty(2 * (int(offsets[-1]) + count * m), np.uint8)
+    return rows, cigar_bytes, np.empty(count, np.int64)
+
+
+def cigar_strings(cigar_bytes: np.ndarray, cigar_ends: np.ndarray) -> list[str]:
+    """The batch's CIGARs as strings: read r's are cigar_bytes[cigar_ends[r - 1]:cigar_ends[r]]."""
+    text = cigar_bytes[:cigar_ends[-1] if cigar_ends.size else 0].tobytes().decode()
+    bounds = np.concatenate(([0], cigar_ends)).tolist()
+    return [text[bounds[r]:bounds[r + 1]] for r in range(cigar_ends.size)]
+
+
+_OP_CODE = {"M": OP_M, "D": OP_D, "I": OP_I}
+
+
+def place_read(residues: bytes, start: int, cigar: str, m: int, gap: int = ord("-")) -> np.ndarray:
+    """The read in reference columns (uint8 [m]): residues at M columns, `gap` elsewhere.
+
+    Inserted residues (I) have no reference column and are left out, as DESIGN 7 specifies for
+    /reads/aligned and the EPA export.
+    """
+    ops = np.array([_OP_CODE[op] for length, op in parse_cigar(cigar) for _ in range(length)], np.uint8)
+    row = np.full(m, gap, dtype=np.uint8)
+    place_ops(ops, start, np.frombuffer(residues, np.uint8), row)
+    return row
