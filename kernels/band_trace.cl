@@ -11,7 +11,7 @@
  *     M_ij = 0 where a_i & b_j != 0, near_mismatch where near_i & b_j != 0, mismatch otherwise.
  *     X_ij = the column profile cost of b_j in column i (COLUMN_COSTS; 0 without), less the nearest
  *            sequence's bonus (NEAREST_BONUS: `bonus` where read residue j is the one its nearest
- *            reference row holds in column i, pairwise/nearest.py; residue indices, 255 none).
+ *            reference row holds in column i, pairwise/nearest.py; residue indices, NO_RESIDUE none).
  *     OE_i = 0 also where that nearest row has a gap in column i (NEAREST_BONUS: GAP_RESIDUE).
  *
  * Instead of the two int64 matrices the host keeps, the device keeps one int row (S of the last
@@ -75,6 +75,7 @@
 #define NEAREST_BONUS 0
 #endif
 
+#define NO_RESIDUE 255   /* no single residue: an ambiguity code, no nearest row (phylo/residues.py) */
 #define GAP_RESIDUE 254  /* a gap in a reference row (phylo/residues.py) */
 #define OP_M 0
 #define OP_D 1
@@ -130,7 +131,7 @@ __kernel void band_trace(
             x_row[u] = u < rows ? cost_rows[first + j0 + u] : 0;
 #endif
 #if NEAREST_BONUS
-            residue[u] = u < rows ? read_residues[first + j0 + u] : 255;
+            residue[u] = u < rows ? read_residues[first + j0 + u] : NO_RESIDUE;
 #endif
             done[u] = now[u] = left_d[u] = inf;
         }
@@ -168,7 +169,7 @@ __kernel void band_trace(
                     cost += x_column[x_row[u]];  /* X_ij */
 #endif
 #if NEAREST_BONUS
-                    if (residue[u] != 255 && residue[u] == nearest) cost -= bonus;
+                    if (residue[u] != NO_RESIDUE && residue[u] == nearest) cost -= bonus;
 #endif
                     const int diag = diagonal_in + column_cgap + cost;
                     int d = inf, extends = 0;
