@@ -10,9 +10,9 @@
  *     S(-1,k) = 0; S(j-1,width) = +inf; score = min_k S(n-1,k), the smallest such k ending it.
  *     M_ij = 0 where a_i & b_j != 0, near_mismatch where near_i & b_j != 0, mismatch otherwise.
  *     X_ij = the column profile cost of b_j in column i (COLUMN_COSTS; 0 without), less the nearest
- *            sequence's bonus (NEAREST_BONUS: `bonus` where read residue j is the one its nearest
- *            reference row holds in column i, pairwise/nearest.py; residue indices, NO_RESIDUE none).
- *     OE_i = 0 also where that nearest row has a gap in column i (NEAREST_BONUS: GAP_RESIDUE).
+ *            sequences' bonus (NEAREST_BONUS: `bonus` where read residue j is one its nearest
+ *            reference rows hold in column i, pairwise/nearest.py; residue indices, NO_RESIDUE none).
+ *     OE_i = 0 also where one of those rows has a gap in column i (NEAREST_BONUS: GAP_MARK).
  *
  * Instead of the two int64 matrices the host keeps, the device keeps one int row (S of the last
  * row of the previous stripe of STRIPE rows, overwritten by this stripe's last row: see
@@ -38,9 +38,14 @@
  *                                      bytes (24 for protein): one sector
  *   read_residues [residues]           uchar, NEAREST_BONUS only: each residue's residue index
  *                                      (phylo/residues.py), beside `codes`
- *   bonus_rows    [m][R]               uchar, NEAREST_BONUS only: each read's nearest reference
- *                                      row as residue indices, by column then read: a warp's
- *                                      work-items, all at one column (as above), load adjacent bytes
+ *   reference     [m][n_tips]          uchar, NEAREST_BONUS only: the reference rows' residue
+ *                                      indices (GAP_RESIDUE a gap), column by column: a warp's
+ *                                      work-items, all at one column (as above), load within one
+ *                                      column's n_tips bytes
+ *   nearest_tips  [R][NEAREST_ROWS]    int, NEAREST_BONUS only: each read's nearest rows (-1 none);
+ *                                      at each step the read's marks (bit r: one of its rows holds
+ *                                      residue r; GAP_MARK: one has a gap) are formed from their
+ *                                      residues in the step's column, as phylo/residues.nearest_marks
  *   row           [max_width][R]       int: S of the previous row by offset
  *   moves         [max_rows][max_width][R]  uchar: the bytes above, rows j < n, offsets k < width
  *   ops           [R][max_ops]         uchar: 0 M, 1 D, 2 I in walk order (the path's end first)
@@ -51,7 +56,8 @@
  * (column profile costs: each stripe row keeps its residue's table row, and a cell adds the byte
  * at that row of the step's column, one load per cell; without, the kernel takes NULL tables and
  * never reads them), -DNEAREST_BONUS=0|1 (the bonus: each stripe row keeps its residue index, and
- * each step loads the read's nearest row at its column once for all rows; without, NULL arrays).
+ * each step loads the read's nearest rows' residues at its column once for all rows; without, NULL
+ * arrays; with it, -DNEAREST_ROWS, -DNO_RESIDUE, -DGAP_RESIDUE and -DGAP_MARK as well).
  *
  * Speed (H100, 12,500 reads of 100 residues against 1,072 columns, BENCHMARKS.md "The traceback
  * on the GPU"): one cell at a time, its loads of CHUNK offsets issued together, 13-26 Gcells/s
@@ -75,8 +81,9 @@
 #define NEAREST_BONUS 0
 #endif
 
-#define NO_RESIDUE 255   /* no single residue: an ambiguity code, no nearest row (phylo/residues.py) */
-#define GAP_RESIDUE 254  /* a gap in a reference row (phylo/residues.py) */
+/* With NEAREST_BONUS the host also defines, from pairwise/nearest.py and phylo/residues.py:
+ * NEAREST_ROWS (nearest rows per read), NO_RESIDUE (no single residue: an ambiguity code),
+ * GAP_RESIDUE (a gap in a reference row) and GAP_MARK (a nearest row's gap in the marks). */
 #define OP_M 0
 #define OP_D 1
 #define OP_I 2
@@ -100,7 +107,8 @@ __kernel void band_trace(
     const int mismatch, const int cgap, const int open_extend, const int extend, const int insertion,
     const int near_mismatch, const int inf, __global const uchar *restrict cost_rows,
     __global const uchar *restrict cost_table, const int n_costs, __global const uchar *restrict read_residues,
-    __global const uchar *restrict bonus_rows, const int bonus)
+    __global const uchar *restrict reference, const int n_tips, __global const int *restrict nearest_tips,
+    const int bonus)
 {
     const int r = get_global_id(0);
     if (r >= n_reads) return;
@@ -112,6 +120,11 @@ __kernel void band_trace(
     const size_t R = (size_t)n_reads;
     const size_t row_step = (size_t)max_width * R;  /* moves: from row j to row j + 1 */
 
+#if NEAREST_BONUS
+    int tip[NEAREST_ROWS];  /* the read's nearest rows */
+#pragma unroll
+    for (int q = 0; q < NEAREST_ROWS; ++q) tip[q] = nearest_tips[r * NEAREST_ROWS + q];
+#endif
     for (int k = 0; k < width; ++k) row[k * R + r] = 0;  /* S(-1, k) */
     int best = inf, end = 0;
     for (int j0 = 0; j0 < n; j0 += STRIPE) {
@@ -153,8 +166,15 @@ __kernel void band_trace(
             __global const uchar *restrict x_column = cost_table + (size_t)(j0 + t) * n_costs;  /* column j0 + t */
 #endif
 #if NEAREST_BONUS
-            const uchar nearest = bonus_rows[(size_t)(j0 + t) * R + r];  /* the nearest row at column j0 + t */
-            const int column_open = gap_column || nearest == GAP_RESIDUE ? 0 : open_extend;
+            uint marks = 0;  /* what the nearest rows hold at column j0 + t */
+#pragma unroll
+            for (int q = 0; q < NEAREST_ROWS; ++q) {
+                if (tip[q] >= 0) {
+                    const uchar held = reference[(size_t)(j0 + t) * n_tips + tip[q]];
+                    marks |= held == GAP_RESIDUE ? GAP_MARK : (held != NO_RESIDUE ? 1u << held : 0u);
+                }
+            }
+            const int column_open = gap_column || (marks & GAP_MARK) ? 0 : open_extend;
 #else
             const int column_open = gap_column ? 0 : open_extend;
 #endif
@@ -169,7 +189,7 @@ __kernel void band_trace(
                     cost += x_column[x_row[u]];  /* X_ij */
 #endif
 #if NEAREST_BONUS
-                    if (residue[u] != NO_RESIDUE && residue[u] == nearest) cost -= bonus;
+                    if (residue[u] != NO_RESIDUE && ((marks >> residue[u]) & 1u)) cost -= bonus;
 #endif
                     const int diag = diagonal_in + column_cgap + cost;
                     int d = inf, extends = 0;

@@ -288,17 +288,18 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, ca
 def _trace_with_bonus(trace, reads: ReadSet, indices: np.ndarray, pair_read: np.ndarray, firsts: np.ndarray,
                       expected: np.ndarray, params: ScoringParams, reference: np.ndarray, threads: int):
     """`traceback_batch`'s alignments of every pair with the nearest-sequence bonus: each read's
-    best edge first, which names its nearest reference row (pairwise/nearest.bonus_reads), then in
+    best edge first, which names its nearest reference rows (pairwise/nearest.bonus_reads), then in
     one more call every pair of the reads near enough to theirs with the bonus and the other pairs
-    of the rest without (their tip -1). Returns (the alignments traced, a best edge traced twice
+    of the rest without (their tips -1). Returns (the alignments traced, a best edge traced twice
     counting twice; every pair's (scores, starts, CIGARs, rows, whether a GPU traced any), as
     trace_reads gives them; the reads given the bonus)."""
     scores, starts, cigars, rows, on_gpu = trace(firsts)
     _check_scores(scores, expected[firsts])
     tips = bonus_reads(rows, reads.alphabet, reference, threads)
+    bonused = tips[:, 0] >= 0
     is_first = np.zeros(pair_read.size, bool)
     is_first[firsts] = True
-    again = np.flatnonzero((tips[pair_read] >= 0) | ~is_first)
+    again = np.flatnonzero(bonused[pair_read] | ~is_first)
     all_scores, all_starts = expected.astype(np.int32), np.empty(pair_read.size, np.int32)
     all_cigars, all_rows = [""] * pair_read.size, np.empty((pair_read.size, rows.shape[1]), np.uint8)
     all_starts[firsts], all_rows[firsts] = starts, rows
@@ -308,7 +309,7 @@ def _trace_with_bonus(trace, reads: ReadSet, indices: np.ndarray, pair_read: np.
         again_tips = tips[pair_read[again]]
         lower, starts, cigars, rows, again_on_gpu = trace(again, (again_tips, params.nearest_bonus))
         on_gpu = on_gpu or again_on_gpu
-        plain = again_tips < 0
+        plain = again_tips[:, 0] < 0
         _check_scores(lower[plain], expected[again][plain])
         # the bonus takes at most nearest_bonus off each residue and one opening off each gap between two
         lengths = np.diff(reads.offsets)[indices[pair_read[again]]]
@@ -319,7 +320,7 @@ def _trace_with_bonus(trace, reads: ReadSet, indices: np.ndarray, pair_read: np.
         all_starts[again], all_rows[again] = starts, rows
         for k, cigar in zip(again.tolist(), cigars):
             all_cigars[k] = cigar
-    return firsts.size + again.size, (all_scores, all_starts, all_cigars, all_rows, on_gpu), int((tips >= 0).sum())
+    return firsts.size + again.size, (all_scores, all_starts, all_cigars, all_rows, on_gpu), int(bonused.sum())
 
 
 def _check_scores(traced: np.ndarray, expected: np.ndarray) -> None:
@@ -332,8 +333,8 @@ def trace_reads(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, edges:
                 bonus: tuple[np.ndarray, int] | None = None):
     """Reads `indices` (oriented by `reverse`) aligned to `edges` by DESIGN 5's traceback with the
     run's column terms `columns`: (scores, starts, cigars, rows, whether a GPU did it). bonus:
-    each read's nearest tip and the amount of the nearest-sequence bonus (pairwise/nearest.py;
-    the tips' rows are `columns.residues`), or None.
+    each read's nearest tips [reads, k] and the amount of the nearest-sequence bonus
+    (pairwise/nearest.py; the tips' rows are `columns.residues`), or None.
 
     With a tracer (`--traceback auto` and a GPU) the whole batch is one device call; otherwise
     slices of TRACEBACK_SLICE reads run as single GIL-free numba calls, so the threads scale.
@@ -840,7 +841,7 @@ def _sample_tally(sample: SampleRun, stats: Engine | SearchStats, search: Guided
                         f"{sample.votes['voted']} reads' columns changed by the vote")
     if sample.inputs.params.nearest_bonus:
         reporter.detail(f"{sample.label}: nearest bonus {sample.inputs.params.nearest_bonus}: {sample.votes['nearest']} "
-                        f"of {sample.n_alignable} reads traced back again towards their nearest reference sequence")
+                        f"of {sample.n_alignable} reads traced back again towards their nearest reference sequences")
     reporter.detail(f"{sample.label}: --strand {sample.inputs.strand}: {sample.strand_counts['scored_both']} "
                     f"of {sample.n_alignable} reads scored in both orientations ({timings['strand']:.3f} s)")
     if search:

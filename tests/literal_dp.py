@@ -7,9 +7,9 @@ given (20 states ARNDCQEGHILKMFPSTWYV, CGAP bit 20, near states from BLOSUM62 it
 the columns' family residues (`family`, one state set per column) among the near states, and
 optionally the column profile cost of DESIGN 4 computed from the reference rows themselves
 (`column_rows`, `column_weight`) and the traceback's nearest-sequence bonus of DESIGN 5
-(`nearest_row`, `nearest_bonus`: a protein read residue of one amino acid that is the letter
-of that row in the column costs the bonus less there, and a read gap opens free in a column
-where that row has a gap character).
+(`nearest_rows`, `nearest_bonus`: a protein read residue of one amino acid that is the letter
+of one of those rows in the column costs the bonus less there, and a read gap opens free in a
+column where one of them has a gap character).
 """
 
 from __future__ import annotations
@@ -68,14 +68,14 @@ def literal_column_cost(column_rows: list[str], weight: float, i: int, b: int) -
     return min(costs)
 
 
-def literal_bonus(nearest_row: str | None, bonus: int, i: int, b: int) -> int:
+def literal_bonus(nearest_rows: list[str] | None, bonus: int, i: int, b: int) -> int:
     """The nearest-sequence bonus of DESIGN 5 spelled out: `bonus` where read code b is exactly
-    one amino acid and the nearest row's letter in column i (either case; U reads as C, O as K:
+    one amino acid and one nearest row's letter in column i (either case; U reads as C, O as K:
     DESIGN 2) is that amino acid."""
-    if nearest_row is None or b & (b - 1) or not b or b >= 1 << 20:
+    if not nearest_rows or b & (b - 1) or not b or b >= 1 << 20:
         return 0
-    letter = {"U": "C", "O": "K"}.get(nearest_row[i].upper(), nearest_row[i].upper())
-    return bonus if letter == PROTEIN_LETTERS[b.bit_length() - 1] else 0
+    letters = {{"U": "C", "O": "K"}.get(row[i].upper(), row[i].upper()) for row in nearest_rows}
+    return bonus if PROTEIN_LETTERS[b.bit_length() - 1] in letters else 0
 
 
 def literal_score(read: list[int], profile: list[int], mismatch: int, cgap: int, gap_open: int,
@@ -89,7 +89,7 @@ def literal_score(read: list[int], profile: list[int], mismatch: int, cgap: int,
 def literal_cells(read: list[int], profile: list[int], mismatch: int, cgap: int, gap_open: int,
                   gap_extend: int, insertion: int, near_mismatch: int | None = None, protein: bool = False,
                   family: list[int] | None = None, column_rows: list[str] | None = None,
-                  column_weight: float = 0.0, nearest_row: str | None = None, nearest_bonus: int = 0):
+                  column_weight: float = 0.0, nearest_rows: list[str] | None = None, nearest_bonus: int = 0):
     """(score, S, D, s, d, mm_cg, oe): the score, the cell dictionaries, the boundary-aware
     accessors, and the per-cell M_ij + CG_i (+ X_ij, less the nearest bonus) and per-column OE_i,
     for `literal_align`."""
@@ -119,10 +119,10 @@ def literal_cells(read: list[int], profile: list[int], mismatch: int, cgap: int,
         column_family = family[i] if family else 0
         column_cost = literal_column_cost(column_rows, column_weight, i, read[j]) if column_weight else 0
         return (literal_mismatch(a, read[j], mismatch, near_mismatch, protein, column_family)
-                + (cgap if a & gap_bit else 0) + column_cost - literal_bonus(nearest_row, nearest_bonus, i, read[j]))
+                + (cgap if a & gap_bit else 0) + column_cost - literal_bonus(nearest_rows, nearest_bonus, i, read[j]))
 
     def oe(i: int) -> int:
-        nearest_gap = nearest_row is not None and nearest_row[i] in "-.?"
+        nearest_gap = any(row[i] in "-.?" for row in nearest_rows or ())
         return 0 if profile[i] & gap_bit or nearest_gap else gap_open + gap_extend
 
     for j in range(n):
@@ -137,7 +137,7 @@ def literal_cells(read: list[int], profile: list[int], mismatch: int, cgap: int,
 
 def literal_align(read: list[int], profile: list[int], *penalties, protein: bool = False,
                   family: list[int] | None = None, column_rows: list[str] | None = None,
-                  column_weight: float = 0.0, nearest_row: str | None = None,
+                  column_weight: float = 0.0, nearest_rows: list[str] | None = None,
                   nearest_bonus: int = 0) -> tuple[float, int, str]:
     """(score, start column, CIGAR) by DESIGN 5 spelled out on `literal_cells`: the smallest end
     column reaching the score; walking back, the diagonal before D before I; inside D, an
@@ -145,7 +145,7 @@ def literal_align(read: list[int], profile: list[int], *penalties, protein: bool
     n = len(read)
     score, S, D, s, _, mm_cg, oe = literal_cells(read, profile, *penalties, protein=protein, family=family,
                                                  column_rows=column_rows, column_weight=column_weight,
-                                                 nearest_row=nearest_row, nearest_bonus=nearest_bonus)
+                                                 nearest_rows=nearest_rows, nearest_bonus=nearest_bonus)
     i = min(i for i in range(n - 1, len(profile)) if S[i, n - 1] == score)
     j, ops, in_d = n - 1, [], False
     while j >= 0:

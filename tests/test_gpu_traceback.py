@@ -109,10 +109,10 @@ def test_device_traceback_with_column_costs_equals_host_traceback(tracers, near)
 
 @pytest.mark.parametrize("costs_on", [True, False])
 def test_device_traceback_with_the_nearest_bonus_equals_host_traceback(tracers, costs_on):
-    """-DNEAREST_BONUS=1 (with and without column costs): each read's nearest row, drawn from a
-    few reference rows of amino acids, ambiguity codes and gaps (the reads' letters too), or none
-    (-1), takes 0..7 off its identical cells; reads of 1 and 5..40 residues, in one launch and in
-    many."""
+    """-DNEAREST_BONUS=1 (with and without column costs): each read's two nearest rows, drawn from
+    a few reference rows of amino acids, ambiguity codes and gaps (the reads' letters too), or
+    none (-1), take 0..7 off its cells identical to either and open its gaps free where either has
+    one; reads of 1 and 5..40 residues, in one launch and in many."""
     rng = np.random.default_rng(7 + costs_on)
     m = 61
     lengths = np.r_[1, rng.integers(5, 41, size=23)]
@@ -126,7 +126,7 @@ def test_device_traceback_with_the_nearest_bonus_equals_host_traceback(tracers, 
     params = ScoringParams(3, 6, 5, 3, 16, near_mismatch=2, column_weight=1.0 if costs_on else 0.0)
     costs = column_costs(tip_rows, PROTEIN, params.column_weight) if costs_on else None
     for amount in (0, 2, 7):
-        bonus = (reference_residues(tip_rows, PROTEIN), rng.integers(-1, 5, size=lengths.size), amount)
+        bonus = (reference_residues(tip_rows, PROTEIN), rng.integers(-1, 5, size=(lengths.size, 2)), amount)
         for tracer in tracers.values():
             assert_same(tracer, codes, residues, offsets, slots, profiles, params, None, costs, bonus)
 

@@ -1,9 +1,9 @@
 """The nearest-sequence bonus of DESIGN.md 5 (pairwise/nearest.py, `nearest_bonus`).
 
 The bonused traceback against the literal transcription of DESIGN 4-5 (tests/literal_dp.py), the
-nearest-row search against a brute force, the share gate at its boundary, and protein runs with
+nearest-rows search against a brute force, the share gate at its boundary, and protein runs with
 and without the bonus: scores, best edges and candidates identical, the columns moved towards
-each read's nearest reference sequence.
+each read's nearest reference sequences.
 """
 
 from __future__ import annotations
@@ -18,7 +18,12 @@ from literal_dp import PROTEIN_LETTERS, literal_align
 
 from papara_py.io.inputs import read_alignment
 from papara_py.io.run_file import RunFile
-from papara_py.pairwise.nearest import NEAREST_SHARE, bonus_reads, nearest_rows
+from papara_py.pairwise.nearest import (
+    NEAREST_ROWS,
+    NEAREST_SHARE,
+    bonus_reads,
+    nearest_rows,
+)
 from papara_py.pairwise.params import PRESETS, ScoringParams
 from papara_py.pairwise.traceback import align_many
 from papara_py.phylo.column_costs import column_costs
@@ -49,44 +54,46 @@ def test_residue_indices_are_the_one_state_of_unambiguous_letters(alphabet, lett
 
 @st.composite
 def bonus_cases(draw):
-    """Protein profiles (states and CGAP flags), a read of letters (ambiguity codes included), a
-    nearest row of letters, gaps and ambiguity codes, penalties near the protein preset's, the
-    column profile cost on or off, and a bonus of 0..6."""
+    """Protein profiles (states and CGAP flags), a read of letters (ambiguity codes included), one
+    or two nearest rows of letters, gaps and ambiguity codes, penalties near the protein preset's,
+    the column profile cost on or off, and a bonus of 0..6."""
     m = draw(st.integers(2, 14))
     n = draw(st.one_of(st.just(1), st.just(m - 1), st.integers(1, m - 1)))
     residue = st.one_of(st.integers(0, 19).map(lambda k: 1 << k), st.integers(1, (1 << 20) - 1))
     profile = [a | (1 << 20 if gap else 0) for a, gap in zip(draw(st.lists(residue, min_size=m, max_size=m)),
                                                             draw(st.lists(st.booleans(), min_size=m, max_size=m)))]
     read = draw(st.text(st.sampled_from(READ_LETTERS), min_size=n, max_size=n))
-    row = draw(st.text(st.sampled_from(ROW_LETTERS), min_size=m, max_size=m))
+    rows = draw(st.lists(st.text(st.sampled_from(ROW_LETTERS), min_size=m, max_size=m), min_size=1, max_size=2))
     values = [draw(st.integers(0, 8)) for _ in range(5)]
     params = ScoringParams(*values, near_mismatch=draw(st.integers(0, values[0])),
                            column_weight=draw(st.sampled_from([0.0, 0.5, 1.0])))
-    return profile, read, row, params, draw(st.integers(0, 6))
+    return profile, read, rows, params, draw(st.integers(0, 6))
 
 
 @settings(max_examples=500, deadline=None)
 @given(bonus_cases())
 def test_bonused_traceback_equals_design_5_spelled_out(case):
     """align_many with the bonus gives the literal transcription's score, start and CIGAR, where a
-    read residue of one amino acid that is the nearest row's letter in a column costs the bonus
-    less there (the column profile cost computed from that row alone, when on)."""
-    profile, read, row, params, amount = case
+    read residue of one amino acid that is one nearest row's letter in a column costs the bonus
+    less there and a read gap opens free where one has a gap (the column profile cost computed
+    from those rows alone, when on)."""
+    profile, read, rows, params, amount = case
     codes = PROTEIN.read_code[np.frombuffer(read.encode(), np.uint8)]
-    tip_rows = np.frombuffer(row.encode(), np.uint8)[None, :]
+    tip_rows = np.stack([np.frombuffer(row.encode(), np.uint8) for row in rows])
     costs = column_costs(tip_rows, PROTEIN, params.column_weight)
     scores, starts, cigars, _ = align_many(codes, np.frombuffer(read.encode(), np.uint8), np.array([0, len(read)]),
                                            np.zeros(1, np.int64), np.array([profile], np.uint32), params, costs=costs,
-                                           bonus=(reference_residues(tip_rows, PROTEIN), np.zeros(1, np.int64), amount))
+                                           bonus=(reference_residues(tip_rows, PROTEIN),
+                                                  np.arange(len(rows))[None, :], amount))
     literal = literal_align(codes.tolist(), profile, *params.as_array().tolist(), protein=True,
-                            column_rows=[row] if costs is not None else None, column_weight=params.column_weight,
-                            nearest_row=row, nearest_bonus=amount)
+                            column_rows=rows if costs is not None else None, column_weight=params.column_weight,
+                            nearest_rows=rows, nearest_bonus=amount)
     assert (int(scores[0]), int(starts[0]), cigars[0]) == literal
 
 
 def test_a_read_without_a_tip_is_traced_as_without_the_bonus():
-    """In one bonused batch, reads whose tip is -1 get exactly the plain traceback, the others
-    their bonus (the pipeline traces both kinds in one call)."""
+    """In one bonused batch, reads whose tips are -1 get exactly the plain traceback, the others
+    their bonus from one or two rows (the pipeline traces both kinds in one call)."""
     rng = np.random.default_rng(3)
     m, lengths = 40, rng.integers(3, 30, size=12)
     letters = np.frombuffer(PROTEIN_LETTERS.encode(), np.uint8)
@@ -95,12 +102,12 @@ def test_a_read_without_a_tip_is_traced_as_without_the_bonus():
     profiles = PROTEIN.read_code[letters[rng.integers(0, 20, (2, m))]]
     slots = rng.integers(0, 2, size=lengths.size)
     tip_rows = letters[rng.integers(0, 20, (3, m))]
-    tips = np.tile([-1, 0, 2], 4)
+    tips = np.tile([[-1, -1], [0, -1], [2, 1]], (4, 1))
     params = ScoringParams.preset("protein")
     args = (PROTEIN.read_code[residues], residues, offsets, slots, profiles, params)
     plain = align_many(*args)
     bonused = align_many(*args, bonus=(reference_residues(tip_rows, PROTEIN), tips, 5))
-    none = tips < 0
+    none = tips[:, 0] < 0
     np.testing.assert_array_equal(bonused[0][none], plain[0][none])
     assert [c for c, n in zip(bonused[2], none) if n] == [c for c, n in zip(plain[2], none) if n]
     assert (bonused[0][~none] <= plain[0][~none]).all() and (bonused[0][~none] < plain[0][~none]).any()
@@ -108,10 +115,10 @@ def test_a_read_without_a_tip_is_traced_as_without_the_bonus():
 
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 6), st.integers(1, 12), st.integers(1, 9), st.integers(0, 2 ** 32 - 1))
-def test_nearest_row_is_the_one_with_most_identities_then_the_first(reads, m, tips, seed):
+def test_nearest_rows_are_those_with_most_identities_then_the_first(reads, m, tips, seed):
     """nearest_rows against a brute force over every tip: identities are equal single residues in
-    the same column (a gap or ambiguity code matches nothing, not even itself); ties go to the
-    first tip; a read with no identity has none (-1)."""
+    the same column (a gap or ambiguity code matches nothing, not even itself); the NEAREST_ROWS
+    tips with the most, ties to the first tip; ranks with no identity left have none (-1)."""
     rng = np.random.default_rng(seed)
     letters = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWYacdBXZ-", np.uint8)
     small = letters[rng.integers(0, 6, size=(tips, m))]  # few letters: ties and identities are common
@@ -120,28 +127,41 @@ def test_nearest_row_is_the_one_with_most_identities_then_the_first(reads, m, ti
     rows[rng.random((reads, m)) < 0.1] = ord("X")
     table = residue_index_table(PROTEIN)
     nearest, identities, placed = nearest_rows(rows, table, reference_residues(tip_rows, PROTEIN), ord("-"))
+    assert nearest.shape == identities.shape == (reads, NEAREST_ROWS)
     for r in range(reads):
         read = table[rows[r]]
         same = ((table[tip_rows] == read[None, :]) & (read[None, :] != NO_RESIDUE)).sum(axis=1)
         assert placed[r] == (rows[r] != ord("-")).sum()
-        assert identities[r] == same.max()
-        assert nearest[r] == (int(np.argmax(same)) if same.max() > 0 else -1)
+        order = sorted((t for t in range(tips) if same[t] > 0), key=lambda t: (-same[t], t))[:NEAREST_ROWS]
+        order += [-1] * (NEAREST_ROWS - len(order))
+        assert nearest[r].tolist() == order
+        assert identities[r].tolist() == [int(same[t]) if t >= 0 else 0 for t in order]
 
 
 def test_the_bonus_needs_the_share_of_placed_residues():
-    """A read whose nearest row holds exactly NEAREST_SHARE of its placed residues has the bonus,
-    one identity fewer has not; a read identical to no row has none; in slices on several threads
-    alike, and for no reads at all."""
+    """A read whose nearest rows hold exactly NEAREST_SHARE of its placed residues has the bonus
+    from each, one identity fewer not from that row; a read identical to no row has none; ties go
+    to the first tip; in slices on several threads alike, and for no reads at all."""
     share, whole = NEAREST_SHARE
     length, identical = 4 * whole, 4 * share
-    reference = reference_residues(np.frombuffer(b"A" * length, np.uint8)[None, :], PROTEIN)
-    enough = np.frombuffer(b"A" * identical + b"W" * (length - identical), np.uint8)
-    short = np.frombuffer(b"A" * (identical - 1) + b"W" * (length - identical + 1), np.uint8)
-    rows = np.stack([enough, short, np.frombuffer(b"W" * length, np.uint8)])
-    assert bonus_reads(rows, PROTEIN, reference).tolist() == [0, -1, -1]
+    enough = b"A" * identical + b"W" * (length - identical)
+    short = b"A" * (identical - 1) + b"W" * (length - identical + 1)
+    far = b"W" * length
+
+    def tips_of(reference_rows: list[bytes], rows: np.ndarray, threads: int = 1) -> list[list[int]]:
+        reference = reference_residues(np.stack([np.frombuffer(row, np.uint8) for row in reference_rows]), PROTEIN)
+        return bonus_reads(rows, PROTEIN, reference, threads=threads).tolist()
+
+    rows = np.stack([np.frombuffer(row, np.uint8) for row in (enough, short, far)])
+    everything_a, one_a_fewer = b"A" * length, b"A" * (identical - 1) + b"C" * (length - identical + 1)
+    assert NEAREST_ROWS == 2
+    assert tips_of([everything_a], rows) == [[0, -1], [-1, -1], [-1, -1]]
+    assert tips_of([one_a_fewer, everything_a, everything_a], rows) == [[1, 2], [-1, -1], [-1, -1]]
+    assert tips_of([everything_a, one_a_fewer], rows) == [[0, -1], [-1, -1], [-1, -1]]
     many = np.repeat(rows, 700, axis=0)  # several search slices on several threads: the same answers
-    assert bonus_reads(many, PROTEIN, reference, threads=3).tolist() == np.repeat([0, -1, -1], 700).tolist()
-    assert bonus_reads(rows[:0], PROTEIN, reference).size == 0
+    assert tips_of([one_a_fewer, everything_a, everything_a], many, threads=3) == \
+        np.repeat([[1, 2], [-1, -1], [-1, -1]], 700, axis=0).tolist()
+    assert np.asarray(tips_of([everything_a], rows[:0])).size == 0
 
 
 def test_protein_runs_with_the_bonus_keep_scores_and_move_columns_towards_the_nearest_row(tmp_path):

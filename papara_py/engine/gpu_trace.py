@@ -36,7 +36,12 @@ from papara_py.pairwise.reference_scorer import profile_near
 from papara_py.pairwise.traceback import alignments_from_walks
 from papara_py.phylo.column_costs import ColumnCosts
 from papara_py.phylo.encoding import alphabet_of
-from papara_py.phylo.residues import residue_index_table, tip_residues
+from papara_py.phylo.residues import (
+    GAP_MARK,
+    GAP_RESIDUE,
+    NO_RESIDUE,
+    residue_index_table,
+)
 
 #: Work-items per work-group: four NVIDIA warps.
 WORK_GROUP = 128
@@ -91,9 +96,11 @@ class GpuTracer:
             program = built_program(self.context, self.device.cl_device, "band_trace.cl",
                                     (f"-DPROF_BITS={alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={alphabet.n_states}",
                                      *(("-DCOLUMN_COSTS=1",) if costs is not None else ()),
-                                     *(("-DNEAREST_BONUS=1",) if bonus is not None else ())))
-            if bonus is not None:  # (reference [m, tips], each read's tip, amount; read residue indices)
-                bonus = (*bonus, residue_index_table(alphabet)[residues])
+                                     *self._bonus_options(bonus)))
+            if bonus is not None:  # (reference buffer, its tips, each read's tips, amount, read residue indices)
+                reference, tips, amount = bonus
+                bonus = (self._upload(np.ascontiguousarray(reference)), reference.shape[1],
+                         np.asarray(tips, np.int32).reshape(count, -1), amount, residue_index_table(alphabet)[residues])
             states_buf, near_buf = self._upload(states), self._upload(near)
             table = None if costs is None else (self._upload(device_table(costs, params, m)), costs.codes.size)
             for launch in self._launches(lengths, np.asarray(edge_slot), m):
@@ -129,12 +136,21 @@ class GpuTracer:
             begin = end
         return launches
 
+    @staticmethod
+    def _bonus_options(bonus) -> tuple[str, ...]:
+        """band_trace.cl's build options for the nearest-sequence bonus (none without it)."""
+        if bonus is None:
+            return ()
+        nearest = np.asarray(bonus[1]).reshape(len(bonus[1]), -1).shape[1]
+        return ("-DNEAREST_BONUS=1", f"-DNEAREST_ROWS={nearest}", f"-DNO_RESIDUE={NO_RESIDUE}",
+                f"-DGAP_RESIDUE={GAP_RESIDUE}", f"-DGAP_MARK={GAP_MARK}u")
+
     def _run(self, program, reads, states_buf, near_buf, table, bonus, m, codes, rows, offsets, lengths, edge_slot,
              params, max_ops, walks, walk_lengths, scores, starts) -> None:
         """One launch: the reads `reads` (indices into the batch), results into the batch's arrays.
         table: (cost table buffer, K) and rows: each residue's table row (beside `codes`), or None;
-        bonus: (reference [m, tips], each read's tip, amount, residue indices beside `codes`) or
-        None."""
+        bonus: (reference [m, tips] on the device, its tip count, each read's nearest tips
+        [reads, k], amount, residue indices beside `codes`) or None."""
         n_reads = reads.size
         read_lengths = lengths[reads]
         local_offsets = np.concatenate(([0], np.cumsum(read_lengths))).astype(np.int32)
@@ -143,10 +159,10 @@ class GpuTracer:
         mf = cl.mem_flags
         codes_buf = self._upload(np.ascontiguousarray(codes[gather]))
         rows_buf = None if rows is None else self._upload(rows[gather])
-        residues_buf = bonus_buf = None
-        if bonus is not None:  # the launch's nearest rows by column then read (band_trace.cl)
-            residues_buf = self._upload(bonus[3][gather])
-            bonus_buf = self._upload(tip_residues(bonus[0], bonus[1][reads]))
+        residues_buf = tips_buf = None
+        if bonus is not None:  # the launch's residue indices and nearest tips (band_trace.cl)
+            residues_buf = self._upload(bonus[4][gather])
+            tips_buf = self._upload(np.ascontiguousarray(bonus[2][reads]))
         table_buf, n_costs = table or (None, 0)
         offsets_buf = self._upload(local_offsets)
         slot_buf = self._upload(np.asarray(edge_slot, np.int32)[reads])
@@ -160,7 +176,8 @@ class GpuTracer:
                         i32(max_width), row_buf, moves_buf, i32(max_ops), ops_buf, *out,
                         i32(params.mismatch), i32(params.cgap), i32(params.gap_open + params.gap_extend),
                         i32(params.gap_extend), i32(params.insertion), i32(params.near_mismatch), i32(INF32),
-                        rows_buf, table_buf, i32(n_costs), residues_buf, bonus_buf, i32(bonus[2] if bonus else 0))
+                        rows_buf, table_buf, i32(n_costs), residues_buf, bonus[0] if bonus else None,
+                        i32(bonus[1] if bonus else 0), tips_buf, i32(bonus[3] if bonus else 0))
         done = cl.enqueue_nd_range_kernel(self.queue, kernel, (-(-n_reads // WORK_GROUP) * WORK_GROUP,),
                                           (WORK_GROUP,))
         wait_sleeping(self.queue, done)
@@ -173,7 +190,7 @@ class GpuTracer:
             launch_walks, launch_counts, launch_scores, launch_starts)
         # every buffer above is held until here, after its last command completed (engine/gpu.py:
         # releasing one in use makes NVIDIA's runtime spin a core until the queue drains)
-        del codes_buf, rows_buf, residues_buf, bonus_buf, offsets_buf, slot_buf, row_buf, moves_buf, ops_buf, out
+        del codes_buf, rows_buf, residues_buf, tips_buf, offsets_buf, slot_buf, row_buf, moves_buf, ops_buf, out
 
     def _upload(self, host: np.ndarray) -> cl.Buffer:
         buffer = cl.Buffer(self.context, cl.mem_flags.READ_ONLY, max(1, host.nbytes))

@@ -1,16 +1,18 @@
-"""The read's nearest reference sequence (DESIGN.md 5, `nearest_bonus`).
+"""The read's nearest reference sequences (DESIGN.md 5, `nearest_bonus`).
 
 Where a read still loses columns to MAFFT, it is mostly at gap sides around the held-out sequence's
 own deletions, and there the reference sequence most like the read often holds the read's residue
 in the true column (docs/ACCURACY.md, "The nearest reference sequence in the model"). The edge's
 ancestral states cannot say which of two equally cheap gap placements that sequence takes; its
 row can. So a read whose best-edge alignment shares at least NEAREST_SHARE of its placed residues
-with one reference row (the nearest: the most identities, then the first in tip order) is traced
-back again, on the same edges, with every read residue that equals that row's residue in a column
-costing `nearest_bonus` less there, and a gap in the read opening free where that row has a gap
-(its own deletions are the likeliest the read shares). Scores, best edges and candidates never
-change: this is a traceback setting, like the column votes (pairwise/votes.py), which then vote
-over the bonused alignments.
+with a reference row is traced back again, on the same edges, towards its NEAREST_ROWS nearest
+rows that do (the most identities, then the first in tip order): every read residue that equals
+one of those rows' residues in a column costs `nearest_bonus` less there, and a gap in the read
+opens free where one of them has a gap (their own deletions are the likeliest the read shares).
+Two rows rather than one: where the nearest two disagree, neither outweighs the other, and the
+edge's states decide as without the bonus. Scores, best edges and candidates never change: this
+is a traceback setting, like the column votes (pairwise/votes.py), which then vote over the
+bonused alignments.
 
 Identity is of single residues: a residue index (the one state of an unambiguous letter) per read
 residue and per reference cell, NO_RESIDUE for ambiguity codes and GAP_RESIDUE for the reference's
@@ -32,20 +34,25 @@ from papara_py.phylo.residues import NO_RESIDUE, residue_index_table
 #: bonus by the study (below it the nearest row knows the read's gaps no better than the edge's
 #: states: at 0.4, or ungated, the validation seeds lose).
 NEAREST_SHARE = (1, 2)
+#: How many nearest rows a read's bonus follows (each must hold NEAREST_SHARE): 2, chosen by the
+#: study (the second row's residues and gaps lift the validation seeds' and the LG ladder's worst
+#: sets; a second row gated lower, at 0.4, loses the LG ladder).
+NEAREST_ROWS = 2
 #: Reads per nearest-row search call (`bonus_reads`).
 SEARCH_SLICE = 512
 
 
 @njit(cache=True, nogil=True)
 def nearest_rows(rows: np.ndarray, table: np.ndarray, reference: np.ndarray, gap: int):
-    """Each read's nearest reference row: rows uint8 [reads, m] the reads in reference columns
-    (ASCII, `gap` where none), table `residue_index_table`, reference `reference_residues`.
-    Returns (nearest tip int32, its identities int32, placed residues int32) per read; a read
-    with no identity at all has nearest -1."""
+    """Each read's NEAREST_ROWS nearest reference rows: rows uint8 [reads, m] the reads in
+    reference columns (ASCII, `gap` where none), table `residue_index_table`, reference
+    `reference_residues`. Returns (tips int32 [reads, NEAREST_ROWS], their identities int32
+    [reads, NEAREST_ROWS], placed residues int32 [reads]): the most identities first, the first
+    in tip order on a tie; a rank with no identity left has tip -1."""
     count, m = rows.shape
     tips = reference.shape[1]
-    nearest = np.full(count, -1, np.int32)
-    identities = np.zeros(count, np.int32)
+    nearest = np.full((count, NEAREST_ROWS), -1, np.int32)
+    identities = np.zeros((count, NEAREST_ROWS), np.int32)
     placed = np.zeros(count, np.int32)
     tally = np.empty(tips, np.int32)
     for r in range(count):
@@ -61,30 +68,35 @@ def nearest_rows(rows: np.ndarray, table: np.ndarray, reference: np.ndarray, gap
             for t in range(tips):
                 if column[t] == residue:
                     tally[t] += 1
-        best = 0
-        for t in range(tips):
-            if tally[t] > best:
-                best = tally[t]
-                nearest[r] = t
-        identities[r] = best
+        for rank in range(NEAREST_ROWS):
+            best = 0
+            for t in range(tips):
+                if tally[t] > best:
+                    best = tally[t]
+                    nearest[r, rank] = t
+            if best == 0:
+                break
+            identities[r, rank] = best
+            tally[nearest[r, rank]] = 0  # taken: the next rank is the best of the others
     return nearest, identities, placed
 
 
 def bonus_reads(rows: np.ndarray, alphabet: Alphabet, reference: np.ndarray, threads: int = 1,
                 gap: int = ord("-")) -> np.ndarray:
-    """int32 [reads]: the tip whose row earns each read the bonus (its nearest, where that holds at
-    least NEAREST_SHARE of the read's placed residues), -1 for reads without. The search costs
-    tips x placed residues per read, so slices of SEARCH_SLICE reads go to `threads` threads
-    (GIL-free numba calls; each read's answer is its own)."""
+    """int32 [reads, NEAREST_ROWS]: the tips whose rows earn each read the bonus (its nearest
+    rows, each holding at least NEAREST_SHARE of the read's placed residues), -1 for the others;
+    a read without a first has the bonus from none. The search costs tips x placed residues per
+    read, so slices of SEARCH_SLICE reads go to `threads` threads (GIL-free numba calls; each
+    read's answer is its own)."""
     table = residue_index_table(alphabet)
     pieces = [slice(a, a + SEARCH_SLICE) for a in range(0, rows.shape[0], SEARCH_SLICE)]
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         found = list(pool.map(lambda piece: nearest_rows(rows[piece], table, reference, gap), pieces))
     if not found:
-        return np.empty(0, np.int32)
+        return np.empty((0, NEAREST_ROWS), np.int32)
     nearest, identities, placed = (np.concatenate(part) for part in zip(*found))
     share, whole = NEAREST_SHARE
-    near_enough = (nearest >= 0) & (whole * identities >= share * placed)
+    near_enough = (nearest >= 0) & (whole * identities >= share * placed[:, None])
     return np.where(near_enough, nearest, -1).astype(np.int32)
 
 

@@ -24,7 +24,7 @@ from papara_py.phylo.column_costs import (
     read_cost_row,
 )
 from papara_py.phylo.encoding import cgap_bit_of, near_states, state_mask_of
-from papara_py.phylo.residues import GAP_RESIDUE, NO_RESIDUE
+from papara_py.phylo.residues import GAP_MARK, NO_RESIDUE
 
 #: Stand-in for +infinity in int64: far above any score, far below wrap-around.
 INF64 = np.int64(1) << 40
@@ -69,22 +69,23 @@ def diagonal_cost(a, near_a, b, states, p, costs, row, i):
 @njit(cache=True, nogil=True)
 def bonus_cost(bonus, j, i):
     """What the traceback's nearest-sequence bonus (pairwise/nearest.py) takes off the diagonal
-    of read residue j in column i: bonus (row residues [m], read residues [n], amount) or None
-    (the scorers, and reads without: 0). Residue indices (phylo/residues.py); a read residue is
-    never GAP_RESIDUE, and NO_RESIDUE never matches."""
+    of read residue j in column i: bonus (the nearest rows' marks [m], read residues [n], amount)
+    or None (the scorers, and reads without: 0). Marks (phylo/residues.nearest_marks): bit r
+    where one of the rows holds residue r; a read residue is never a gap, and NO_RESIDUE never
+    matches."""
     if bonus is None:
         return 0
     residue = bonus[1][j]
-    return bonus[2] if residue != NO_RESIDUE and residue == bonus[0][i] else 0
+    return bonus[2] if residue != NO_RESIDUE and (bonus[0][i] >> residue) & 1 else 0
 
 
 @njit(cache=True, nogil=True)
 def opening_cost(bonus, oe, i):
-    """OE_i, or 0 with the nearest-sequence bonus where the nearest row has a gap in column i
-    (GAP_RESIDUE): the read's gap opens free where its nearest sequence has one."""
+    """OE_i, or 0 with the nearest-sequence bonus where one of the nearest rows has a gap in
+    column i (GAP_MARK): the read's gap opens free where a nearest sequence has one."""
     if bonus is None:
         return oe[i]
-    return 0 if bonus[0][i] == GAP_RESIDUE else oe[i]
+    return 0 if bonus[0][i] & GAP_MARK else oe[i]
 
 
 @njit(cache=True, nogil=True)

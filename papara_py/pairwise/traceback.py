@@ -38,7 +38,7 @@ from papara_py.pairwise.reference_scorer import (
 )
 from papara_py.phylo.column_costs import ColumnCosts, kernel_costs, read_cost_row
 from papara_py.phylo.encoding import alphabet_of, state_mask_of
-from papara_py.phylo.residues import residue_index_table, tip_residues
+from papara_py.phylo.residues import nearest_marks, residue_index_table
 
 
 @dataclass(frozen=True)
@@ -124,8 +124,10 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, b
 
     Read r is codes/residues[offsets[r]:offsets[r + 1]] against profiles[edge_slot[r]] (near
     states near[edge_slot[r]]); its aligned row goes to rows[r] (pre-filled with gaps) and its
-    CIGAR to cigar_bytes[cigar_ends[r - 1]:cigar_ends[r]]. bonus: None, or (row residues
-    [reads, m], read residues beside `codes`, amount) of the nearest-sequence bonus.
+    CIGAR to cigar_bytes[cigar_ends[r - 1]:cigar_ends[r]]. bonus: None, or (the reference rows'
+    residue indices [m, tips], each read's nearest tips [reads, k], read residues beside `codes`,
+    amount) of the nearest-sequence bonus; each read's marks (phylo/residues.nearest_marks) are
+    formed in one buffer as it comes.
     """
     m = profiles.shape[1]
     cells = 0
@@ -134,6 +136,7 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, b
         cells = max(cells, n * (m - n + 1))
     S_buffer = np.empty(cells, np.int64)  # one work space for the batch (see fill_band_into)
     D_buffer = np.empty(cells, np.int64)
+    marks = np.empty(m, np.uint32)
     pos = 0
     for r in range(offsets.shape[0] - 1):
         a, b = offsets[r], offsets[r + 1]
@@ -141,7 +144,8 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, b
         if bonus is None:
             score, start, ops = _trace(codes[a:b], profiles[slot], near[slot], p, costs, S_buffer, D_buffer, None)
         else:
-            read_bonus = (bonus[0][r], bonus[1][a:b], np.int64(bonus[2]))
+            nearest_marks(bonus[0], bonus[1][r], marks)
+            read_bonus = (marks, bonus[2][a:b], np.int64(bonus[3]))
             score, start, ops = _trace(codes[a:b], profiles[slot], near[slot], p, costs, S_buffer, D_buffer,
                                        read_bonus)
         scores[r] = score
@@ -163,8 +167,8 @@ def align_many(codes: np.ndarray, residues: np.ndarray, offsets: np.ndarray, edg
     caller already has them (`profile_near(profiles, family)`: a batch traced back in slices over
     one profile array derives them once, not per slice); bonus: the nearest-sequence bonus
     (pairwise/nearest.py): (the reference rows' residue indices uint8 [m, tips]
-    (phylo/residues.reference_residues), each read's nearest tip (-1: none, no bonus), the
-    amount). Returns (scores int32, starts int32, CIGAR strings, aligned rows uint8 [reads, m]);
+    (phylo/residues.reference_residues), each read's nearest tips [reads, k] (-1: none; a read
+    with none has no bonus), the amount). Returns (scores int32, starts int32, CIGAR strings, aligned rows uint8 [reads, m]);
     without a bonus each equals what `align` and `place_read` give.
     """
     count = offsets.size - 1
@@ -175,7 +179,7 @@ def align_many(codes: np.ndarray, residues: np.ndarray, offsets: np.ndarray, edg
         near = profile_near(profiles, family)
     if bonus is not None:
         reference, tips, amount = bonus
-        bonus = (np.ascontiguousarray(tip_residues(reference, tips).T),
+        bonus = (np.ascontiguousarray(reference), np.asarray(tips, np.int64).reshape(count, -1),
                  residue_index_table(alphabet_of(profiles))[residues], amount)
     _align_many(codes, residues, offsets, edge_slot, profiles, near, params.as_array(), kernel_costs(costs), bonus,
                 scores, starts, rows, cigar_bytes, cigar_ends)

@@ -3,12 +3,14 @@
 The traceback's nearest-sequence bonus (pairwise/nearest.py) counts identities between a read and
 the reference rows; identity is of single residues, so gaps and ambiguity codes (N, X, B, Z, J)
 never match anything, not even themselves. The reference rows keep their gaps apart
-(GAP_RESIDUE): the bonus waives a read gap's opening cost where the nearest row has one.
+(GAP_RESIDUE): the bonus waives a read gap's opening cost where a nearest row has one. A read's
+nearest rows reach the traceback as one mark set per column (`nearest_marks`).
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from papara_py.phylo.encoding import IS_GAP, Alphabet
 
@@ -16,6 +18,8 @@ from papara_py.phylo.encoding import IS_GAP, Alphabet
 NO_RESIDUE = 255
 #: A gap in a reference row (GAP_CHARACTERS): matches no residue either.
 GAP_RESIDUE = 254
+#: The mark of a gap in `nearest_marks` (residue r marks bit r; residue indices stay below 31).
+GAP_MARK = 1 << 31
 
 
 def residue_index_table(alphabet: Alphabet) -> np.ndarray:
@@ -36,11 +40,21 @@ def reference_residues(tip_rows: np.ndarray, alphabet: Alphabet) -> np.ndarray:
     return np.ascontiguousarray(table[tip_rows].T)
 
 
-def tip_residues(reference: np.ndarray, tips: np.ndarray) -> np.ndarray:
-    """uint8 [m, len(tips)]: the rows of `tips` in `reference` (`reference_residues`), column by
-    column; NO_RESIDUE throughout for a tip of -1 (no row: nothing matches it)."""
-    tips = np.asarray(tips, np.int64)
-    rows = np.full((reference.shape[0], tips.size), NO_RESIDUE, np.uint8)
-    given = tips >= 0
-    rows[:, given] = reference[:, tips[given]]
-    return rows
+@njit(cache=True, nogil=True)
+def nearest_marks(reference: np.ndarray, tips: np.ndarray, marks: np.ndarray) -> None:
+    """What one read's nearest rows (`tips` [k] into `reference` (`reference_residues`), -1: no
+    row) hold in each column, into `marks` (uint32 [m]): bit r for a residue of index r in one of
+    the rows, GAP_MARK for a gap in one of them; no mark where none of them holds a residue (a
+    read with no row has none: nothing matches it, no gap opens free). Residue indices stay below
+    31 (20 amino acids, 4 nucleotides). kernels/band_trace.cl forms the same marks on the device."""
+    marks[:] = 0
+    for rank in range(tips.shape[0]):
+        tip = tips[rank]
+        if tip < 0:
+            continue
+        for i in range(reference.shape[0]):
+            held = reference[i, tip]
+            if held == GAP_RESIDUE:
+                marks[i] |= np.uint32(GAP_MARK)
+            elif held != NO_RESIDUE:
+                marks[i] |= np.uint32(1) << np.uint32(held)
