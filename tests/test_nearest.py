@@ -113,6 +113,31 @@ def test_a_read_without_a_tip_is_traced_as_without_the_bonus():
     assert (bonused[0][~none] <= plain[0][~none]).all() and (bonused[0][~none] < plain[0][~none]).any()
 
 
+def test_a_bonused_batch_traces_each_read_as_alone():
+    """The traceback keeps a read's marks for the next read while the tips repeat (a read's pairs
+    come one after another): a batch with runs of one tips, tips that change and change back gives
+    every read what that read traced alone gives."""
+    rng = np.random.default_rng(5)
+    m, lengths = 36, rng.integers(3, 28, size=12)
+    letters = np.frombuffer(PROTEIN_LETTERS.encode(), np.uint8)
+    residues = letters[rng.integers(0, 20, int(lengths.sum()))]
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    profiles = PROTEIN.read_code[letters[rng.integers(0, 20, (2, m))]]
+    slots = rng.integers(0, 2, size=lengths.size)
+    reference = reference_residues(letters[rng.integers(0, 20, (3, m))], PROTEIN)
+    tips = np.array([[0, 1], [0, 1], [0, 1], [1, 2], [1, 2], [2, -1], [0, 1], [-1, -1], [2, -1], [2, 1], [2, 1],
+                     [0, -1]])
+    params = ScoringParams.preset("protein")
+    batch = align_many(PROTEIN.read_code[residues], residues, offsets, slots, profiles, params,
+                       bonus=(reference, tips, 4))
+    for r in range(lengths.size):
+        piece = residues[offsets[r]:offsets[r + 1]]
+        alone = align_many(PROTEIN.read_code[piece], piece, np.array([0, piece.size]), slots[r:r + 1], profiles,
+                           params, bonus=(reference, tips[r:r + 1], 4))
+        assert (batch[0][r], batch[1][r], batch[2][r]) == (alone[0][0], alone[1][0], alone[2][0])
+        np.testing.assert_array_equal(batch[3][r], alone[3][0])
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 6), st.integers(1, 12), st.integers(1, 9), st.integers(0, 2 ** 32 - 1))
 def test_nearest_rows_are_those_with_most_identities_then_the_first(reads, m, tips, seed):

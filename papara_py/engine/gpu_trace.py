@@ -93,14 +93,16 @@ class GpuTracer:
             near = profile_near(states, family)
             codes = np.asarray(codes, alphabet.dtype)
             rows = None if costs is None else self._cost_rows(codes, offsets, costs)
+            if bonus is not None:
+                reference, tips, amount = bonus
+                tips = np.asarray(tips, np.int32).reshape(count, -1)  # [reads, nearest rows]
             program = built_program(self.context, self.device.cl_device, "band_trace.cl",
                                     (f"-DPROF_BITS={alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={alphabet.n_states}",
                                      *(("-DCOLUMN_COSTS=1",) if costs is not None else ()),
-                                     *self._bonus_options(bonus)))
+                                     *self._bonus_options(None if bonus is None else tips.shape[1])))
             if bonus is not None:  # (reference buffer, its tips, each read's tips, amount, read residue indices)
-                reference, tips, amount = bonus
-                bonus = (self._upload(np.ascontiguousarray(reference)), reference.shape[1],
-                         np.asarray(tips, np.int32).reshape(count, -1), amount, residue_index_table(alphabet)[residues])
+                bonus = (self._upload(np.ascontiguousarray(reference)), reference.shape[1], tips, amount,
+                         residue_index_table(alphabet)[residues])
             states_buf, near_buf = self._upload(states), self._upload(near)
             table = None if costs is None else (self._upload(device_table(costs, params, m)), costs.codes.size)
             for launch in self._launches(lengths, np.asarray(edge_slot), m):
@@ -137,12 +139,12 @@ class GpuTracer:
         return launches
 
     @staticmethod
-    def _bonus_options(bonus) -> tuple[str, ...]:
-        """band_trace.cl's build options for the nearest-sequence bonus (none without it)."""
-        if bonus is None:
+    def _bonus_options(nearest_rows: int | None) -> tuple[str, ...]:
+        """band_trace.cl's build options for the nearest-sequence bonus over `nearest_rows` rows a
+        read (None: no bonus, no options)."""
+        if nearest_rows is None:
             return ()
-        nearest = np.asarray(bonus[1]).reshape(len(bonus[1]), -1).shape[1]
-        return ("-DNEAREST_BONUS=1", f"-DNEAREST_ROWS={nearest}", f"-DNO_RESIDUE={NO_RESIDUE}",
+        return ("-DNEAREST_BONUS=1", f"-DNEAREST_ROWS={nearest_rows}", f"-DNO_RESIDUE={NO_RESIDUE}",
                 f"-DGAP_RESIDUE={GAP_RESIDUE}", f"-DGAP_MARK={GAP_MARK}u")
 
     def _run(self, program, reads, states_buf, near_buf, table, bonus, m, codes, rows, offsets, lengths, edge_slot,

@@ -118,6 +118,15 @@ def align(read: np.ndarray, profile: np.ndarray, params: ScoringParams,
 
 
 @njit(cache=True, nogil=True)
+def _same_tips(a, b) -> bool:
+    """Whether two pairs' nearest tips are the same (their marks then are)."""
+    for rank in range(a.shape[0]):
+        if a[rank] != b[rank]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
 def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, bonus, scores, starts, rows,
                 cigar_bytes, cigar_ends):
     """Trace every read of a batch against its profile, GIL released for the whole batch.
@@ -127,7 +136,8 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, b
     CIGAR to cigar_bytes[cigar_ends[r - 1]:cigar_ends[r]]. bonus: None, or (the reference rows'
     residue indices [m, tips], each read's nearest tips [reads, k], read residues beside `codes`,
     amount) of the nearest-sequence bonus; each read's marks (phylo/residues.nearest_marks) are
-    formed in one buffer as it comes.
+    formed in one buffer as it comes, and kept for the next read while its tips are the same (a
+    read's pairs, its best edge and its vote window's, come one after another with one tips).
     """
     m = profiles.shape[1]
     cells = 0
@@ -137,6 +147,7 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, b
     S_buffer = np.empty(cells, np.int64)  # one work space for the batch (see fill_band_into)
     D_buffer = np.empty(cells, np.int64)
     marks = np.empty(m, np.uint32)
+    marked = -1  # the pair whose tips `marks` now holds (-1: none yet)
     pos = 0
     for r in range(offsets.shape[0] - 1):
         a, b = offsets[r], offsets[r + 1]
@@ -144,7 +155,9 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, b
         if bonus is None:
             score, start, ops = _trace(codes[a:b], profiles[slot], near[slot], p, costs, S_buffer, D_buffer, None)
         else:
-            nearest_marks(bonus[0], bonus[1][r], marks)
+            if marked < 0 or not _same_tips(bonus[1][r], bonus[1][marked]):
+                nearest_marks(bonus[0], bonus[1][r], marks)
+                marked = r
             read_bonus = (marks, bonus[2][a:b], np.int64(bonus[3]))
             score, start, ops = _trace(codes[a:b], profiles[slot], near[slot], p, costs, S_buffer, D_buffer,
                                        read_bonus)
