@@ -3,11 +3,15 @@
  * (pairwise/traceback.py, `_trace` over the reference scorer's `fill_band_into`) gives: the same
  * int recurrence, the same tie-breaking, the same end column; tests hold the two equal.
  *
- * Recurrence, minimised, in the band frame of the reference scorer: row j (read position), offset
- * k = i - j in [0, width - 1], width = m - n + 1, column i = j + k:
- *     D(j,k) = min(S(j,k-1) + OE_i, D(j,k-1) + E_i)            (+inf at k = 0)
- *     S(j,k) = min(S(j-1,k) + M_ij + CG_i + X_ij, D(j,k), S(j-1,k+1) + insertion)
- *     S(-1,k) = 0; S(j-1,width) = +inf; score = min_k S(n-1,k), the smallest such k ending it.
+ * Recurrence, minimised, in the band frame of the reference scorer widened by the band margin w
+ * (DESIGN 5): row j (read position), offset k = i - j in [-w, m - n + w], stored at frame column
+ * c = k + w < width = m - n + 1 + 2w, column i = j + k (cells with i outside [0, m) are +inf):
+ *     D(j,k) = min(S(j,k-1) + OE_i, D(j,k-1) + E_i) + L(k-1,k)   (+inf at c = 0)
+ *     S(j,k) = min(S(j-1,k) + M_ij + CG_i + X_ij, D(j,k), S(j-1,k+1) + insertion + L(k+1,k))
+ *     L(a,b) = excursion where offset a lies in DESIGN 4's band [0, m - n] and b does not, else 0
+ *     S(-1,k) = 0 in the band, excursion for m - n < k <= m - n + w, +inf for k < 0;
+ *     S(j-1,k) = +inf beyond the frame; score = min_k S(n-1,k), the smallest such k ending it.
+ * (w = 0: DESIGN 4's band, no excursion; reference_scorer.fill_band_into is the same recurrence.)
  *     M_ij = 0 where a_i & b_j != 0, near_mismatch where near_i & b_j != 0, mismatch otherwise.
  *     X_ij = the column profile cost of b_j in column i (COLUMN_COSTS; 0 without), less the nearest
  *            sequences' bonus (NEAREST_BONUS: `bonus` where read residue j is one its nearest
@@ -46,8 +50,8 @@
  *                                      at each step the read's marks (bit r: one of its rows holds
  *                                      residue r; GAP_MARK: one has a gap) are formed from their
  *                                      residues in the step's column, as phylo/residues.nearest_marks
- *   row           [max_width][R]       int: S of the previous row by offset
- *   moves         [max_rows][max_width][R]  uchar: the bytes above, rows j < n, offsets k < width
+ *   row           [max_width][R]       int: S of the previous row by frame column
+ *   moves         [max_rows][max_width][R]  uchar: the bytes above, rows j < n, frame columns c < width
  *   ops           [R][max_ops]         uchar: 0 M, 1 D, 2 I in walk order (the path's end first)
  *   score, start, op_count  [R]        int
  * Arithmetic is int with `inf` far above every finite cell (the host checks the read length
@@ -108,13 +112,14 @@ __kernel void band_trace(
     const int near_mismatch, const int inf, __global const uchar *restrict cost_rows,
     __global const uchar *restrict cost_table, const int n_costs, __global const uchar *restrict read_residues,
     __global const uchar *restrict reference, const int n_tips, __global const int *restrict nearest_tips,
-    const int bonus)
+    const int bonus, const int margin, const int excursion)
 {
     const int r = get_global_id(0);
     if (r >= n_reads) return;
     const int first = offsets[r];
     const int n = offsets[r + 1] - first;
-    const int width = m - n + 1;
+    const int band_last = m - n;                 /* DESIGN 4's band: offsets 0 .. band_last */
+    const int width = band_last + 1 + 2 * margin;
     __global const elem_t *restrict a = states + (size_t)slot[r] * m;
     __global const elem_t *restrict a_near = near + (size_t)slot[r] * m;
     const size_t R = (size_t)n_reads;
@@ -125,7 +130,10 @@ __kernel void band_trace(
 #pragma unroll
     for (int q = 0; q < NEAREST_ROWS; ++q) tip[q] = nearest_tips[r * NEAREST_ROWS + q];
 #endif
-    for (int k = 0; k < width; ++k) row[k * R + r] = 0;  /* S(-1, k) */
+    for (int c = 0; c < width; ++c) {  /* S(-1, k): free in the band, an excursion to its right */
+        const int k = c - margin;
+        row[c * R + r] = k < 0 ? inf : (k <= band_last ? 0 : excursion);
+    }
     int best = inf, end = 0;
     for (int j0 = 0; j0 < n; j0 += STRIPE) {
         const int rows = min(STRIPE, n - j0);
@@ -149,28 +157,33 @@ __kernel void band_trace(
             done[u] = now[u] = left_d[u] = inf;
         }
         __global uchar *restrict move = moves + (size_t)j0 * row_step + r;
-        int above = row[r];                                     /* S(j0 - 1, t) */
-        int above_next = width > 1 ? row[R + r] : inf;          /* S(j0 - 1, t + 1) */
-        elem_t e = a[j0], e_near = a_near[j0];                  /* column j0 + t */
+        int above = row[r];                                     /* S(j0 - 1, frame column t) */
+        int above_next = width > 1 ? row[R + r] : inf;          /* S(j0 - 1, frame column t + 1) */
+        /* every row of the stripe is at column j0 + t - margin at step t (0 outside the columns) */
+        const int i0 = j0 - margin;
+        elem_t e = i0 >= 0 ? a[i0] : 0, e_near = i0 >= 0 ? a_near[i0] : 0;
         const int steps = width + rows - 1;
         for (int t = 0; t < steps; ++t) {
             /* the next step's loads first: their latency overlaps this step's arithmetic */
             const int t2 = t + 2;
+            const int i = i0 + t, i_next = i + 1;
+            const int column_ok = i >= 0 && i < m;
             const int above_after = t2 < width ? row[t2 * R + r] : inf;
-            const elem_t e_after = t + 1 < steps ? a[j0 + t + 1] : 0;
-            const elem_t near_after = t + 1 < steps ? a_near[j0 + t + 1] : 0;
+            const int next_ok = t + 1 < steps && i_next >= 0 && i_next < m;
+            const elem_t e_after = next_ok ? a[i_next] : 0;
+            const elem_t near_after = next_ok ? a_near[i_next] : 0;
             const int gap_column = (e & CGAP_BIT) != 0;
             const int column_cgap = gap_column ? cgap : 0;
             const int column_extend = gap_column ? 0 : extend;
 #if COLUMN_COSTS
-            __global const uchar *restrict x_column = cost_table + (size_t)(j0 + t) * n_costs;  /* column j0 + t */
+            __global const uchar *restrict x_column = cost_table + (size_t)(column_ok ? i : 0) * n_costs;  /* column i */
 #endif
 #if NEAREST_BONUS
-            uint marks = 0;  /* what the nearest rows hold at column j0 + t */
+            uint marks = 0;  /* what the nearest rows hold at column i */
 #pragma unroll
             for (int q = 0; q < NEAREST_ROWS; ++q) {
-                if (tip[q] >= 0) {
-                    const uchar held = reference[(size_t)(j0 + t) * n_tips + tip[q]];
+                if (tip[q] >= 0 && column_ok) {
+                    const uchar held = reference[(size_t)i * n_tips + tip[q]];
                     marks |= held == GAP_RESIDUE ? GAP_MARK : (held != NO_RESIDUE ? 1u << held : 0u);
                 }
             }
@@ -180,10 +193,20 @@ __kernel void band_trace(
 #endif
 #pragma unroll
             for (int u = 0; u < STRIPE; ++u) {
-                const int k = t - u;
-                if (u < rows && k >= 0 && k < width) {
+                const int c = t - u;     /* frame column */
+                const int k = c - margin;  /* offset */
+                if (u < rows && c >= 0 && c < width && !column_ok) {  /* no column: +inf */
+                    move[u * row_step + c * R] = 0;
+                    now[u] = inf;
+                    left_d[u] = inf;
+                    if (u == rows - 1) row[c * R + r] = inf;
+                } else if (u < rows && c >= 0 && c < width) {
                     const int diagonal_in = u == 0 ? above : done[u - 1];       /* S(j-1, k) */
                     const int insertion_in = u == 0 ? above_next : now[u - 1];  /* S(j-1, k+1) */
+                    const int inside = k >= 0 && k <= band_last;
+                    /* L(k-1, k) and L(k+1, k): leaving DESIGN 4's band */
+                    const int leave_d = (!inside && k - 1 >= 0 && k - 1 <= band_last) ? excursion : 0;
+                    const int leave_i = (!inside && k + 1 >= 0 && k + 1 <= band_last) ? excursion : 0;
                     int cost = (e & STATE_MASK & b[u]) ? 0 : ((e_near & b[u]) ? near_mismatch : mismatch);
 #if COLUMN_COSTS
                     cost += x_column[x_row[u]];  /* X_ij */
@@ -191,23 +214,23 @@ __kernel void band_trace(
 #if NEAREST_BONUS
                     if (residue[u] != NO_RESIDUE && ((marks >> residue[u]) & 1u)) cost -= bonus;
 #endif
-                    const int diag = diagonal_in + column_cgap + cost;
+                    const int diag = diagonal_in >= inf ? inf : diagonal_in + column_cgap + cost;
                     int d = inf, extends = 0;
-                    if (k > 0) {
+                    if (c > 0 && done[u] < inf) {
                         const int open = done[u] + column_open;
-                        const int ext = left_d[u] + column_extend;
+                        const int ext = left_d[u] >= inf ? inf : left_d[u] + column_extend;
                         extends = ext < open;
-                        d = extends ? ext : open;
+                        d = (extends ? ext : open) + leave_d;
                     }
-                    const int ins = k < width - 1 ? insertion_in + insertion : inf;
+                    const int ins = c < width - 1 && insertion_in < inf ? insertion_in + insertion + leave_i : inf;
                     int s = diag, from = FROM_DIAGONAL;
                     if (d < s) { s = d; from = FROM_D; }
                     if (ins < s) { s = ins; from = FROM_INSERTION; }
-                    move[u * row_step + k * R] = (uchar)(from | (extends ? D_EXTENDS : 0));
+                    move[u * row_step + c * R] = (uchar)(from | (extends ? D_EXTENDS : 0));
                     now[u] = s;
                     left_d[u] = d;
-                    if (u == rows - 1) row[k * R + r] = s;  /* the next stripe's row j0 - 1 */
-                    if (j0 + u == n - 1 && s < best) { best = s; end = k; }
+                    if (u == rows - 1) row[c * R + r] = s;  /* the next stripe's row j0 - 1 */
+                    if (j0 + u == n - 1 && s < best) { best = s; end = c; }
                 }
             }
 #pragma unroll
@@ -220,13 +243,13 @@ __kernel void band_trace(
     }
 
     __global uchar *path = ops + (size_t)r * max_ops;
-    int count = 0, j = n - 1, k = end, in_d = 0;
+    int count = 0, j = n - 1, c = end, in_d = 0;
     while (j >= 0) {
-        const uchar move = moves[((size_t)j * max_width + k) * R + r];
+        const uchar move = moves[((size_t)j * max_width + c) * R + r];
         if (in_d) {
             path[count++] = OP_D;
             in_d = (move & D_EXTENDS) != 0;
-            --k;
+            --c;
         } else if ((move & 3) == FROM_DIAGONAL) {
             path[count++] = OP_M;
             --j;
@@ -235,10 +258,10 @@ __kernel void band_trace(
         } else {
             path[count++] = OP_I;
             --j;
-            ++k;
+            ++c;
         }
     }
     op_count[r] = count;
     score[r] = best;
-    start[r] = k;  /* the path left the free boundary row at column k - 1 */
+    start[r] = c - margin;  /* the path left the free boundary row at column (offset) - 1 */
 }

@@ -166,7 +166,7 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
         "scoring (penalties, minimised; a preset, then any single penalty given overrides it)")
     scoring.add_argument("--preset", choices=list(PRESETS), default=None,
                          help="; ".join(f"{name}: {'/'.join(f'{v:g}' for v in values)}" for name, values in PRESETS.items())
-                         + f" (mismatch/cgap/gap-open/gap-extend/insertion/near-mismatch/column-weight/vote-window/nearest-bonus; "
+                         + f" (mismatch/cgap/gap-open/gap-extend/insertion/near-mismatch/column-weight/vote-window/nearest-bonus/band-margin; "
                          f"default: "
                          f"{DEFAULT_PRESET} "
                          "for DNA, protein for protein, both chosen by the accuracy studies in docs/ACCURACY.md; "
@@ -187,20 +187,24 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
                          help="protein: the column profile cost, W per BLOSUM62 unit by which a read residue's mean "
                               "score against the column's reference residues falls short of 5 (DESIGN.md 4); 0: off, "
                               f"the paper's model (default: the preset's; {PRESETS['protein'][6]:g} in protein)")
-    scoring.add_argument("--vote-window", type=_penalty, default=None, metavar="D",
-                         help="a read with at least two candidate edges (--candidates) besides its best scoring "
-                              "within D of it takes each residue's column by vote over those edges' alignments, not "
-                              "its best edge's alone "
-                              "(DESIGN.md 5; the score, best edge and candidates are unchanged); 0: off (default: "
-                              f"the preset's; {PRESETS[DEFAULT_PRESET][7]} in {DEFAULT_PRESET}, "
-                              f"{PRESETS['protein'][7]} in protein)")
-    scoring.add_argument("--nearest-bonus", type=_penalty, default=None, metavar="B",
-                         help="a read whose best-edge alignment shares at least half of its residues with one "
-                              "reference sequence (its nearest: the most identities) is traced back again with each "
-                              "residue identical to that sequence's in a column costing B less there and its gaps "
-                              "opening free where that sequence has a gap (DESIGN.md 5; the score, best edge and "
-                              "candidates are unchanged); 0: off (default: the preset's; "
-                              f"{PRESETS[DEFAULT_PRESET][8]} in {DEFAULT_PRESET}, {PRESETS['protein'][8]} in protein)")
+    def traceback_setting(what: str, index: int) -> str:
+        """Help of a traceback setting (DESIGN.md 5): what it does, then what it leaves alone and
+        the presets' values (`index` into PRESETS' tuples)."""
+        return (f"{what} (DESIGN.md 5; the score, best edge and candidates are unchanged); 0: off (default: the "
+                f"preset's; {PRESETS[DEFAULT_PRESET][index]} in {DEFAULT_PRESET}, {PRESETS['protein'][index]} in "
+                "protein)")
+
+    scoring.add_argument("--vote-window", type=_penalty, default=None, metavar="D", help=traceback_setting(
+        "a read with at least two candidate edges (--candidates) besides its best scoring within D of it takes "
+        "each residue's column by vote over those edges' alignments, not its best edge's alone", 7))
+    scoring.add_argument("--nearest-bonus", type=_penalty, default=None, metavar="B", help=traceback_setting(
+        "a read whose best-edge alignment shares at least half of its residues with one reference sequence (its "
+        "nearest: the most identities) is traced back again with each residue identical to that sequence's in a "
+        "column costing B less there and its gaps opening free where that sequence has a gap", 8))
+    scoring.add_argument("--band-margin", type=_penalty, default=None, metavar="W", help=traceback_setting(
+        "the traceback may place a read residue up to W offsets outside the scoring band (a read ending at the "
+        "alignment's last column with a deletion before an insertion, or starting at its first with the reverse), "
+        "each time it leaves the band at the cost of one more insertion and gap opening", 9))
     engine = parser.add_argument_group("engine")
     engine.add_argument("-j", "--threads", type=_bounded_int(1, MAX_THREADS), default=None,
                         help="threads (default: the CPUs this process may use: its CPU affinity, e.g. "
@@ -307,7 +311,7 @@ def _penalty_choice(args: argparse.Namespace):
     it once the alphabet, whose default preset applies without --preset, is known."""
     from papara_py.pairwise.params import PENALTY_NAMES, PenaltyChoice
 
-    names = (*PENALTY_NAMES, "column_weight", "vote_window", "nearest_bonus")
+    names = (*PENALTY_NAMES, "column_weight", "vote_window", "nearest_bonus", "band_margin")
     given = tuple((name, getattr(args, name)) for name in names if getattr(args, name) is not None)
     return PenaltyChoice(args.preset, given)
 

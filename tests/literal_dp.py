@@ -9,7 +9,9 @@ optionally the column profile cost of DESIGN 4 computed from the reference rows 
 (`column_rows`, `column_weight`) and the traceback's nearest-sequence bonus of DESIGN 5
 (`nearest_rows`, `nearest_bonus`: a protein read residue of one amino acid that is the letter
 of one of those rows in the column costs the bonus less there, and a read gap opens free in a
-column where one of them has a gap character).
+column where one of them has a gap character) and band margin (`band_margin`, `excursion`: cells
+up to that many offsets outside the band, a step from inside the band to outside it costing the
+excursion, and the boundary row beyond the band's right edge the excursion too).
 """
 
 from __future__ import annotations
@@ -89,28 +91,37 @@ def literal_score(read: list[int], profile: list[int], mismatch: int, cgap: int,
 def literal_cells(read: list[int], profile: list[int], mismatch: int, cgap: int, gap_open: int,
                   gap_extend: int, insertion: int, near_mismatch: int | None = None, protein: bool = False,
                   family: list[int] | None = None, column_rows: list[str] | None = None,
-                  column_weight: float = 0.0, nearest_rows: list[str] | None = None, nearest_bonus: int = 0):
-    """(score, S, D, s, d, mm_cg, oe): the score, the cell dictionaries, the boundary-aware
-    accessors, and the per-cell M_ij + CG_i (+ X_ij, less the nearest bonus) and per-column OE_i,
-    for `literal_align`."""
+                  column_weight: float = 0.0, nearest_rows: list[str] | None = None, nearest_bonus: int = 0,
+                  band_margin: int = 0, excursion: int = 0):
+    """(score, S, D, s, d, mm_cg, oe, leave): the score, the cell dictionaries, the boundary-aware
+    accessors, the per-cell M_ij + CG_i (+ X_ij, less the nearest bonus), per-column OE_i and the
+    excursion cost of a step between two offsets, for `literal_align`."""
     n, m = len(read), len(profile)
     assert 0 < n < m
     gap_bit = cgap_bit(protein)
     S: dict[tuple[int, int], float] = {}
     D: dict[tuple[int, int], float] = {}
 
-    def in_band(i: int, j: int) -> bool:
+    def in_band(i: int, j: int) -> bool:  # DESIGN 4's band
         return j <= i <= j + m - n
+
+    def in_frame(i: int, j: int) -> bool:  # the band widened by the margin, real columns only
+        return 0 <= i < m and j - band_margin <= i <= j + m - n + band_margin
+
+    def leave(k_from: int, k_to: int) -> int:  # a step from offset k_from to k_to (k = i - j)
+        return excursion if 0 <= k_from <= m - n and not 0 <= k_to <= m - n else 0
 
     def s(i: int, j: int) -> float:
         if j == -1:
-            return 0 if -1 <= i <= m - n - 1 else math.inf
-        if i == -1 or not in_band(i, j):
+            if -1 <= i <= m - n - 1:
+                return 0
+            return excursion if m - n - 1 < i <= m - n - 1 + band_margin else math.inf
+        if not in_frame(i, j):
             return math.inf
         return S[i, j]
 
     def d(i: int, j: int) -> float:
-        if i == -1 or not in_band(i, j):
+        if not in_frame(i, j):
             return math.inf
         return D[i, j]
 
@@ -126,32 +137,35 @@ def literal_cells(read: list[int], profile: list[int], mismatch: int, cgap: int,
         return 0 if profile[i] & gap_bit or nearest_gap else gap_open + gap_extend
 
     for j in range(n):
-        for i in range(j, j + m - n + 1):
+        for i in range(max(0, j - band_margin), min(m, j + m - n + band_margin + 1)):
+            k = i - j
             e = 0 if profile[i] & gap_bit else gap_extend
-            ins = s(i, j - 1) + insertion
-            D[i, j] = min(s(i - 1, j) + oe(i), d(i - 1, j) + e)
+            ins = s(i, j - 1) + insertion + leave(k + 1, k)
+            D[i, j] = min(s(i - 1, j) + oe(i), d(i - 1, j) + e) + leave(k - 1, k)
             S[i, j] = min(s(i - 1, j - 1) + mm_cg(i, j), D[i, j], ins)
-    score = min(S[i, n - 1] for i in range(n - 1, m))
-    return score, S, D, s, d, mm_cg, oe
+    assert band_margin or all(in_band(i, j) for i, j in S)
+    score = min(value for (i, j), value in S.items() if j == n - 1)
+    return score, S, D, s, d, mm_cg, oe, leave
 
 
 def literal_align(read: list[int], profile: list[int], *penalties, protein: bool = False,
                   family: list[int] | None = None, column_rows: list[str] | None = None,
                   column_weight: float = 0.0, nearest_rows: list[str] | None = None,
-                  nearest_bonus: int = 0) -> tuple[float, int, str]:
+                  nearest_bonus: int = 0, band_margin: int = 0, excursion: int = 0) -> tuple[float, int, str]:
     """(score, start column, CIGAR) by DESIGN 5 spelled out on `literal_cells`: the smallest end
     column reaching the score; walking back, the diagonal before D before I; inside D, an
     opening before an extension."""
     n = len(read)
-    score, S, D, s, _, mm_cg, oe = literal_cells(read, profile, *penalties, protein=protein, family=family,
-                                                 column_rows=column_rows, column_weight=column_weight,
-                                                 nearest_rows=nearest_rows, nearest_bonus=nearest_bonus)
-    i = min(i for i in range(n - 1, len(profile)) if S[i, n - 1] == score)
+    score, S, D, s, _, mm_cg, oe, leave = literal_cells(
+        read, profile, *penalties, protein=protein, family=family, column_rows=column_rows,
+        column_weight=column_weight, nearest_rows=nearest_rows, nearest_bonus=nearest_bonus,
+        band_margin=band_margin, excursion=excursion)
+    i = min(i for (i, j), value in S.items() if j == n - 1 and value == score)
     j, ops, in_d = n - 1, [], False
     while j >= 0:
         if in_d:
             ops.append("D")
-            in_d = D[i, j] != s(i - 1, j) + oe(i)
+            in_d = D[i, j] != s(i - 1, j) + oe(i) + leave(i - 1 - j, i - j)
             i -= 1
         elif S[i, j] == s(i - 1, j - 1) + mm_cg(i, j):
             ops.append("M")

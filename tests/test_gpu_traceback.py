@@ -3,7 +3,8 @@
 `GpuTracer.align_many` must give `pairwise.traceback.align_many`'s scores, start columns, CIGARs and
 rows bit for bit (the host traceback is itself held against DESIGN 5 spelled out, test_scoring.py):
 random reads of every length 1..m-1 against random profiles with CGAP runs, ambiguous states and
-near-state fields, random penalties (near_mismatch below mismatch and equal to it), DNA and
+near-state fields, random penalties (near_mismatch below mismatch and equal to it) and band margins
+(0: DESIGN 4's band; 1-3: paths leaving it at the excursion cost, DESIGN 5), DNA and
 protein (with and without column family residues, with and without column profile costs),
 launches split by a small memory budget. Runs on the OpenCL device of the kernel tests (PoCL in
 CI; the H100 through scripts/bench_gpu.py-style device runs).
@@ -73,11 +74,12 @@ def assert_same(tracer, codes, residues, offsets, slots, profiles, params, famil
 @settings(max_examples=120, deadline=None)
 @given(seed=st.integers(0, 2 ** 32 - 1), m=st.integers(2, 40), reads=st.integers(1, 24),
        values=st.lists(st.sampled_from([0, 1, 2, 3, 5, 17]), min_size=5, max_size=5),
-       near=st.booleans(), protein=st.booleans(), small_launches=st.booleans())
-def test_device_traceback_equals_host_traceback(tracers, seed, m, reads, values, near, protein, small_launches):
+       near=st.booleans(), protein=st.booleans(), small_launches=st.booleans(), margin=st.integers(0, 3))
+def test_device_traceback_equals_host_traceback(tracers, seed, m, reads, values, near, protein, small_launches,
+                                                margin):
     rng = np.random.default_rng(seed)
     alphabet = PROTEIN if protein else DNA
-    params = ScoringParams(*values, near_mismatch=values[0] // 2 if near else values[0])
+    params = ScoringParams(*values, near_mismatch=values[0] // 2 if near else values[0], band_margin=margin)
     lengths = rng.integers(1, m, size=reads)  # 1 .. m-1: bands of width m down to 2
     codes, residues, offsets = random_reads(rng, lengths, alphabet)
     profiles = random_profiles(rng, int(rng.integers(1, 5)), m, alphabet)
@@ -112,7 +114,7 @@ def test_device_traceback_with_the_nearest_bonus_equals_host_traceback(tracers, 
     """-DNEAREST_BONUS=1 (with and without column costs): each read's two nearest rows, drawn from
     a few reference rows of amino acids, ambiguity codes and gaps (the reads' letters too), or
     none (-1), take 0..7 off its cells identical to either and open its gaps free where either has
-    one; reads of 1 and 5..40 residues, in one launch and in many."""
+    one; reads of 1 and 5..40 residues, in one launch and in many; the band margin 0 and 1."""
     rng = np.random.default_rng(7 + costs_on)
     m = 61
     lengths = np.r_[1, rng.integers(5, 41, size=23)]
@@ -123,9 +125,10 @@ def test_device_traceback_with_the_nearest_bonus_equals_host_traceback(tracers, 
     tip_rows = np.frombuffer(b"ARNDCQEGHILKMFPSTWYVBX-", np.uint8)[rng.integers(0, 23, size=(5, m))]
     profiles = random_profiles(rng, 3, m, PROTEIN)
     slots = rng.integers(0, 3, size=lengths.size)
-    params = ScoringParams(3, 6, 5, 3, 16, near_mismatch=2, column_weight=1.0 if costs_on else 0.0)
-    costs = column_costs(tip_rows, PROTEIN, params.column_weight) if costs_on else None
-    for amount in (0, 2, 7):
+    costs = column_costs(tip_rows, PROTEIN, 1.0) if costs_on else None
+    for amount, margin in itertools.product((0, 2, 7), (0, 1)):
+        params = ScoringParams(3, 6, 5, 3, 16, near_mismatch=2, column_weight=1.0 if costs_on else 0.0,
+                               band_margin=margin)
         bonus = (reference_residues(tip_rows, PROTEIN), rng.integers(-1, 5, size=(lengths.size, 2)), amount)
         for tracer in tracers.values():
             assert_same(tracer, codes, residues, offsets, slots, profiles, params, None, costs, bonus)
@@ -145,7 +148,8 @@ def test_device_traceback_refuses_read_codes_without_a_cost_row(tracers):
 
 @pytest.mark.parametrize("preset", ["weighted", "robust", "protein"])
 def test_device_traceback_on_marker_gene_shapes(tracers, preset):
-    """Hundreds of reads of 60-150 residues against 900 columns, in several launches."""
+    """Hundreds of reads of 60-150 residues against 900 columns, in several launches (protein's
+    preset with its band margin)."""
     rng = np.random.default_rng(7)
     alphabet = PROTEIN if preset == "protein" else DNA
     lengths = rng.integers(60, 151, size=300)
@@ -153,12 +157,13 @@ def test_device_traceback_on_marker_gene_shapes(tracers, preset):
     profiles = random_profiles(rng, 12, 900, alphabet)
     tracer = GpuTracer(tracers[400].device, memory_bytes=3_000_000)
     slots = rng.integers(0, 12, size=300)
-    launches = tracer._launches(lengths, slots, 900)
+    params = ScoringParams.preset(preset)
+    launches = tracer._launches(lengths, slots, 900, params.band_margin)
     assert len(launches) > 1
     order = np.concatenate(launches)  # longest first, and by edge among reads of one length
     assert sorted(order.tolist()) == list(range(300))
     assert all((lengths[a], -slots[a]) >= (lengths[b], -slots[b]) for a, b in itertools.pairwise(order))
-    assert_same(tracer, codes, residues, offsets, slots, profiles, ScoringParams.preset(preset))
+    assert_same(tracer, codes, residues, offsets, slots, profiles, params)
     assert tracer.device_cells == int((lengths * (900 - lengths + 1)).sum())
 
 

@@ -91,22 +91,29 @@ def test_bonused_traceback_equals_design_5_spelled_out(case):
     assert (int(scores[0]), int(starts[0]), cigars[0]) == literal
 
 
-def test_a_read_without_a_tip_is_traced_as_without_the_bonus():
-    """In one bonused batch, reads whose tips are -1 get exactly the plain traceback, the others
-    their bonus from one or two rows (the pipeline traces both kinds in one call)."""
-    rng = np.random.default_rng(3)
-    m, lengths = 40, rng.integers(3, 30, size=12)
+def random_batch(seed: int, m: int, longest: int):
+    """Twelve random protein reads of 3..longest-1 residues on two random profiles of m columns,
+    and three random reference rows' residue indices: (residues, offsets, slots, profiles,
+    reference)."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(3, longest, size=12)
     letters = np.frombuffer(PROTEIN_LETTERS.encode(), np.uint8)
     residues = letters[rng.integers(0, 20, int(lengths.sum()))]
     offsets = np.concatenate(([0], np.cumsum(lengths)))
     profiles = PROTEIN.read_code[letters[rng.integers(0, 20, (2, m))]]
     slots = rng.integers(0, 2, size=lengths.size)
-    tip_rows = letters[rng.integers(0, 20, (3, m))]
+    return residues, offsets, slots, profiles, reference_residues(letters[rng.integers(0, 20, (3, m))], PROTEIN)
+
+
+def test_a_read_without_a_tip_is_traced_as_without_the_bonus():
+    """In one bonused batch, reads whose tips are -1 get exactly the plain traceback, the others
+    their bonus from one or two rows (the pipeline traces both kinds in one call)."""
+    residues, offsets, slots, profiles, reference = random_batch(3, 40, 30)
     tips = np.tile([[-1, -1], [0, -1], [2, 1]], (4, 1))
     params = ScoringParams.preset("protein")
     args = (PROTEIN.read_code[residues], residues, offsets, slots, profiles, params)
     plain = align_many(*args)
-    bonused = align_many(*args, bonus=(reference_residues(tip_rows, PROTEIN), tips, 5))
+    bonused = align_many(*args, bonus=(reference, tips, 5))
     none = tips[:, 0] < 0
     np.testing.assert_array_equal(bonused[0][none], plain[0][none])
     assert [c for c, n in zip(bonused[2], none) if n] == [c for c, n in zip(plain[2], none) if n]
@@ -117,20 +124,13 @@ def test_a_bonused_batch_traces_each_read_as_alone():
     """The traceback keeps a read's marks for the next read while the tips repeat (a read's pairs
     come one after another): a batch with runs of one tips, tips that change and change back gives
     every read what that read traced alone gives."""
-    rng = np.random.default_rng(5)
-    m, lengths = 36, rng.integers(3, 28, size=12)
-    letters = np.frombuffer(PROTEIN_LETTERS.encode(), np.uint8)
-    residues = letters[rng.integers(0, 20, int(lengths.sum()))]
-    offsets = np.concatenate(([0], np.cumsum(lengths)))
-    profiles = PROTEIN.read_code[letters[rng.integers(0, 20, (2, m))]]
-    slots = rng.integers(0, 2, size=lengths.size)
-    reference = reference_residues(letters[rng.integers(0, 20, (3, m))], PROTEIN)
+    residues, offsets, slots, profiles, reference = random_batch(5, 36, 28)
     tips = np.array([[0, 1], [0, 1], [0, 1], [1, 2], [1, 2], [2, -1], [0, 1], [-1, -1], [2, -1], [2, 1], [2, 1],
                      [0, -1]])
     params = ScoringParams.preset("protein")
     batch = align_many(PROTEIN.read_code[residues], residues, offsets, slots, profiles, params,
                        bonus=(reference, tips, 4))
-    for r in range(lengths.size):
+    for r in range(offsets.size - 1):
         piece = residues[offsets[r]:offsets[r + 1]]
         alone = align_many(PROTEIN.read_code[piece], piece, np.array([0, piece.size]), slots[r:r + 1], profiles,
                            params, bonus=(reference, tips[r:r + 1], 4))

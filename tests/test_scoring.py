@@ -83,6 +83,62 @@ def test_traceback_equals_design_5_spelled_out(case):
     assert (result.score, result.start, result.cigar) == literal_align(read, profile, *params.as_array().tolist())
 
 
+def band_exits(start: int, cigar: list[tuple[int, str]], n: int, m: int) -> int:
+    """How often a path leaves DESIGN 4's band (offsets i - j in [0, m - n]), from its cells: the
+    boundary cell (start - 1, -1) first (outside: the path starts out of the band), then M to
+    (i + 1, j + 1), D to (i + 1, j), I to (i, j + 1)."""
+    i, j = start - 1, -1
+    inside = 0 <= i - j <= m - n
+    exits = 0 if inside else 1
+    for length, op in cigar:
+        for _ in range(length):
+            i, j = i + (op in "MD"), j + (op in "MI")
+            now = 0 <= i - j <= m - n
+            exits += inside and not now
+            inside = now
+    return exits
+
+
+@settings(max_examples=1500, deadline=None)
+@given(cases(), st.integers(1, 3))
+def test_traceback_with_a_band_margin_equals_design_5_spelled_out(case, margin):
+    """DESIGN 5's band margin: the path (ties included) of the recurrence widened by `margin`
+    offsets at the excursion cost; its score is at most the band's and is the path's DESIGN 4 cost
+    plus one excursion each time it leaves the band."""
+    read, profile, params = case
+    params = replace(params, band_margin=margin)
+    penalties = params.as_array().tolist()
+    result = align(*as_arrays(read, profile), params)
+    assert (result.score, result.start, result.cigar) == literal_align(
+        read, profile, *penalties, band_margin=margin, excursion=params.excursion_cost)
+    assert result.score <= literal_score(read, profile, *penalties)
+    ops = parse_cigar(result.cigar)
+    assert 0 <= result.start and result.start + sum(length for length, op in ops if op in "MD") <= len(profile)
+    exits = band_exits(result.start, ops, len(read), len(profile))
+    assert rescore_cigar(read, profile, result.start, ops, *penalties) + exits * params.excursion_cost == result.score
+
+
+def test_a_band_margin_lets_a_read_at_the_last_column_delete_then_insert():
+    """A read ending at the alignment's last column with a deletion before an insertion leaves
+    DESIGN 4's band: at margin 0 it is placed without them, at margin 1 with them where that saves
+    more than the excursion (insertion + gap opening), and not where the excursion costs more."""
+    a, c, g, t = 1, 2, 4, 8
+    profile = [a, a, g, t, c, a, g, t, c, a]                # m = 10
+    read = [g, c, a, g, t, g, c, a]                         # n = 8: ends at column 9, skips t, adds g
+    arrays = as_arrays(read, profile)
+    plain = ScoringParams(6, 0, 1, 1, 1)                    # excursion 3: cheaper than the mismatches
+    assert align(*arrays, plain).cigar != "1M1D4M1I2M"
+    wide = align(*arrays, replace(plain, band_margin=1))
+    assert (wide.start, wide.cigar) == (2, "1M1D4M1I2M") and wide.score == 3 + 3
+    costly = ScoringParams(6, 0, 1, 1, 40, band_margin=1)   # excursion 42: the band's path again
+    assert align(*arrays, costly).cigar == align(*arrays, replace(costly, band_margin=0)).cigar
+    # a start beyond the band's right edge (column 3 > m - n = 2) is an excursion from the outset
+    profile = [t, t, t, c, a, g, t, c, a, g]
+    read = [c, a, g, t, g, c, a, g]                         # inserts the second g, ends at column 9
+    started = align(*as_arrays(read, profile), replace(plain, band_margin=1))
+    assert (started.start, started.cigar, started.score) == (3, "4M1I3M", 1 + 3)
+
+
 @st.composite
 def protein_cases(draw):
     """Amino-acid profiles (uint32: 20 states, CGAP bit 20) and reads: mostly single residues, so

@@ -79,7 +79,7 @@ class GpuTracer:
         count, m = lengths.size, profiles.shape[1]
         if count and not (0 < lengths.min() and lengths.max() < m):
             raise ValueError(f"read lengths must be in 1..{m - 1} to be aligned to {m} columns")
-        if count and params.cell_bound(int(lengths.max())) >= INF32:
+        if count and params.trace_bound(int(lengths.max())) >= INF32:
             raise ValueError(f"scores of {int(lengths.max())}-residue reads may exceed the GPU's 32-bit range "
                              f"with these penalties")
         alphabet = alphabet_of(profiles)
@@ -105,7 +105,7 @@ class GpuTracer:
                          residue_index_table(alphabet)[residues])
             states_buf, near_buf = self._upload(states), self._upload(near)
             table = None if costs is None else (self._upload(device_table(costs, params, m)), costs.codes.size)
-            for launch in self._launches(lengths, np.asarray(edge_slot), m):
+            for launch in self._launches(lengths, np.asarray(edge_slot), m, params.band_margin):
                 self._run(program, launch, states_buf, near_buf, table, bonus, m, codes, rows, offsets, lengths,
                           edge_slot, params, max_ops, walks, walk_lengths, scores, starts)
             with self._lock:
@@ -120,7 +120,7 @@ class GpuTracer:
         rows[offsets[0]:offsets[-1]] = costs.rows_of(codes[offsets[0]:offsets[-1]])
         return rows
 
-    def _launches(self, lengths: np.ndarray, edge_slot: np.ndarray, m: int) -> list[np.ndarray]:
+    def _launches(self, lengths: np.ndarray, edge_slot: np.ndarray, m: int, margin: int) -> list[np.ndarray]:
         """Read indices per launch, longest first and reads of one length by edge, each launch's
         grid of move bytes (its longest read's rows x its shortest read's offsets per read)
         within `memory_bytes` (at least one read per launch).
@@ -128,7 +128,7 @@ class GpuTracer:
         By edge: the work-items of a warp then mostly read the same profile, so its element
         loads touch a few cache lines instead of one per work-item (the kernel's bound)."""
         order = np.lexsort((edge_slot, -lengths))
-        widths = m - lengths[order] + 1  # nondecreasing along `order`
+        widths = m - lengths[order] + 1 + 2 * margin  # the frame's columns (band_trace.cl); nondecreasing
         launches, begin = [], 0
         while begin < order.size:
             # the grid of reads begin..end-1 grows with end: the longest read x the last one's width
@@ -157,7 +157,7 @@ class GpuTracer:
         read_lengths = lengths[reads]
         local_offsets = np.concatenate(([0], np.cumsum(read_lengths))).astype(np.int32)
         gather = np.arange(int(local_offsets[-1])) + np.repeat(offsets[reads] - local_offsets[:-1], read_lengths)
-        max_rows, max_width = int(read_lengths.max()), m - int(read_lengths.min()) + 1
+        max_rows, max_width = int(read_lengths.max()), m - int(read_lengths.min()) + 1 + 2 * params.band_margin
         mf = cl.mem_flags
         codes_buf = self._upload(np.ascontiguousarray(codes[gather]))
         rows_buf = None if rows is None else self._upload(rows[gather])
@@ -179,7 +179,8 @@ class GpuTracer:
                         i32(params.mismatch), i32(params.cgap), i32(params.gap_open + params.gap_extend),
                         i32(params.gap_extend), i32(params.insertion), i32(params.near_mismatch), i32(INF32),
                         rows_buf, table_buf, i32(n_costs), residues_buf, bonus[0] if bonus else None,
-                        i32(bonus[1] if bonus else 0), tips_buf, i32(bonus[3] if bonus else 0))
+                        i32(bonus[1] if bonus else 0), tips_buf, i32(bonus[3] if bonus else 0),
+                        i32(params.band_margin), i32(params.excursion_cost))
         done = cl.enqueue_nd_range_kernel(self.queue, kernel, (-(-n_reads // WORK_GROUP) * WORK_GROUP,),
                                           (WORK_GROUP,))
         wait_sleeping(self.queue, done)

@@ -20,9 +20,10 @@ INT32_LIMIT = 1 << 30
 
 
 #: Named penalty sets (mismatch, cgap, gap_open, gap_extend, insertion, near_mismatch,
-#: column_weight, vote_window, nearest_bonus); `--preset NAME`. column_weight 0: no column profile
-#: cost (DESIGN 4); vote_window 0: each read takes its best edge's alignment (DESIGN 5);
-#: nearest_bonus 0: no second traceback towards the read's nearest reference sequence (DESIGN 5).
+#: column_weight, vote_window, nearest_bonus, band_margin); `--preset NAME`. column_weight 0: no
+#: column profile cost (DESIGN 4); vote_window 0: each read takes its best edge's alignment (DESIGN
+#: 5); nearest_bonus 0: no second traceback towards the read's nearest reference sequence (DESIGN
+#: 5); band_margin 0: the traceback keeps to DESIGN 4's band (DESIGN 5).
 #: paper: the 2012 paper's values. robust: chosen by the leave-taxa-out study in docs/ACCURACY.md
 #: for Eq. 1 (maximises the worst of seven data sets; at least as accurate as paper on every one).
 #: protein: the default for amino-acid data (phylo/encoding.py PROTEIN): a read residue that
@@ -34,18 +35,18 @@ INT32_LIMIT = 1 << 30
 #: family residues, 4, 7, 8, 2, 12 of Eq. 1 and, before that, the provisional 2, 3, 2, 1, 5,
 #: PaPaRa 2.5's -a defaults in Eq. 1's terms). Its vote window 4 (pairwise/votes.py) was chosen by
 #: the study "Votes over near-best edges in the model" in docs/ACCURACY.md, its nearest bonus 2
-#: (pairwise/nearest.py) by the study "The nearest reference sequence in the model" there (the DNA
-#: presets keep 0 for both).
+#: (pairwise/nearest.py) by the study "The nearest reference sequence in the model" there, its band
+#: margin 1 by "The traceback's band margin" there (the DNA presets keep 0 for all three).
 #: weighted: the default for DNA since near states exist: a read residue one parsimony step away
 #: from the edge's set (its near states, DESIGN.md 3-4) costs near_mismatch instead of mismatch;
 #: chosen by the leave-taxa-out study in docs/ACCURACY.md ("Near states"): at least MAFFT
 #: --addfragments and the paper preset on all seven study sets. robust was the Eq. 1 default
 #: before it. robust and paper have near_mismatch = mismatch, i.e. Eq. 1 of the paper.
-PRESETS: dict[str, tuple[int, int, int, int, int, int, float, int, int]] = {
-    "weighted": (5, 10, 4, 4, 12, 2, 0.0, 0, 0),
-    "robust": (3, 6, 2, 2, 7, 3, 0.0, 0, 0),
-    "paper": (3, 3, 3, 1, 3, 3, 0.0, 0, 0),
-    "protein": (3, 6, 5, 3, 16, 2, 1.0, 4, 2),
+PRESETS: dict[str, tuple[int, int, int, int, int, int, float, int, int, int]] = {
+    "weighted": (5, 10, 4, 4, 12, 2, 0.0, 0, 0, 0),
+    "robust": (3, 6, 2, 2, 7, 3, 0.0, 0, 0, 0),
+    "paper": (3, 3, 3, 1, 3, 3, 0.0, 0, 0, 0),
+    "protein": (3, 6, 5, 3, 16, 2, 1.0, 4, 2, 1),
 }
 DEFAULT_PRESET = "weighted"
 PENALTY_NAMES = ("mismatch", "cgap", "gap_open", "gap_extend", "insertion", "near_mismatch")
@@ -79,6 +80,11 @@ class ScoringParams:
     #: and gaps opening free where that row has one (pairwise/nearest.py; DESIGN 5); 0: off. A
     #: traceback setting, as vote_window.
     nearest_bonus: int = 0
+    #: The traceback may place a read residue up to this many offsets outside DESIGN 4's band (a
+    #: read that ends at the alignment's last column with a deletion before an insertion, or starts
+    #: at its first with the reverse), each excursion costing `excursion_cost` more; 0: the band
+    #: (DESIGN 5). A traceback setting, as vote_window: scores and best edges keep the band.
+    band_margin: int = 0
 
     @classmethod
     def preset(cls, name: str) -> "ScoringParams":
@@ -115,6 +121,10 @@ class ScoringParams:
         if not isinstance(bonus, (int, np.integer)) or isinstance(bonus, bool) or not 0 <= bonus <= MAX_PENALTY:
             raise ValueError(f"nearest_bonus must be an integer from 0 to {MAX_PENALTY}, got {bonus!r}")
         object.__setattr__(self, "nearest_bonus", int(bonus))
+        margin = self.band_margin
+        if not isinstance(margin, (int, np.integer)) or isinstance(margin, bool) or not 0 <= margin <= MAX_PENALTY:
+            raise ValueError(f"band_margin must be an integer from 0 to {MAX_PENALTY}, got {margin!r}")
+        object.__setattr__(self, "band_margin", int(margin))
 
     @property
     def weighted(self) -> bool:
@@ -127,9 +137,16 @@ class ScoringParams:
         return tuple(int(getattr(self, name)) for name in PENALTY_NAMES)
 
     def setting(self) -> tuple:
-        """The six penalties, the column weight, the vote window and the nearest bonus: what a preset
-        names (PRESETS)."""
-        return (*self.values(), self.column_weight, self.vote_window, self.nearest_bonus)
+        """The six penalties, the column weight, the vote window, the nearest bonus and the band
+        margin: what a preset names (PRESETS)."""
+        return (*self.values(), self.column_weight, self.vote_window, self.nearest_bonus, self.band_margin)
+
+    @property
+    def excursion_cost(self) -> int:
+        """What the traceback adds where its path leaves DESIGN 4's band (`band_margin`): an
+        insertion and a gap opening, the indel pair the band forbids near the alignment's ends, so a
+        path leaves it only where that saves more than one more such pair would cost."""
+        return self.insertion + self.gap_open + self.gap_extend
 
     def column_cost_bound(self) -> int:
         """The most the column profile cost adds to one diagonal step (0 where it is off)."""
@@ -164,6 +181,11 @@ class ScoringParams:
         one step.
         """
         return read_length * (self.mismatch + self.cgap + self.column_cost_bound()) + self.max_addend()
+
+    def trace_bound(self, read_length: int) -> int:
+        """`cell_bound` for the traceback's band (`band_margin`): a cell outside DESIGN 4's band is
+        reached as an in-band one is, plus one excursion."""
+        return self.cell_bound(read_length) + (self.excursion_cost if self.band_margin else 0)
 
     def int16_infinity(self) -> int:
         """The value narrow kernels use for +infinity: adding any single step still fits int16."""

@@ -1,7 +1,8 @@
 """Traceback of DESIGN.md section 5: the alignment of a read to its best edge.
 
 The band is recomputed with the reference scorer's `fill_band_into` (int64, so the traceback never
-depends on a fast path) and walked back from the end column. Ties prefer, in this order, the
+depends on a fast path), widened by the parameters' band margin at the excursion cost (DESIGN 5),
+and walked back from the end column. Ties prefer, in this order, the
 diagonal, then D (a reference column opposite a read gap), then I (a read residue between
 columns); inside D, opening is preferred over extending. The end column is the smallest column
 reaching the minimum of the last row.
@@ -29,9 +30,12 @@ from papara_py.pairwise.paths import (
     place_ops,
 )
 from papara_py.pairwise.reference_scorer import (
+    INF64,
     bonus_cost,
+    boundary_value,
     column_penalties,
     diagonal_cost,
+    excursion_step,
     fill_band_into,
     opening_cost,
     profile_near,
@@ -52,55 +56,60 @@ class ReadAlignment:
 
 @njit(cache=True, nogil=True)
 def _trace(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarray, costs, S_buffer: np.ndarray,
-           D_buffer: np.ndarray, bonus):
+           D_buffer: np.ndarray, bonus, margin, excursion):
     """Walk the band back; returns (score, start column, ops in forward order as uint8).
 
     near: the profile's near states ([m], reference_scorer.profile_near); costs: the column
     profile costs (phylo/column_costs.kernel_costs); bonus: the nearest-sequence bonus
-    (reference_scorer.bonus_cost; None: none). S_buffer and D_buffer: int64 work space of at
-    least n * (m - n + 1) cells each."""
+    (reference_scorer.bonus_cost; None: none); margin, excursion: the band margin and what leaving
+    the band costs (reference_scorer.fill_band_into). S_buffer and D_buffer: int64 work space of
+    at least n * (m - n + 1 + 2 * margin) cells each."""
     n = read.shape[0]
-    width = profile.shape[0] - n + 1
+    m = profile.shape[0]
+    width = m - n + 1 + 2 * margin
     S = S_buffer[:n * width].reshape((n, width))
     D = D_buffer[:n * width].reshape((n, width))
-    fill_band_into(read, profile, near, p, costs, S, D, bonus)
+    fill_band_into(read, profile, near, p, costs, S, D, bonus, margin, excursion)
     cg, oe, _ = column_penalties(profile, p)
     states = state_mask_of(profile)
     last = S[n - 1]
-    k = 0
-    for kk in range(last.shape[0]):
-        if last[kk] < last[k]:
-            k = kk
-    score = last[k]
-    ops = np.empty(n + profile.shape[0], np.uint8)
+    c = 0
+    for cc in range(last.shape[0]):
+        if last[cc] < last[c]:
+            c = cc
+    score = last[c]
+    ops = np.empty(n + m, np.uint8)
     count = 0
     j = n - 1
     in_d = False
     while j >= 0:
+        k = c - margin
         i = j + k
         if in_d:
             ops[count] = OP_D
             count += 1
-            in_d = D[j, k] != S[j, k - 1] + opening_cost(bonus, oe, i)  # opening preferred on a tie
-            k -= 1
+            # opening preferred on a tie
+            in_d = D[j, c] != (S[j, c - 1] + opening_cost(bonus, oe, i)
+                               + excursion_step(k - 1, k, n, m, excursion))
+            c -= 1
             continue
-        diag_prev = S[j - 1, k] if j > 0 else 0
+        diag_prev = S[j - 1, c] if j > 0 else boundary_value(i - 1, n, m, margin, excursion)
         b = read[j]
         cost = (diagonal_cost(profile[i], near[i], b, states, p, costs, read_cost_row(costs, b), i)
                 - bonus_cost(bonus, j, i))
-        if S[j, k] == diag_prev + cost + cg[i]:
+        if diag_prev < INF64 and S[j, c] == diag_prev + cost + cg[i]:
             ops[count] = OP_M
             count += 1
             j -= 1
-        elif S[j, k] == D[j, k]:
+        elif S[j, c] == D[j, c]:
             in_d = True
         else:
             ops[count] = OP_I
             count += 1
             j -= 1
-            k += 1
+            c += 1
     # at j == -1 the path left the free boundary row at column k - 1, so it starts at column k
-    return score, k, ops[:count][::-1].copy()
+    return score, c - margin, ops[:count][::-1].copy()
 
 
 def align(read: np.ndarray, profile: np.ndarray, params: ScoringParams,
@@ -111,9 +120,10 @@ def align(read: np.ndarray, profile: np.ndarray, params: ScoringParams,
     n, m = read.shape[0], profile.shape[0]
     if not 0 < n < m:
         raise ValueError(f"read length {n} cannot be aligned to {m} columns (need 0 < n < m)")
-    cells = n * (m - n + 1)
+    cells = n * (m - n + 1 + 2 * params.band_margin)
     score, start, ops = _trace(read, profile, profile_near(profile, family), params.as_array(), kernel_costs(costs),
-                               np.empty(cells, np.int64), np.empty(cells, np.int64), None)
+                               np.empty(cells, np.int64), np.empty(cells, np.int64), None, params.band_margin,
+                               params.excursion_cost)
     return ReadAlignment(score=int(score), start=int(start), cigar=cigar_string(ops))
 
 
@@ -127,15 +137,16 @@ def _same_tips(a, b) -> bool:
 
 
 @njit(cache=True, nogil=True)
-def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, bonus, scores, starts, rows,
-                cigar_bytes, cigar_ends):
+def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, bonus, margin, excursion, scores,
+                starts, rows, cigar_bytes, cigar_ends):
     """Trace every read of a batch against its profile, GIL released for the whole batch.
 
     Read r is codes/residues[offsets[r]:offsets[r + 1]] against profiles[edge_slot[r]] (near
     states near[edge_slot[r]]); its aligned row goes to rows[r] (pre-filled with gaps) and its
     CIGAR to cigar_bytes[cigar_ends[r - 1]:cigar_ends[r]]. bonus: None, or (the reference rows'
     residue indices [m, tips], each read's nearest tips [reads, k], read residues beside `codes`,
-    amount) of the nearest-sequence bonus; each read's marks (phylo/residues.nearest_marks) are
+    amount) of the nearest-sequence bonus; margin, excursion: the band margin and its cost
+    (`_trace`). Each read's marks (phylo/residues.nearest_marks) are
     formed in one buffer as it comes, and kept for the next read while its tips are the same (a
     read's pairs, its best edge and its vote window's, come one after another with one tips).
     """
@@ -143,7 +154,7 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, b
     cells = 0
     for r in range(offsets.shape[0] - 1):
         n = offsets[r + 1] - offsets[r]
-        cells = max(cells, n * (m - n + 1))
+        cells = max(cells, n * (m - n + 1 + 2 * margin))
     S_buffer = np.empty(cells, np.int64)  # one work space for the batch (see fill_band_into)
     D_buffer = np.empty(cells, np.int64)
     marks = np.empty(m, np.uint32)
@@ -153,14 +164,15 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, b
         a, b = offsets[r], offsets[r + 1]
         slot = edge_slot[r]
         if bonus is None:
-            score, start, ops = _trace(codes[a:b], profiles[slot], near[slot], p, costs, S_buffer, D_buffer, None)
+            score, start, ops = _trace(codes[a:b], profiles[slot], near[slot], p, costs, S_buffer, D_buffer, None,
+                                       margin, excursion)
         else:
             if marked < 0 or not _same_tips(bonus[1][r], bonus[1][marked]):
                 nearest_marks(bonus[0], bonus[1][r], marks)
                 marked = r
             read_bonus = (marks, bonus[2][a:b], np.int64(bonus[3]))
             score, start, ops = _trace(codes[a:b], profiles[slot], near[slot], p, costs, S_buffer, D_buffer,
-                                       read_bonus)
+                                       read_bonus, margin, excursion)
         scores[r] = score
         starts[r] = start
         place_ops(ops, start, residues[a:b], rows[r])
@@ -195,7 +207,7 @@ def align_many(codes: np.ndarray, residues: np.ndarray, offsets: np.ndarray, edg
         bonus = (np.ascontiguousarray(reference), np.asarray(tips, np.int64).reshape(count, -1),
                  residue_index_table(alphabet_of(profiles))[residues], amount)
     _align_many(codes, residues, offsets, edge_slot, profiles, near, params.as_array(), kernel_costs(costs), bonus,
-                scores, starts, rows, cigar_bytes, cigar_ends)
+                params.band_margin, params.excursion_cost, scores, starts, rows, cigar_bytes, cigar_ends)
     return scores, starts, cigar_strings(cigar_bytes, cigar_ends), rows
 
 
