@@ -32,7 +32,7 @@ from papara_py.engine.gpu import (
 )
 from papara_py.engine.opencl_devices import DeviceInfo
 from papara_py.pairwise.params import ScoringParams
-from papara_py.pairwise.reference_scorer import profile_near
+from papara_py.pairwise.reference_scorer import frame_width, profile_near
 from papara_py.pairwise.traceback import alignments_from_walks
 from papara_py.phylo.column_costs import ColumnCosts
 from papara_py.phylo.encoding import alphabet_of
@@ -128,7 +128,7 @@ class GpuTracer:
         By edge: the work-items of a warp then mostly read the same profile, so its element
         loads touch a few cache lines instead of one per work-item (the kernel's bound)."""
         order = np.lexsort((edge_slot, -lengths))
-        widths = m - lengths[order] + 1 + 2 * margin  # the frame's columns (band_trace.cl); nondecreasing
+        widths = frame_width(lengths[order], m, margin)  # the frame's columns (band_trace.cl); nondecreasing
         launches, begin = [], 0
         while begin < order.size:
             # the grid of reads begin..end-1 grows with end: the longest read x the last one's width
@@ -157,7 +157,7 @@ class GpuTracer:
         read_lengths = lengths[reads]
         local_offsets = np.concatenate(([0], np.cumsum(read_lengths))).astype(np.int32)
         gather = np.arange(int(local_offsets[-1])) + np.repeat(offsets[reads] - local_offsets[:-1], read_lengths)
-        max_rows, max_width = int(read_lengths.max()), m - int(read_lengths.min()) + 1 + 2 * params.band_margin
+        max_rows, max_width = int(read_lengths.max()), frame_width(int(read_lengths.min()), m, params.band_margin)
         mf = cl.mem_flags
         codes_buf = self._upload(np.ascontiguousarray(codes[gather]))
         rows_buf = None if rows is None else self._upload(rows[gather])

@@ -106,6 +106,14 @@ def fill_band(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.nda
 
 
 @njit(cache=True, nogil=True)
+def frame_width(n, m, margin):
+    """Offsets a row of the band holds, widened by `margin` on both sides: m - n + 1 + 2 margin
+    (the traceback's frame; margin 0: DESIGN 4's band). numba and the GPU tracer's launch sizes
+    use this one definition (kernels/band_trace.cl spells it out)."""
+    return m - n + 1 + 2 * margin
+
+
+@njit(cache=True, nogil=True)
 def inside_band(k, n, m) -> bool:
     """Whether offset k = i - j lies in DESIGN 4's band of a read of n residues and m columns."""
     return 0 <= k <= m - n
@@ -142,7 +150,7 @@ def fill_band_into(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: n
     Cells whose column i = j + k lies outside [0, m) are +infinity."""
     n = read.shape[0]
     m = profile.shape[0]
-    width = m - n + 1 + 2 * margin
+    width = frame_width(n, m, margin)
     cg, oe, ex = column_penalties(profile, p)
     states = state_mask_of(profile)
     insertion = p[4]

@@ -37,6 +37,7 @@ from papara_py.pairwise.reference_scorer import (
     diagonal_cost,
     excursion_step,
     fill_band_into,
+    frame_width,
     opening_cost,
     profile_near,
 )
@@ -63,10 +64,10 @@ def _trace(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarra
     profile costs (phylo/column_costs.kernel_costs); bonus: the nearest-sequence bonus
     (reference_scorer.bonus_cost; None: none); margin, excursion: the band margin and what leaving
     the band costs (reference_scorer.fill_band_into). S_buffer and D_buffer: int64 work space of
-    at least n * (m - n + 1 + 2 * margin) cells each."""
+    at least n * frame_width(n, m, margin) cells each."""
     n = read.shape[0]
     m = profile.shape[0]
-    width = m - n + 1 + 2 * margin
+    width = frame_width(n, m, margin)
     S = S_buffer[:n * width].reshape((n, width))
     D = D_buffer[:n * width].reshape((n, width))
     fill_band_into(read, profile, near, p, costs, S, D, bonus, margin, excursion)
@@ -120,20 +121,11 @@ def align(read: np.ndarray, profile: np.ndarray, params: ScoringParams,
     n, m = read.shape[0], profile.shape[0]
     if not 0 < n < m:
         raise ValueError(f"read length {n} cannot be aligned to {m} columns (need 0 < n < m)")
-    cells = n * (m - n + 1 + 2 * params.band_margin)
+    cells = n * frame_width(n, m, params.band_margin)
     score, start, ops = _trace(read, profile, profile_near(profile, family), params.as_array(), kernel_costs(costs),
                                np.empty(cells, np.int64), np.empty(cells, np.int64), None, params.band_margin,
                                params.excursion_cost)
     return ReadAlignment(score=int(score), start=int(start), cigar=cigar_string(ops))
-
-
-@njit(cache=True, nogil=True)
-def _same_tips(a, b) -> bool:
-    """Whether two pairs' nearest tips are the same (their marks then are)."""
-    for rank in range(a.shape[0]):
-        if a[rank] != b[rank]:
-            return False
-    return True
 
 
 @njit(cache=True, nogil=True)
@@ -154,7 +146,7 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, b
     cells = 0
     for r in range(offsets.shape[0] - 1):
         n = offsets[r + 1] - offsets[r]
-        cells = max(cells, n * (m - n + 1 + 2 * margin))
+        cells = max(cells, n * frame_width(n, m, margin))
     S_buffer = np.empty(cells, np.int64)  # one work space for the batch (see fill_band_into)
     D_buffer = np.empty(cells, np.int64)
     marks = np.empty(m, np.uint32)
@@ -167,7 +159,7 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, b
             score, start, ops = _trace(codes[a:b], profiles[slot], near[slot], p, costs, S_buffer, D_buffer, None,
                                        margin, excursion)
         else:
-            if marked < 0 or not _same_tips(bonus[1][r], bonus[1][marked]):
+            if marked < 0 or not np.array_equal(bonus[1][r], bonus[1][marked]):
                 nearest_marks(bonus[0], bonus[1][r], marks)
                 marked = r
             read_bonus = (marks, bonus[2][a:b], np.int64(bonus[3]))
