@@ -229,11 +229,13 @@ def protein_refs(data_dir: Path, sources: dict[str, str], ml: bool) -> None:
 
 
 def parse_point(text: str) -> tuple:
-    """A point m,c,o,e,i[,near[,weight[,window[,bonus]]]]: integer penalties, the column weight (a
-    number), then the vote window and the nearest bonus (integers, DESIGN 5; 0, off, where not
-    given)."""
+    """A point m,c,o,e,i[,near[,weight[,window[,bonus[,margin]]]]]: integer penalties, the column
+    weight (a number), then the vote window, the nearest bonus and the band margin (integers, DESIGN
+    5; 0, off, where not given): `ScoringParams`' fields in order. ValueError for more values."""
     values = text.split(",")
-    return (*(int(x) for x in values[:6]), *(float(x) for x in values[6:7]), *(int(x) for x in values[7:9]))
+    if len(values) > 10:
+        raise ValueError(f"a point has at most 10 values, got {text!r}")
+    return (*(int(x) for x in values[:6]), *(float(x) for x in values[6:7]), *(int(x) for x in values[7:]))
 
 
 def grid(stage: str) -> list[tuple[int, int, int, int, int]]:
@@ -332,7 +334,8 @@ def main() -> int:
     p.add_argument("--data", required=True, help="folder of the study's data (docs/ACCURACY.md, Reproduce)")
     p.add_argument("--stage", default="coarse")
     p.add_argument("--seeds", default="101,102,103",
-                   help="validate --suite protein: the seeds; table --suite protein: the seeds pooled")
+                   help="validate --suite protein: the seeds (the dense replicates of --suite protein-dense: 2,3,4,5,6,7); "
+                        "table --suite protein: the seeds pooled")
     p.add_argument("--sets", help="data set names (default: all of the suite)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--procs", type=int, default=1,
@@ -340,7 +343,8 @@ def main() -> int:
                         "with one thread (numba compiles once per process)")
     p.add_argument("--results", help="results file (default DATA/results.jsonl; a model change needs a new "
                                      "one: copy the peers' lines into it)")
-    p.add_argument("--val-results", help="validation results file (default DATA/val_results.jsonl)")
+    p.add_argument("--val-results", help="validation results file (default DATA/val_results.jsonl; the dense "
+                                         "replicates' DATA/dval_results.jsonl)")
     p.add_argument("--rank", choices=["worst", "sets", "reachable"], default="worst",
                    help="table --suite protein, pooled: rank by the worst margin then the mean; first by how many "
                         "margins are >= 0 (sets at or above the peer); or by the worst over the margins some point "
@@ -355,7 +359,8 @@ def main() -> int:
     args = p.parse_args()
     data_dir = Path(args.data)
     results = Path(args.results) if args.results else data_dir / "results.jsonl"
-    val_results = Path(args.val_results) if args.val_results else data_dir / "val_results.jsonl"
+    val_results = Path(args.val_results) if args.val_results else data_dir / (
+        "dval_results.jsonl" if args.suite == "protein-dense" else "val_results.jsonl")
     alphabet = "dna" if args.suite == "dna" else "protein"
     suite = SUITES[args.suite]
     names = args.sets.split(",") if args.sets else list(suite)
@@ -408,57 +413,84 @@ def main() -> int:
         if alphabet == "protein":
             points = [parse_point(q) for q in args.points.split(";")] if args.points else [start]
             return validate_protein(data_dir, val_results, points, args.threads, [int(x) for x in args.seeds.split(",")],
-                                    args.procs)
+                                    args.procs, dense=args.suite == "protein-dense")
         return validate(args.threads)
     if args.what == "plot":
         return plot(results, names, tuple(int(x) for x in args.chosen.split(",")), Path(args.png))
     return 1
 
 
-def validate_protein(data_dir: Path, results: Path, points: list[tuple], threads: int, seeds=range(101, 104),
-                     procs: int = 1) -> int:
-    """Out-of-sample check of the protein study: more seeds (other pruned taxa, other reads) per real
-    family and read model, 200 reads each (DATA/val/NAME; results cached in DATA/val_results.jsonl);
-    papara-py at `points`, MAFFT and hmmalign once. Prints one row per family and read model: the
-    mean over the seeds (lowest seed in brackets)."""
-    import numpy as np
+#: The dense replicates (docs/ACCURACY.md, "The dense sets out of sample"): each dense reference and both
+#: simulated families of the protein study, rebuilt with other seeds (other taxa left out, other reads).
+DENSE_REPLICATES = {**PROTEIN_DENSE_SETS, "psim-low": PROTEIN_SETS["psim-low"],
+                    "psim-high-indel": PROTEIN_SETS["psim-high-indel"]}
+
+
+def replicate_specs(data_dir: Path, seeds, dense: bool) -> dict[str, tuple[str, Path, tuple]]:
+    """The out-of-sample sets of `validate --suite protein` (dense False: the three Pfam families x
+    two read models, 200 reads, DATA/val/FAMILY-MODEL-SEED) or `--suite protein-dense` (the study's
+    DENSE_REPLICATES, as the study builds them, DATA/dval/NAME-sSEED): set name -> (its row in the
+    table, its folder, `leave_taxa_out`'s tree, alignment, prune, reads, model and seed)."""
+    specs = {}
+    if dense:
+        for name, (tree, alignment, prune, reads, model, _) in DENSE_REPLICATES.items():
+            for seed in seeds:
+                specs[f"{name}-s{seed}"] = (name, data_dir / "dval" / f"{name}-s{seed}",
+                                            (data_dir / tree, data_dir / alignment, prune, reads, model, seed))
+        return specs
     refs = {"fn3": ("fn3", 12), "RRM": ("RRM_1", 10), "Pkinase": ("Pkinase", 6)}
-    have = done(results)
-    tasks = []
-    rows: dict[str, dict[str, list[float]]] = {}
     for label, (folder, k) in refs.items():
         for model_name, model in [("subst", PROT_SUB), ("indel", PROT_INDEL)]:
             for seed in seeds:
-                name = f"{label}-{model_name}-{seed}"
-                d = data_dir / "val" / name
-                if not (d / "truth.tsv").exists():
-                    ba.leave_taxa_out(data_dir / folder / "tree.nwk", data_dir / folder / "ref.fasta", d, prune=k,
-                                      n_reads=200, model=model, seed=seed, alphabet="protein")
-                data = ba.Data.from_dir(d, name, "protein")
-                for tool in ("mafft", "hmmalign"):
-                    if (name, tool, ()) not in have:
-                        r = ba.bench(data, [tool], None, threads)[tool]
-                        append(results, {"data": name, "tool": tool} | r | {"params": []})
-                tasks += [(str(d), name, "protein", p, threads) for p in points
-                          if (name, "papara-inproc", tuple(p)) not in have]
-            rows[f"{label} | {model_name}"] = {}
+                specs[f"{label}-{model_name}-{seed}"] = (
+                    f"{label} | {model_name}", data_dir / "val" / f"{label}-{model_name}-{seed}",
+                    (data_dir / folder / "tree.nwk", data_dir / folder / "ref.fasta", k, 200, model, seed))
+    return specs
+
+
+def validate_protein(data_dir: Path, results: Path, points: list[tuple], threads: int, seeds=range(101, 104),
+                     procs: int = 1, dense: bool = False) -> int:
+    """Out-of-sample check of the protein study: more seeds (other pruned taxa, other reads) per
+    family (`replicate_specs`; results cached in `results`); papara-py at `points`,
+    MAFFT and hmmalign once. Prints one row per family (and read model): the mean over the seeds
+    (lowest seed in brackets); then per point the sets at or above the better peer, the worst
+    set's margin over it and the worst row's (row means)."""
+    import numpy as np
+    specs = replicate_specs(data_dir, seeds, dense)
+    have = done(results)
+    tasks = []
+    for name, (_, d, (tree, alignment, prune, reads, model, seed)) in specs.items():
+        if not (d / "truth.tsv").exists():
+            ba.leave_taxa_out(tree, alignment, d, prune=prune, n_reads=reads, model=model, seed=seed, alphabet="protein")
+        data = ba.Data.from_dir(d, name, "protein")
+        for tool in ("mafft", "hmmalign"):
+            if (name, tool, ()) not in have:
+                r = ba.bench(data, [tool], None, threads)[tool]
+                append(results, {"data": name, "tool": tool} | r | {"params": []})
+        tasks += [(str(d), name, "protein", p, threads) for p in points if (name, "papara-inproc", tuple(p)) not in have]
     run_papara_points(tasks, results, procs)
-    acc: dict[tuple[str, str], list[float]] = {}
+    acc: dict[tuple[str, str], float] = {}
     for line in results.read_text().splitlines():
         r = json.loads(line)
-        label, model_name, seed = r["data"].rsplit("-", 2)
-        if int(seed) in seeds:
-            key = "mafft" if r["tool"] == "mafft" else "hmmalign" if r["tool"] == "hmmalign" else ",".join(
-                map(str, r["params"]))
-            acc.setdefault((f"{label} | {model_name}", key), []).append(r["column_accuracy"])
+        if r["data"] in specs:
+            key = r["tool"] if r["tool"] in ("mafft", "hmmalign") else ",".join(map(str, r["params"]))
+            acc[r["data"], key] = r["column_accuracy"]
+    rows: dict[str, list[str]] = {}
+    for name, (row, _, _) in specs.items():
+        rows.setdefault(row, []).append(name)
     columns = [",".join(map(str, p)) for p in points] + ["mafft", "hmmalign"]
-    print("| family | reads | " + " | ".join(columns) + " |")
-    for row in rows:
-        print(f"| {row} | " + " | ".join(f"{np.mean(acc[row, c]):.4f} ({min(acc[row, c]):.4f})" for c in columns)
-              + " |", flush=True)
-    worst = {c: min(np.mean(acc[row, c]) - np.mean(acc[row, "mafft"]) for row in rows) for c in columns[:-2]}
-    print("worst margin over MAFFT (row means):", ", ".join(f"{c}: {v:+.4f}" for c, v in
-                                                          sorted(worst.items(), key=lambda kv: -kv[1])))
+    print("| family | " + " | ".join(columns) + " |")
+    for row, names in rows.items():
+        print(f"| {row} | " + " | ".join(f"{np.mean([acc[n, c] for n in names]):.4f} "
+                                        f"({min(acc[n, c] for n in names):.4f})" for c in columns) + " |", flush=True)
+    for c in columns[:-2]:
+        margins = {n: acc[n, c] - max(acc[n, "mafft"], acc[n, "hmmalign"]) for n in specs}
+        row_margins = {row: np.mean([acc[n, c] for n in names]) - max(np.mean([acc[n, t] for n in names])
+                                                                      for t in ("mafft", "hmmalign"))
+                       for row, names in rows.items()}
+        worst_set, worst_row = min(margins, key=margins.get), min(row_margins, key=row_margins.get)
+        print(f"{c}: {sum(m >= 0 for m in margins.values())} of {len(margins)} sets at or above the better peer; "
+              f"worst set {worst_set} {margins[worst_set]:+.4f}; worst row {worst_row} {row_margins[worst_row]:+.4f}")
     return 0
 
 

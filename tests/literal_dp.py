@@ -58,14 +58,15 @@ def literal_mismatch(a: int, b: int, mismatch: int, near_mismatch: int | None, p
 
 def literal_column_cost(column_rows: list[str], weight: float, i: int, b: int) -> int:
     """X(i, b) of DESIGN 4 spelled out: for each state s of read code b, the reference rows' total
-    BLOSUM62 score of s against their residue at column i (a gap or an ambiguity code -1), T; X
-    is round(weight * max(0, 5 * rows - T) / rows), half to even (Python's round); the least over
-    b's states."""
+    BLOSUM62 score of s against their residue at column i (U as C, O as K; a gap or an ambiguity
+    code -1), T; X is round(weight * max(0, 5 * rows - T) / rows), half to even (Python's round);
+    the least over b's states."""
     costs = []
+    letters = [{"U": "C", "O": "K"}.get(row[i].upper(), row[i].upper()) for row in column_rows]
     for s in range(20):
         if b >> s & 1:
-            total = sum(int(_blosum62()[PROTEIN_LETTERS[s]][row[i].upper()]) if row[i].upper() in PROTEIN_LETTERS
-                        else -1 for row in column_rows)
+            total = sum(int(_blosum62()[PROTEIN_LETTERS[s]][letter]) if letter in PROTEIN_LETTERS else -1
+                        for letter in letters)
             costs.append(round(weight * max(0, 5 * len(column_rows) - total) / len(column_rows)))
     return min(costs)
 

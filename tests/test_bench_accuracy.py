@@ -187,6 +187,36 @@ def test_the_simulated_protein_ladder_is_forty_simulations_of_both_models():
     assert set(study.PROTEIN_SIM_SETS) == set(refs) and study.SUITES["protein-sim"] is study.PROTEIN_SIM_SETS
 
 
+def test_dense_replicates_rebuild_the_study_sets_with_other_seeds(tmp_path):
+    """validate --suite protein-dense (docs/ACCURACY.md, "The dense sets out of sample"): each dense
+    reference and both simulated families, built as the study builds them (tree, alignment, taxa
+    left out, reads, read model) but with each given seed, one folder per set under DATA/dval."""
+    study = load_script("accuracy_study")
+    assert set(study.DENSE_REPLICATES) == set(study.PROTEIN_DENSE_SETS) | {"psim-low", "psim-high-indel"}
+    specs = study.replicate_specs(tmp_path, [2, 7], dense=True)
+    assert len(specs) == 2 * len(study.DENSE_REPLICATES)
+    for name, (row, folder, (tree, alignment, prune, reads, model, seed)) in specs.items():
+        source = study.DENSE_REPLICATES[row]
+        assert name == f"{row}-s{seed}" and seed in (2, 7) and folder == tmp_path / "dval" / name
+        assert (tree, alignment, prune, reads, model) == (tmp_path / source[0], tmp_path / source[1], *source[2:5])
+    pfam = study.replicate_specs(tmp_path, [101], dense=False)
+    assert sorted(pfam) == sorted(f"{f}-{m}-101" for f in ("fn3", "RRM", "Pkinase") for m in ("subst", "indel"))
+    assert all(spec[2][3] == 200 for spec in pfam.values())
+
+
+def test_a_study_point_names_every_scoring_field():
+    """A point of --points gives ScoringParams' fields in order, the band margin included (it was
+    once dropped silently); more values than fields is an error."""
+    from papara_py.pairwise.params import PRESETS, ScoringParams
+
+    study = load_script("accuracy_study")
+    point = study.parse_point("3,6,5,3,16,2,1.0,4,2,1")
+    assert point == PRESETS["protein"] and ScoringParams(*point) == ScoringParams.preset("protein")
+    assert study.parse_point("3,6,5,3,16") == (3, 6, 5, 3, 16)
+    with pytest.raises(ValueError, match="at most 10"):
+        study.parse_point("3,6,5,3,16,2,1.0,4,2,1,0")
+
+
 def test_nearest_identity_is_the_median_closest_taxon_over_shared_columns():
     study = load_script("accuracy_study")
     rows = {"a": "ACDEFGHI", "b": "ACDEFGHK", "c": "WWWW----", "d": "wwwy..--"}

@@ -203,6 +203,31 @@ def spelled_out_family(rows: list[str], percent: int) -> list[int]:
     return family
 
 
+def test_column_profile_costs_are_design_3_spelled_out():
+    """X of DESIGN 3 (phylo/column_costs.py) against tests/literal_dp.py's letter-by-letter
+    transcription, for every read code, on the bundled example and on hand-made columns: gaps,
+    lower case, U and O (as C and K, as the encoder reads them), ambiguity codes (rows without a
+    residue, like gaps), a column no row fills, weights 0.5-10."""
+    from literal_dp import literal_column_cost
+
+    from papara_py.phylo.column_costs import GAP_ROW_SCORE, REFERENCE_SCORE, cost_codes
+
+    hand = ["AW-KU", "AW-OC", "aW-kc", "CX-R-", "CB-R-", "UZ.R-"]
+    example = [bytes(row).decode() for row in read_alignment(PROTEIN_DATA / "ref.phy").rows]
+    for rows, weight in ((hand, 1.0), (hand, 0.5), (hand, 10.0), (example, 1.0)):
+        ascii_rows = np.array([np.frombuffer(r.encode(), np.uint8) for r in rows])
+        costs = column_costs(ascii_rows, PROTEIN, weight)
+        assert costs.codes.tolist() == cost_codes(PROTEIN).tolist()
+        want = [[literal_column_cost(rows, weight, i, int(code)) for i in range(len(rows[0]))] for code in costs.codes]
+        assert costs.table.tolist() == want
+    # U is C: a column of U and C costs C what a column of two C does
+    as_c = column_costs(np.array([[ord("U")], [ord("c")]], np.uint8), PROTEIN, 1.0).table
+    assert as_c.tolist() == column_costs(np.array([[ord("C")], [ord("C")]], np.uint8), PROTEIN, 1.0).table.tolist()
+    # a column no row fills costs REFERENCE_SCORE - GAP_ROW_SCORE for any residue
+    empty = column_costs(np.array([[ord("-")], [ord("X")]], np.uint8), PROTEIN, 1.0).table[:20, 0]
+    assert set(empty.tolist()) == {REFERENCE_SCORE - GAP_ROW_SCORE}
+
+
 def test_column_family_residues_are_the_common_amino_acids_of_each_column():
     """The bundled example and a hand-made alignment (the 10% boundary exactly, ambiguity codes,
     lower case, U and O, a column of gaps) against the letter-by-letter count; DNA has none."""

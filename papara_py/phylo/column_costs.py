@@ -8,8 +8,8 @@ residue against the whole column. This term does the same inside Eq. 1: docs/ACC
 ("Dense real protein references and the column profile cost") measured it.
 
     P(c, s) = the mean over the reference alignment's rows of BLOSUM62(s, the row's residue at
-              column c); a row without one of the 20 residues there (a gap, an ambiguity code)
-              adds GAP_ROW_SCORE
+              column c; U as C, O as K); a row without one of the 20 residues there (a gap, an
+              ambiguity code) adds GAP_ROW_SCORE
     X(c, s) = round(weight * max(0, REFERENCE_SCORE - P(c, s)))      (round half to even)
 
 A residue the column's residues favour costs nothing more; one they disfavour costs up to
@@ -128,8 +128,8 @@ def column_costs(tip_rows: np.ndarray, alphabet: Alphabet, weight: float) -> Col
     if weight == 0:
         return None
     rows = np.asarray(tip_rows, np.uint8)
-    upper = np.char.upper(rows.view("S1")).view(np.uint8)
-    counts = np.stack([(upper == ord(letter)).sum(axis=0) for letter in alphabet.letters], axis=1)
+    codes = alphabet.read_code[rows]  # case ignored, U as C and O as K (DESIGN 2)
+    counts = np.stack([(codes == 1 << state).sum(axis=0) for state in range(alphabet.n_states)], axis=1)
     # R * P(c, s) as exact integers, so rounding sees P's true value: weight * shortfall / R is
     # then two correctly rounded operations, and a tie (k + 1/2) is exact and rounds to even
     totals = counts @ substitution_scores(alphabet).astype(np.int64).T  # [m, S]
