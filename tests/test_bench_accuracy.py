@@ -295,3 +295,22 @@ def test_the_prototype_scorers_are_eq1_where_they_vary_nothing():
                 == expected[q, e]
             assert band.full_dp(read, profiles[e], near[e], PROTEIN.cgap_bit, PROTEIN.state_mask, p, 0, cheaper)[0] \
                 == varied[e]
+
+
+def test_the_anchor_prototype_maps_a_read_onto_its_nearest_sequence_and_keeps_agreeing_reads():
+    """scripts/proto_anchor.py (docs/ACCURACY.md, "The dense sets out of sample"): a read cut from
+    one reference row maps onto that row's columns, around its gaps (not onto a similar row with
+    more residues, nor one of another family), with insertions where the read holds residues the
+    row lacks; papara-py's columns stand unless they disagree with the mapping's almost everywhere."""
+    anchor = load_script("proto_anchor")
+    index, matrix = anchor._scores()
+    rows = ["MKV--LLAGHWTRC-EEPYQ", "AAAAAAAAAAAAAAAAAAAA", "mkvQQllagHwtrcdeepyq"]
+    columns = anchor.nearest_columns("KVLLAGHWTRCEEPY", rows, index, matrix)
+    assert columns == [1, 2, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 17, 18]
+    with_insertion = anchor.nearest_columns("KVLLAGHWWWTRCEEPY", rows[:1], index, matrix)
+    assert with_insertion.count(-1) == 2 and [c for c in with_insertion if c >= 0] == columns
+    ours, near = [10, 11, 12, 13], [10, 11, 12, 14]
+    assert anchor.choose(ours, near, 0.1) == ours
+    far = [40, 41, 42, 43]
+    assert anchor.choose(ours, far, 0.1) == far and anchor.choose(ours, [13, 50, 51, 52], 0.5) == [13, 50, 51, 52]
+    assert anchor.choose(ours, [13, 50, 51, 52], 0.2) == ours  # one of four within 3 columns
