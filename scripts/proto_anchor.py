@@ -7,12 +7,15 @@ at the chosen one. This prototype aligns each read to every reference sequence (
 semi-global: the whole read, any part of the sequence; BLOSUM62, gap opening 11, extension 1, as
 BLAST's defaults), keeps the best-scoring one and maps the read onto that sequence's columns
 (`nearest_columns`). Then per read (`choose`): papara-py's columns, unless fewer than AGREE of the
-residues both place lie within 3 columns of the mapping's, in which case the mapping's.
+residues both place lie within 3 columns of the mapping's, in which case the mapping's. With a
+prefilter (`PREFILTER`), a read meets only the K sequences sharing the most 3-mers with it
+(`kmer_candidates`): what a production version must do, measured for its cost to accuracy.
 
     python3 scripts/proto_anchor.py OUT.jsonl DATA/sets/BBS30013 DATA/dval/BBS30013-s2 ...
 
 writes one line per set and variant (`ours`: papara-py with the protein preset; `nearest`: the
-mapping alone; `agree<A>`: the rule at A = 0.1, 0.2, 0.3, 0.5) with its column accuracy; the
+mapping alone; `agree<A>`: the rule at A = 0.1, 0.2, 0.3, 0.5; `agree0.1-k<K>`: at 0.1, the
+sequences prefiltered to K) with its column accuracy; the
 margins over MAFFT and hmmalign are the study's (DATA/results.jsonl, DATA/val_results.jsonl,
 DATA/dval_results.jsonl). Protein sets only.
 """
@@ -32,6 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_accuracy as ba
 
 AGREE = (0.1, 0.2, 0.3, 0.5)
+#: Sequences kept by the 3-mer prefilter, per variant.
+PREFILTER = (1, 3, 10)
+KMER = 3
 #: Columns within which papara-py's and the mapping's column for a residue agree.
 NEAR_COLUMNS = 3
 GAP_OPEN, GAP_EXTEND = 11.0, 1.0
@@ -92,6 +98,17 @@ def semi_global(read, row, matrix, gap_open, gap_extend):
     return best, faced
 
 
+def kmer_candidates(read: str, rows: list[str], keep: int) -> list[int]:
+    """The `keep` rows sharing the most distinct KMER-mers with the read (gaps removed, case
+    ignored; ties: the first rows)."""
+    def kmers(text: str) -> set[str]:
+        return {text[i:i + KMER] for i in range(len(text) - KMER + 1)}
+
+    mine = kmers(read.upper())
+    shared = [len(mine & kmers(row.upper().replace("-", "").replace(".", ""))) for row in rows]
+    return sorted(range(len(rows)), key=lambda t: -shared[t])[:keep]
+
+
 def nearest_columns(read: str, rows: list[str], index: np.ndarray, matrix: np.ndarray) -> list[int]:
     """The read mapped onto the alignment columns of its best-scoring reference row (`rows`:
     aligned, '-' or '.' for gaps): one column per residue, -1 for an insertion. Ties: the first row."""
@@ -121,7 +138,8 @@ def measure(folder: str) -> list[dict]:
     rows = list(ba.read_alignment(data.alignment).values())
     ours, _ = ba.run_papara_inprocess(data, Path(tempfile.mkdtemp()), PROTEIN_POINT, 1)
     reads = dict(ba._reads_forward(data))
-    right: dict[str, int] = {"ours": 0, "nearest": 0, **{f"agree{a}": 0 for a in AGREE}}
+    right: dict[str, int] = {"ours": 0, "nearest": 0, **{f"agree{a}": 0 for a in AGREE},
+                             **{f"agree0.1-k{k}": 0 for k in PREFILTER}}
     total = 0
     for name, (truth, _) in data.truth.items():
         mapped = nearest_columns(reads[name], rows, index, matrix)
@@ -129,6 +147,10 @@ def measure(folder: str) -> list[dict]:
         total += len(placed)
         variants = {"ours": list(ours[name].columns), "nearest": mapped,
                     **{f"agree{a}": choose(list(ours[name].columns), mapped, a) for a in AGREE}}
+        for k in PREFILTER:
+            kept = [rows[t] for t in kmer_candidates(reads[name], rows, k)]
+            variants[f"agree0.1-k{k}"] = choose(list(ours[name].columns), nearest_columns(reads[name], kept, index,
+                                                                                          matrix), 0.1)
         for key, columns in variants.items():
             right[key] += sum(1 for j, c in placed if columns[j] == c)
     return [{"set": data.name, "variant": key, "column_accuracy": round(count / total, 4)} for key, count in right.items()]

@@ -314,3 +314,6 @@ def test_the_anchor_prototype_maps_a_read_onto_its_nearest_sequence_and_keeps_ag
     far = [40, 41, 42, 43]
     assert anchor.choose(ours, far, 0.1) == far and anchor.choose(ours, [13, 50, 51, 52], 0.5) == [13, 50, 51, 52]
     assert anchor.choose(ours, [13, 50, 51, 52], 0.2) == ours  # one of four within 3 columns
+    # the prefilter: rows by distinct shared 3-mers, gaps and case ignored, ties to the first
+    assert anchor.kmer_candidates("KVLLAGHW", rows, 2) == [0, 2]
+    assert anchor.kmer_candidates("QQQQ", ["AAAA", "qq-qq", "QQQ"], 3) == [1, 2, 0]
