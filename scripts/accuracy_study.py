@@ -232,9 +232,11 @@ def parse_point(text: str) -> tuple:
     """A point m,c,o,e,i[,near[,weight[,window[,bonus[,margin]]]]]: integer penalties, the column
     weight (a number), then the vote window, the nearest bonus and the band margin (integers, DESIGN
     5; 0, off, where not given): `ScoringParams`' fields in order. ValueError for more values."""
-    values = text.split(",")
-    if len(values) > 10:
-        raise ValueError(f"a point has at most 10 values, got {text!r}")
+    from papara_py.pairwise.params import PRESETS
+
+    values, fields = text.split(","), len(PRESETS["protein"])
+    if len(values) > fields:
+        raise ValueError(f"a point has at most {fields} values, got {text!r}")
     return (*(int(x) for x in values[:6]), *(float(x) for x in values[6:7]), *(int(x) for x in values[7:]))
 
 

@@ -98,29 +98,51 @@ def semi_global(read, row, matrix, gap_open, gap_extend):
     return best, faced
 
 
+def _kmers(text: str) -> set[str]:
+    return {text[i:i + KMER] for i in range(len(text) - KMER + 1)}
+
+
+class Reference:
+    """The reference rows as the mapping needs them, prepared once per set: each row's residue
+    codes and their columns (gaps removed) and its distinct KMER-mers (case ignored)."""
+
+    def __init__(self, rows: list[str], index: np.ndarray) -> None:
+        self.columns = [np.array([i for i, c in enumerate(row) if c not in "-."], np.int64) for row in rows]
+        self.codes = [index[np.frombuffer(row.encode(), np.uint8)[cols]] for row, cols in zip(rows, self.columns)]
+        self.kmers = [_kmers(row.upper().replace("-", "").replace(".", "")) for row in rows]
+
+    def kmer_order(self, read: str) -> list[int]:
+        """Row numbers by distinct KMER-mers shared with the read, most first (ties: the first rows)."""
+        mine = _kmers(read.upper())
+        shared = [len(mine & row) for row in self.kmers]
+        return sorted(range(len(shared)), key=lambda t: -shared[t])
+
+    def alignments(self, read: str, index: np.ndarray, matrix: np.ndarray) -> list[tuple[float, np.ndarray]]:
+        """`semi_global`'s (score, faced row positions) of the read against every row."""
+        codes = index[np.frombuffer(read.encode(), np.uint8)]
+        return [semi_global(codes, row, matrix, GAP_OPEN, GAP_EXTEND) for row in self.codes]
+
+    def mapping(self, alignments: list[tuple[float, np.ndarray]], among: list[int]) -> list[int]:
+        """The read on the columns of the best-scoring row of `among` (ties: the first of them):
+        one column per residue, -1 for an insertion."""
+        best = among[0]
+        for t in among[1:]:
+            if alignments[t][0] > alignments[best][0]:
+                best = t
+        return [int(self.columns[best][k]) if k >= 0 else -1 for k in alignments[best][1]]
+
+
 def kmer_candidates(read: str, rows: list[str], keep: int) -> list[int]:
     """The `keep` rows sharing the most distinct KMER-mers with the read (gaps removed, case
     ignored; ties: the first rows)."""
-    def kmers(text: str) -> set[str]:
-        return {text[i:i + KMER] for i in range(len(text) - KMER + 1)}
-
-    mine = kmers(read.upper())
-    shared = [len(mine & kmers(row.upper().replace("-", "").replace(".", ""))) for row in rows]
-    return sorted(range(len(rows)), key=lambda t: -shared[t])[:keep]
+    return Reference(rows, _scores()[0]).kmer_order(read)[:keep]
 
 
 def nearest_columns(read: str, rows: list[str], index: np.ndarray, matrix: np.ndarray) -> list[int]:
     """The read mapped onto the alignment columns of its best-scoring reference row (`rows`:
     aligned, '-' or '.' for gaps): one column per residue, -1 for an insertion. Ties: the first row."""
-    codes = index[np.frombuffer(read.encode(), np.uint8)]
-    best = None
-    for row in rows:
-        columns = np.array([i for i, c in enumerate(row) if c not in "-."], np.int64)
-        score, faced = semi_global(codes, index[np.frombuffer(row.encode(), np.uint8)[columns]], matrix,
-                                   GAP_OPEN, GAP_EXTEND)
-        if best is None or score > best[0]:
-            best = (score, [int(columns[k]) if k >= 0 else -1 for k in faced])
-    return best[1]
+    reference = Reference(rows, index)
+    return reference.mapping(reference.alignments(read, index, matrix), list(range(len(rows))))
 
 
 def choose(ours: list[int], nearest: list[int], agree: float) -> list[int]:
@@ -141,16 +163,18 @@ def measure(folder: str) -> list[dict]:
     right: dict[str, int] = {"ours": 0, "nearest": 0, **{f"agree{a}": 0 for a in AGREE},
                              **{f"agree0.1-k{k}": 0 for k in PREFILTER}}
     total = 0
+    reference = Reference(rows, index)
+    everyone = list(range(len(rows)))
     for name, (truth, _) in data.truth.items():
-        mapped = nearest_columns(reads[name], rows, index, matrix)
+        alignments = reference.alignments(reads[name], index, matrix)  # each read against each row once
+        mapped = reference.mapping(alignments, everyone)
         placed = [(j, c) for j, c in enumerate(truth) if c >= 0]
         total += len(placed)
         variants = {"ours": list(ours[name].columns), "nearest": mapped,
                     **{f"agree{a}": choose(list(ours[name].columns), mapped, a) for a in AGREE}}
+        order = reference.kmer_order(reads[name])
         for k in PREFILTER:
-            kept = [rows[t] for t in kmer_candidates(reads[name], rows, k)]
-            variants[f"agree0.1-k{k}"] = choose(list(ours[name].columns), nearest_columns(reads[name], kept, index,
-                                                                                          matrix), 0.1)
+            variants[f"agree0.1-k{k}"] = choose(list(ours[name].columns), reference.mapping(alignments, order[:k]), 0.1)
         for key, columns in variants.items():
             right[key] += sum(1 for j, c in placed if columns[j] == c)
     return [{"set": data.name, "variant": key, "column_accuracy": round(count / total, 4)} for key, count in right.items()]

@@ -56,13 +56,18 @@ def literal_mismatch(a: int, b: int, mismatch: int, near_mismatch: int | None, p
     return mismatch
 
 
+def amino_acid(letter: str) -> str:
+    """A reference letter as DESIGN 2 reads it for protein: upper case, U as C, O as K."""
+    return {"U": "C", "O": "K"}.get(letter.upper(), letter.upper())
+
+
 def literal_column_cost(column_rows: list[str], weight: float, i: int, b: int) -> int:
     """X(i, b) of DESIGN 4 spelled out: for each state s of read code b, the reference rows' total
     BLOSUM62 score of s against their residue at column i (U as C, O as K; a gap or an ambiguity
     code -1), T; X is round(weight * max(0, 5 * rows - T) / rows), half to even (Python's round);
     the least over b's states."""
     costs = []
-    letters = [{"U": "C", "O": "K"}.get(row[i].upper(), row[i].upper()) for row in column_rows]
+    letters = [amino_acid(row[i]) for row in column_rows]
     for s in range(20):
         if b >> s & 1:
             total = sum(int(_blosum62()[PROTEIN_LETTERS[s]][letter]) if letter in PROTEIN_LETTERS else -1
@@ -77,7 +82,7 @@ def literal_bonus(nearest_rows: list[str] | None, bonus: int, i: int, b: int) ->
     DESIGN 2) is that amino acid."""
     if not nearest_rows or b & (b - 1) or not b or b >= 1 << 20:
         return 0
-    letters = {{"U": "C", "O": "K"}.get(row[i].upper(), row[i].upper()) for row in nearest_rows}
+    letters = {amino_acid(row[i]) for row in nearest_rows}
     return bonus if PROTEIN_LETTERS[b.bit_length() - 1] in letters else 0
 
 
