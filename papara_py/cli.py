@@ -166,7 +166,7 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
         "scoring (penalties, minimised; a preset, then any single penalty given overrides it)")
     scoring.add_argument("--preset", choices=list(PRESETS), default=None,
                          help="; ".join(f"{name}: {'/'.join(f'{v:g}' for v in values)}" for name, values in PRESETS.items())
-                         + f" (mismatch/cgap/gap-open/gap-extend/insertion/near-mismatch/column-weight/vote-window/nearest-bonus/band-margin; "
+                         + f" (mismatch/cgap/gap-open/gap-extend/insertion/near-mismatch/column-weight/vote-window/nearest-bonus/band-margin/location-check; "
                          f"default: "
                          f"{DEFAULT_PRESET} "
                          "for DNA, protein for protein, both chosen by the accuracy studies in docs/ACCURACY.md; "
@@ -205,6 +205,14 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
         "the traceback may place a read residue up to W offsets outside the scoring band (a read ending at the "
         "alignment's last column with a deletion before an insertion, or starting at its first with the reverse), "
         "each time it leaves the band at the cost of one more insertion and gap opening", 9))
+    scoring.add_argument("--location-check", type=_bounded_int(0, 100), default=None, metavar="A",
+                         help=traceback_setting(
+                             "protein: each read is aligned alone to every reference sequence (BLOSUM62, gaps 11 + "
+                             "1 a residue), and where that mapping onto the best-scoring sequence scores at least 1 "
+                             "a residue and fewer than A percent of the read's residues lie within 3 columns of "
+                             "where it puts them, the read takes the mapping's columns (a read placed in the wrong "
+                             "region altogether); reads already sharing half their residues with one sequence are "
+                             "not checked", 10))
     engine = parser.add_argument_group("engine")
     engine.add_argument("-j", "--threads", type=_bounded_int(1, MAX_THREADS), default=None,
                         help="threads (default: the CPUs this process may use: its CPU affinity, e.g. "
@@ -311,7 +319,7 @@ def _penalty_choice(args: argparse.Namespace):
     it once the alphabet, whose default preset applies without --preset, is known."""
     from papara_py.pairwise.params import PENALTY_NAMES, PenaltyChoice
 
-    names = (*PENALTY_NAMES, "column_weight", "vote_window", "nearest_bonus", "band_margin")
+    names = (*PENALTY_NAMES, "column_weight", "vote_window", "nearest_bonus", "band_margin", "location_check")
     given = tuple((name, getattr(args, name)) for name in names if getattr(args, name) is not None)
     return PenaltyChoice(args.preset, given)
 

@@ -44,6 +44,7 @@ from papara_py.io.read_stream import ReadStream, Stretch
 from papara_py.io.reads import STATUS_ALIGNED, STATUSES, ReadChunk, ReadSet
 from papara_py.io.run_writer import RunWriter
 from papara_py.pairwise.candidates import Candidates, load_merges
+from papara_py.pairwise.location import load_location, relocate
 from papara_py.pairwise.nearest import bonus_reads, load_nearest
 from papara_py.pairwise.params import PenaltyChoice, ScoringParams
 from papara_py.pairwise.reference_scorer import profile_near
@@ -246,6 +247,7 @@ class Traced(NamedTuple):
     alignments: int        # alignments traced: a read's best edge, and more within its vote window
     voted: int             # reads whose columns the vote took from other edges than the best
     nearest: int           # reads traced back again with their nearest sequence's bonus
+    relocated: int         # reads whose columns the location check took from their nearest sequence
 
 
 def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candidates: Candidates,
@@ -280,11 +282,17 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, ca
         _check_scores(traced, expected, params)
         scores = expected.astype(np.int32)  # the engine's (a band margin's path may cost less)
         alignments, nearest = pair_read.size, 0
-    if len(pair_read) == len(indices):  # no read has a second edge to vote
-        return Traced(scores, starts, cigars, rows, on_gpu, alignments, 0, nearest)
-    residues, offsets = reads.select_residues(indices, reverse)
-    starts, cigars, rows, voted = vote(group_ends, starts, cigars, rows, residues, offsets)
-    return Traced(scores[firsts], starts, cigars, rows, on_gpu, alignments, int(voted.sum()), nearest)
+    voted = relocated = 0
+    if len(pair_read) != len(indices) or params.location_check:
+        residues, offsets = reads.select_residues(indices, reverse)
+    if len(pair_read) != len(indices):  # a read has a second edge to vote
+        starts, cigars, rows, changed = vote(group_ends, starts, cigars, rows, residues, offsets)
+        scores, voted = scores[firsts], int(changed.sum())
+    if params.location_check and columns.sequences is not None:
+        starts, cigars, rows, moved = relocate(starts, cigars, rows, residues, offsets, reads.alphabet,
+                                               columns.residues, columns.sequences, params.location_check, threads)
+        relocated = int(moved.sum())
+    return Traced(scores, starts, cigars, rows, on_gpu, alignments, voted, nearest, relocated)
 
 
 def _trace_with_bonus(trace, reads: ReadSet, indices: np.ndarray, pair_read: np.ndarray, firsts: np.ndarray,
@@ -452,8 +460,8 @@ def _load_jit() -> None:
     """Load (or compile) the numba functions every run calls, on a thread of their own while
     the inputs are read, instead of on the thread that first needs them (a GPU feeder or the
     engine's master, with the GPU waiting): the candidate merges (pairwise/candidates.py), the
-    read gather (io/reads.py), the column votes (pairwise/votes.py) and the nearest-sequence search
-    (pairwise/nearest.py). A run that ends while
+    read gather (io/reads.py), the column votes (pairwise/votes.py), the nearest-sequence search
+    (pairwise/nearest.py) and the location check (pairwise/location.py). A run that ends while
     numba still compiles (a stop signal, an input error) tears the interpreter down under this
     daemon thread, and numba's registries fail half-way: nothing to report then, as the run has
     said why it ended (tests/test_interrupts.py)."""
@@ -462,6 +470,7 @@ def _load_jit() -> None:
         ReadSet([], np.zeros(0, np.uint8), np.zeros(1, np.int64)).select_residues(np.zeros(0, np.int64))
         load_votes()
         load_nearest()
+        load_location()
     except Exception:
         if sys.is_finalizing() or not threading.main_thread().is_alive():
             return
@@ -526,7 +535,8 @@ def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]
     if config.alphabet == "auto" and not alignment.alphabet.stranded:
         reporter.detail(f"--alphabet auto: {config.alignment} holds {alignment.alphabet.residue_kind} data; reads "
                         f"are taken as given (no reverse strand)")
-    columns = ColumnTerms.of(match.tip_rows, alignment.alphabet, params.column_weight, params.nearest_bonus > 0)
+    columns = ColumnTerms.of(match.tip_rows, alignment.alphabet, params.column_weight, params.nearest_bonus > 0,
+                             params.location_check > 0)
     return Inputs(edge_tree, alignment, match, reads, reads_file, digests, params, strand, columns)
 
 
@@ -562,14 +572,22 @@ def resolve_params(params: ScoringParams | PenaltyChoice, alphabet: Alphabet) ->
     alphabet's default preset (DESIGN 4: protein data get the `protein` preset unless a preset is
     given)."""
     resolved = params if isinstance(params, ScoringParams) else params.resolve(alphabet.default_preset)
-    if resolved.column_weight and alphabet.substitution_matrix is None:
-        from_preset = isinstance(params, PenaltyChoice) and "column_weight" not in dict(params.given)
-        source, advice = ((f"--preset {params.preset}", "give --column-weight 0 with it, or another preset")
-                          if from_preset else ("--column-weight", "leave --column-weight out"))
-        raise InputError(source, f"the column profile cost (weight {resolved.column_weight:g}) scores read residues "
-                                 f"with a substitution matrix, and {alphabet.residue_kind} data have none: it is "
-                                 f"for protein data; {advice} for {alphabet.name}")
-    return resolved
+    if alphabet.substitution_matrix is not None:
+        return resolved
+    needing = {"column_weight": "the column profile cost (weight {:g}) scores read residues",
+               "location_check": "the location check ({}%) aligns reads to the reference sequences"}
+    on = [name for name in needing if getattr(resolved, name)]
+    if not on:
+        return resolved
+    given = dict(params.given) if isinstance(params, PenaltyChoice) else {}
+    options = [f"--{name.replace('_', '-')}" for name in on]
+    if isinstance(params, PenaltyChoice) and not any(name in given for name in on):
+        source, advice = f"--preset {params.preset}", f"give {' and '.join(o + ' 0' for o in options)} with it, or another preset"
+    else:
+        source, advice = " and ".join(options), f"leave {' and '.join(options)} out"
+    what = " and ".join(needing[name].format(getattr(resolved, name)) for name in on)
+    raise InputError(source, f"{what} with a substitution matrix, and {alphabet.residue_kind} data have none: "
+                             f"{'they are' if len(on) > 1 else 'it is'} for protein data; {advice} for {alphabet.name}")
 
 
 def edge_profiles(config: RunConfig, inputs: Inputs, timings: dict[str, float]) -> EdgeProfiles:
@@ -799,6 +817,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[Sampl
                 sample.votes["alignments"] += done.alignments
                 sample.votes["voted"] += done.voted
                 sample.votes["nearest"] += done.nearest
+                sample.votes["relocated"] += done.relocated
             return sample, stretch, reverse, candidates, done.scores, done.starts, done.cigars, done.rows
 
         # batches arrive as they finish and go on to the traceback thread, then the writer thread
@@ -846,6 +865,10 @@ def _sample_tally(sample: SampleRun, stats: Engine | SearchStats, search: Guided
     if sample.inputs.params.nearest_bonus:
         reporter.detail(f"{sample.label}: nearest bonus {sample.inputs.params.nearest_bonus}: {sample.votes['nearest']} "
                         f"of {sample.n_alignable} reads traced back again towards their nearest reference sequences")
+    if sample.inputs.params.location_check:
+        reporter.detail(f"{sample.label}: location check {sample.inputs.params.location_check}%: "
+                        f"{sample.votes['relocated']} of {sample.n_alignable} reads moved to their nearest reference "
+                        f"sequence's columns")
     reporter.detail(f"{sample.label}: --strand {sample.inputs.strand}: {sample.strand_counts['scored_both']} "
                     f"of {sample.n_alignable} reads scored in both orientations ({timings['strand']:.3f} s)")
     if search:

@@ -229,9 +229,10 @@ def protein_refs(data_dir: Path, sources: dict[str, str], ml: bool) -> None:
 
 
 def parse_point(text: str) -> tuple:
-    """A point m,c,o,e,i[,near[,weight[,window[,bonus[,margin]]]]]: integer penalties, the column
-    weight (a number), then the vote window, the nearest bonus and the band margin (integers, DESIGN
-    5; 0, off, where not given): `ScoringParams`' fields in order. ValueError for more values."""
+    """A point m,c,o,e,i[,near[,weight[,window[,bonus[,margin[,check]]]]]]: integer penalties, the
+    column weight (a number), then the vote window, the nearest bonus, the band margin and the
+    location check (integers, DESIGN 5; 0, off, where not given): `ScoringParams`' fields in order.
+    ValueError for more values."""
     from papara_py.pairwise.params import PRESETS
 
     values, fields = text.split(","), len(PRESETS["protein"])

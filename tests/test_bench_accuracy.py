@@ -205,16 +205,17 @@ def test_dense_replicates_rebuild_the_study_sets_with_other_seeds(tmp_path):
 
 
 def test_a_study_point_names_every_scoring_field():
-    """A point of --points gives ScoringParams' fields in order, the band margin included (it was
-    once dropped silently); more values than fields is an error."""
+    """A point of --points gives ScoringParams' fields in order, the band margin and the location
+    check included (the margin was once dropped silently); more values than fields is an error."""
     from papara_py.pairwise.params import PRESETS, ScoringParams
 
     study = load_script("accuracy_study")
-    point = study.parse_point("3,6,5,3,16,2,1.0,4,2,1")
+    point = study.parse_point("3,6,5,3,16,2,1.0,4,2,1,10")
     assert point == PRESETS["protein"] and ScoringParams(*point) == ScoringParams.preset("protein")
     assert study.parse_point("3,6,5,3,16") == (3, 6, 5, 3, 16)
-    with pytest.raises(ValueError, match="at most 10"):
-        study.parse_point("3,6,5,3,16,2,1.0,4,2,1,0")
+    assert ScoringParams(*study.parse_point("3,6,5,3,16,2,1.0,4,2,1")).location_check == 0
+    with pytest.raises(ValueError, match="at most 11"):
+        study.parse_point("3,6,5,3,16,2,1.0,4,2,1,10,0")
 
 
 def test_nearest_identity_is_the_median_closest_taxon_over_shared_columns():
@@ -295,25 +296,3 @@ def test_the_prototype_scorers_are_eq1_where_they_vary_nothing():
                 == expected[q, e]
             assert band.full_dp(read, profiles[e], near[e], PROTEIN.cgap_bit, PROTEIN.state_mask, p, 0, cheaper)[0] \
                 == varied[e]
-
-
-def test_the_anchor_prototype_maps_a_read_onto_its_nearest_sequence_and_keeps_agreeing_reads():
-    """scripts/proto_anchor.py (docs/ACCURACY.md, "The dense sets out of sample"): a read cut from
-    one reference row maps onto that row's columns, around its gaps (not onto a similar row with
-    more residues, nor one of another family), with insertions where the read holds residues the
-    row lacks; papara-py's columns stand unless they disagree with the mapping's almost everywhere."""
-    anchor = load_script("proto_anchor")
-    index, matrix = anchor._scores()
-    rows = ["MKV--LLAGHWTRC-EEPYQ", "AAAAAAAAAAAAAAAAAAAA", "mkvQQllagHwtrcdeepyq"]
-    columns = anchor.nearest_columns("KVLLAGHWTRCEEPY", rows, index, matrix)
-    assert columns == [1, 2, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 17, 18]
-    with_insertion = anchor.nearest_columns("KVLLAGHWWWTRCEEPY", rows[:1], index, matrix)
-    assert with_insertion.count(-1) == 2 and [c for c in with_insertion if c >= 0] == columns
-    ours, near = [10, 11, 12, 13], [10, 11, 12, 14]
-    assert anchor.choose(ours, near, 0.1) == ours
-    far = [40, 41, 42, 43]
-    assert anchor.choose(ours, far, 0.1) == far and anchor.choose(ours, [13, 50, 51, 52], 0.5) == [13, 50, 51, 52]
-    assert anchor.choose(ours, [13, 50, 51, 52], 0.2) == ours  # one of four within 3 columns
-    # the prefilter: rows by distinct shared 3-mers, gaps and case ignored, ties to the first
-    assert anchor.kmer_candidates("KVLLAGHW", rows, 2) == [0, 2]
-    assert anchor.kmer_candidates("QQQQ", ["AAAA", "qq-qq", "QQQ"], 3) == [1, 2, 0]

@@ -16,15 +16,9 @@ from papara_py.io.cigar import parse_cigar
 from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
 from papara_py.io.run_file import RunFile
 from papara_py.pairwise.params import PRESETS, ScoringParams
-from papara_py.pairwise.paths import cigar_string, place_read
+from papara_py.pairwise.paths import cigar_string, path_ops, place_read, read_columns
 from papara_py.pairwise.traceback import align
-from papara_py.pairwise.votes import (
-    _consensus,
-    _path_ops,
-    _read_columns,
-    vote,
-    vote_pairs,
-)
+from papara_py.pairwise.votes import _consensus, vote, vote_pairs
 from papara_py.phylo.column_costs import column_costs
 from papara_py.phylo.encoding import PROTEIN
 from papara_py.phylo.family import column_family
@@ -97,17 +91,17 @@ def test_unanimous_alignments_are_their_own_consensus_and_the_best_edge_breaks_t
 @settings(max_examples=200, deadline=None)
 @given(alignments())
 def test_a_consensus_path_writes_back_to_its_columns(columns):
-    """_path_ops' CIGAR read back (_read_columns) gives the assignment; its row (place_read) holds
+    """path_ops' CIGAR read back (read_columns) gives the assignment; its row (place_read) holds
     the placed residues at their columns; inserted residues come before skipped columns."""
     assignment = columns[0]
     if (assignment < 0).all():
         return
     n = assignment.size
     ops = np.empty(n + 12, np.uint8)
-    start, length = _path_ops(assignment, ops)
+    start, length = path_ops(assignment, ops)
     cigar = cigar_string(ops[:length])
     back = np.empty(n, np.int64)
-    _read_columns(np.frombuffer(cigar.encode(), np.uint8), 0, len(cigar), start, back)
+    read_columns(np.frombuffer(cigar.encode(), np.uint8), 0, len(cigar), start, back)
     assert back.tolist() == assignment.tolist()
     assert sum(length for length, op in parse_cigar(cigar) if op in "MI") == n
     assert "DI" not in "".join(op for _, op in parse_cigar(cigar))
@@ -167,9 +161,9 @@ def test_vote_keeps_single_alignments_and_rewrites_disagreeing_groups():
                                                    rows[group], residues, offsets)
     assert voted.tolist() == [True]
     columns = np.empty(len(read), np.int64)
-    _read_columns(np.frombuffer(got_cigars[0].encode(), np.uint8), 0, len(got_cigars[0]), got_starts[0], columns)
+    read_columns(np.frombuffer(got_cigars[0].encode(), np.uint8), 0, len(got_cigars[0]), got_starts[0], columns)
     expected = np.empty(len(read), np.int64)
-    _read_columns(np.frombuffer(cigars[second].encode(), np.uint8), 0, len(cigars[second]), starts[second], expected)
+    read_columns(np.frombuffer(cigars[second].encode(), np.uint8), 0, len(cigars[second]), starts[second], expected)
     assert columns.tolist() == expected.tolist()
     np.testing.assert_array_equal(got_rows[0], rows[second])
     alone = vote(np.array([1]), starts[[first]], [cigars[first]], rows[[first]], residues, offsets)
@@ -221,10 +215,10 @@ def test_votes_change_columns_only_where_near_edges_disagree(runs_with_and_witho
         for edge in near:
             found = align(code, builder.profiles(np.array([edge]))[0], params, family, costs)
             columns = np.empty(len(read), np.int64)
-            _read_columns(np.frombuffer(found.cigar.encode(), np.uint8), 0, len(found.cigar), found.start, columns)
+            read_columns(np.frombuffer(found.cigar.encode(), np.uint8), 0, len(found.cigar), found.start, columns)
             options.append(columns)
         cigar, start = voted.column("cigar")[q], int(voted.column("start")[q])
         columns = np.empty(len(read), np.int64)
-        _read_columns(np.frombuffer(cigar.encode(), np.uint8), 0, len(cigar), start, columns)
+        read_columns(np.frombuffer(cigar.encode(), np.uint8), 0, len(cigar), start, columns)
         assert all(x in [o[j] for o in options] for j, x in enumerate(columns.tolist()))
         assert assignment_votes(np.array(options), columns) > assignment_votes(np.array(options), options[0])

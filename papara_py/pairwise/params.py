@@ -20,10 +20,11 @@ INT32_LIMIT = 1 << 30
 
 
 #: Named penalty sets (mismatch, cgap, gap_open, gap_extend, insertion, near_mismatch,
-#: column_weight, vote_window, nearest_bonus, band_margin); `--preset NAME`. column_weight 0: no
+#: column_weight, vote_window, nearest_bonus, band_margin, location_check); `--preset NAME`. column_weight 0: no
 #: column profile cost (DESIGN 4); vote_window 0: each read takes its best edge's alignment (DESIGN
 #: 5); nearest_bonus 0: no second traceback towards the read's nearest reference sequence (DESIGN
-#: 5); band_margin 0: the traceback keeps to DESIGN 4's band (DESIGN 5).
+#: 5); band_margin 0: the traceback keeps to DESIGN 4's band (DESIGN 5); location_check 0: no
+#: location check after the traceback (DESIGN 5).
 #: paper: the 2012 paper's values. robust: chosen by the leave-taxa-out study in docs/ACCURACY.md
 #: for Eq. 1 (maximises the worst of seven data sets; at least as accurate as paper on every one).
 #: protein: the default for amino-acid data (phylo/encoding.py PROTEIN): a read residue that
@@ -36,17 +37,18 @@ INT32_LIMIT = 1 << 30
 #: PaPaRa 2.5's -a defaults in Eq. 1's terms). Its vote window 4 (pairwise/votes.py) was chosen by
 #: the study "Votes over near-best edges in the model" in docs/ACCURACY.md, its nearest bonus 2
 #: (pairwise/nearest.py) by the study "The nearest reference sequence in the model" there, its band
-#: margin 1 by "The traceback's band margin" there (the DNA presets keep 0 for all three).
+#: margin 1 by "The traceback's band margin" there, its location check 10 by "The location check"
+#: there (the DNA presets keep 0 for all four; DNA has no substitution matrix for the check).
 #: weighted: the default for DNA since near states exist: a read residue one parsimony step away
 #: from the edge's set (its near states, DESIGN.md 3-4) costs near_mismatch instead of mismatch;
 #: chosen by the leave-taxa-out study in docs/ACCURACY.md ("Near states"): at least MAFFT
 #: --addfragments and the paper preset on all seven study sets. robust was the Eq. 1 default
 #: before it. robust and paper have near_mismatch = mismatch, i.e. Eq. 1 of the paper.
-PRESETS: dict[str, tuple[int, int, int, int, int, int, float, int, int, int]] = {
-    "weighted": (5, 10, 4, 4, 12, 2, 0.0, 0, 0, 0),
-    "robust": (3, 6, 2, 2, 7, 3, 0.0, 0, 0, 0),
-    "paper": (3, 3, 3, 1, 3, 3, 0.0, 0, 0, 0),
-    "protein": (3, 6, 5, 3, 16, 2, 1.0, 4, 2, 1),
+PRESETS: dict[str, tuple[int, int, int, int, int, int, float, int, int, int, int]] = {
+    "weighted": (5, 10, 4, 4, 12, 2, 0.0, 0, 0, 0, 0),
+    "robust": (3, 6, 2, 2, 7, 3, 0.0, 0, 0, 0, 0),
+    "paper": (3, 3, 3, 1, 3, 3, 0.0, 0, 0, 0, 0),
+    "protein": (3, 6, 5, 3, 16, 2, 1.0, 4, 2, 1, 10),
 }
 DEFAULT_PRESET = "weighted"
 PENALTY_NAMES = ("mismatch", "cgap", "gap_open", "gap_extend", "insertion", "near_mismatch")
@@ -85,6 +87,11 @@ class ScoringParams:
     #: at its first with the reverse), each excursion costing `excursion_cost` more; 0: the band
     #: (DESIGN 5). A traceback setting, as vote_window: scores and best edges keep the band.
     band_margin: int = 0
+    #: Reads whose final alignment and their mapping onto the best-scoring reference sequence
+    #: (aligned to each alone) agree on fewer than this percentage of their residues' columns take
+    #: the mapping's (pairwise/location.py; DESIGN 5); 0: off. A traceback setting, as vote_window;
+    #: it needs the alphabet's substitution matrix (protein).
+    location_check: int = 0
 
     @classmethod
     def preset(cls, name: str) -> "ScoringParams":
@@ -125,6 +132,10 @@ class ScoringParams:
         if not isinstance(margin, (int, np.integer)) or isinstance(margin, bool) or not 0 <= margin <= MAX_PENALTY:
             raise ValueError(f"band_margin must be an integer from 0 to {MAX_PENALTY}, got {margin!r}")
         object.__setattr__(self, "band_margin", int(margin))
+        agree = self.location_check
+        if not isinstance(agree, (int, np.integer)) or isinstance(agree, bool) or not 0 <= agree <= 100:
+            raise ValueError(f"location_check must be a percentage from 0 to 100, got {agree!r}")
+        object.__setattr__(self, "location_check", int(agree))
 
     @property
     def weighted(self) -> bool:
@@ -137,9 +148,10 @@ class ScoringParams:
         return tuple(int(getattr(self, name)) for name in PENALTY_NAMES)
 
     def setting(self) -> tuple:
-        """The six penalties, the column weight, the vote window, the nearest bonus and the band
-        margin: what a preset names (PRESETS)."""
-        return (*self.values(), self.column_weight, self.vote_window, self.nearest_bonus, self.band_margin)
+        """The six penalties, the column weight, the vote window, the nearest bonus, the band
+        margin and the location check: what a preset names (PRESETS)."""
+        return (*self.values(), self.column_weight, self.vote_window, self.nearest_bonus, self.band_margin,
+                self.location_check)
 
     @property
     def excursion_cost(self) -> int:

@@ -17,6 +17,9 @@ from papara_py.io.cigar import parse_cigar
 OP_M, OP_D, OP_I = 0, 1, 2
 _OP_LETTER = "MDI"
 _OP_BYTES = np.frombuffer(_OP_LETTER.encode(), np.uint8).copy()
+_DIGIT_0, _DIGIT_9 = ord("0"), ord("9")
+_CIGAR_OP = np.full(256, 255, np.uint8)
+_CIGAR_OP[ord("M")], _CIGAR_OP[ord("D")], _CIGAR_OP[ord("I")] = OP_M, OP_D, OP_I
 
 
 @njit(cache=True, nogil=True)
@@ -62,6 +65,63 @@ def place_ops(ops: np.ndarray, start: int, residues: np.ndarray, row: np.ndarray
             column += 1
         else:
             position += 1
+
+
+@njit(cache=True, nogil=True)
+def read_columns(cigar, lo, hi, start, out):
+    """out[j]: the column of the read's residue j in the CIGAR cigar[lo:hi] from `start`, -1 where
+    it is inserted."""
+    column, position, length = start, 0, 0
+    for i in range(lo, hi):
+        c = cigar[i]
+        if _DIGIT_0 <= c <= _DIGIT_9:
+            length = length * 10 + c - _DIGIT_0
+            continue
+        op = _CIGAR_OP[c]
+        for _ in range(length):
+            if op == OP_M:
+                out[position] = column
+                column += 1
+                position += 1
+            elif op == OP_D:
+                column += 1
+            else:
+                out[position] = -1
+                position += 1
+        length = 0
+
+
+@njit(cache=True, nogil=True)
+def path_ops(columns, ops):
+    """The ops of a column assignment (at least one residue placed) into ops; returns (start
+    column, op count). Inserted residues between two placed ones come before the skipped columns."""
+    n = columns.shape[0]
+    count = 0
+    start = -1
+    previous = -1
+    for j in range(n):
+        x = columns[j]
+        if x < 0:
+            if start < 0:
+                ops[count] = OP_I
+                count += 1
+            continue
+        if start < 0:
+            start = x
+        else:
+            for _ in range(j - previous - 1):
+                ops[count] = OP_I
+                count += 1
+            for _ in range(x - columns[previous] - 1):
+                ops[count] = OP_D
+                count += 1
+        ops[count] = OP_M
+        count += 1
+        previous = j
+    for _ in range(n - 1 - previous):
+        ops[count] = OP_I
+        count += 1
+    return start, count
 
 
 def output_space(offsets: np.ndarray, m: int, gap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

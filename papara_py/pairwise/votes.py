@@ -30,19 +30,15 @@ import numpy as np
 from numba import njit
 
 from papara_py.pairwise.paths import (
-    OP_D,
-    OP_I,
-    OP_M,
     cigar_strings,
     encode_cigar,
     output_space,
+    path_ops,
     place_ops,
+    read_columns,
 )
 
 _NONE = np.iinfo(np.int64).min
-_DIGIT_0, _DIGIT_9 = ord("0"), ord("9")
-_CIGAR_OP = np.full(256, 255, np.uint8)
-_CIGAR_OP[ord("M")], _CIGAR_OP[ord("D")], _CIGAR_OP[ord("I")] = OP_M, OP_D, OP_I
 
 
 def vote_pairs(scores: np.ndarray, edges: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -60,30 +56,6 @@ def vote_pairs(scores: np.ndarray, edges: np.ndarray, window: int) -> tuple[np.n
     taken[taken.sum(axis=1) == 2, 1:] = False
     reads, slots = np.nonzero(taken)  # row-major: each read's pairs in candidate order
     return reads, slots, np.cumsum(taken.sum(axis=1))
-
-
-@njit(cache=True, nogil=True)
-def _read_columns(cigar, lo, hi, start, out):
-    """out[j]: the column of the read's residue j in the CIGAR cigar[lo:hi] from `start`, -1 where
-    it is inserted."""
-    column, position, length = start, 0, 0
-    for i in range(lo, hi):
-        c = cigar[i]
-        if _DIGIT_0 <= c <= _DIGIT_9:
-            length = length * 10 + c - _DIGIT_0
-            continue
-        op = _CIGAR_OP[c]
-        for _ in range(length):
-            if op == OP_M:
-                out[position] = column
-                column += 1
-                position += 1
-            elif op == OP_D:
-                column += 1
-            else:
-                out[position] = -1
-                position += 1
-        length = 0
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -179,39 +151,6 @@ def _consensus(columns, out):
 
 
 @njit(cache=True, nogil=True)
-def _path_ops(columns, ops):
-    """The ops of a column assignment (at least one residue placed) into ops; returns (start
-    column, op count). Inserted residues between two placed ones come before the skipped columns."""
-    n = columns.shape[0]
-    count = 0
-    start = -1
-    previous = -1
-    for j in range(n):
-        x = columns[j]
-        if x < 0:
-            if start < 0:
-                ops[count] = OP_I
-                count += 1
-            continue
-        if start < 0:
-            start = x
-        else:
-            for _ in range(j - previous - 1):
-                ops[count] = OP_I
-                count += 1
-            for _ in range(x - columns[previous] - 1):
-                ops[count] = OP_D
-                count += 1
-        ops[count] = OP_M
-        count += 1
-        previous = j
-    for _ in range(n - 1 - previous):
-        ops[count] = OP_I
-        count += 1
-    return start, count
-
-
-@njit(cache=True, nogil=True)
 def _vote_many(group_ends, starts, cigar, cigar_ends, residues, offsets, rows, out_starts, out_rows, out_cigar,
                out_cigar_ends, voted):
     """Each read's consensus over its group of traced pairs (`vote_pairs`): start, row (out_rows
@@ -230,7 +169,7 @@ def _vote_many(group_ends, starts, cigar, cigar_ends, residues, offsets, rows, o
             for a in range(group_end - group_start):
                 pair = group_start + a
                 lo = cigar_ends[pair - 1] if pair > 0 else 0
-                _read_columns(cigar, lo, cigar_ends[pair], starts[pair], columns[a])
+                read_columns(cigar, lo, cigar_ends[pair], starts[pair], columns[a])
             chosen = np.empty(n, np.int64)
             if _consensus(columns, chosen):
                 for j in range(n):
@@ -238,7 +177,7 @@ def _vote_many(group_ends, starts, cigar, cigar_ends, residues, offsets, rows, o
                         changed = True
             if changed:
                 ops = np.empty(n + m, np.uint8)
-                start, length = _path_ops(chosen, ops)
+                start, length = path_ops(chosen, ops)
                 out_starts[q] = start
                 place_ops(ops[:length], start, residues[offsets[q]:offsets[q + 1]], out_rows[q])
                 position = encode_cigar(ops[:length], out_cigar, position)

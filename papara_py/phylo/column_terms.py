@@ -18,27 +18,36 @@ import numpy as np
 from papara_py.phylo.column_costs import ColumnCosts, column_costs
 from papara_py.phylo.encoding import Alphabet
 from papara_py.phylo.family import column_family
-from papara_py.phylo.residues import reference_residues
+from papara_py.phylo.residues import (
+    ReferenceSequences,
+    reference_residues,
+    reference_sequences,
+)
 
 
 @dataclass(frozen=True)
 class ColumnTerms:
     """The columns' family residues ([m] state sets; None for DNA), their column profile costs
-    (None where the alphabet has none or the preset's column weight is 0) and the reference rows'
-    residue indices column by column ([m, tips], phylo/residues.py; None unless
-    the traceback's nearest-sequence bonus is on)."""
+    (None where the alphabet has none or the preset's column weight is 0), the reference rows'
+    residue indices column by column ([m, tips], phylo/residues.py; None unless the traceback's
+    nearest-sequence bonus or location check is on) and the same rows as sequences without gaps
+    (None unless the location check is on)."""
 
     family: np.ndarray | None = None
     costs: ColumnCosts | None = None
     residues: np.ndarray | None = None
+    sequences: ReferenceSequences | None = None
 
     @classmethod
-    def of(cls, tip_rows: np.ndarray, alphabet: Alphabet, column_weight: float, nearest: bool = False) -> ColumnTerms:
+    def of(cls, tip_rows: np.ndarray, alphabet: Alphabet, column_weight: float, nearest: bool = False,
+           location: bool = False) -> ColumnTerms:
         """The terms of a reference alignment (`tip_rows`: its rows in tip order) at a column
-        weight (ScoringParams.column_weight), with its rows' residues where `nearest`
-        (ScoringParams.nearest_bonus on)."""
-        return cls(column_family(tip_rows, alphabet), column_costs(tip_rows, alphabet, column_weight),
-                   reference_residues(tip_rows, alphabet) if nearest else None)
+        weight (ScoringParams.column_weight), with its rows' residues where `nearest` or
+        `location` (ScoringParams.nearest_bonus, location_check on) and its rows as sequences
+        where `location`."""
+        residues = reference_residues(tip_rows, alphabet) if nearest or location else None
+        return cls(column_family(tip_rows, alphabet), column_costs(tip_rows, alphabet, column_weight), residues,
+                   reference_sequences(residues) if location else None)
 
 
 #: No column terms (DNA, or a test's bare profiles): the default of the engine and its blocks.

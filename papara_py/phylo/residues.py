@@ -4,10 +4,14 @@ The traceback's nearest-sequence bonus (pairwise/nearest.py) counts identities b
 the reference rows; identity is of single residues, so gaps and ambiguity codes (N, X, B, Z, J)
 never match anything, not even themselves. The reference rows keep their gaps apart
 (GAP_RESIDUE): the bonus waives a read gap's opening cost where a nearest row has one. A read's
-nearest rows reach the traceback as one mark set per column (`nearest_marks`).
+nearest rows reach the traceback as one mark set per column (`nearest_marks`). The location check
+(pairwise/location.py) aligns a read to each reference row as a sequence of its own
+(`reference_sequences`).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -38,6 +42,25 @@ def reference_residues(tip_rows: np.ndarray, alphabet: Alphabet) -> np.ndarray:
     table = residue_index_table(alphabet)
     table[IS_GAP] = GAP_RESIDUE
     return np.ascontiguousarray(table[tip_rows].T)
+
+
+class ReferenceSequences(NamedTuple):
+    """The reference rows as sequences of their own, gaps removed, for aligning a read to each
+    alone (pairwise/location.py): row t's residue indices are codes[offsets[t]:offsets[t + 1]]
+    (NO_RESIDUE for ambiguity codes), and columns[...] the alignment column of each."""
+
+    codes: np.ndarray    # uint8, the rows' residues one after another
+    offsets: np.ndarray  # int64 [tips + 1]
+    columns: np.ndarray  # int32, beside codes
+
+
+def reference_sequences(residues: np.ndarray) -> ReferenceSequences:
+    """`reference_residues`' rows ([m, tips]) as sequences without their gaps, in tip order."""
+    by_row = np.ascontiguousarray(residues.T)
+    held = by_row != GAP_RESIDUE
+    columns = np.nonzero(held)[1]  # row-major: each row's columns in order
+    offsets = np.concatenate(([0], np.cumsum(held.sum(axis=1)))).astype(np.int64)
+    return ReferenceSequences(by_row[held], offsets, columns.astype(np.int32))
 
 
 @njit(cache=True, nogil=True)

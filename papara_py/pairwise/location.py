@@ -1,0 +1,327 @@
+"""The location check (DESIGN.md 5, `location_check`): reads the model placed in the wrong region.
+
+Reads far from every reference sequence are sometimes placed wholesale in the wrong region: the
+edges' scores do not find the true place (the column profile cost and CGAP prefer the wrong one),
+while the read's closest reference sequence, aligned to it alone, does (docs/ACCURACY.md, "The
+location check"). So after the traceback and the votes, each read is aligned on its own to every
+reference sequence (gaps removed; semi-global: the whole read against any part of the sequence;
+the alphabet's substitution matrix, BLOSUM62, and affine gaps of GAP_OPEN for a gap's first residue
+and GAP_EXTEND for each further one, BLAST's protein defaults) and mapped onto the best-scoring
+sequence's columns. Where fewer than `location_check` percent of the residues both place lie
+within NEAR_COLUMNS columns of each other, the read is elsewhere altogether and takes the
+mapping's columns; otherwise its alignment stands: where the two agree on the place, the model's
+columns are the better ones (the mapping alone loses badly on divergent families). Scores, best
+edges and candidates never change: this is a traceback setting, like the votes.
+
+A read whose alignment already shares at least CHECKED_BELOW of its placed residues with one
+reference row (the nearest bonus's gate, pairwise/nearest.py) sits beside a close relative and is
+not checked, which keeps the check's cost (tips x sequence length x read length per read, on the
+CPU) to the divergent reads it is for.
+
+Ties: the first row (tip order) of the best score; the traceback prefers a match, then a read
+insertion, then a skipped sequence residue, as `semi_global` spells out. Residues are the
+alphabet's single-state indices (phylo/residues.py); an ambiguity code scores AMBIGUOUS_SCORE
+against anything.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from papara_py.pairwise.nearest import nearest_rows
+from papara_py.pairwise.paths import cigar_string, path_ops, place_ops, read_columns
+from papara_py.phylo.column_costs import substitution_scores
+from papara_py.phylo.encoding import Alphabet
+from papara_py.phylo.residues import NO_RESIDUE, ReferenceSequences, residue_index_table
+
+#: The pairwise alignment's gap costs: a gap's first residue GAP_OPEN, each further one GAP_EXTEND.
+GAP_OPEN, GAP_EXTEND = 11, 1
+#: An ambiguity code's score against any residue.
+AMBIGUOUS_SCORE = -1
+#: Columns within which the model's and the mapping's column for a residue agree.
+NEAR_COLUMNS = 3
+#: The least score a mapping may move a read with, per read residue (numerator, denominator): a
+#: read from a sequence far from every reference one scores about as well against a wrong one, and
+#: a mapping that good is no evidence of where it belongs (docs/ACCURACY.md, "The location check").
+SCORE_FLOOR = (1, 1)
+#: Reads whose nearest row holds at least this share of their placed residues (numerator,
+#: denominator) are not checked.
+CHECKED_BELOW = (1, 2)
+#: Checked reads per call (`relocate`): each costs tips x sequence length x read length, so small
+#: slices keep the threads evenly busy.
+CHECK_SLICE = 32
+#: Reference sequences scored at once (`lane_scores`): 16 int32 lanes, two AVX2 vectors.
+LANES = 16
+_NEG = -(1 << 29)
+#: What a read residue scores against the padding past a lane's sequence: low enough that no
+#: path through it is ever the best, high enough that nothing overflows (PADDING_SCORE + _NEG
+#: stays far above int32's smallest value).
+PADDING_SCORE = -(1 << 20)
+
+
+def score_matrix(alphabet: Alphabet) -> np.ndarray:
+    """int32 [S + 1, S + 1]: the alphabet's substitution scores over its states, and
+    AMBIGUOUS_SCORE for the extra index S (an ambiguity code) against anything."""
+    states = alphabet.n_states
+    matrix = np.full((states + 1, states + 1), AMBIGUOUS_SCORE, np.int32)
+    matrix[:states, :states] = substitution_scores(alphabet).astype(np.int32)
+    return matrix
+
+
+class LaneSequences(NamedTuple):
+    """The reference sequences (`ReferenceSequences`) side by side, LANES at a time, for
+    `lane_scores`: group g's position i holds its lanes' residue indices at codes[starts[g] + i],
+    tips[g * LANES + lane] the tip in each lane (-1: none), `padding` (an index PADDING_SCORE
+    scores against, `read_profile`) after a sequence's end and in empty lanes. The tips go into
+    groups by length (shortest first), so a group's sequences pad little."""
+
+    codes: np.ndarray   # uint8 [positions, LANES]
+    starts: np.ndarray  # int64 [groups + 1]
+    tips: np.ndarray    # int64 [groups * LANES]
+
+    @classmethod
+    def of(cls, sequences: ReferenceSequences, padding: int) -> LaneSequences:
+        lengths = np.diff(sequences.offsets)
+        order = np.argsort(lengths, kind="stable")
+        groups = -(-order.size // LANES)
+        tips = np.full(groups * LANES, -1, np.int64)
+        tips[:order.size] = order
+        padded = np.zeros(groups * LANES, np.int64)
+        padded[:order.size] = lengths[order]
+        group_lengths = padded.reshape(groups, LANES).max(axis=1)
+        starts = np.concatenate(([0], np.cumsum(group_lengths))).astype(np.int64)
+        codes = np.full((int(starts[-1]), LANES), padding, np.uint8)
+        for slot, tip in enumerate(tips.tolist()):
+            if tip >= 0:
+                row = sequences.codes[sequences.offsets[tip]:sequences.offsets[tip + 1]]
+                first = starts[slot // LANES]
+                codes[first:first + row.size, slot % LANES] = row
+        return cls(codes, starts, tips)
+
+
+@njit(cache=True, nogil=True)
+def lane_scores(profile, codes, m_cells, x_cells, y_cells, scores, carried, best):
+    """Each lane's best score of the whole read against any part of its sequence (Gotoh's affine
+    recurrence, as `semi_global`), LANES sequences at once, in linear memory, a sequence position
+    at a time. profile [n, S + 2]: the read's residue j's score against each residue index
+    (`read_profile`); codes [positions, LANES]: the group's sequences (padded past their ends,
+    which changes no best score: a padded position's match scores PADDING_SCORE, and an insertion
+    ending there is one the sequence's start already offers). m_cells, x_cells, y_cells
+    [n + 1, LANES], scores [n, LANES] and carried [3, LANES] are scratch; the scores go into best
+    [LANES]. The lanes are the inner loop, so LLVM vectorises it: one position's cells (j, lane)
+    for all lanes a pass. Their count is read from `codes` rather than taken as the constant
+    LANES: with a constant trip count the loop is unrolled instead and runs 2.5 times slower
+    (BENCHMARKS.md, "The location check")."""
+    n, lanes = profile.shape[0], codes.shape[1]
+    for lane in range(lanes):
+        m_cells[0, lane], x_cells[0, lane], y_cells[0, lane] = 0, _NEG, _NEG
+    for j in range(1, n + 1):  # position 0: only the read's leading insertions
+        for lane in range(lanes):
+            m_cells[j, lane], y_cells[j, lane] = _NEG, _NEG
+            x_cells[j, lane] = max(m_cells[j - 1, lane] - GAP_OPEN, x_cells[j - 1, lane] - GAP_EXTEND)
+    for lane in range(lanes):
+        best[lane] = max(m_cells[n, lane], x_cells[n, lane])
+    diagonal, m_up, x_up = carried[0], carried[1], carried[2]
+    for i in range(codes.shape[0]):
+        here = codes[i]
+        for j in range(n):
+            against = profile[j]
+            for lane in range(lanes):
+                scores[j, lane] = against[here[lane]]
+        for lane in range(lanes):  # cells (0, i - 1) and (0, i): the free start
+            diagonal[lane], m_up[lane], x_up[lane] = 0, 0, _NEG
+        for j in range(1, n + 1):
+            for lane in range(lanes):
+                m_left, x_left, y_left = m_cells[j, lane], x_cells[j, lane], y_cells[j, lane]
+                y_here = max(m_left - GAP_OPEN, y_left - GAP_EXTEND)
+                m_here = diagonal[lane] + scores[j - 1, lane]
+                x_here = max(m_up[lane] - GAP_OPEN, x_up[lane] - GAP_EXTEND)
+                m_cells[j, lane], x_cells[j, lane], y_cells[j, lane] = m_here, x_here, y_here
+                diagonal[lane] = max(max(m_left, x_left), y_left)
+                m_up[lane], x_up[lane] = m_here, x_here
+        for lane in range(lanes):
+            best[lane] = max(best[lane], max(m_up[lane], x_up[lane]))
+
+
+@njit(cache=True, nogil=True)
+def read_profile(read, matrix, out):
+    """out[j, s] = matrix[read[j], s] (`lane_scores`' profile) for the read's residues, and
+    PADDING_SCORE against PADDING."""
+    for j in range(read.shape[0]):
+        for s in range(matrix.shape[0]):
+            out[j, s] = matrix[read[j], s]
+        out[j, matrix.shape[0]] = PADDING_SCORE
+
+
+@njit(cache=True, nogil=True)
+def semi_global(read, row, matrix, faced):
+    """The whole `read` against any part of `row` (residue indices into `matrix`; affine gaps,
+    Gotoh): returns the best score and writes, for each read residue, the row position it faces
+    (-1: inserted in the read) into `faced`. The best end is the first (row position, then match
+    before insertion) of the best score; tracing back, a match cell's predecessor is a match, then
+    an insertion, then a skip, and a gap's is its opening before its extension."""
+    n, m = read.shape[0], row.shape[0]
+    M = np.full((n + 1, m + 1), _NEG, np.int32)
+    X = np.full((n + 1, m + 1), _NEG, np.int32)  # the read's residue j - 1 inserted
+    Y = np.full((n + 1, m + 1), _NEG, np.int32)  # the row's residue i - 1 skipped
+    M[0, :] = 0
+    for j in range(1, n + 1):
+        for i in range(m + 1):
+            if i > 0:
+                M[j, i] = max(M[j - 1, i - 1], X[j - 1, i - 1], Y[j - 1, i - 1]) + matrix[read[j - 1], row[i - 1]]
+                Y[j, i] = max(M[j, i - 1] - GAP_OPEN, Y[j, i - 1] - GAP_EXTEND)
+            X[j, i] = max(M[j - 1, i] - GAP_OPEN, X[j - 1, i] - GAP_EXTEND)
+    best, end, state = _NEG - 1, 0, 0
+    for i in range(m + 1):
+        if M[n, i] > best:
+            best, end, state = M[n, i], i, 0
+        if X[n, i] > best:
+            best, end, state = X[n, i], i, 1
+    j, i = n, end
+    while j > 0:
+        if state == 0:
+            faced[j - 1] = i - 1
+            before = M[j, i] - matrix[read[j - 1], row[i - 1]]
+            j -= 1
+            i -= 1
+            state = 0 if M[j, i] == before else (1 if X[j, i] == before else 2)
+        elif state == 1:
+            faced[j - 1] = -1
+            here = X[j, i]
+            j -= 1
+            state = 0 if M[j, i] - GAP_OPEN == here else 1
+        else:
+            here = Y[j, i]
+            i -= 1
+            state = 0 if M[j, i] - GAP_OPEN == here else 2
+    return best
+
+
+@njit(cache=True, nogil=True)
+def check_reads(codes, offsets, ours, which, lanes, lane_starts, lane_tips, ref_codes, ref_offsets, ref_columns,
+                matrix, agree, floor, mapped):
+    """For each read q of `which`: codes[offsets[q]:offsets[q + 1]] its residue indices, ours[...]
+    the model's column of each (-1: inserted). Scores it against every reference sequence
+    (`lane_scores` over `LaneSequences`' lanes, lane_starts, lane_tips), traces it on the
+    best-scoring one (the first in tip order; ref_codes, ref_offsets, ref_columns:
+    `ReferenceSequences`), writes that mapping onto the sequence's columns into mapped[...] and
+    returns bool [len(which)]: the reads to relocate (the mapping scores at least floor[0] / floor[1]
+    a read residue, places a residue, and fewer than `agree` percent of those both place are
+    within NEAR_COLUMNS)."""
+    relocate = np.zeros(which.shape[0], np.bool_)
+    longest = 0
+    for q in which:
+        longest = max(longest, offsets[q + 1] - offsets[q])
+    cells = np.empty((3, longest + 1, LANES), np.int32)
+    scores = np.empty((longest, LANES), np.int32)
+    carried = np.empty((3, LANES), np.int32)
+    profile = np.empty((longest, matrix.shape[0] + 1), np.int32)
+    best = np.empty(LANES, np.int32)
+    tip_scores = np.empty(ref_offsets.shape[0] - 1, np.int64)
+    faced = np.empty(longest, np.int64)
+    for k in range(which.shape[0]):
+        q = which[k]
+        lo, hi = offsets[q], offsets[q + 1]
+        if hi == lo or tip_scores.shape[0] == 0:
+            continue
+        n = hi - lo
+        read = codes[lo:hi]
+        read_profile(read, matrix, profile[:n])
+        for g in range(lane_starts.shape[0] - 1):
+            lane_scores(profile[:n], lanes[lane_starts[g]:lane_starts[g + 1]], cells[0, :n + 1], cells[1, :n + 1],
+                        cells[2, :n + 1], scores[:n], carried, best)
+            for lane in range(LANES):
+                tip = lane_tips[g * LANES + lane]
+                if tip >= 0:
+                    tip_scores[tip] = best[lane]
+        best_tip = np.argmax(tip_scores)  # the first of the best
+        if tip_scores[best_tip] * floor[1] < floor[0] * n:
+            continue
+        first = ref_offsets[best_tip]
+        semi_global(read, ref_codes[first:ref_offsets[best_tip + 1]], matrix, faced)
+        both = close = 0
+        for j in range(n):
+            column = ref_columns[first + faced[j]] if faced[j] >= 0 else -1
+            mapped[lo + j] = column
+            if column >= 0 and ours[lo + j] >= 0:
+                both += 1
+                if abs(column - ours[lo + j]) <= NEAR_COLUMNS:
+                    close += 1
+        relocate[k] = both > 0 and 100 * close < agree * both or both == 0 and _places(mapped[lo:hi])
+    return relocate
+
+
+@njit(cache=True, nogil=True)
+def _places(columns):
+    for column in columns:
+        if column >= 0:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _columns_of(cigar, cigar_ends, starts, offsets, out):
+    """Each read's columns from its CIGAR (`read_columns`) into out[offsets[q]:offsets[q + 1]]."""
+    for q in range(starts.shape[0]):
+        lo = cigar_ends[q - 1] if q > 0 else 0
+        read_columns(cigar, lo, cigar_ends[q], starts[q], out[offsets[q]:offsets[q + 1]])
+
+
+def relocate(starts: np.ndarray, cigars: list[str], rows: np.ndarray, residues: np.ndarray, offsets: np.ndarray,
+             alphabet: Alphabet, reference: np.ndarray, sequences: ReferenceSequences, agree: int,
+             threads: int = 1, gap: int = ord("-")) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
+    """The location check of a batch's final alignments: starts, CIGARs and rows (uint8 [reads, m])
+    of the reads cut from `residues` (ASCII) by `offsets`; `reference` the rows' residues column by
+    column and `sequences` the same rows without gaps (phylo/residues.py); `agree` the percentage
+    (ScoringParams.location_check). Returns (starts, CIGARs, rows, bool [reads]: relocated), the
+    relocated reads' alignments replaced by their mappings. Slices of CHECK_SLICE checked reads go to
+    `threads` threads (GIL-free numba calls; each read's answer is its own)."""
+    count = len(cigars)
+    table = residue_index_table(alphabet)
+    states = alphabet.n_states
+    codes = np.where(table == NO_RESIDUE, states, table).astype(np.uint8)[residues]
+    ref_codes = np.where(sequences.codes == NO_RESIDUE, states, sequences.codes).astype(np.uint8)
+    lanes = LaneSequences.of(ReferenceSequences(ref_codes, sequences.offsets, sequences.columns), padding=states + 1)
+    offsets = np.asarray(offsets, np.int64)
+    ours = np.empty(int(offsets[-1]), np.int64)
+    cigar_ends = np.cumsum([len(c) for c in cigars], dtype=np.int64)
+    _columns_of(np.frombuffer("".join(cigars).encode(), np.uint8), cigar_ends, np.asarray(starts, np.int64),
+                offsets, ours)
+    nearest, identities, placed = nearest_rows(rows, table, reference, gap)
+    share, whole = CHECKED_BELOW
+    which = np.flatnonzero((nearest[:, 0] < 0) | (whole * identities[:, 0] < share * placed))
+    matrix, floor = score_matrix(alphabet), np.array(SCORE_FLOOR, np.int64)
+    mapped = np.full(ours.size, -1, np.int64)
+
+    def one(piece: slice) -> np.ndarray:
+        return check_reads(codes, offsets, ours, which[piece], lanes.codes, lanes.starts, lanes.tips, ref_codes,
+                           sequences.offsets, sequences.columns, matrix, agree, floor, mapped)
+
+    pieces = [slice(a, a + CHECK_SLICE) for a in range(0, which.size, CHECK_SLICE)]
+    moved = np.zeros(count, bool)
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        moved[which] = np.concatenate([np.zeros(0, bool), *pool.map(one, pieces)])
+    starts, rows, cigars = np.array(starts, np.int32), rows.copy(), list(cigars)
+    for q in np.flatnonzero(moved).tolist():
+        columns = mapped[offsets[q]:offsets[q + 1]]
+        ops = np.empty(columns.size + rows.shape[1], np.uint8)
+        start, length = path_ops(columns, ops)
+        rows[q] = gap
+        place_ops(ops[:length], start, residues[offsets[q]:offsets[q + 1]], rows[q])
+        starts[q], cigars[q] = start, cigar_string(ops[:length])
+    return starts, cigars, rows, moved
+
+
+def load_location() -> None:
+    """Compile (or load from numba's cache) the location check on the calling thread
+    (pipeline._load_jit)."""
+    none = np.zeros(0, np.int64)
+    check_reads(np.zeros(0, np.uint8), np.zeros(1, np.int64), none, none,
+                np.zeros((0, LANES), np.uint8), np.zeros(1, np.int64), none, np.zeros(0, np.uint8),
+                np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros((1, 1), np.int32), 10, np.ones(2, np.int64),
+                none)
+    _columns_of(np.zeros(0, np.uint8), none, none, np.zeros(1, np.int64), none)
