@@ -289,8 +289,10 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, ca
         starts, cigars, rows, changed = vote(group_ends, starts, cigars, rows, residues, offsets)
         scores, voted = scores[firsts], int(changed.sum())
     if params.location_check and columns.sequences is not None:
+        on_device = tracer.location_scores if tracer is not None and tracer.usable else None
         starts, cigars, rows, moved = relocate(starts, cigars, rows, residues, offsets, reads.alphabet,
-                                               columns.residues, columns.sequences, params.location_check, threads)
+                                               columns.residues, columns.sequences, params.location_check, threads,
+                                               device_scores=on_device)
         relocated = int(moved.sum())
     return Traced(scores, starts, cigars, rows, on_gpu, alignments, voted, nearest, relocated)
 
@@ -959,6 +961,17 @@ class Tracer:
 
     def align_many(self, *args, **options):
         """GpuTracer.align_many on the least busy live GPU, or None where the CPU must do it."""
+        return self._on_a_gpu("align_many", "traceback", "tracing back", *args, **options)
+
+    def location_scores(self, *args):
+        """GpuTracer.location_scores (the location check's scoring pass) on the least busy live
+        GPU, or None where the CPU must do it (pairwise/location.relocate's `device_scores`)."""
+        return self._on_a_gpu("location_scores", "location check", "checking", *args)
+
+    def _on_a_gpu(self, method: str, what: str, doing: str, *args, **options):
+        """GpuTracer's `method` on the least busy live GPU, or None where the CPU must do it: no
+        GPU left, a batch the device cannot take (ValueError), or a device fault, which takes that
+        GPU out for the rest of the run with a notice."""
         with self._lock:
             live = [i for i, alive in enumerate(self._live) if alive]
             if not live:
@@ -967,18 +980,18 @@ class Tracer:
             self._in_hand[chosen] += 1
             self._given[chosen] += 1
         try:
-            done = self.gpus[chosen].align_many(*args, **options)
+            done = getattr(self.gpus[chosen], method)(*args, **options)
         except ValueError as error:
-            self.reporter.detail(f"traceback of a batch on the CPU: {error}")
+            self.reporter.detail(f"{what} of a batch on the CPU: {error}")
             done = None
         except Exception as error:  # noqa: BLE001 - any OpenCL fault: the CPU gives the same results
             with self._lock:
                 self._live[chosen] = False
                 others = any(self._live)
             lines = str(error).strip().splitlines()
-            self.reporter.notice(f"the GPU traceback failed ({type(error).__name__}: {lines[-1] if lines else ''}); "
-                                 + ("tracing back the remaining reads on the other GPUs" if others
-                                    else "tracing back the remaining reads on the CPU"))
+            self.reporter.notice(f"the GPU {what} failed ({type(error).__name__}: {lines[-1] if lines else ''}); "
+                                 + (f"{doing} the remaining reads on the other GPUs" if others
+                                    else f"{doing} the remaining reads on the CPU"))
             done = None
         with self._lock:
             self._in_hand[chosen] -= 1

@@ -294,3 +294,89 @@ def test_the_check_is_for_protein_and_a_percentage(tmp_path):
     for value in (-1, 101, True, 2.5):
         with pytest.raises(ValueError, match="location_check"):
             ScoringParams(location_check=value)
+
+
+def test_the_device_scores_every_read_against_every_sequence_as_the_host(opencl_device):
+    """kernels/location_score.cl (engine/gpu_location.py) against the host's tip_scores: reads of
+    1-70 residues (ambiguity index included) against 37 sequences of 0-60 residues, in one launch
+    and in launches of one read each (a tiny memory budget), equal score for score."""
+    import pyopencl as cl
+
+    from papara_py.engine.gpu import shared_context
+    from papara_py.engine.gpu_location import location_scores
+    from papara_py.pairwise.location import tip_scores
+
+    rng = np.random.default_rng(12)
+    rows = [rng.integers(0, PROTEIN.n_states + 1, rng.integers(0, 61)).astype(np.uint8) for _ in range(37)]
+    ref_codes = np.concatenate(rows)
+    ref_offsets = np.concatenate(([0], np.cumsum([r.size for r in rows]))).astype(np.int64)
+    lengths = rng.integers(1, 71, 40)
+    codes = rng.integers(0, PROTEIN.n_states + 1, int(lengths.sum())).astype(np.uint8)
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    which = np.sort(rng.choice(40, 25, replace=False)).astype(np.int64)
+    lanes = LaneSequences.of(ReferenceSequences(ref_codes, ref_offsets, np.zeros(ref_codes.size, np.int32)),
+                             MATRIX.shape[0])
+    host = np.zeros((which.size, len(rows)), np.int32)
+    tip_scores(codes, offsets, which, lanes.codes, lanes.starts, lanes.tips, MATRIX, host)
+    faced = np.empty(70, np.int64)
+    assert host[3, 5] == semi_global(codes[offsets[which[3]]:offsets[which[3] + 1]], rows[5], MATRIX, faced)
+    context = shared_context(opencl_device.cl_device)
+    queue = cl.CommandQueue(context, opencl_device.cl_device)
+    for budget in (1 << 30, 1):
+        device = location_scores(context, queue, opencl_device.cl_device, budget, codes, offsets, which, ref_codes,
+                                 ref_offsets, MATRIX)
+        np.testing.assert_array_equal(device, host)
+
+
+def test_a_gpu_run_checks_locations_on_the_device_with_the_hosts_results(opencl_device, tmp_path, monkeypatch):
+    """The far reads' protein run with the check at 100% on the GPU (PoCL here): its scoring pass
+    runs on the device (spied), and every per-read dataset equals the CPU run's."""
+    from papara_py.engine import gpu_trace, opencl_devices
+
+    monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device])
+    calls = []
+    real = gpu_trace.GpuTracer.location_scores
+
+    def spying(self, *args):
+        calls.append(args[2].size)
+        return real(self, *args)
+
+    monkeypatch.setattr(gpu_trace.GpuTracer, "location_scores", spying)
+    reads = tmp_path / "far.fa"
+    _mutated_reads(reads, 0.55, 5)
+    files = {}
+    for device in ("gpu", "cpu"):
+        out = tmp_path / f"{device}.h5"
+        run(RunConfig(tree=str(PROTEIN_DATA / "tree.nwk"), alignment=str(PROTEIN_DATA / "ref.phy"),
+                      reads=str(reads), output=str(out), threads=2, device=device, quiet=True,
+                      params=ScoringParams(*PRESETS["protein"][:10], location_check=100)))
+        files[device] = RunFile(out)
+    assert sum(calls) > 0 and files["gpu"].record["traceback"]["relocated"] > 0
+    assert files["gpu"].record["traceback"]["relocated"] == files["cpu"].record["traceback"]["relocated"]
+    for path in ("best_edge", "score", "cigar", "aligned", "status"):
+        np.testing.assert_array_equal(files["gpu"].column(path), files["cpu"].column(path), path)
+
+
+def test_a_device_fault_in_the_check_leaves_it_to_the_host(opencl_device, tmp_path, monkeypatch, capsys):
+    """A GPU that fails the check's scoring pass is taken out with a notice, and the host scores
+    the reads instead: the same columns as a CPU run."""
+    from papara_py.engine import gpu_trace, opencl_devices
+
+    monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device])
+
+    def failing(self, *args):
+        raise RuntimeError("CL_OUT_OF_RESOURCES")
+
+    monkeypatch.setattr(gpu_trace.GpuTracer, "location_scores", failing)
+    reads = tmp_path / "far.fa"
+    _mutated_reads(reads, 0.55, 5)
+    files = {}
+    for device in ("gpu", "cpu"):
+        out = tmp_path / f"{device}.h5"
+        run(RunConfig(tree=str(PROTEIN_DATA / "tree.nwk"), alignment=str(PROTEIN_DATA / "ref.phy"),
+                      reads=str(reads), output=str(out), threads=2, device=device,
+                      params=ScoringParams(*PRESETS["protein"][:10], location_check=100)))
+        files[device] = RunFile(out)
+    assert "the GPU location check failed (RuntimeError: CL_OUT_OF_RESOURCES)" in capsys.readouterr().err
+    assert files["gpu"].record["traceback"]["relocated"] == files["cpu"].record["traceback"]["relocated"] > 0
+    np.testing.assert_array_equal(files["gpu"].column("aligned"), files["cpu"].column("aligned"))

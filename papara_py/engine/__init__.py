@@ -7,7 +7,8 @@
   each read's best edges from a fraction of the edges.
 - `consumers`: the CPU and GPU scorers as the scheduler sees them.
 - `cpu`: the numba lane-parallel kernel; `gpu`: the OpenCL kernels' host side; `gpu_trace`: the
-  traceback (DESIGN 5) on an OpenCL device, equal to pairwise.traceback's;
+  traceback (DESIGN 5) on an OpenCL device, equal to pairwise.traceback's; `gpu_location`: the
+  location check's scoring pass (DESIGN 5) on an OpenCL device, equal to pairwise.location's;
   `opencl_devices`: discovery and probing of OpenCL devices.
 
 Layer: imports `papara_py.errors`, `papara_py.phylo` and `papara_py.pairwise`.

@@ -30,6 +30,7 @@ from papara_py.engine.gpu import (
     shared_context,
     wait_sleeping,
 )
+from papara_py.engine.gpu_location import location_scores
 from papara_py.engine.opencl_devices import DeviceInfo
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.reference_scorer import frame_width, profile_near
@@ -194,6 +195,13 @@ class GpuTracer:
         # every buffer above is held until here, after its last command completed (engine/gpu.py:
         # releasing one in use makes NVIDIA's runtime spin a core until the queue drains)
         del codes_buf, rows_buf, residues_buf, tips_buf, offsets_buf, slot_buf, row_buf, moves_buf, ops_buf, out
+
+    def location_scores(self, codes: np.ndarray, offsets: np.ndarray, which: np.ndarray, ref_codes: np.ndarray,
+                        ref_offsets: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+        """The location check's scoring pass on this device (engine/gpu_location.py), its launches'
+        cells within `memory_bytes`."""
+        return location_scores(self.context, self.queue, self.device.cl_device, self.memory_bytes, codes, offsets,
+                               which, ref_codes, ref_offsets, matrix)
 
     def _upload(self, host: np.ndarray) -> cl.Buffer:
         buffer = cl.Buffer(self.context, cl.mem_flags.READ_ONLY, max(1, host.nbytes))

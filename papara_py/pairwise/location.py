@@ -26,6 +26,7 @@ against anything.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -202,17 +203,10 @@ def semi_global(read, row, matrix, faced):
 
 
 @njit(cache=True, nogil=True)
-def check_reads(codes, offsets, ours, which, lanes, lane_starts, lane_tips, ref_codes, ref_offsets, ref_columns,
-                matrix, agree, floor, mapped):
-    """For each read q of `which`: codes[offsets[q]:offsets[q + 1]] its residue indices, ours[...]
-    the model's column of each (-1: inserted). Scores it against every reference sequence
-    (`lane_scores` over `LaneSequences`' lanes, lane_starts, lane_tips), traces it on the
-    best-scoring one (the first in tip order; ref_codes, ref_offsets, ref_columns:
-    `ReferenceSequences`), writes that mapping onto the sequence's columns into mapped[...] and
-    returns bool [len(which)]: the reads to relocate (the mapping scores at least floor[0] / floor[1]
-    a read residue, places a residue, and fewer than `agree` percent of those both place are
-    within NEAR_COLUMNS)."""
-    relocate = np.zeros(which.shape[0], np.bool_)
+def tip_scores(codes, offsets, which, lanes, lane_starts, lane_tips, matrix, out):
+    """out[k, t]: the best score of read which[k] (codes[offsets[q]:offsets[q + 1]], residue indices)
+    against reference sequence t, by `lane_scores` over `LaneSequences`' lanes (lanes, lane_starts,
+    lane_tips); an empty read's row is left as it is."""
     longest = 0
     for q in which:
         longest = max(longest, offsets[q + 1] - offsets[q])
@@ -221,26 +215,46 @@ def check_reads(codes, offsets, ours, which, lanes, lane_starts, lane_tips, ref_
     carried = np.empty((3, LANES), np.int32)
     profile = np.empty((longest, matrix.shape[0] + 1), np.int32)
     best = np.empty(LANES, np.int32)
-    tip_scores = np.empty(ref_offsets.shape[0] - 1, np.int64)
-    faced = np.empty(longest, np.int64)
     for k in range(which.shape[0]):
-        q = which[k]
-        lo, hi = offsets[q], offsets[q + 1]
-        if hi == lo or tip_scores.shape[0] == 0:
-            continue
+        lo, hi = offsets[which[k]], offsets[which[k] + 1]
         n = hi - lo
-        read = codes[lo:hi]
-        read_profile(read, matrix, profile[:n])
+        if n == 0:
+            continue
+        read_profile(codes[lo:hi], matrix, profile[:n])
         for g in range(lane_starts.shape[0] - 1):
             lane_scores(profile[:n], lanes[lane_starts[g]:lane_starts[g + 1]], cells[0, :n + 1], cells[1, :n + 1],
                         cells[2, :n + 1], scores[:n], carried, best)
             for lane in range(LANES):
                 tip = lane_tips[g * LANES + lane]
                 if tip >= 0:
-                    tip_scores[tip] = best[lane]
-        best_tip = np.argmax(tip_scores)  # the first of the best
-        if tip_scores[best_tip] * floor[1] < floor[0] * n:
+                    out[k, tip] = best[lane]
+
+
+@njit(cache=True, nogil=True)
+def check_reads(codes, offsets, ours, which, scores, ref_codes, ref_offsets, ref_columns, matrix, agree, floor,
+                mapped):
+    """For each read q = which[k]: codes[offsets[q]:offsets[q + 1]] its residue indices, ours[...]
+    the model's column of each (-1: inserted), scores[k] its best score against each reference
+    sequence (`tip_scores`, or the device's). Traces it on the best-scoring one (the first in tip
+    order; ref_codes, ref_offsets, ref_columns: `ReferenceSequences`), writes that mapping onto the
+    sequence's columns into mapped[...] and returns bool [len(which)]: the reads to relocate (the
+    mapping scores at least floor[0] / floor[1] a read residue, places a residue, and fewer than
+    `agree` percent of those both place are within NEAR_COLUMNS)."""
+    relocate = np.zeros(which.shape[0], np.bool_)
+    longest = 0
+    for q in which:
+        longest = max(longest, offsets[q + 1] - offsets[q])
+    faced = np.empty(longest, np.int64)
+    for k in range(which.shape[0]):
+        q = which[k]
+        lo, hi = offsets[q], offsets[q + 1]
+        n = hi - lo
+        if n == 0 or scores.shape[1] == 0:
             continue
+        best_tip = np.argmax(scores[k])  # the first of the best
+        if scores[k, best_tip] * floor[1] < floor[0] * n:
+            continue
+        read = codes[lo:hi]
         first = ref_offsets[best_tip]
         semi_global(read, ref_codes[first:ref_offsets[best_tip + 1]], matrix, faced)
         both = close = 0
@@ -273,19 +287,26 @@ def _columns_of(cigar, cigar_ends, starts, offsets, out):
 
 def relocate(starts: np.ndarray, cigars: list[str], rows: np.ndarray, residues: np.ndarray, offsets: np.ndarray,
              alphabet: Alphabet, reference: np.ndarray, sequences: ReferenceSequences, agree: int,
-             threads: int = 1, gap: int = ord("-")) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
+             threads: int = 1, gap: int = ord("-"),
+             device_scores: Callable[..., np.ndarray | None] | None = None,
+             ) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
     """The location check of a batch's final alignments: starts, CIGARs and rows (uint8 [reads, m])
     of the reads cut from `residues` (ASCII) by `offsets`; `reference` the rows' residues column by
     column and `sequences` the same rows without gaps (phylo/residues.py); `agree` the percentage
     (ScoringParams.location_check). Returns (starts, CIGARs, rows, bool [reads]: relocated), the
-    relocated reads' alignments replaced by their mappings. Slices of CHECK_SLICE checked reads go to
-    `threads` threads (GIL-free numba calls; each read's answer is its own)."""
+    relocated reads' alignments replaced by their mappings.
+
+    The scoring pass (every checked read against every sequence) runs on `device_scores` where
+    given (engine/gpu_location.py: called with the read codes, offsets, checked reads, the
+    sequences' codes and offsets and the score matrix; int32 [checked, tips], or None where the
+    host must do it, bit for bit the same), else as `tip_scores` on the host; both that and the
+    rest go in slices of CHECK_SLICE checked reads to `threads` threads (GIL-free numba calls; each
+    read's answer is its own)."""
     count = len(cigars)
     table = residue_index_table(alphabet)
     states = alphabet.n_states
     codes = np.where(table == NO_RESIDUE, states, table).astype(np.uint8)[residues]
     ref_codes = np.where(sequences.codes == NO_RESIDUE, states, sequences.codes).astype(np.uint8)
-    lanes = LaneSequences.of(ReferenceSequences(ref_codes, sequences.offsets, sequences.columns), padding=states + 1)
     offsets = np.asarray(offsets, np.int64)
     ours = np.empty(int(offsets[-1]), np.int64)
     cigar_ends = np.cumsum([len(c) for c in cigars], dtype=np.int64)
@@ -296,15 +317,21 @@ def relocate(starts: np.ndarray, cigars: list[str], rows: np.ndarray, residues: 
     which = np.flatnonzero((nearest[:, 0] < 0) | (whole * identities[:, 0] < share * placed))
     matrix, floor = score_matrix(alphabet), np.array(SCORE_FLOOR, np.int64)
     mapped = np.full(ours.size, -1, np.int64)
-
-    def one(piece: slice) -> np.ndarray:
-        return check_reads(codes, offsets, ours, which[piece], lanes.codes, lanes.starts, lanes.tips, ref_codes,
-                           sequences.offsets, sequences.columns, matrix, agree, floor, mapped)
-
     pieces = [slice(a, a + CHECK_SLICE) for a in range(0, which.size, CHECK_SLICE)]
     moved = np.zeros(count, bool)
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        moved[which] = np.concatenate([np.zeros(0, bool), *pool.map(one, pieces)])
+        scores = None
+        if device_scores is not None and which.size:
+            scores = device_scores(codes, offsets, which, ref_codes, sequences.offsets, matrix)
+        if scores is None:
+            scores = np.zeros((which.size, sequences.offsets.size - 1), np.int32)
+            lanes = LaneSequences.of(ReferenceSequences(ref_codes, sequences.offsets, sequences.columns),
+                                     padding=states + 1)
+            list(pool.map(lambda piece: tip_scores(codes, offsets, which[piece], lanes.codes, lanes.starts,
+                                                   lanes.tips, matrix, scores[piece]), pieces))
+        moved[which] = np.concatenate([np.zeros(0, bool), *pool.map(
+            lambda piece: check_reads(codes, offsets, ours, which[piece], scores[piece], ref_codes,
+                                      sequences.offsets, sequences.columns, matrix, agree, floor, mapped), pieces)])
     starts, rows, cigars = np.array(starts, np.int32), rows.copy(), list(cigars)
     for q in np.flatnonzero(moved).tolist():
         columns = mapped[offsets[q]:offsets[q + 1]]
@@ -319,9 +346,9 @@ def relocate(starts: np.ndarray, cigars: list[str], rows: np.ndarray, residues: 
 def load_location() -> None:
     """Compile (or load from numba's cache) the location check on the calling thread
     (pipeline._load_jit)."""
-    none = np.zeros(0, np.int64)
-    check_reads(np.zeros(0, np.uint8), np.zeros(1, np.int64), none, none,
-                np.zeros((0, LANES), np.uint8), np.zeros(1, np.int64), none, np.zeros(0, np.uint8),
-                np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros((1, 1), np.int32), 10, np.ones(2, np.int64),
-                none)
-    _columns_of(np.zeros(0, np.uint8), none, none, np.zeros(1, np.int64), none)
+    none, one = np.zeros(0, np.int64), np.zeros(1, np.int64)
+    tip_scores(np.zeros(0, np.uint8), one, none, np.zeros((0, LANES), np.uint8), one, none,
+               np.zeros((1, 1), np.int32), np.zeros((0, 0), np.int32))
+    check_reads(np.zeros(0, np.uint8), one, none, none, np.zeros((0, 0), np.int32), np.zeros(0, np.uint8), one,
+                np.zeros(0, np.int32), np.zeros((1, 1), np.int32), 10, np.ones(2, np.int64), none)
+    _columns_of(np.zeros(0, np.uint8), none, none, one, none)
