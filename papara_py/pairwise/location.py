@@ -7,16 +7,18 @@ location check"). So after the traceback and the votes, each read is aligned on 
 reference sequence (gaps removed; semi-global: the whole read against any part of the sequence;
 the alphabet's substitution matrix, BLOSUM62, and affine gaps of GAP_OPEN for a gap's first residue
 and GAP_EXTEND for each further one, BLAST's protein defaults) and mapped onto the best-scoring
-sequence's columns. Where fewer than `location_check` percent of the residues both place lie
-within NEAR_COLUMNS columns of each other, the read is elsewhere altogether and takes the
-mapping's columns; otherwise its alignment stands: where the two agree on the place, the model's
+sequence's columns. Where that mapping scores at least SCORE_FLOOR a read residue and fewer than
+`location_check` percent of the residues both place lie within NEAR_COLUMNS columns of each
+other, the read is elsewhere altogether and takes the mapping's columns; otherwise its alignment
+stands: where the two agree on the place, the model's
 columns are the better ones (the mapping alone loses badly on divergent families). Scores, best
 edges and candidates never change: this is a traceback setting, like the votes.
 
 A read whose alignment already shares at least CHECKED_BELOW of its placed residues with one
 reference row (the nearest bonus's gate, pairwise/nearest.py) sits beside a close relative and is
-not checked, which keeps the check's cost (tips x sequence length x read length per read, on the
-CPU) to the divergent reads it is for.
+not checked, which keeps the check's cost (tips x sequence length x read length per read) to the
+divergent reads it is for. Those cells are scored on the GPU in a run with one
+(engine/gpu_location.py, bit for bit `tip_scores`), else here on the host's threads.
 
 Ties: the first row (tip order) of the best score; the traceback prefers a match, then a read
 insertion, then a skipped sequence residue, as `semi_global` spells out. Residues are the
