@@ -233,21 +233,29 @@ def _mutated_reads(path: Path, rate: float, seed: int) -> None:
     path.write_text("\n".join(out) + "\n")
 
 
+def _far_runs(tmp_path: Path, runs: dict[str, tuple[str, int]], quiet: bool = True) -> dict[str, RunFile]:
+    """data/protein's tree and reference with `_mutated_reads` (55%, seed 5), once per entry of
+    `runs` (name: (device, location check)), the rest of the protein preset as it is."""
+    reads = tmp_path / "far.fa"
+    _mutated_reads(reads, 0.55, 5)
+    files = {}
+    for name, (device, agree) in runs.items():
+        out = tmp_path / f"{name}.h5"
+        run(RunConfig(tree=str(PROTEIN_DATA / "tree.nwk"), alignment=str(PROTEIN_DATA / "ref.phy"),
+                      reads=str(reads), output=str(out), threads=2, device=device, quiet=quiet,
+                      params=ScoringParams(*PRESETS["protein"][:10], location_check=agree)))
+        files[name] = RunFile(out)
+    return files
+
+
 def test_protein_runs_with_the_check_keep_scores_and_move_reads_onto_their_nearest_sequence(tmp_path):
     """Reads 55% substituted (none beside a close relative) with the protein preset, the check at
     100% against off: scores, best edges and candidates identical; the record counts the moved
     reads; each moved read lies on the columns of its best-scoring reference sequence (every row
     scored by semi_global, the first of the best in tip order) and the others are unchanged."""
+    files = _far_runs(tmp_path, {"on": ("cpu", 100), "off": ("cpu", 0)})
+    on, off = files["on"], files["off"]
     reads = tmp_path / "far.fa"
-    _mutated_reads(reads, 0.55, 5)
-    files = {}
-    for agree in (100, 0):
-        out = tmp_path / f"check{agree}.h5"
-        run(RunConfig(tree=str(PROTEIN_DATA / "tree.nwk"), alignment=str(PROTEIN_DATA / "ref.phy"),
-                      reads=str(reads), output=str(out), threads=2, device="cpu", quiet=True,
-                      params=ScoringParams(*PRESETS["protein"][:10], location_check=agree)))
-        files[agree] = RunFile(out)
-    on, off = files[100], files[0]
     assert on.record["parameters"]["location_check"] == 100 and off.record["parameters"]["location_check"] == 0
     for path in ("best_edge", "score", "candidates/edge", "candidates/score", "status"):
         np.testing.assert_array_equal(on.column(path), off.column(path), path)
@@ -342,15 +350,7 @@ def test_a_gpu_run_checks_locations_on_the_device_with_the_hosts_results(opencl_
         return real(self, *args)
 
     monkeypatch.setattr(gpu_trace.GpuTracer, "location_scores", spying)
-    reads = tmp_path / "far.fa"
-    _mutated_reads(reads, 0.55, 5)
-    files = {}
-    for device in ("gpu", "cpu"):
-        out = tmp_path / f"{device}.h5"
-        run(RunConfig(tree=str(PROTEIN_DATA / "tree.nwk"), alignment=str(PROTEIN_DATA / "ref.phy"),
-                      reads=str(reads), output=str(out), threads=2, device=device, quiet=True,
-                      params=ScoringParams(*PRESETS["protein"][:10], location_check=100)))
-        files[device] = RunFile(out)
+    files = _far_runs(tmp_path, {"gpu": ("gpu", 100), "cpu": ("cpu", 100)})
     assert sum(calls) > 0 and files["gpu"].record["traceback"]["relocated"] > 0
     assert files["gpu"].record["traceback"]["relocated"] == files["cpu"].record["traceback"]["relocated"]
     for path in ("best_edge", "score", "cigar", "aligned", "status"):
@@ -368,15 +368,7 @@ def test_a_device_fault_in_the_check_leaves_it_to_the_host(opencl_device, tmp_pa
         raise RuntimeError("CL_OUT_OF_RESOURCES")
 
     monkeypatch.setattr(gpu_trace.GpuTracer, "location_scores", failing)
-    reads = tmp_path / "far.fa"
-    _mutated_reads(reads, 0.55, 5)
-    files = {}
-    for device in ("gpu", "cpu"):
-        out = tmp_path / f"{device}.h5"
-        run(RunConfig(tree=str(PROTEIN_DATA / "tree.nwk"), alignment=str(PROTEIN_DATA / "ref.phy"),
-                      reads=str(reads), output=str(out), threads=2, device=device,
-                      params=ScoringParams(*PRESETS["protein"][:10], location_check=100)))
-        files[device] = RunFile(out)
+    files = _far_runs(tmp_path, {"gpu": ("gpu", 100), "cpu": ("cpu", 100)}, quiet=False)
     assert "the GPU location check failed (RuntimeError: CL_OUT_OF_RESOURCES)" in capsys.readouterr().err
     assert files["gpu"].record["traceback"]["relocated"] == files["cpu"].record["traceback"]["relocated"] > 0
     np.testing.assert_array_equal(files["gpu"].column("aligned"), files["cpu"].column("aligned"))

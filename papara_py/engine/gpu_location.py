@@ -34,9 +34,9 @@ def location_scores(context: cl.Context, queue: cl.CommandQueue, device: cl.Devi
     lengths = (offsets[which + 1] - offsets[which]).astype(np.int64)
     program = built_program(context, device, "location_score.cl",
                             (f"-DGAP_OPEN={GAP_OPEN}", f"-DGAP_EXTEND={GAP_EXTEND}"))
-    seqs_buf = _upload(context, queue, np.ascontiguousarray(ref_codes, np.uint8))
-    seq_start_buf = _upload(context, queue, np.asarray(ref_offsets, np.int32))
-    matrix_buf = _upload(context, queue, np.ascontiguousarray(matrix, np.int32))
+    seqs_buf = upload(context, queue, np.ascontiguousarray(ref_codes, np.uint8))
+    seq_start_buf = upload(context, queue, np.asarray(ref_offsets, np.int32))
+    matrix_buf = upload(context, queue, np.ascontiguousarray(matrix, np.int32))
     per_launch = max(1, memory_bytes // (12 * tips * max(1, int(lengths.max()))))
     for begin in range(0, which.size, per_launch):
         _launch(context, queue, program, codes, offsets, which[begin:begin + per_launch], seqs_buf, seq_start_buf,
@@ -53,8 +53,8 @@ def _launch(context, queue, program, codes, offsets, reads, seqs_buf, seq_start_
     gather = np.arange(int(starts[-1])) + np.repeat(offsets[reads] - starts[:-1], lengths)
     pairs = reads.size * tips
     longest = max(1, int(lengths.max()))
-    reads_buf = _upload(context, queue, np.ascontiguousarray(codes[gather], np.uint8))
-    start_buf = _upload(context, queue, starts)
+    reads_buf = upload(context, queue, np.ascontiguousarray(codes[gather], np.uint8))
+    start_buf = upload(context, queue, starts)
     cells_buf = cl.Buffer(context, cl.mem_flags.READ_WRITE, 12 * longest * pairs)
     out_buf = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, 4 * pairs)
     kernel = cl.Kernel(program, "location_scores")
@@ -68,7 +68,9 @@ def _launch(context, queue, program, codes, offsets, reads, seqs_buf, seq_start_
     del reads_buf, start_buf, cells_buf, out_buf  # held until the launch completed (engine/gpu.py)
 
 
-def _upload(context: cl.Context, queue: cl.CommandQueue, host: np.ndarray) -> cl.Buffer:
+def upload(context: cl.Context, queue: cl.CommandQueue, host: np.ndarray) -> cl.Buffer:
+    """A read-only device copy of `host` (at least one byte: OpenCL has no empty buffers), written
+    on `queue`; the GPU traceback's uploads too (engine/gpu_trace.py)."""
     buffer = cl.Buffer(context, cl.mem_flags.READ_ONLY, max(1, host.nbytes))
     cl.enqueue_copy(queue, buffer, host)
     return buffer

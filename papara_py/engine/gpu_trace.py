@@ -30,7 +30,7 @@ from papara_py.engine.gpu import (
     shared_context,
     wait_sleeping,
 )
-from papara_py.engine.gpu_location import location_scores
+from papara_py.engine.gpu_location import location_scores, upload
 from papara_py.engine.opencl_devices import DeviceInfo
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.reference_scorer import frame_width, profile_near
@@ -204,7 +204,5 @@ class GpuTracer:
                                which, ref_codes, ref_offsets, matrix)
 
     def _upload(self, host: np.ndarray) -> cl.Buffer:
-        buffer = cl.Buffer(self.context, cl.mem_flags.READ_ONLY, max(1, host.nbytes))
-        cl.enqueue_copy(self.queue, buffer, host)
-        return buffer
+        return upload(self.context, self.queue, host)
 

@@ -334,7 +334,9 @@ def relocate(starts: np.ndarray, cigars: list[str], rows: np.ndarray, residues: 
         moved[which] = np.concatenate([np.zeros(0, bool), *pool.map(
             lambda piece: check_reads(codes, offsets, ours, which[piece], scores[piece], ref_codes,
                                       sequences.offsets, sequences.columns, matrix, agree, floor, mapped), pieces)])
-    starts, rows, cigars = np.array(starts, np.int32), rows.copy(), list(cigars)
+    starts, cigars = np.array(starts, np.int32), list(cigars)
+    if moved.any():
+        rows = rows.copy()  # the caller's stay as they were
     for q in np.flatnonzero(moved).tolist():
         columns = mapped[offsets[q]:offsets[q + 1]]
         ops = np.empty(columns.size + rows.shape[1], np.uint8)
