@@ -23,11 +23,9 @@ from papara_py.pairwise.location import (
     AMBIGUOUS_SCORE,
     GAP_EXTEND,
     GAP_OPEN,
-    LANES,
     NEAR_COLUMNS,
     PADDING_SCORE,
     SCORE_FLOOR,
-    LaneSequences,
     lane_scores,
     read_profile,
     relocate,
@@ -39,7 +37,8 @@ from papara_py.pairwise.paths import cigar_string, path_ops, place_read
 from papara_py.phylo.column_costs import substitution_scores
 from papara_py.phylo.encoding import PROTEIN
 from papara_py.phylo.residues import (
-    ReferenceSequences,
+    LANES,
+    LaneSequences,
     reference_residues,
     reference_sequences,
 )
@@ -81,7 +80,7 @@ def lane_best(read: np.ndarray, rows: list[np.ndarray]) -> list[int]:
     """lane_scores' best score of `read` against each of `rows` (LaneSequences' groups)."""
     codes = np.concatenate(rows).astype(np.uint8) if rows else np.zeros(0, np.uint8)
     offsets = np.concatenate(([0], np.cumsum([r.size for r in rows]))).astype(np.int64)
-    lanes = LaneSequences.of(ReferenceSequences(codes, offsets, np.zeros(codes.size, np.int32)), MATRIX.shape[0])
+    lanes = LaneSequences.of(codes, offsets, MATRIX.shape[0])
     n = read.size
     profile = np.empty((n, MATRIX.shape[0] + 1), np.int32)
     read_profile(read, MATRIX, profile)
@@ -168,7 +167,7 @@ def _relocate(rows: np.ndarray, read: np.ndarray, columns_at: list[list[int]], a
     residues = np.tile(read, len(columns_at))
     offsets = np.arange(len(columns_at) + 1, dtype=np.int64) * read.size
     return relocate(np.array(starts, np.int32), cigars, np.stack(placed), residues, offsets, PROTEIN, reference,
-                    reference_sequences(reference), agree)
+                    reference_sequences(reference, PROTEIN.n_states), agree)
 
 
 def test_a_read_elsewhere_altogether_takes_its_nearest_sequence_columns_and_others_stay():
@@ -264,8 +263,8 @@ def test_protein_runs_with_the_check_keep_scores_and_move_reads_onto_their_neare
     alignment = read_alignment(PROTEIN_DATA / "ref.phy", alphabet="protein")
     tree = EdgeTree.from_dendropy(read_tree(PROTEIN_DATA / "tree.nwk"))
     tip_rows = match_tips(tree.tip_names, alignment, str(PROTEIN_DATA / "tree.nwk")).tip_rows
-    sequences = reference_sequences(reference_residues(tip_rows, PROTEIN))
-    codes = np.where(sequences.codes == 255, PROTEIN.n_states, sequences.codes).astype(np.uint8)
+    sequences = reference_sequences(reference_residues(tip_rows, PROTEIN), PROTEIN.n_states)
+    codes = sequences.codes  # ambiguity codes: index n_states, as `table` below
     table = np.full(256, PROTEIN.n_states, np.uint8)
     for k, letter in enumerate(PROTEIN.letters):
         table[ord(letter)] = k
@@ -322,8 +321,7 @@ def test_the_device_scores_every_read_against_every_sequence_as_the_host(opencl_
     codes = rng.integers(0, PROTEIN.n_states + 1, int(lengths.sum())).astype(np.uint8)
     offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
     which = np.sort(rng.choice(40, 25, replace=False)).astype(np.int64)
-    lanes = LaneSequences.of(ReferenceSequences(ref_codes, ref_offsets, np.zeros(ref_codes.size, np.int32)),
-                             MATRIX.shape[0])
+    lanes = LaneSequences.of(ref_codes, ref_offsets, MATRIX.shape[0])
     host = np.zeros((which.size, len(rows)), np.int32)
     tip_scores(codes, offsets, which, lanes.codes, lanes.starts, lanes.tips, MATRIX, host)
     faced = np.empty(70, np.int64)

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -39,7 +38,12 @@ from papara_py.pairwise.nearest import nearest_rows
 from papara_py.pairwise.paths import cigar_string, path_ops, place_ops, read_columns
 from papara_py.phylo.column_costs import substitution_scores
 from papara_py.phylo.encoding import Alphabet
-from papara_py.phylo.residues import NO_RESIDUE, ReferenceSequences, residue_index_table
+from papara_py.phylo.residues import (
+    LANES,
+    NO_RESIDUE,
+    ReferenceSequences,
+    residue_index_table,
+)
 
 #: The pairwise alignment's gap costs: a gap's first residue GAP_OPEN, each further one GAP_EXTEND.
 GAP_OPEN, GAP_EXTEND = 11, 1
@@ -57,8 +61,6 @@ CHECKED_BELOW = (1, 2)
 #: Checked reads per call (`relocate`): each costs tips x sequence length x read length, so small
 #: slices keep the threads evenly busy.
 CHECK_SLICE = 32
-#: Reference sequences scored at once (`lane_scores`): 16 int32 lanes, two AVX2 vectors.
-LANES = 16
 _NEG = -(1 << 29)
 #: What a read residue scores against the padding past a lane's sequence: low enough that no
 #: path through it is ever the best, high enough that nothing overflows (PADDING_SCORE + _NEG
@@ -73,37 +75,6 @@ def score_matrix(alphabet: Alphabet) -> np.ndarray:
     matrix = np.full((states + 1, states + 1), AMBIGUOUS_SCORE, np.int32)
     matrix[:states, :states] = substitution_scores(alphabet).astype(np.int32)
     return matrix
-
-
-class LaneSequences(NamedTuple):
-    """The reference sequences (`ReferenceSequences`) side by side, LANES at a time, for
-    `lane_scores`: group g's position i holds its lanes' residue indices at codes[starts[g] + i],
-    tips[g * LANES + lane] the tip in each lane (-1: none), `padding` (an index PADDING_SCORE
-    scores against, `read_profile`) after a sequence's end and in empty lanes. The tips go into
-    groups by length (shortest first), so a group's sequences pad little."""
-
-    codes: np.ndarray   # uint8 [positions, LANES]
-    starts: np.ndarray  # int64 [groups + 1]
-    tips: np.ndarray    # int64 [groups * LANES]
-
-    @classmethod
-    def of(cls, sequences: ReferenceSequences, padding: int) -> LaneSequences:
-        lengths = np.diff(sequences.offsets)
-        order = np.argsort(lengths, kind="stable")
-        groups = -(-order.size // LANES)
-        tips = np.full(groups * LANES, -1, np.int64)
-        tips[:order.size] = order
-        padded = np.zeros(groups * LANES, np.int64)
-        padded[:order.size] = lengths[order]
-        group_lengths = padded.reshape(groups, LANES).max(axis=1)
-        starts = np.concatenate(([0], np.cumsum(group_lengths))).astype(np.int64)
-        codes = np.full((int(starts[-1]), LANES), padding, np.uint8)
-        for slot, tip in enumerate(tips.tolist()):
-            if tip >= 0:
-                row = sequences.codes[sequences.offsets[tip]:sequences.offsets[tip + 1]]
-                first = starts[slot // LANES]
-                codes[first:first + row.size, slot % LANES] = row
-        return cls(codes, starts, tips)
 
 
 @njit(cache=True, nogil=True)
@@ -207,7 +178,7 @@ def semi_global(read, row, matrix, faced):
 @njit(cache=True, nogil=True)
 def tip_scores(codes, offsets, which, lanes, lane_starts, lane_tips, matrix, out):
     """out[k, t]: the best score of read which[k] (codes[offsets[q]:offsets[q + 1]], residue indices)
-    against reference sequence t, by `lane_scores` over `LaneSequences`' lanes (lanes, lane_starts,
+    against reference sequence t, by `lane_scores` over the sequences' lanes (phylo/residues.LaneSequences: lanes, lane_starts,
     lane_tips); an empty read's row is left as it is."""
     longest = 0
     for q in which:
@@ -306,9 +277,7 @@ def relocate(starts: np.ndarray, cigars: list[str], rows: np.ndarray, residues: 
     read's answer is its own)."""
     count = len(cigars)
     table = residue_index_table(alphabet)
-    states = alphabet.n_states
-    codes = np.where(table == NO_RESIDUE, states, table).astype(np.uint8)[residues]
-    ref_codes = np.where(sequences.codes == NO_RESIDUE, states, sequences.codes).astype(np.uint8)
+    codes = np.where(table == NO_RESIDUE, alphabet.n_states, table).astype(np.uint8)[residues]
     offsets = np.asarray(offsets, np.int64)
     ours = np.empty(int(offsets[-1]), np.int64)
     cigar_ends = np.cumsum([len(c) for c in cigars], dtype=np.int64)
@@ -324,15 +293,14 @@ def relocate(starts: np.ndarray, cigars: list[str], rows: np.ndarray, residues: 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         scores = None
         if device_scores is not None and which.size:
-            scores = device_scores(codes, offsets, which, ref_codes, sequences.offsets, matrix)
+            scores = device_scores(codes, offsets, which, sequences.codes, sequences.offsets, matrix)
         if scores is None:
             scores = np.zeros((which.size, sequences.offsets.size - 1), np.int32)
-            lanes = LaneSequences.of(ReferenceSequences(ref_codes, sequences.offsets, sequences.columns),
-                                     padding=states + 1)
+            lanes = sequences.lanes
             list(pool.map(lambda piece: tip_scores(codes, offsets, which[piece], lanes.codes, lanes.starts,
                                                    lanes.tips, matrix, scores[piece]), pieces))
         moved[which] = np.concatenate([np.zeros(0, bool), *pool.map(
-            lambda piece: check_reads(codes, offsets, ours, which[piece], scores[piece], ref_codes,
+            lambda piece: check_reads(codes, offsets, ours, which[piece], scores[piece], sequences.codes,
                                       sequences.offsets, sequences.columns, matrix, agree, floor, mapped), pieces)])
     starts, cigars = np.array(starts, np.int32), list(cigars)
     if moved.any():

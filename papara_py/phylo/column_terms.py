@@ -47,7 +47,7 @@ class ColumnTerms:
         where `location`."""
         residues = reference_residues(tip_rows, alphabet) if nearest or location else None
         return cls(column_family(tip_rows, alphabet), column_costs(tip_rows, alphabet, column_weight), residues,
-                   reference_sequences(residues) if location else None)
+                   reference_sequences(residues, alphabet.n_states) if location else None)
 
 
 #: No column terms (DNA, or a test's bare profiles): the default of the engine and its blocks.

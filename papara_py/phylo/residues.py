@@ -44,23 +44,64 @@ def reference_residues(tip_rows: np.ndarray, alphabet: Alphabet) -> np.ndarray:
     return np.ascontiguousarray(table[tip_rows].T)
 
 
+#: Reference sequences side by side in `LaneSequences`: 16 int32 lanes, two AVX2 vectors of the
+#: location check's host scorer (pairwise/location.lane_scores).
+LANES = 16
+
+
+class LaneSequences(NamedTuple):
+    """Sequences side by side, LANES at a time, for pairwise/location.lane_scores: group g's
+    position i holds its lanes' residue indices at codes[starts[g] + i], tips[g * LANES + lane] the
+    sequence in each lane (-1: none), `padding` after a sequence's end and in empty lanes. The
+    sequences go into groups by length (shortest first), so a group's sequences pad little."""
+
+    codes: np.ndarray   # uint8 [positions, LANES]
+    starts: np.ndarray  # int64 [groups + 1]
+    tips: np.ndarray    # int64 [groups * LANES]
+
+    @classmethod
+    def of(cls, codes: np.ndarray, offsets: np.ndarray, padding: int) -> LaneSequences:
+        """Sequence t's residue indices codes[offsets[t]:offsets[t + 1]] in lanes."""
+        lengths = np.diff(offsets)
+        order = np.argsort(lengths, kind="stable")
+        groups = -(-order.size // LANES)
+        tips = np.full(groups * LANES, -1, np.int64)
+        tips[:order.size] = order
+        padded = np.zeros(groups * LANES, np.int64)
+        padded[:order.size] = lengths[order]
+        group_lengths = padded.reshape(groups, LANES).max(axis=1)
+        starts = np.concatenate(([0], np.cumsum(group_lengths))).astype(np.int64)
+        lanes = np.full((int(starts[-1]), LANES), padding, np.uint8)
+        for slot, tip in enumerate(tips.tolist()):  # a slice per sequence: faster than one scatter
+            if tip >= 0:
+                first = starts[slot // LANES]
+                lanes[first:first + lengths[tip], slot % LANES] = codes[offsets[tip]:offsets[tip + 1]]
+        return cls(lanes, starts, tips)
+
+
 class ReferenceSequences(NamedTuple):
     """The reference rows as sequences of their own, gaps removed, for aligning a read to each
     alone (pairwise/location.py): row t's residue indices are codes[offsets[t]:offsets[t + 1]]
-    (NO_RESIDUE for ambiguity codes), and columns[...] the alignment column of each."""
+    (an ambiguity code: the alphabet's state count, the location check's score matrix's extra
+    index), columns[...] the alignment column of each, and `lanes` the same sequences side by
+    side (padded with the state count + 1), built once a run for the host's scorer."""
 
     codes: np.ndarray    # uint8, the rows' residues one after another
     offsets: np.ndarray  # int64 [tips + 1]
     columns: np.ndarray  # int32, beside codes
+    lanes: LaneSequences
 
 
-def reference_sequences(residues: np.ndarray) -> ReferenceSequences:
-    """`reference_residues`' rows ([m, tips]) as sequences without their gaps, in tip order."""
+def reference_sequences(residues: np.ndarray, states: int) -> ReferenceSequences:
+    """`reference_residues`' rows ([m, tips]) as sequences without their gaps, in tip order;
+    `states`: the alphabet's state count."""
     by_row = np.ascontiguousarray(residues.T)
     held = by_row != GAP_RESIDUE
     columns = np.nonzero(held)[1]  # row-major: each row's columns in order
     offsets = np.concatenate(([0], np.cumsum(held.sum(axis=1)))).astype(np.int64)
-    return ReferenceSequences(by_row[held], offsets, columns.astype(np.int32))
+    codes = by_row[held]
+    codes = np.where(codes == NO_RESIDUE, states, codes).astype(np.uint8)
+    return ReferenceSequences(codes, offsets, columns.astype(np.int32), LaneSequences.of(codes, offsets, states + 1))
 
 
 @njit(cache=True, nogil=True)
