@@ -178,8 +178,8 @@ def semi_global(read, row, matrix, faced):
 @njit(cache=True, nogil=True)
 def tip_scores(codes, offsets, which, lanes, lane_starts, lane_tips, matrix, out):
     """out[k, t]: the best score of read which[k] (codes[offsets[q]:offsets[q + 1]], residue indices)
-    against reference sequence t, by `lane_scores` over the sequences' lanes (phylo/residues.LaneSequences: lanes, lane_starts,
-    lane_tips); an empty read's row is left as it is."""
+    against reference sequence t, by `lane_scores` over the sequences' lanes (lanes, lane_starts,
+    lane_tips: phylo/residues.LaneSequences); an empty read's row is left as it is."""
     longest = 0
     for q in which:
         longest = max(longest, offsets[q + 1] - offsets[q])

@@ -6,7 +6,7 @@ never match anything, not even themselves. The reference rows keep their gaps ap
 (GAP_RESIDUE): the bonus waives a read gap's opening cost where a nearest row has one. A read's
 nearest rows reach the traceback as one mark set per column (`nearest_marks`). The location check
 (pairwise/location.py) aligns a read to each reference row as a sequence of its own
-(`reference_sequences`).
+(`reference_sequences`; `LaneSequences` lays them side by side for its host scorer, once a run).
 """
 
 from __future__ import annotations
