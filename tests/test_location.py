@@ -263,11 +263,14 @@ def test_protein_runs_with_the_check_keep_scores_and_move_reads_onto_their_neare
     alignment = read_alignment(PROTEIN_DATA / "ref.phy", alphabet="protein")
     tree = EdgeTree.from_dendropy(read_tree(PROTEIN_DATA / "tree.nwk"))
     tip_rows = match_tips(tree.tip_names, alignment, str(PROTEIN_DATA / "tree.nwk")).tip_rows
-    sequences = reference_sequences(reference_residues(tip_rows, PROTEIN), PROTEIN.n_states)
-    codes = sequences.codes  # ambiguity codes: index n_states, as `table` below
-    table = np.full(256, PROTEIN.n_states, np.uint8)
+    table = np.full(256, PROTEIN.n_states, np.uint8)  # anything but a residue: the matrix's extra index
     for k, letter in enumerate(PROTEIN.letters):
         table[ord(letter)] = k
+    held = [np.flatnonzero(row != ord("-")) for row in tip_rows]  # each row's columns, gaps removed
+    rows = [table[row[columns]] for row, columns in zip(tip_rows, held)]
+    sequences = reference_sequences(reference_residues(tip_rows, PROTEIN), PROTEIN.n_states)
+    np.testing.assert_array_equal(sequences.codes, np.concatenate(rows))  # what the run checked with
+    np.testing.assert_array_equal(sequences.columns, np.concatenate(held))
     names = [n.decode() if isinstance(n, bytes) else str(n) for n in on.names()]
     texts = {}
     for line in reads.read_text().split(">")[1:]:
@@ -276,13 +279,12 @@ def test_protein_runs_with_the_check_keep_scores_and_move_reads_onto_their_neare
     for q in np.flatnonzero(changed):
         read = table[np.frombuffer(texts[names[q]].encode(), np.uint8)]
         scored = []
-        for t in range(len(tip_rows)):
-            row = codes[sequences.offsets[t]:sequences.offsets[t + 1]]
+        for t, row in enumerate(rows):
             faced = np.empty(read.size, np.int64)
             scored.append((semi_global(read, row, MATRIX, faced), t, faced))
         best = max(score for score, _, _ in scored)
         _, tip, faced = next(item for item in scored if item[0] == best)
-        columns = sequences.columns[sequences.offsets[tip] + faced]
+        columns = held[tip][faced]
         expected = np.full(tip_rows.shape[1], ord("-"), np.uint8)
         expected[columns[faced >= 0]] = np.frombuffer(texts[names[q]].encode(), np.uint8)[faced >= 0]
         assert on.column("aligned")[q].tobytes() == expected.tobytes()
