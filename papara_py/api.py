@@ -86,13 +86,14 @@ class Run:
     @property
     def parameters(self) -> dict:
         """The scoring parameters the run used (mismatch, cgap, gap_open, gap_extend, insertion,
-        near_mismatch, column_weight, vote_window, nearest_bonus, band_margin, location_check, and
-        the preset they equal); runs written before near states were added have no near_mismatch,
-        which was then always the mismatch penalty, runs written before the column profile cost no
-        column_weight, which was then 0, runs written before the column votes (0.5.0) no
-        vote_window, runs written before the nearest bonus (0.6.0) no nearest_bonus, runs written
-        before the band margin (0.8.0) no band_margin, and runs written before the location check
-        (0.9.0) no location_check, all four then 0."""
+        near_mismatch, column_weight, vote_window, nearest_bonus, band_margin, location_check,
+        second_model, and the preset they equal); runs written before near states were added have no
+        near_mismatch, which was then always the mismatch penalty, runs written before the column
+        profile cost no column_weight, which was then 0, runs written before the column votes
+        (0.5.0) no vote_window, runs written before the nearest bonus (0.6.0) no nearest_bonus, runs
+        written before the band margin (0.8.0) no band_margin, runs written before the location
+        check (0.9.0) no location_check, and runs written before the second model (0.10.0) no
+        second_model, all five then 0."""
         return dict(self.record.get("parameters") or {})
 
     def close(self) -> None:

@@ -166,7 +166,7 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
         "scoring (penalties, minimised; a preset, then any single penalty given overrides it)")
     scoring.add_argument("--preset", choices=list(PRESETS), default=None,
                          help="; ".join(f"{name}: {'/'.join(f'{v:g}' for v in values)}" for name, values in PRESETS.items())
-                         + f" (mismatch/cgap/gap-open/gap-extend/insertion/near-mismatch/column-weight/vote-window/nearest-bonus/band-margin/location-check; "
+                         + f" (mismatch/cgap/gap-open/gap-extend/insertion/near-mismatch/column-weight/vote-window/nearest-bonus/band-margin/location-check/second-model; "
                          f"default: "
                          f"{DEFAULT_PRESET} "
                          "for DNA, protein for protein, both chosen by the accuracy studies in docs/ACCURACY.md; "
@@ -213,6 +213,11 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
                              "where it puts them, the read takes the mapping's columns (a read placed in the wrong "
                              "region altogether); reads already sharing half their residues with one sequence are "
                              "not checked", 10))
+    scoring.add_argument("--second-model", type=_column_weight, default=None, metavar="W", help=traceback_setting(
+        "protein: each read is also aligned under a second model, every penalty, the vote window and the nearest "
+        "bonus doubled and the column weight W, on its candidate edges ranked by that model, and keeps whichever "
+        "of its two alignments the reference alignment's column composition (rows weighted by their identity "
+        "with the read) scores higher", 11))
     engine = parser.add_argument_group("engine")
     engine.add_argument("-j", "--threads", type=_bounded_int(1, MAX_THREADS), default=None,
                         help="threads (default: the CPUs this process may use: its CPU affinity, e.g. "
@@ -319,7 +324,8 @@ def _penalty_choice(args: argparse.Namespace):
     it once the alphabet, whose default preset applies without --preset, is known."""
     from papara_py.pairwise.params import PENALTY_NAMES, PenaltyChoice
 
-    names = (*PENALTY_NAMES, "column_weight", "vote_window", "nearest_bonus", "band_margin", "location_check")
+    names = (*PENALTY_NAMES, "column_weight", "vote_window", "nearest_bonus", "band_margin", "location_check",
+             "second_model")
     given = tuple((name, getattr(args, name)) for name in names if getattr(args, name) is not None)
     return PenaltyChoice(args.preset, given)
 

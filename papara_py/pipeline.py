@@ -43,10 +43,12 @@ from papara_py.io.inputs import iter_read_chunks, match_tips, read_alignment, re
 from papara_py.io.read_stream import ReadStream, Stretch
 from papara_py.io.reads import STATUS_ALIGNED, STATUSES, ReadChunk, ReadSet
 from papara_py.io.run_writer import RunWriter
-from papara_py.pairwise.candidates import Candidates, load_merges
+from papara_py.pairwise.candidates import EMPTY_SCORE, Candidates, load_merges
+from papara_py.pairwise.choice import load_choice, second_preferred
 from papara_py.pairwise.location import load_location, relocate
 from papara_py.pairwise.nearest import bonus_reads, load_nearest
 from papara_py.pairwise.params import PenaltyChoice, ScoringParams
+from papara_py.pairwise.paths import residue_columns
 from papara_py.pairwise.reference_scorer import profile_near
 from papara_py.pairwise.strand import (
     ReferenceKmers,
@@ -60,6 +62,7 @@ from papara_py.pairwise.votes import load_votes, vote, vote_pairs
 from papara_py.phylo.column_terms import ColumnTerms
 from papara_py.phylo.encoding import IS_GAP, Alphabet
 from papara_py.phylo.profiles import ProfileBuilder
+from papara_py.phylo.residues import residue_index_table
 from papara_py.phylo.tree import EdgeTree
 from papara_py.run_log import Reporter, RunLog
 from papara_py.samples import Sample, SampleRun
@@ -248,15 +251,62 @@ class Traced(NamedTuple):
     voted: int             # reads whose columns the vote took from other edges than the best
     nearest: int           # reads traced back again with their nearest sequence's bonus
     relocated: int         # reads whose columns the location check took from their nearest sequence
+    second: int = 0        # reads whose columns the second model's alignment gave (the choice)
 
 
 def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candidates: Candidates,
                     builder: EdgeProfiles, params: ScoringParams, columns: ColumnTerms, threads: int,
                     tracer: Tracer | None = None) -> Traced:
+    """Align each read, in its chosen orientation (`reverse`), as `trace_model` does under the
+    run's model, and where `params.second_model` is on also under the second model
+    (ScoringParams.second) on its candidate edges re-ranked by that model; each read then keeps
+    the alignment the reference alignment's columns prefer (pairwise/choice.py). Scores, best
+    edges and the counts of votes, bonuses and moved reads stay the run's model's.
+    """
+    traced = trace_model(reads, indices, reverse, candidates, builder, params, columns, threads, tracer)
+    if not params.second_model or columns.second_costs is None or not len(indices):
+        return traced
+    second, second_columns = params.second(), columns.second()
+    ranked, ranking_on_gpu = _second_candidates(reads, indices, reverse, candidates, builder, second,
+                                                second_columns, threads, tracer)
+    other = trace_model(reads, indices, reverse, ranked, builder, second, second_columns, threads, tracer)
+    residues, offsets = reads.select_residues(indices, reverse)
+    take = second_preferred(columns.residues, residue_index_table(reads.alphabet)[residues], offsets,
+                            residue_columns(traced.starts, traced.cigars, offsets),
+                            residue_columns(other.starts, other.cigars, offsets), reads.alphabet, threads)
+    return traced._replace(
+        starts=np.where(take, other.starts, traced.starts).astype(np.int32),
+        cigars=[b if t else a for a, b, t in zip(traced.cigars, other.cigars, take.tolist())],
+        rows=np.where(take[:, None], other.rows, traced.rows),
+        on_gpu=traced.on_gpu or ranking_on_gpu or other.on_gpu,
+        alignments=traced.alignments + int((candidates.edge >= 0).sum()) + other.alignments,
+        second=int(take.sum()))
+
+
+def _second_candidates(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candidates: Candidates,
+                       builder: EdgeProfiles, second: ScoringParams, columns: ColumnTerms, threads: int,
+                       tracer: Tracer | None) -> tuple[Candidates, bool]:
+    """Each read's candidate edges scored under the second model as its engine would score them
+    (DESIGN 4's band: no band margin, bonus or votes; the traceback's score is the engine's) and
+    sorted again by (score, edge): the second model's candidate lists, and whether a GPU scored."""
+    ranking = replace(second, band_margin=0, nearest_bonus=0, vote_window=0)
+    pair_read, pair_slot = np.nonzero(candidates.edge >= 0)
+    scores, *_, on_gpu = trace_reads(reads, indices[pair_read], reverse[pair_read],
+                                     candidates.edge[pair_read, pair_slot], builder, ranking, columns, threads, tracer)
+    score = np.full(candidates.score.shape, EMPTY_SCORE, np.int32)
+    score[pair_read, pair_slot] = scores
+    order = np.lexsort((candidates.edge, score), axis=-1)
+    return Candidates(np.take_along_axis(score, order, 1), np.take_along_axis(candidates.edge, order, 1)), on_gpu
+
+
+def trace_model(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candidates: Candidates,
+                builder: EdgeProfiles, params: ScoringParams, columns: ColumnTerms, threads: int,
+                tracer: Tracer | None = None) -> Traced:
     """Align each read, in its chosen orientation (`reverse`), to its best edge, or by vote over its
     candidate edges within `params.vote_window` of the best (pairwise/votes.py), with the nearest
     reference sequence's bonus where `params.nearest_bonus` is on and the read's best-edge
-    alignment is near enough to one (pairwise/nearest.py); `columns`: the run's column terms
+    alignment is near enough to one (pairwise/nearest.py), then the location check where
+    `params.location_check` is on (pairwise/location.py); `columns`: the model's column terms
     (phylo/column_terms.py).
 
     Returns the batch's `Traced` results; CIGARs and rows describe the oriented read. Every traced
@@ -463,7 +513,8 @@ def _load_jit() -> None:
     the inputs are read, instead of on the thread that first needs them (a GPU feeder or the
     engine's master, with the GPU waiting): the candidate merges (pairwise/candidates.py), the
     read gather (io/reads.py), the column votes (pairwise/votes.py), the nearest-sequence search
-    (pairwise/nearest.py) and the location check (pairwise/location.py). A run that ends while
+    (pairwise/nearest.py), the location check (pairwise/location.py) and the choice between two
+    models' alignments (pairwise/choice.py). A run that ends while
     numba still compiles (a stop signal, an input error) tears the interpreter down under this
     daemon thread, and numba's registries fail half-way: nothing to report then, as the run has
     said why it ended (tests/test_interrupts.py)."""
@@ -473,6 +524,7 @@ def _load_jit() -> None:
         load_votes()
         load_nearest()
         load_location()
+        load_choice()
     except Exception:
         if sys.is_finalizing() or not threading.main_thread().is_alive():
             return
@@ -525,6 +577,8 @@ def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]
     strand = mode_for(config.strand, alignment.alphabet, config.alignment)
     # reads shorter than the alignment are scored: their scores must fit the 32-bit kernels
     params.check_fits_int32(alignment.rows.shape[1] - 1)
+    if params.second_model:  # its doubled penalties too
+        params.second().check_fits_int32(alignment.rows.shape[1] - 1, "--mismatch/--cgap (doubled by --second-model)")
     edge_tree = EdgeTree.from_dendropy(tree)
     match = match_tips(edge_tree.tip_names, alignment, config.tree)
     reads_file, reads = _open_reads(config, alignment, match.extra, digests["reads"])
@@ -538,7 +592,7 @@ def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]
         reporter.detail(f"--alphabet auto: {config.alignment} holds {alignment.alphabet.residue_kind} data; reads "
                         f"are taken as given (no reverse strand)")
     columns = ColumnTerms.of(match.tip_rows, alignment.alphabet, params.column_weight, params.nearest_bonus > 0,
-                             params.location_check > 0)
+                             params.location_check > 0, params.second_model)
     return Inputs(edge_tree, alignment, match, reads, reads_file, digests, params, strand, columns)
 
 
@@ -577,7 +631,8 @@ def resolve_params(params: ScoringParams | PenaltyChoice, alphabet: Alphabet) ->
     if alphabet.substitution_matrix is not None:
         return resolved
     needing = {"column_weight": "the column profile cost (weight {:g}) scores read residues",
-               "location_check": "the location check ({}%) aligns reads to the reference sequences"}
+               "location_check": "the location check ({}%) aligns reads to the reference sequences",
+               "second_model": "the second model (column weight {:g}) scores read residues"}
     on = [name for name in needing if getattr(resolved, name)]
     if not on:
         return resolved
@@ -820,6 +875,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[Sampl
                 sample.votes["voted"] += done.voted
                 sample.votes["nearest"] += done.nearest
                 sample.votes["relocated"] += done.relocated
+                sample.votes["second"] += done.second
             return sample, stretch, reverse, candidates, done.scores, done.starts, done.cigars, done.rows
 
         # batches arrive as they finish and go on to the traceback thread, then the writer thread
@@ -871,6 +927,9 @@ def _sample_tally(sample: SampleRun, stats: Engine | SearchStats, search: Guided
         reporter.detail(f"{sample.label}: location check {sample.inputs.params.location_check}%: "
                         f"{sample.votes['relocated']} of {sample.n_alignable} reads moved to their nearest reference "
                         f"sequence's columns")
+    if sample.inputs.params.second_model:
+        reporter.detail(f"{sample.label}: second model (column weight {sample.inputs.params.second_model:g}): "
+                        f"{sample.votes['second']} of {sample.n_alignable} reads took its alignment")
     reporter.detail(f"{sample.label}: --strand {sample.inputs.strand}: {sample.strand_counts['scored_both']} "
                     f"of {sample.n_alignable} reads scored in both orientations ({timings['strand']:.3f} s)")
     if search:

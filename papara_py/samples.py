@@ -110,7 +110,7 @@ class SampleRun:
         self.traced = {"gpu": 0, "cpu": 0}
         # alignments traced, reads their vote changed, reads traced again with their nearest sequence's
         # bonus, reads the location check moved
-        self.votes = {"alignments": 0, "voted": 0, "nearest": 0, "relocated": 0}
+        self.votes = {"alignments": 0, "voted": 0, "nearest": 0, "relocated": 0, "second": 0}
         self.scored = 0                           # batches back from the engine
         self.written = 0                          # stretches written
         self.entered = False                      # its first batch went to the engine

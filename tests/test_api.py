@@ -116,11 +116,11 @@ def test_options_are_the_clis(tmp_path):
     # as the CLI; near_mismatch stays at or below the mismatch given
     assert run.parameters == {"mismatch": 2, "cgap": 10, "gap_open": 2, "gap_extend": 4, "insertion": 12,
                               "near_mismatch": 2, "column_weight": 0.0, "vote_window": 0, "nearest_bonus": 0,
-                              "band_margin": 0, "location_check": 0, "preset": None}
+                              "band_margin": 0, "location_check": 0, "second_model": 0.0, "preset": None}
     paper = papara_py.align(TREE, REF, READS, output=tmp_path / "p.h5", preset="paper", **OPTIONS)
     assert paper.parameters == {"mismatch": 3, "cgap": 3, "gap_open": 3, "gap_extend": 1, "insertion": 3,
                                 "near_mismatch": 3, "column_weight": 0.0, "vote_window": 0, "nearest_bonus": 0,
-                                "band_margin": 0, "location_check": 0, "preset": "paper"}
+                                "band_margin": 0, "location_check": 0, "second_model": 0.0, "preset": "paper"}
     with pytest.raises(OptionError, match="--lanes"):
         papara_py.align(TREE, REF, READS, lanes=0)
     with pytest.raises(OptionError, match="unrecognized arguments: --colour"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -205,17 +206,19 @@ def test_dense_replicates_rebuild_the_study_sets_with_other_seeds(tmp_path):
 
 
 def test_a_study_point_names_every_scoring_field():
-    """A point of --points gives ScoringParams' fields in order, the band margin and the location
-    check included (the margin was once dropped silently); more values than fields is an error."""
+    """A point of --points gives ScoringParams' fields in order, the band margin, the location
+    check and the second model included (the margin was once dropped silently); more values than
+    fields is an error."""
     from papara_py.pairwise.params import PRESETS, ScoringParams
 
     study = load_script("accuracy_study")
-    point = study.parse_point("3,6,5,3,16,2,1.0,4,2,1,10")
+    point = study.parse_point("3,6,5,3,16,2,1.0,4,2,1,10,1.75")
     assert point == PRESETS["protein"] and ScoringParams(*point) == ScoringParams.preset("protein")
+    assert ScoringParams(*study.parse_point("3,6,5,3,16,2,1.0,4,2,1,10")).second_model == 0
     assert study.parse_point("3,6,5,3,16") == (3, 6, 5, 3, 16)
     assert ScoringParams(*study.parse_point("3,6,5,3,16,2,1.0,4,2,1")).location_check == 0
-    with pytest.raises(ValueError, match="at most 11"):
-        study.parse_point("3,6,5,3,16,2,1.0,4,2,1,10,0")
+    with pytest.raises(ValueError, match="at most 12"):
+        study.parse_point("3,6,5,3,16,2,1.0,4,2,1,10,1.75,0")
 
 
 def test_nearest_identity_is_the_median_closest_taxon_over_shared_columns():
@@ -296,3 +299,33 @@ def test_the_prototype_scorers_are_eq1_where_they_vary_nothing():
                 == expected[q, e]
             assert band.full_dp(read, profiles[e], near[e], PROTEIN.cgap_bit, PROTEIN.state_mask, p, 0, cheaper)[0] \
                 == varied[e]
+
+
+def test_the_choice_prefers_the_alignment_the_reference_columns_support():
+    """scripts/proto_choose.py: a read whose residues match the reference rows column for column
+    is kept in those columns over the same read shifted past a deletion, whichever run gave which;
+    where the runs agree the first is kept without scoring."""
+    choose = load_script("proto_choose")
+    rows = np.array([list(row.encode()) for row in
+                     ("MKVLAGHWEPRT", "MKVLSGHWEPRT", "MRVLAGHFEPKT", "MKILAGHWDPRT")], np.uint8)
+    read = "KVLAGHWE"
+    true = list(range(1, 9))
+    shifted = [1, 2, 3, 5, 6, 7, 8, 9]  # a deletion after the third residue, the rest one column right
+    assert choose.choose(rows, read, [true, shifted], 10.0) == 0
+    assert choose.choose(rows, read, [shifted, true], 10.0) == 1
+    assert choose.choose(rows, read, [shifted, shifted], 10.0) == 0
+    weights = choose.row_weights(rows, read, true, 10.0)
+    assert weights.sum() == pytest.approx(len(rows)) and weights[0] == weights.max()  # row 0 is identical
+    assert choose.profile_score(rows, weights, read, true) > choose.profile_score(rows, weights, read, shifted)
+
+
+def test_the_choice_between_identical_runs_is_the_run(capsys):
+    """scripts/proto_choose.py end to end on the bundled protein example: two runs with the same
+    penalties place every read alike, so the choice and the oracle are that run's accuracy."""
+    choose = load_script("proto_choose")
+    preset = "3,6,5,3,16,2,1.0,4,2,1,10"
+    choose.main([str(ROOT / "data" / "protein"), "--penalties", preset, "--penalties", preset])
+    line = json.loads(capsys.readouterr().out)
+    assert line["reads_differing"] == 0
+    assert line["runs"][0] == line["runs"][1] == line["chosen"] == line["oracle"]
+    assert 0.9 < line["chosen"] <= 1

@@ -15,7 +15,7 @@ def _params(argv, default_preset=DEFAULT_PRESET):
 
 def test_default_is_the_weighted_preset_of_the_accuracy_study():
     assert DEFAULT_PRESET == "weighted"
-    assert PRESETS["weighted"] == (5, 10, 4, 4, 12, 2, 0.0, 0, 0, 0, 0)
+    assert PRESETS["weighted"] == (5, 10, 4, 4, 12, 2, 0.0, 0, 0, 0, 0, 0.0)
     assert ScoringParams() == ScoringParams(5, 10, 4, 4, 12, near_mismatch=2) == _params([])
     assert ScoringParams().preset_name() == "weighted" and ScoringParams().weighted
 
@@ -70,26 +70,30 @@ def test_protein_data_default_to_the_protein_preset_unless_a_preset_is_given():
     cost 3, plus the column profile cost at weight 1, and columns voted over the edges within 4
     of the best ("Votes over near-best edges"), traced again with a bonus of 2 towards the nearest
     reference sequence ("The nearest reference sequence"), reads placed elsewhere altogether
-    moved onto their nearest sequence's columns ("The location check"); a single penalty, weight,
-    window, bonus, margin or check given replaces the preset's, and a DNA preset has none of them."""
+    moved onto their nearest sequence's columns ("The location check"), and each read's alignment
+    chosen between it and a second model's, every penalty doubled at column weight 1.75 ("A second
+    model and the choice between them"); a single penalty, weight, window, bonus, margin, check or
+    second model given replaces the preset's, and a DNA preset has none of them."""
     from papara_py.phylo.encoding import PROTEIN
 
-    assert PROTEIN.default_preset == "protein" and PRESETS["protein"] == (3, 6, 5, 3, 16, 2, 1.0, 4, 2, 1, 10)
-    assert _params([], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 1.0, 4, 2, 1, 10)
-    assert _params(["--insertion", "4"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 4, 2, 1.0, 4, 2, 1, 10)
-    assert _params(["--mismatch", "2"], PROTEIN.default_preset) == ScoringParams(2, 6, 5, 3, 16, 2, 1.0, 4, 2, 1, 10)
-    assert _params(["--column-weight", "0.5"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 0.5, 4, 2, 1, 10)
+    assert PROTEIN.default_preset == "protein" and PRESETS["protein"] == (3, 6, 5, 3, 16, 2, 1.0, 4, 2, 1, 10, 1.75)
+    assert _params([], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 1.0, 4, 2, 1, 10, 1.75)
+    assert _params(["--insertion", "4"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 4, 2, 1.0, 4, 2, 1, 10, 1.75)
+    assert _params(["--mismatch", "2"], PROTEIN.default_preset) == ScoringParams(2, 6, 5, 3, 16, 2, 1.0, 4, 2, 1, 10, 1.75)
+    assert _params(["--column-weight", "0.5"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 0.5, 4, 2, 1, 10, 1.75)
     assert _params(["--column-weight", "0"], PROTEIN.default_preset).column_weight == 0
-    assert _params(["--vote-window", "0"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 1.0, 0, 2, 1, 10)
+    assert _params(["--vote-window", "0"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 1.0, 0, 2, 1, 10, 1.75)
     assert _params(["--vote-window", "0"], PROTEIN.default_preset).preset_name() is None
     assert _params(["--vote-window", "2"]).vote_window == 2 and ScoringParams().vote_window == 0
-    assert _params(["--nearest-bonus", "0"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 1.0, 4, 0, 1, 10)
+    assert _params(["--nearest-bonus", "0"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 1.0, 4, 0, 1, 10, 1.75)
     assert _params(["--nearest-bonus", "3"]).nearest_bonus == 3 and ScoringParams().nearest_bonus == 0
-    assert _params(["--band-margin", "0"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 1.0, 4, 2, 0, 10)
+    assert _params(["--band-margin", "0"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 1.0, 4, 2, 0, 10, 1.75)
     assert _params(["--band-margin", "2"]).band_margin == 2 and ScoringParams().band_margin == 0
     assert ScoringParams.preset("protein").excursion_cost == 16 + 5 + 3
-    assert _params(["--location-check", "0"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 1.0, 4, 2, 1, 0)
+    assert _params(["--location-check", "0"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 1.0, 4, 2, 1, 0, 1.75)
     assert _params(["--location-check", "25"]).location_check == 25 and ScoringParams().location_check == 0
+    assert _params(["--second-model", "0"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 1.0, 4, 2, 1, 10)
+    assert _params(["--second-model", "1.5"]).second_model == 1.5 and ScoringParams().second_model == 0
     assert _params(["--preset", "robust"], PROTEIN.default_preset) == ScoringParams(3, 6, 2, 2, 7)
     assert _params([], PROTEIN.default_preset).weighted is True
     assert _params([], PROTEIN.default_preset).preset_name() == "protein"
@@ -107,6 +111,9 @@ def test_protein_data_default_to_the_protein_preset_unless_a_preset_is_given():
     for text in ("-1", "2.5", "101"):
         with pytest.raises(SystemExit):
             _params(["--location-check", text], PROTEIN.default_preset)
+    for text in ("-1", "10.5", "nan"):
+        with pytest.raises(SystemExit):
+            _params(["--second-model", text], PROTEIN.default_preset)
     for window in (-1, 1.5, True, 1001):
         with pytest.raises(ValueError, match="vote_window"):
             ScoringParams(vote_window=window)

@@ -48,7 +48,8 @@ def test_the_run_records_the_alphabet_the_protein_preset_and_forward_reads(prote
         assert run.alphabet is PROTEIN and run.record["alphabet"] == "protein"
         assert run.record["near_states"] == ("similarity: 46 substitution pairs; column family residues: at least "
                                              "10% of the column")
-        names = (*PENALTY_NAMES, "column_weight", "vote_window", "nearest_bonus", "band_margin", "location_check")
+        names = (*PENALTY_NAMES, "column_weight", "vote_window", "nearest_bonus", "band_margin", "location_check",
+                 "second_model")
         assert run.record["parameters"] == dict(zip(names, PRESETS["protein"])) | {"preset": "protein"}
         assert run.record["strand"] == "forward" and set(run.column("strand")) == {"+"}
         assert (run.column("status") == "aligned").all() and run.n_reads == 120

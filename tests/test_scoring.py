@@ -263,13 +263,18 @@ def test_column_costs_are_off_at_weight_0_and_for_dna():
         resolve_params(ScoringParams(column_weight=1.0), DNA)
     with pytest.raises(InputError, match="--column-weight.*protein data"):
         resolve_params(PenaltyChoice("robust", (("column_weight", 0.5),)), DNA)
-    with pytest.raises(InputError, match="--preset protein.*give --column-weight 0 and --location-check 0 with it"):
+    with pytest.raises(InputError, match="--preset protein.*give --column-weight 0 and --location-check 0 and "
+                                         "--second-model 0 with it"):
         resolve_params(PenaltyChoice("protein"), DNA)
-    with pytest.raises(InputError, match="--preset protein: the location check .10%.*give --location-check 0 with"):
+    with pytest.raises(InputError, match="--preset protein: the location check .10%.*give --location-check 0 and "
+                                         "--second-model 0 with"):
         resolve_params(PenaltyChoice("protein", (("column_weight", 0.0),)), DNA)
+    with pytest.raises(InputError, match="--second-model: the second model .column weight 1.5.*leave --second-model "
+                                         "out"):
+        resolve_params(PenaltyChoice("robust", (("second_model", 1.5),)), DNA)
     with pytest.raises(InputError, match="--location-check: the location check .5%.*leave --location-check out"):
         resolve_params(PenaltyChoice("robust", (("location_check", 5),)), DNA)
-    without = (("column_weight", 0.0), ("location_check", 0))
+    without = (("column_weight", 0.0), ("location_check", 0), ("second_model", 0.0))
     assert resolve_params(PenaltyChoice("protein", without), DNA).column_weight == 0
     with pytest.raises(ValueError, match="column_weight must be a number from 0 to 10"):
         ScoringParams(column_weight=11)

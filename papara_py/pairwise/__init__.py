@@ -1,7 +1,7 @@
 """Pairwise alignment of one read to one edge profile: the model (Eq. 1 of DESIGN 4) and what surrounds it.
 
 - `params`: `ScoringParams`, the penalties (and the traceback's settings: vote window, nearest bonus, band margin,
-  location check), the presets, and what integer width they fit.
+  location check, second model), the presets, and what integer width they fit.
 - `reference_scorer`: the plain, slow scorer every fast path is checked against bit for bit.
 - `candidates`: `Candidates`, each read's K best (score, edge) pairs, merged deterministically.
 - `traceback`: the alignment path of a read on an edge (DESIGN 5's walk back).
@@ -11,6 +11,8 @@
   favours (DESIGN 5).
 - `location`: the location check: a read placed in the wrong region altogether takes its mapping onto the
   best-scoring reference sequence (DESIGN 5).
+- `choice`: the choice between a read's alignments under the run's model and the second model, by the
+  reference alignment's column composition (DESIGN 5).
 - `strand`: the read orientation of `--strand auto|both|forward`.
 
 Layer: imports `papara_py.errors`, `papara_py.phylo` and `papara_py.io`.

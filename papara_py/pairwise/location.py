@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from papara_py.pairwise.nearest import nearest_rows
-from papara_py.pairwise.paths import cigar_string, path_ops, place_ops, read_columns
+from papara_py.pairwise.paths import cigar_string, path_ops, place_ops, residue_columns
 from papara_py.phylo.column_costs import substitution_scores
 from papara_py.phylo.encoding import Alphabet
 from papara_py.phylo.residues import (
@@ -250,14 +250,6 @@ def _places(columns):
     return False
 
 
-@njit(cache=True, nogil=True)
-def _columns_of(cigar, cigar_ends, starts, offsets, out):
-    """Each read's columns from its CIGAR (`read_columns`) into out[offsets[q]:offsets[q + 1]]."""
-    for q in range(starts.shape[0]):
-        lo = cigar_ends[q - 1] if q > 0 else 0
-        read_columns(cigar, lo, cigar_ends[q], starts[q], out[offsets[q]:offsets[q + 1]])
-
-
 def relocate(starts: np.ndarray, cigars: list[str], rows: np.ndarray, residues: np.ndarray, offsets: np.ndarray,
              alphabet: Alphabet, reference: np.ndarray, sequences: ReferenceSequences, agree: int,
              threads: int = 1, gap: int = ord("-"),
@@ -279,10 +271,7 @@ def relocate(starts: np.ndarray, cigars: list[str], rows: np.ndarray, residues: 
     table = residue_index_table(alphabet)
     codes = np.where(table == NO_RESIDUE, alphabet.n_states, table).astype(np.uint8)[residues]
     offsets = np.asarray(offsets, np.int64)
-    ours = np.empty(int(offsets[-1]), np.int64)
-    cigar_ends = np.cumsum([len(c) for c in cigars], dtype=np.int64)
-    _columns_of(np.frombuffer("".join(cigars).encode(), np.uint8), cigar_ends, np.asarray(starts, np.int64),
-                offsets, ours)
+    ours = residue_columns(starts, cigars, offsets)
     nearest, identities, placed = nearest_rows(rows, table, reference, gap)
     share, whole = CHECKED_BELOW
     which = np.flatnonzero((nearest[:, 0] < 0) | (whole * identities[:, 0] < share * placed))
@@ -323,4 +312,4 @@ def load_location() -> None:
                np.zeros((1, 1), np.int32), np.zeros((0, 0), np.int32))
     check_reads(np.zeros(0, np.uint8), one, none, none, np.zeros((0, 0), np.int32), np.zeros(0, np.uint8), one,
                 np.zeros(0, np.int32), np.zeros((1, 1), np.int32), 10, np.ones(2, np.int64), none)
-    _columns_of(np.zeros(0, np.uint8), none, none, one, none)
+    residue_columns(np.zeros(0, np.int32), [], np.zeros(1, np.int64))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -20,11 +20,12 @@ INT32_LIMIT = 1 << 30
 
 
 #: Named penalty sets (mismatch, cgap, gap_open, gap_extend, insertion, near_mismatch,
-#: column_weight, vote_window, nearest_bonus, band_margin, location_check); `--preset NAME`. column_weight 0: no
+#: column_weight, vote_window, nearest_bonus, band_margin, location_check, second_model); `--preset NAME`.
+#: column_weight 0: no
 #: column profile cost (DESIGN 4); vote_window 0: each read takes its best edge's alignment (DESIGN
 #: 5); nearest_bonus 0: no second traceback towards the read's nearest reference sequence (DESIGN
 #: 5); band_margin 0: the traceback keeps to DESIGN 4's band (DESIGN 5); location_check 0: no
-#: location check after the traceback (DESIGN 5).
+#: location check after the traceback (DESIGN 5); second_model 0: no second model (DESIGN 5).
 #: paper: the 2012 paper's values. robust: chosen by the leave-taxa-out study in docs/ACCURACY.md
 #: for Eq. 1 (maximises the worst of seven data sets; at least as accurate as paper on every one).
 #: protein: the default for amino-acid data (phylo/encoding.py PROTEIN): a read residue that
@@ -38,17 +39,18 @@ INT32_LIMIT = 1 << 30
 #: the study "Votes over near-best edges in the model" in docs/ACCURACY.md, its nearest bonus 2
 #: (pairwise/nearest.py) by the study "The nearest reference sequence in the model" there, its band
 #: margin 1 by "The traceback's band margin" there, its location check 10 by "The location check"
-#: there (the DNA presets keep 0 for all four; DNA has no substitution matrix for the check).
+#: there, its second model 1.75 by "A second model and the choice between them" there (the DNA
+#: presets keep 0 for all five; DNA has no substitution matrix for the check or the column costs).
 #: weighted: the default for DNA since near states exist: a read residue one parsimony step away
 #: from the edge's set (its near states, DESIGN.md 3-4) costs near_mismatch instead of mismatch;
 #: chosen by the leave-taxa-out study in docs/ACCURACY.md ("Near states"): at least MAFFT
 #: --addfragments and the paper preset on all seven study sets. robust was the Eq. 1 default
 #: before it. robust and paper have near_mismatch = mismatch, i.e. Eq. 1 of the paper.
-PRESETS: dict[str, tuple[int, int, int, int, int, int, float, int, int, int, int]] = {
-    "weighted": (5, 10, 4, 4, 12, 2, 0.0, 0, 0, 0, 0),
-    "robust": (3, 6, 2, 2, 7, 3, 0.0, 0, 0, 0, 0),
-    "paper": (3, 3, 3, 1, 3, 3, 0.0, 0, 0, 0, 0),
-    "protein": (3, 6, 5, 3, 16, 2, 1.0, 4, 2, 1, 10),
+PRESETS: dict[str, tuple[int, int, int, int, int, int, float, int, int, int, int, float]] = {
+    "weighted": (5, 10, 4, 4, 12, 2, 0.0, 0, 0, 0, 0, 0.0),
+    "robust": (3, 6, 2, 2, 7, 3, 0.0, 0, 0, 0, 0, 0.0),
+    "paper": (3, 3, 3, 1, 3, 3, 0.0, 0, 0, 0, 0, 0.0),
+    "protein": (3, 6, 5, 3, 16, 2, 1.0, 4, 2, 1, 10, 1.75),
 }
 DEFAULT_PRESET = "weighted"
 PENALTY_NAMES = ("mismatch", "cgap", "gap_open", "gap_extend", "insertion", "near_mismatch")
@@ -92,6 +94,12 @@ class ScoringParams:
     #: the mapping's (pairwise/location.py; DESIGN 5); 0: off. A traceback setting, as vote_window;
     #: it needs the alphabet's substitution matrix (protein).
     location_check: int = 0
+    #: The column weight of a second model (`second`: every penalty, vote window and nearest bonus
+    #: doubled, this column weight): each read is also aligned under it, on its candidate edges
+    #: re-ranked by it, and keeps whichever of the two alignments the reference alignment's column
+    #: composition prefers (pairwise/choice.py; DESIGN 5); 0: off. A traceback setting, as
+    #: vote_window; it needs the alphabet's substitution matrix (protein).
+    second_model: float = 0.0
 
     @classmethod
     def preset(cls, name: str) -> "ScoringParams":
@@ -136,6 +144,11 @@ class ScoringParams:
         if not isinstance(agree, (int, np.integer)) or isinstance(agree, bool) or not 0 <= agree <= 100:
             raise ValueError(f"location_check must be a percentage from 0 to 100, got {agree!r}")
         object.__setattr__(self, "location_check", int(agree))
+        second = self.second_model
+        if not isinstance(second, (int, float, np.integer, np.floating)) or isinstance(second, bool) \
+                or not 0 <= second <= MAX_COLUMN_WEIGHT:
+            raise ValueError(f"second_model must be a column weight from 0 to {MAX_COLUMN_WEIGHT:g}, got {second!r}")
+        object.__setattr__(self, "second_model", float(second))
 
     @property
     def weighted(self) -> bool:
@@ -149,9 +162,18 @@ class ScoringParams:
 
     def setting(self) -> tuple:
         """The six penalties, the column weight, the vote window, the nearest bonus, the band
-        margin and the location check: what a preset names (PRESETS)."""
+        margin, the location check and the second model: what a preset names (PRESETS)."""
         return (*self.values(), self.column_weight, self.vote_window, self.nearest_bonus, self.band_margin,
-                self.location_check)
+                self.location_check, self.second_model)
+
+    def second(self) -> ScoringParams:
+        """The second model (`second_model`): these penalties, vote window and nearest bonus
+        doubled, so the column profile cost is rounded twice as finely, at column weight
+        `second_model` (window and bonus at most MAX_PENALTY); the band margin and location check as
+        here, no second model of its own."""
+        return replace(self, **{name: 2 * value for name, value in zip(PENALTY_NAMES, self.values())},
+                       column_weight=self.second_model, vote_window=min(2 * self.vote_window, MAX_PENALTY),
+                       nearest_bonus=min(2 * self.nearest_bonus, MAX_PENALTY), second_model=0.0)
 
     @property
     def excursion_cost(self) -> int:

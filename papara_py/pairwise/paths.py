@@ -92,6 +92,23 @@ def read_columns(cigar, lo, hi, start, out):
 
 
 @njit(cache=True, nogil=True)
+def _columns_of(cigar, cigar_ends, starts, offsets, out):
+    """Each read's columns from its CIGAR (`read_columns`) into out[offsets[q]:offsets[q + 1]]."""
+    for q in range(starts.shape[0]):
+        lo = cigar_ends[q - 1] if q > 0 else 0
+        read_columns(cigar, lo, cigar_ends[q], starts[q], out[offsets[q]:offsets[q + 1]])
+
+
+def residue_columns(starts: np.ndarray, cigars: list[str], offsets: np.ndarray) -> np.ndarray:
+    """int64 [offsets[-1]]: each residue's column (-1: inserted) in the alignments (start column,
+    CIGAR) of the reads whose residues `offsets` cuts out, read q's at offsets[q]:offsets[q + 1]."""
+    out = np.empty(int(offsets[-1]), np.int64)
+    _columns_of(np.frombuffer("".join(cigars).encode(), np.uint8), np.cumsum([len(c) for c in cigars], dtype=np.int64),
+                np.asarray(starts, np.int64), np.asarray(offsets, np.int64), out)
+    return out
+
+
+@njit(cache=True, nogil=True)
 def path_ops(columns, ops):
     """The ops of a column assignment (at least one residue placed) into ops; returns (start
     column, op count). Inserted residues between two placed ones come before the skipped columns."""
