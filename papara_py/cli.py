@@ -191,7 +191,7 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
         """Help of a traceback setting (DESIGN.md 5): what it does, then what it leaves alone and
         the presets' values (`index` into PRESETS' tuples)."""
         return (f"{what} (DESIGN.md 5; the score, best edge and candidates are unchanged); 0: off (default: the "
-                f"preset's; {PRESETS[DEFAULT_PRESET][index]} in {DEFAULT_PRESET}, {PRESETS['protein'][index]} in "
+                f"preset's; {PRESETS[DEFAULT_PRESET][index]:g} in {DEFAULT_PRESET}, {PRESETS['protein'][index]:g} in "
                 "protein)")
 
     scoring.add_argument("--vote-window", type=_penalty, default=None, metavar="D", help=traceback_setting(
