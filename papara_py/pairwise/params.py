@@ -20,12 +20,12 @@ INT32_LIMIT = 1 << 30
 
 
 #: Named penalty sets (mismatch, cgap, gap_open, gap_extend, insertion, near_mismatch,
-#: column_weight, vote_window, nearest_bonus, band_margin, location_check, second_model); `--preset NAME`.
-#: column_weight 0: no
-#: column profile cost (DESIGN 4); vote_window 0: each read takes its best edge's alignment (DESIGN
-#: 5); nearest_bonus 0: no second traceback towards the read's nearest reference sequence (DESIGN
-#: 5); band_margin 0: the traceback keeps to DESIGN 4's band (DESIGN 5); location_check 0: no
-#: location check after the traceback (DESIGN 5); second_model 0: no second model (DESIGN 5).
+#: column_weight, vote_window, nearest_bonus, band_margin, location_check, second_model); `--preset
+#: NAME`. column_weight 0: no column profile cost (DESIGN 4); vote_window 0: each read takes its best
+#: edge's alignment (DESIGN 5); nearest_bonus 0: no second traceback towards the read's nearest
+#: reference sequence (DESIGN 5); band_margin 0: the traceback keeps to DESIGN 4's band (DESIGN 5);
+#: location_check 0: no location check after the traceback (DESIGN 5); second_model 0: no second
+#: model (DESIGN 5).
 #: paper: the 2012 paper's values. robust: chosen by the leave-taxa-out study in docs/ACCURACY.md
 #: for Eq. 1 (maximises the worst of seven data sets; at least as accurate as paper on every one).
 #: protein: the default for amino-acid data (phylo/encoding.py PROTEIN): a read residue that
