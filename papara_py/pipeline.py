@@ -48,7 +48,8 @@ from papara_py.pairwise.choice import load_choice, second_preferred
 from papara_py.pairwise.location import load_location, relocate
 from papara_py.pairwise.nearest import bonus_reads, load_nearest
 from papara_py.pairwise.params import PenaltyChoice, ScoringParams
-from papara_py.pairwise.paths import residue_columns
+from papara_py.pairwise.paths import replace_paths, residue_columns
+from papara_py.pairwise.profile_alignment import load_profile_alignment, profile_preferred
 from papara_py.pairwise.reference_scorer import profile_near
 from papara_py.pairwise.strand import (
     ReferenceKmers,
@@ -59,6 +60,7 @@ from papara_py.pairwise.strand import (
 )
 from papara_py.pairwise.traceback import align_many
 from papara_py.pairwise.votes import load_votes, vote, vote_pairs
+from papara_py.phylo.column_costs import kernel_costs
 from papara_py.phylo.column_terms import ColumnTerms
 from papara_py.phylo.encoding import IS_GAP, Alphabet
 from papara_py.phylo.profiles import ProfileBuilder
@@ -252,6 +254,7 @@ class Traced(NamedTuple):
     nearest: int           # reads traced back again with their nearest sequence's bonus
     relocated: int         # reads whose columns the location check took from their nearest sequence
     second: int = 0        # reads whose columns the second model's alignment gave (the choice)
+    profile: int = 0       # reads whose columns the reference profile's own alignment gave (the choice)
 
 
 def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candidates: Candidates,
@@ -263,24 +266,36 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, ca
     the alignment the reference alignment's columns prefer (pairwise/choice.py). Scores, best
     edges and the counts of votes, bonuses and moved reads stay the run's model's.
     """
-    traced = trace_model(reads, indices, reverse, candidates, builder, params, columns, threads, tracer)
     if not params.second_model or columns.second_costs is None or not len(indices):
-        return traced
+        return trace_model(reads, indices, reverse, candidates, builder, params, columns, threads, tracer)
+    selected = reads.select_residues(indices, reverse)  # the batch's residues, for both models and the choice
+    traced = trace_model(reads, indices, reverse, candidates, builder, params, columns, threads, tracer, selected)
     second, second_columns = params.second(), columns.second()
     ranked, ranking_on_gpu = _second_candidates(reads, indices, reverse, candidates, builder, second,
                                                 second_columns, threads, tracer)
-    other = trace_model(reads, indices, reverse, ranked, builder, second, second_columns, threads, tracer)
-    residues, offsets = reads.select_residues(indices, reverse)
-    take = second_preferred(columns.residues, residue_index_table(reads.alphabet)[residues], offsets,
-                            residue_columns(traced.starts, traced.cigars, offsets),
-                            residue_columns(other.starts, other.cigars, offsets), reads.alphabet, threads)
+    other = trace_model(reads, indices, reverse, ranked, builder, second, second_columns, threads, tracer, selected)
+    residues, offsets = selected
+    indices_of = residue_index_table(reads.alphabet)[residues]
+    first_columns = residue_columns(traced.starts, traced.cigars, offsets)
+    second_columns = residue_columns(other.starts, other.cigars, offsets)
+    take = second_preferred(columns.residues, indices_of, offsets, first_columns, second_columns, traced.rows,
+                            reads.alphabet, threads)
+    starts = np.where(take, other.starts, traced.starts).astype(np.int32)
+    cigars = [b if t else a for a, b, t in zip(traced.cigars, other.cigars, take.tolist())]
+    rows = np.where(take[:, None], other.rows, traced.rows)
+    chosen = np.where(np.repeat(take, np.diff(offsets)), second_columns, first_columns)
+    best_edges, edge_slot = np.unique(candidates.edge[:, 0], return_inverse=True)
+    profiles = builder.profiles(best_edges)
+    profiled, profile_columns = profile_preferred(
+        columns.residues, indices_of, reads.alphabet.read_code[residues], offsets, chosen, rows, reads.alphabet,
+        profiles, profile_near(profiles, columns.family), edge_slot, params, kernel_costs(columns.costs),
+        candidates.score[:, 0], threads)
+    starts, cigars, rows = replace_paths(starts, cigars, rows, residues, offsets, np.flatnonzero(profiled),
+                                         profile_columns)
     return traced._replace(
-        starts=np.where(take, other.starts, traced.starts).astype(np.int32),
-        cigars=[b if t else a for a, b, t in zip(traced.cigars, other.cigars, take.tolist())],
-        rows=np.where(take[:, None], other.rows, traced.rows),
-        on_gpu=traced.on_gpu or ranking_on_gpu or other.on_gpu,
+        starts=starts, cigars=cigars, rows=rows, on_gpu=traced.on_gpu or ranking_on_gpu or other.on_gpu,
         alignments=traced.alignments + int((candidates.edge >= 0).sum()) + other.alignments,
-        second=int(take.sum()))
+        second=int((take & ~profiled).sum()), profile=int(profiled.sum()))
 
 
 def _second_candidates(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candidates: Candidates,
@@ -301,13 +316,14 @@ def _second_candidates(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray,
 
 def trace_model(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candidates: Candidates,
                 builder: EdgeProfiles, params: ScoringParams, columns: ColumnTerms, threads: int,
-                tracer: Tracer | None = None) -> Traced:
+                tracer: Tracer | None = None, selected: tuple[np.ndarray, np.ndarray] | None = None) -> Traced:
     """Align each read, in its chosen orientation (`reverse`), to its best edge, or by vote over its
     candidate edges within `params.vote_window` of the best (pairwise/votes.py), with the nearest
     reference sequence's bonus where `params.nearest_bonus` is on and the read's best-edge
     alignment is near enough to one (pairwise/nearest.py), then the location check where
     `params.location_check` is on (pairwise/location.py); `columns`: the model's column terms
-    (phylo/column_terms.py).
+    (phylo/column_terms.py); `selected`: the batch's residues and offsets
+    (`reads.select_residues(indices, reverse)`) where the caller has them already.
 
     Returns the batch's `Traced` results; CIGARs and rows describe the oriented read. Every traced
     alignment's score must equal its candidate's (the engine's), and a bonused one's may only be
@@ -334,7 +350,7 @@ def trace_model(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candid
         alignments, nearest = pair_read.size, 0
     voted = relocated = 0
     if len(pair_read) != len(indices) or params.location_check:
-        residues, offsets = reads.select_residues(indices, reverse)
+        residues, offsets = selected if selected is not None else reads.select_residues(indices, reverse)
     if len(pair_read) != len(indices):  # a read has a second edge to vote
         starts, cigars, rows, changed = vote(group_ends, starts, cigars, rows, residues, offsets)
         scores, voted = scores[firsts], int(changed.sum())
@@ -514,7 +530,7 @@ def _load_jit() -> None:
     engine's master, with the GPU waiting): the candidate merges (pairwise/candidates.py), the
     read gather (io/reads.py), the column votes (pairwise/votes.py), the nearest-sequence search
     (pairwise/nearest.py), the location check (pairwise/location.py) and the choice between two
-    models' alignments (pairwise/choice.py). A run that ends while
+    models' alignments and the reference profile's (pairwise/choice.py, pairwise/profile_alignment.py). A run that ends while
     numba still compiles (a stop signal, an input error) tears the interpreter down under this
     daemon thread, and numba's registries fail half-way: nothing to report then, as the run has
     said why it ended (tests/test_interrupts.py)."""
@@ -525,6 +541,7 @@ def _load_jit() -> None:
         load_nearest()
         load_location()
         load_choice()
+        load_profile_alignment()
     except Exception:
         if sys.is_finalizing() or not threading.main_thread().is_alive():
             return
@@ -876,6 +893,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[Sampl
                 sample.votes["nearest"] += done.nearest
                 sample.votes["relocated"] += done.relocated
                 sample.votes["second"] += done.second
+                sample.votes["profile"] += done.profile
             return sample, stretch, reverse, candidates, done.scores, done.starts, done.cigars, done.rows
 
         # batches arrive as they finish and go on to the traceback thread, then the writer thread
@@ -929,7 +947,8 @@ def _sample_tally(sample: SampleRun, stats: Engine | SearchStats, search: Guided
                         f"sequence's columns")
     if sample.inputs.params.second_model:
         reporter.detail(f"{sample.label}: second model (column weight {sample.inputs.params.second_model:g}): "
-                        f"{sample.votes['second']} of {sample.n_alignable} reads took its alignment")
+                        f"{sample.votes['second']} of {sample.n_alignable} reads took its alignment, "
+                        f"{sample.votes['profile']} the reference profile's own")
     reporter.detail(f"{sample.label}: --strand {sample.inputs.strand}: {sample.strand_counts['scored_both']} "
                     f"of {sample.n_alignable} reads scored in both orientations ({timings['strand']:.3f} s)")
     if search:

@@ -109,8 +109,9 @@ class SampleRun:
         self.strand_counts = {"+": 0, "-": 0, "scored_both": 0}
         self.traced = {"gpu": 0, "cpu": 0}
         # alignments traced, reads their vote changed, reads traced again with their nearest sequence's
-        # bonus, reads the location check moved
-        self.votes = {"alignments": 0, "voted": 0, "nearest": 0, "relocated": 0, "second": 0}
+        # bonus, reads the location check moved, reads that took the second model's alignment or the
+        # reference profile's own (the choice)
+        self.votes = {"alignments": 0, "voted": 0, "nearest": 0, "relocated": 0, "second": 0, "profile": 0}
         self.scored = 0                           # batches back from the engine
         self.written = 0                          # stretches written
         self.entered = False                      # its first batch went to the engine

@@ -329,3 +329,15 @@ def test_the_choice_between_identical_runs_is_the_run(capsys):
     assert line["reads_differing"] == 0
     assert line["runs"][0] == line["runs"][1] == line["chosen"] == line["oracle"]
     assert 0.9 < line["chosen"] <= 1
+
+
+def test_the_profile_alignment_study_runs_on_the_protein_example(capsys):
+    """scripts/proto_profile_dp.py end to end on the bundled protein example: the oracle is at
+    least either alignment; a gate no alignment passes (none costs less than the best edge's
+    score) gives the choice's accuracy, and one every alignment passes the profile's."""
+    dp = load_script("proto_profile_dp")
+    dp.main([str(ROOT / "data" / "protein"), "--gates=-1/0,1e13/-1e13"])
+    line = json.loads(capsys.readouterr().out)
+    assert line["oracle"] >= max(line["choice"], line["profile"])
+    assert line["gate -1/0"] == line["choice"] and line["gate 1e+13/-1e+13"] == line["profile"]
+    assert line["profile"] != line["choice"] and 0.9 < line["profile"] <= 1

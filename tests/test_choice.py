@@ -31,6 +31,7 @@ from papara_py.pairwise.choice import (
 )
 from papara_py.pairwise.params import PRESETS, ScoringParams
 from papara_py.pairwise.paths import residue_columns
+from papara_py.pairwise.profile_alignment import SCORE_MARGIN
 from papara_py.phylo.encoding import PROTEIN
 from papara_py.phylo.residues import GAP_RESIDUE, NO_RESIDUE, reference_residues, residue_index_table
 from papara_py.phylo.tree import EdgeTree
@@ -70,6 +71,15 @@ def plain_score(reference: np.ndarray, read: list[int], columns: list[int], firs
     return score
 
 
+def rows_of(read: list[int], columns: list[int], m: int) -> np.ndarray:
+    """uint8 [1, m]: the read (residue indices, NO_RESIDUE as X) placed in `columns` as a row."""
+    row = np.full((1, m), ord("-"), np.uint8)
+    for a, c in zip(read, columns):
+        if c >= 0:
+            row[0, c] = ord(PROTEIN.letters[a] if a < STATES else "X")
+    return row
+
+
 @st.composite
 def alignments(draw):
     """A reference of 1-6 rows and 3-12 columns (residues, gaps, ambiguity) and a read with two
@@ -95,18 +105,19 @@ def test_the_profile_score_is_its_definition_and_the_choice_takes_the_strictly_h
     residues = np.array(read, np.uint8)
     offsets = np.array([0, len(read)], np.int64)
     a, b = np.array(first, np.int64), np.array(second, np.int64)
-    from papara_py.pairwise.choice import _row_weights
+    from papara_py.pairwise.choice import row_weights
 
+    rows = rows_of(read, first, reference.shape[0])
     weights = np.empty(reference.shape[1])
-    _row_weights(reference, residues, a, STATES, weights)
+    row_weights(rows[0], residue_index_table(PROTEIN), reference, ord("-"), weights)
     counts = np.empty(STATES)
     for columns in (first, second):
         got = profile_score(reference, residues, np.array(columns, np.int64), weights, background(PROTEIN), counts)
         assert got == pytest.approx(plain_score(reference, read, columns, first), rel=1e-9, abs=1e-9)
     expected = plain_score(reference, read, second, first) > plain_score(reference, read, first, first)
     if abs(plain_score(reference, read, second, first) - plain_score(reference, read, first, first)) > 1e-9:
-        assert second_preferred(reference, residues, offsets, a, b, PROTEIN)[0] == expected
-    assert not second_preferred(reference, residues, offsets, a, a.copy(), PROTEIN)[0]
+        assert second_preferred(reference, residues, offsets, a, b, rows, PROTEIN)[0] == expected
+    assert not second_preferred(reference, residues, offsets, a, a.copy(), rows, PROTEIN)[0]
 
 
 def test_a_read_keeps_the_columns_its_relatives_hold_whichever_model_gave_them():
@@ -124,7 +135,8 @@ def test_a_read_keeps_the_columns_its_relatives_hold_whichever_model_gave_them()
     offsets = np.array([0, 8, 16, 24])
     first = np.concatenate([true, shifted, shifted])
     second = np.concatenate([shifted, true, shifted])
-    assert second_preferred(reference, residues, offsets, first, second, PROTEIN, threads=2).tolist() == \
+    first_rows = np.concatenate([rows_of(read.tolist(), first[k:k + 8].tolist(), 12) for k in (0, 8, 16)])
+    assert second_preferred(reference, residues, offsets, first, second, first_rows, PROTEIN, threads=2).tolist() == \
         [False, True, False]
 
 
@@ -173,9 +185,10 @@ def test_a_protein_run_keeps_each_reads_alignment_from_one_of_the_two_models(tmp
     rows, first_rows, second_rows = (f.column("aligned") for f in (on, off, second))
     from_first = (rows == first_rows).all(axis=1)
     from_second = (rows == second_rows).all(axis=1)
-    assert (from_first | from_second).all()
+    profiled = ~(from_first | from_second)  # the reference profile's own alignment (test_profile_alignment.py)
     took = from_second & ~from_first
     assert on.record["traceback"]["second"] == took.sum() > 0 and off.record["traceback"]["second"] == 0
+    assert on.record["traceback"]["profile"] == profiled.sum() > 0 and off.record["traceback"]["profile"] == 0
     # and those are the reads whose second alignment the profile score (its plain transcription)
     # prefers, on the reference's rows with weights from the first model's alignment
     alignment = read_alignment(DATA / "protein" / "ref.phy", alphabet="protein")
@@ -189,12 +202,18 @@ def test_a_protein_run_keeps_each_reads_alignment_from_one_of_the_two_models(tmp
     columns = [residue_columns(f.column("start"), [c.decode() if isinstance(c, bytes) else str(c)
                                                    for c in f.column("cigar")], offsets) for f in (off, second)]
     reference = reference_residues(tip_rows, PROTEIN)
+    final = residue_columns(on.column("start"), [c.decode() if isinstance(c, bytes) else str(c)
+                                                 for c in on.column("cigar")], offsets)
     expected = np.zeros(took.size, bool)
-    for q in np.flatnonzero(~from_first):
-        read, (a, b) = residues[offsets[q]:offsets[q + 1]].tolist(), (c[offsets[q]:offsets[q + 1]].tolist()
-                                                                      for c in columns)
-        expected[q] = plain_score(reference, read, b, a) > plain_score(reference, read, a, a)
-    np.testing.assert_array_equal(expected, took)
+    for q in range(took.size):
+        read, (a, b), ours = residues[offsets[q]:offsets[q + 1]].tolist(), (
+            c[offsets[q]:offsets[q + 1]].tolist() for c in columns), final[offsets[q]:offsets[q + 1]].tolist()
+        expected[q] = a != b and plain_score(reference, read, b, a) > plain_score(reference, read, a, a)
+        if profiled[q]:  # the profile's alignment beats the chosen one by more than SCORE_MARGIN
+            chosen = b if expected[q] else a
+            assert plain_score(reference, read, ours, chosen) > plain_score(reference, read, chosen, chosen) \
+                + SCORE_MARGIN
+    np.testing.assert_array_equal(expected & ~profiled, took)
 
 
 def test_the_second_model_is_for_protein_and_a_column_weight(tmp_path):
@@ -231,5 +250,6 @@ def test_a_gpu_run_chooses_as_the_cpu_run(opencl_device, tmp_path, monkeypatch):
     files = _runs(tmp_path, {"gpu": ("gpu", preset), "cpu": ("cpu", preset)}, _divergent_reads(tmp_path / "r.fa"))
     assert 1.75 in weights and 1.0 in weights
     assert files["gpu"].record["traceback"]["second"] == files["cpu"].record["traceback"]["second"] > 0
+    assert files["gpu"].record["traceback"]["profile"] == files["cpu"].record["traceback"]["profile"] > 0
     for path in ("best_edge", "score", "cigar", "aligned", "status"):
         np.testing.assert_array_equal(files["gpu"].column(path), files["cpu"].column(path), path)

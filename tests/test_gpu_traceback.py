@@ -216,10 +216,10 @@ def test_a_gpu_run_traces_back_on_the_gpu_with_the_cpus_results(opencl_device, m
     aligned = int((on_gpu["status"] == b"aligned").sum())  # DNA: no vote window, one alignment a read
     assert gpu_record["traceback"] == {"device": opencl_device.name, "batches": {"gpu": 4, "cpu": 0},
                                        "alignments": aligned, "voted": 0, "nearest": 0, "relocated": 0,
-                                       "second": 0}
+                                       "second": 0, "profile": 0}
     cpu_record, on_cpu = example_run(tmp_path, "cpu.h5", device="gpu", traceback="cpu")
     assert cpu_record["traceback"] == {"device": "cpu", "batches": {"gpu": 0, "cpu": 4}, "alignments": aligned,
-                                       "voted": 0, "nearest": 0, "relocated": 0, "second": 0}
+                                       "voted": 0, "nearest": 0, "relocated": 0, "second": 0, "profile": 0}
     assert_same_reads(on_gpu, on_cpu)
     _, cpu_only = example_run(tmp_path, "cpu-only.h5", device="cpu")
     assert_same_reads(on_gpu, cpu_only)
@@ -288,7 +288,8 @@ def test_two_gpus_share_the_traceback_and_survive_one_failing(opencl_device, mon
     record, got = example_run(tmp_path, "two.h5", device="gpu")
     assert record["traceback"] | {"alignments": 0} == {"device": f"{opencl_device.name}, {opencl_device.name}",
                                                        "batches": {"gpu": 4, "cpu": 0}, "alignments": 0, "voted": 0,
-                                                       "nearest": 0, "relocated": 0, "second": 0}
+                                                       "nearest": 0, "relocated": 0, "second": 0,
+                                                       "profile": 0}
     assert len(set(calls)) == 2 and calls[0] != calls[1]
     assert_same_reads(got, expected)
 

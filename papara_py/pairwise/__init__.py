@@ -13,6 +13,8 @@
   best-scoring reference sequence (DESIGN 5).
 - `choice`: the choice between a read's alignments under the run's model and the second model, by the
   reference alignment's column composition (DESIGN 5).
+- `profile_alignment`: the choice's third candidate, the read aligned to that column composition
+  itself, taken where the run's model nearly agrees (DESIGN 5).
 - `strand`: the read orientation of `--strand auto|both|forward`.
 
 Layer: imports `papara_py.errors`, `papara_py.phylo` and `papara_py.io`.

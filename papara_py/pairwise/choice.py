@@ -11,7 +11,8 @@ traceback setting, like the votes.
 
 The profile score of a read's alignment (one column per residue, -1 where it is inserted):
 - the reference rows are weighted by exp(IDENTITY_WEIGHT x (identity - best identity)), the
-  identity of each row with the read along the first model's alignment, so the composition is
+  identity of each row with the read along the first model's alignment (counted as for the
+  nearest rows, pairwise/nearest.identity_tally), so the composition is
   mostly that of the read's near relatives, and scaled to sum to the row count R;
 - each placed residue adds log(share / background): its weighted share among the column's
   residues, with PSEUDOCOUNT residues at the background frequencies (BLOSUM62's, BACKGROUND), over
@@ -33,8 +34,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit
 
+from papara_py.pairwise.nearest import identity_tally
 from papara_py.phylo.encoding import Alphabet
-from papara_py.phylo.residues import GAP_RESIDUE
+from papara_py.phylo.residues import GAP_RESIDUE, residue_index_table
 
 #: How strongly a reference row's weight follows its identity with the read (module docstring).
 IDENTITY_WEIGHT = 10.0
@@ -61,21 +63,13 @@ def background(alphabet: Alphabet) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _row_weights(reference, residue, columns, n_states, weights):
-    """The reference rows' weights for one read (module docstring) into `weights`."""
+def row_weights(row, table, reference, gap, weights):
+    """The reference rows' weights for one read (module docstring) into `weights`: `row` is the
+    read's first alignment in reference columns (ASCII, `gap` where none; `table`:
+    residue_index_table), whose identities with each reference row nearest.identity_tally counts."""
     tips = reference.shape[1]
     weights[:] = 0.0
-    placed = 0
-    for j in range(residue.shape[0]):
-        column = columns[j]
-        if column < 0:
-            continue
-        placed += 1
-        if residue[j] >= n_states:
-            continue
-        for r in range(tips):
-            if reference[column, r] == residue[j]:
-                weights[r] += 1.0
+    placed = identity_tally(row, table, reference, gap, weights)
     if placed == 0:
         weights[:] = 1.0
         return
@@ -130,26 +124,29 @@ def profile_score(reference, residue, columns, weights, background, counts):
 
 
 @njit(cache=True, nogil=True)
-def _choose(reference, residues, offsets, first, second, which, background, out):
-    """out[k]: whether read which[k] keeps its second alignment (its profile score strictly higher)."""
+def _choose(reference, residues, offsets, first, second, rows, table, gap, which, background, out):
+    """out[k]: whether read which[k] keeps its second alignment (its profile score strictly higher);
+    rows[which[k]]: its first alignment's row, which weighs the reference rows."""
     weights = np.empty(reference.shape[1])
     counts = np.empty(background.shape[0])
     for k in range(which.shape[0]):
         q = which[k]
         lo, hi = offsets[q], offsets[q + 1]
-        _row_weights(reference, residues[lo:hi], first[lo:hi], background.shape[0], weights)
+        row_weights(rows[q], table, reference, gap, weights)
         out[k] = (profile_score(reference, residues[lo:hi], second[lo:hi], weights, background, counts)
                   > profile_score(reference, residues[lo:hi], first[lo:hi], weights, background, counts))
 
 
 def second_preferred(reference: np.ndarray, residues: np.ndarray, offsets: np.ndarray, first: np.ndarray,
-                     second: np.ndarray, alphabet: Alphabet, threads: int = 1) -> np.ndarray:
+                     second: np.ndarray, first_rows: np.ndarray, alphabet: Alphabet, threads: int = 1,
+                     gap: int = ord("-")) -> np.ndarray:
     """bool [reads]: the reads whose second alignment the profile score prefers. `reference`: the
     reference rows' residue indices [m, tips] (phylo/residues.reference_residues); `residues`: the
     reads' residue indices (phylo/residues.residue_index_table) cut by `offsets`; `first`,
-    `second`: each residue's column in the two alignments (pairwise/paths.residue_columns). Reads
-    placed alike in both are not scored; the rest go in slices of CHOICE_SLICE to `threads`
-    threads (GIL-free numba calls)."""
+    `second`: each residue's column in the two alignments (pairwise/paths.residue_columns);
+    `first_rows`: the first alignments as rows (uint8 [reads, m], ASCII, `gap` where none), whose
+    identities with the reference rows weigh them. Reads placed alike in both are not scored; the
+    rest go in slices of CHOICE_SLICE to `threads` threads (GIL-free numba calls)."""
     offsets = np.asarray(offsets, np.int64)
     count = offsets.size - 1
     differs = np.zeros(count, bool)
@@ -158,11 +155,11 @@ def second_preferred(reference: np.ndarray, residues: np.ndarray, offsets: np.nd
         differs[np.unique(np.searchsorted(offsets, changed, side="right") - 1)] = True
     which = np.flatnonzero(differs)
     taken = np.zeros(which.size, bool)
-    frequencies = background(alphabet)
+    frequencies, table = background(alphabet), residue_index_table(alphabet)
     pieces = [slice(a, a + CHOICE_SLICE) for a in range(0, which.size, CHOICE_SLICE)]
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        list(pool.map(lambda piece: _choose(reference, residues, offsets, first, second, which[piece], frequencies,
-                                            taken[piece]), pieces))
+        list(pool.map(lambda piece: _choose(reference, residues, offsets, first, second, first_rows, table, gap,
+                                            which[piece], frequencies, taken[piece]), pieces))
     preferred = np.zeros(count, bool)
     preferred[which[taken]] = True
     return preferred
@@ -171,5 +168,5 @@ def second_preferred(reference: np.ndarray, residues: np.ndarray, offsets: np.nd
 def load_choice() -> None:
     """Compile (or load from numba's cache) the choice on the calling thread (pipeline._load_jit)."""
     none = np.zeros(0, np.int64)
-    _choose(np.zeros((1, 1), np.uint8), np.zeros(0, np.uint8), np.zeros(1, np.int64), none, none, none,
-            np.ones(20), np.zeros(0, bool))
+    _choose(np.zeros((1, 1), np.uint8), np.zeros(0, np.uint8), np.zeros(1, np.int64), none, none,
+            np.zeros((0, 1), np.uint8), np.zeros(256, np.uint8), ord("-"), none, np.ones(20), np.zeros(0, bool))

@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from papara_py.pairwise.nearest import nearest_rows
-from papara_py.pairwise.paths import cigar_string, path_ops, place_ops, residue_columns
+from papara_py.pairwise.paths import replace_paths, residue_columns
 from papara_py.phylo.column_costs import substitution_scores
 from papara_py.phylo.encoding import Alphabet
 from papara_py.phylo.residues import (
@@ -291,16 +291,7 @@ def relocate(starts: np.ndarray, cigars: list[str], rows: np.ndarray, residues: 
         moved[which] = np.concatenate([np.zeros(0, bool), *pool.map(
             lambda piece: check_reads(codes, offsets, ours, which[piece], scores[piece], sequences.codes,
                                       sequences.offsets, sequences.columns, matrix, agree, floor, mapped), pieces)])
-    starts, cigars = np.array(starts, np.int32), list(cigars)
-    if moved.any():
-        rows = rows.copy()  # the caller's stay as they were
-    for q in np.flatnonzero(moved).tolist():
-        columns = mapped[offsets[q]:offsets[q + 1]]
-        ops = np.empty(columns.size + rows.shape[1], np.uint8)
-        start, length = path_ops(columns, ops)
-        rows[q] = gap
-        place_ops(ops[:length], start, residues[offsets[q]:offsets[q + 1]], rows[q])
-        starts[q], cigars[q] = start, cigar_string(ops[:length])
+    starts, cigars, rows = replace_paths(starts, cigars, rows, residues, offsets, np.flatnonzero(moved), mapped, gap)
     return starts, cigars, rows, moved
 
 

@@ -43,13 +43,34 @@ SEARCH_SLICE = 512
 
 
 @njit(cache=True, nogil=True)
+def identity_tally(row: np.ndarray, table: np.ndarray, reference: np.ndarray, gap: int, tally: np.ndarray) -> int:
+    """Add to tally[t] the identities of one read's row (uint8 [m] in reference columns, ASCII,
+    `gap` where none) with reference row t (`reference_residues`; `table`:
+    `residue_index_table`); returns the row's placed residues. Shared by the nearest rows and the
+    choice's row weights (pairwise/choice.py), so both count identity alike."""
+    placed = 0
+    for i in range(row.shape[0]):
+        if row[i] == gap:
+            continue
+        placed += 1
+        residue = table[row[i]]
+        if residue == NO_RESIDUE:
+            continue
+        column = reference[i]
+        for t in range(column.shape[0]):
+            if column[t] == residue:
+                tally[t] += 1
+    return placed
+
+
+@njit(cache=True, nogil=True)
 def nearest_rows(rows: np.ndarray, table: np.ndarray, reference: np.ndarray, gap: int):
     """Each read's NEAREST_ROWS nearest reference rows: rows uint8 [reads, m] the reads in
     reference columns (ASCII, `gap` where none), table `residue_index_table`, reference
     `reference_residues`. Returns (tips int32 [reads, NEAREST_ROWS], their identities int32
     [reads, NEAREST_ROWS], placed residues int32 [reads]): the most identities first, the first
     in tip order on a tie; a rank with no identity left has tip -1."""
-    count, m = rows.shape
+    count = rows.shape[0]
     tips = reference.shape[1]
     nearest = np.full((count, NEAREST_ROWS), -1, np.int32)
     identities = np.zeros((count, NEAREST_ROWS), np.int32)
@@ -57,17 +78,7 @@ def nearest_rows(rows: np.ndarray, table: np.ndarray, reference: np.ndarray, gap
     tally = np.empty(tips, np.int32)
     for r in range(count):
         tally[:] = 0
-        for i in range(m):
-            if rows[r, i] == gap:
-                continue
-            placed[r] += 1
-            residue = table[rows[r, i]]
-            if residue == NO_RESIDUE:
-                continue
-            column = reference[i]
-            for t in range(tips):
-                if column[t] == residue:
-                    tally[t] += 1
+        placed[r] = identity_tally(rows[r], table, reference, gap, tally)
         for rank in range(NEAREST_ROWS):
             best = 0
             for t in range(tips):

@@ -141,6 +141,24 @@ def path_ops(columns, ops):
     return start, count
 
 
+def replace_paths(starts: np.ndarray, cigars: list[str], rows: np.ndarray, residues: np.ndarray, offsets: np.ndarray,
+                  which: np.ndarray, columns: np.ndarray, gap: int = ord("-")) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """A batch's starts, CIGARs and rows with the reads `which` written anew from their `columns`
+    (each residue's column, -1 inserted, at least one placed; `path_ops`); residues: the reads'
+    ASCII cut by `offsets`. The given arrays stay as they were."""
+    starts, cigars = np.array(starts, np.int32), list(cigars)
+    if len(which):
+        rows = rows.copy()
+    for q in np.asarray(which).tolist():
+        read_columns_q = columns[offsets[q]:offsets[q + 1]]
+        ops = np.empty(read_columns_q.size + rows.shape[1], np.uint8)
+        start, length = path_ops(read_columns_q, ops)
+        rows[q] = gap
+        place_ops(ops[:length], start, residues[offsets[q]:offsets[q + 1]], rows[q])
+        starts[q], cigars[q] = start, cigar_string(ops[:length])
+    return starts, cigars, rows
+
+
 def output_space(offsets: np.ndarray, m: int, gap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows (gaps), CIGAR bytes and CIGAR ends for the reads cut by `offsets`: what a batch's
     `place_ops` and `encode_cigar` write into."""
