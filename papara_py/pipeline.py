@@ -263,17 +263,19 @@ def traceback_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, ca
     """Align each read, in its chosen orientation (`reverse`), as `trace_model` does under the
     run's model, and where `params.second_model` is on also under the second model
     (ScoringParams.second) on its candidate edges re-ranked by that model; each read then keeps
-    the alignment the reference alignment's columns prefer (pairwise/choice.py). Scores, best
-    edges and the counts of votes, bonuses and moved reads stay the run's model's.
+    the alignment the reference alignment's columns prefer (pairwise/choice.py), or that profile's
+    own alignment where it passes pairwise/profile_alignment.py's margins (its cost under the run's
+    model on the best edge `candidates` name). Scores, best edges and the counts of votes, bonuses
+    and moved reads stay the run's model's.
     """
     if not params.second_model or columns.second_costs is None or not len(indices):
         return trace_model(reads, indices, reverse, candidates, builder, params, columns, threads, tracer)
     selected = reads.select_residues(indices, reverse)  # the batch's residues, for both models and the choice
     traced = trace_model(reads, indices, reverse, candidates, builder, params, columns, threads, tracer, selected)
-    second, second_columns = params.second(), columns.second()
+    second, second_terms = params.second(), columns.second()
     ranked, ranking_on_gpu = _second_candidates(reads, indices, reverse, candidates, builder, second,
-                                                second_columns, threads, tracer)
-    other = trace_model(reads, indices, reverse, ranked, builder, second, second_columns, threads, tracer, selected)
+                                                second_terms, threads, tracer)
+    other = trace_model(reads, indices, reverse, ranked, builder, second, second_terms, threads, tracer, selected)
     residues, offsets = selected
     indices_of = residue_index_table(reads.alphabet)[residues]
     first_columns = residue_columns(traced.starts, traced.cigars, offsets)
