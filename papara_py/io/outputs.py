@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import errno
 import itertools
+import logging
 import os
 import re
 import shutil
@@ -57,8 +58,9 @@ Notice = Callable[[str], None]
 _DESCRIPTOR_NAMES = ("/dev/stdout", "/dev/stderr", "/dev/stdin")
 
 
-def _stderr_notice(message: str) -> None:
-    print(f"papara-py: {message}", file=sys.stderr)
+def _notice(message: str) -> None:
+    """A notice of the output policy, through logging (the command line shows it on stderr)."""
+    logging.getLogger(__name__).info(message)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,7 +97,7 @@ def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
 
 
 def check_output(path: str, inputs: Iterable[tuple[str, str | None]] = (), *, option: str = "-o",
-                 allow_stdout: bool = False, notice: Notice | None = _stderr_notice) -> None:
+                 allow_stdout: bool = False, notice: Notice | None = _notice) -> None:
     """Refuse (InputError) an output that cannot or must not be written, before any work.
 
     `inputs` holds (description, path) of each input of the command ("reads", "run file"). With a
@@ -175,7 +177,7 @@ def stale_temporaries(path: str | os.PathLike) -> list[tuple[Path, int, str | No
     return found
 
 
-def clear_stale(path: str | os.PathLike, notice: Notice = _stderr_notice) -> None:
+def clear_stale(path: str | os.PathLike, notice: Notice = _notice) -> None:
     """Remove the temporaries that killed runs on this host left for `path`; name the others."""
     for file, pid, host in stale_temporaries(path):
         local = host is None or host == _HOST
@@ -224,7 +226,10 @@ def describe_fault(error: BaseException) -> str:
 def as_output_error(target: str, error: BaseException, direct: bool = False) -> OutputError | None:
     """An OutputError for `target` if `error` is a write fault, else None (a bug or an input error).
 
-    A broken pipe on standard output is not one: the CLI ends quietly then (`| head`)."""
+    A broken pipe on standard output is not one: the CLI ends quietly then (`| head`). An
+    OutputError (an OSError) raised inside is itself."""
+    if isinstance(error, OutputError):
+        return error
     if target == STDOUT and isinstance(error, BrokenPipeError):
         return None
     if isinstance(error, (OSError, RuntimeError)) and fault_errno(error) in WRITE_FAULTS:
