@@ -298,13 +298,11 @@ def main_job_config(args: argparse.Namespace, command_line: str):
 
         default_lane_width()
     samples = samples_in(args.reads, args.output, args.outdir)
-    inputs = [("tree", args.tree), ("alignment", args.alignment), ("profiles", args.profiles)]
-    inputs += [("reads", sample.reads) for sample in samples]
-    for sample in samples:
-        _check_output_path(sample.output, inputs, quiet=args.quiet)
-    if args.log is not None:
-        _check_output_path(args.log, inputs + [("output", sample.output) for sample in samples], option="--log",
-                           quiet=args.quiet)
+    runs = {sample.reads: sample.output for sample in samples}
+    _check_roles("papara-py", {"run": None if args.outdir else samples[0].output, "log": args.log,
+                               "samples": runs if args.outdir else None},
+                 {"tree": args.tree, "alignment": args.alignment, "profiles": args.profiles, "reads": dict(
+                     zip(runs, runs))}, quiet=args.quiet)
     threads, threads_source = (args.threads, "--threads") if args.threads else available_cpus()
     return RunConfig(
         tree=args.tree, alignment=args.alignment, reads=samples[0].reads, output=samples[0].output,
@@ -330,14 +328,13 @@ def _penalty_choice(args: argparse.Namespace):
     return PenaltyChoice(args.preset, given)
 
 
-def _check_output_path(path: str, inputs: list[tuple[str, str | None]], *, option: str = "-o",
-                       allow_stdout: bool = False, quiet: bool = False) -> None:
-    """The output policy (io/outputs.py), before any work: not an input, writable, not a directory;
-    temporaries of killed runs to the same output removed (named unless `quiet`)."""
-    from papara_py.io.outputs import check_output
+def _check_roles(command: str, outputs: dict, inputs: dict, quiet: bool = False) -> None:
+    """The output policy (io/outputs.py, io/output_roles.py), before any work: every output
+    writable, not a directory, not an input and not another output; temporaries of killed runs to
+    the outputs removed (named unless `quiet`)."""
+    from papara_py.io.output_roles import check_roles
 
-    check_output(path, inputs, option=option, allow_stdout=allow_stdout,
-                 notice=(lambda message: None) if quiet else _notice)
+    check_roles(command, outputs, inputs, notice=(lambda message: None) if quiet else _notice)
 
 
 def _notice(message: str) -> None:
@@ -346,7 +343,7 @@ def _notice(message: str) -> None:
 
 
 def _export(argv: list[str]) -> int:
-    from papara_py.io.export import export, export_epa_pair
+    from papara_py.io.export import export, export_epa_pair, export_outputs
 
     parser = argparse.ArgumentParser(prog="papara-py export",
                                      description="Write a run's alignment as PHYLIP/FASTA (reference + reads, "
@@ -361,13 +358,13 @@ def _export(argv: list[str]) -> int:
                                                        "reference rows of the tree's taxa) and DIR/query.fasta, "
                                                        "the pair epa-ng --split writes")
     args = parser.parse_args(argv)
+    if args.outdir is not None and args.format != "epa":
+        parser.error("--outdir writes the reference + query pair of --format epa")
+    _check_roles("export", export_outputs(args.output, args.outdir), {"run": args.run})
     if args.outdir is not None:
-        if args.format != "epa":
-            parser.error("--outdir writes the reference + query pair of --format epa")
         for path in export_epa_pair(args.run, args.outdir):
             print(f"papara-py: wrote {path}", file=sys.stderr)
         return 0
-    _check_output_path(args.output, [("run file", args.run)], allow_stdout=True)
     export(args.run, args.format, args.output)
     return 0
 
@@ -391,7 +388,7 @@ def _prepare(argv: list[str]) -> int:
     _add_reference(parser)
     _add_output(parser, "PROFILES.h5", "the edge profiles (HDF5)")
     args = parser.parse_args(argv)
-    _check_output_path(args.output, [("tree", args.tree), ("alignment", args.alignment)])
+    _check_roles("prepare", {"profiles": args.output}, {"tree": args.tree, "alignment": args.alignment})
     edges = prepare(args.tree, args.alignment, args.output, shlex.join(["papara-py", "prepare", *argv]),
                     args.alphabet)
     print(f"papara-py: {edges} edge profiles written to {args.output}", file=sys.stderr)
@@ -409,14 +406,14 @@ def _merge(argv: list[str]) -> int:
     parser.add_argument("shards", nargs="+", metavar="SHARD.h5")
     _add_output(parser, "RUN.h5", "the merged run file")
     args = parser.parse_args(argv)
-    _check_output_path(args.output, [("shard", shard) for shard in args.shards])
+    _check_roles("merge", {"run": args.output}, {"shards": dict(zip(args.shards, args.shards))})
     reads = merge(args.shards, args.output, shlex.join(["papara-py", "merge", *argv]))
     print(f"papara-py: merged {len(args.shards)} shards, {reads} reads, into {args.output}", file=sys.stderr)
     return 0
 
 
 def _report(argv: list[str]) -> int:
-    from papara_py.report.page import DEFAULT_MAX_TIPS, write_report
+    from papara_py.report.page import DEFAULT_MAX_TIPS, FIGURES, write_report
 
     parser = argparse.ArgumentParser(
         prog="papara-py report",
@@ -431,8 +428,8 @@ def _report(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.output is None and args.png is None:
         parser.error("give -o REPORT.html, --png DIR, or both")
-    if args.output is not None:
-        _check_output_path(args.output, [("run file", args.run)])
+    _check_roles("report", {"html": args.output, "figures": None if args.png is None else {
+        name: os.path.join(args.png, f"{name}.png") for name in FIGURES}}, {"run": args.run})
     write_report(args.run, args.output, args.png, args.max_tips)
     return 0
 

@@ -39,6 +39,7 @@ from papara_py.engine.layout import block_count
 from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch
 from papara_py.errors import InputError
 from papara_py.io.checksums import Digest, describe_input
+from papara_py.io.export_names import ReadNames, check_reference_names
 from papara_py.io.inputs import iter_read_chunks, match_tips, read_alignment, read_tree
 from papara_py.io.read_stream import ReadStream, Stretch
 from papara_py.io.reads import STATUS_ALIGNED, STATUSES, ReadChunk, ReadSet
@@ -155,7 +156,8 @@ class ReadsFile:
     """The reads the run aligns, as checked chunks (io/inputs.iter_read_chunks, for a ReadStream):
     those of the reads file, then the alignment taxa absent from the tree (gaps removed, DESIGN 9).
 
-    A read named like a reference taxon is refused (exports would hold two rows of that name).
+    A read named like a reference taxon, or that the exports would rename, is refused as its chunk
+    is parsed, before its batch is scored (io/export_names.py).
     With a shard, every read is still parsed and validated (so bad input fails every shard alike)
     but only the shard's slice is kept (papara_py/cluster/shards.py). `total`: the reads of the
     file parsed so far, kept or not (all of them once the iteration ends).
@@ -172,20 +174,9 @@ class ReadsFile:
             self.total += parsed
 
     def _checked(self) -> Iterator[ReadChunk]:
-        alignment = self.alignment
-        extra_names = {alignment.names[row] for row in self.extra_rows}
-        reference_names = set(alignment.names)
-        for chunk in iter_read_chunks(self.path, self.digest, alignment.alphabet):
-            if not extra_names.isdisjoint(chunk.names):
-                name = next(name for name in chunk.names if name in extra_names)
-                raise InputError(alignment.path, f"taxon {name!r} is not in the tree and its name is "
-                                 f"also a read name in {self.path}; rename one of them",
-                                 where=f"sequence {name!r}")
-            if not reference_names.isdisjoint(chunk.names):  # exports would hold two rows of that name
-                q = next(q for q, name in enumerate(chunk.names) if name in reference_names)
-                raise InputError(self.path, f"the read {chunk.names[q]!r} has the name of a reference taxon of "
-                                 f"{alignment.path}; read names must differ from the reference's: rename it",
-                                 where=f"line {chunk.lines[q]}")
+        names = ReadNames(self.alignment, self.extra_rows, self.path)  # names the exports can write
+        for chunk in iter_read_chunks(self.path, self.digest, self.alignment.alphabet):
+            names.check(chunk.names, chunk.lines)
             yield chunk
 
     def _extra_taxa(self) -> ReadChunk:
@@ -461,7 +452,10 @@ def run(config: RunConfig) -> list[RunSummary]:
     sys.setswitchinterval(min(switch, GIL_SWITCH_SECONDS))
     samples: list[SampleRun] = []
     try:
-        return _run(config, reporter, samples)
+        log.check()  # a log that cannot be written (--log /dev/full) stops the run before any work
+        summaries = _run(config, reporter, samples)
+        log.check()
+        return summaries
     except BaseException as error:  # the log says how the run ended, whatever ended it
         log.write("ERROR", f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
         kept = [sample.config.output for sample in samples if sample.complete]
@@ -470,8 +464,8 @@ def run(config: RunConfig) -> list[RunSummary]:
         if kept:  # several samples: the CLI's "no output written" would not be the whole truth
             lost = len(config.samples) - len(kept)
             reporter.notice(f"kept the run file{'s' * (len(kept) > 1)} of the {len(kept)} sample"
-                            f"{'s' * (len(kept) > 1)} complete before the run stopped ({', '.join(kept)}); "
-                            f"the other {lost} {'were' if lost > 1 else 'was'} not written")
+                            f"{'s' * (len(kept) > 1)} complete before the run stopped ({', '.join(kept)})"
+                            + (f"; the other {lost} {'were' if lost > 1 else 'was'} not written" if lost else ""))
             error.papara_kept = kept
         raise
     finally:
@@ -514,6 +508,7 @@ def _commit(sample: SampleRun, profiles: EdgeProfiles, devices: Devices, work: W
                             | ({"sample": {"number": sample.number, "of": sample.count}} if sample.count > 1 else {}))
     timings["total"] = time.perf_counter() - run_started
     writer.write_run_record({"timings_seconds": timings})
+    reporter.log.check()  # no run file is committed after a log fault
     sample.commit()
     reporter.record(f"{sample.label}: phases (s): "
                     + ", ".join(f"{name} {seconds:.3f}" for name, seconds in timings.items())
@@ -600,6 +595,7 @@ def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]
         params.second().check_fits_int32(alignment.rows.shape[1] - 1, "--mismatch/--cgap (doubled by --second-model)")
     edge_tree = EdgeTree.from_dendropy(tree)
     match = match_tips(edge_tree.tip_names, alignment, config.tree)
+    check_reference_names(alignment, match.extra)  # two taxa the exports would name alike
     reads_file, reads = _open_reads(config, alignment, match.extra, digests["reads"])
     timings["input"] = time.perf_counter() - started
     if match.extra:
@@ -872,6 +868,7 @@ def score_trace_write(config: RunConfig, reporter: Reporter, samples: list[Sampl
             reporter.record(f"{sample.label}, batch {sample.written}: rows {stretch.first + 1}-{stretch.end}, "
                             f"{len(stretch.alignable)} reads aligned, {time.perf_counter() - run_started:.2f} s "
                             f"into the run")
+            reporter.log.check()  # a log fault stops the run at once, as the run file's would
             if sample.all_stretches_made(sample.written):
                 finish(sample)
 
