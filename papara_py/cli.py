@@ -299,10 +299,10 @@ def main_job_config(args: argparse.Namespace, command_line: str):
         default_lane_width()
     samples = samples_in(args.reads, args.output, args.outdir)
     runs = {sample.reads: sample.output for sample in samples}
-    _check_roles("papara-py", {"run": None if args.outdir else samples[0].output, "log": args.log,
-                               "samples": runs if args.outdir else None},
-                 {"tree": args.tree, "alignment": args.alignment, "profiles": args.profiles, "reads": dict(
-                     zip(runs, runs))}, quiet=args.quiet)
+    _check_roles("papara-py", {"run": None if args.outdir else samples[0].output,
+                               "samples": runs if args.outdir else None, "log": args.log},
+                 {"tree": args.tree, "alignment": args.alignment, "profiles": args.profiles,
+                  "reads": {reads: reads for reads in runs}}, quiet=args.quiet)
     threads, threads_source = (args.threads, "--threads") if args.threads else available_cpus()
     return RunConfig(
         tree=args.tree, alignment=args.alignment, reads=samples[0].reads, output=samples[0].output,
