@@ -218,7 +218,7 @@ def align(tree: Any, alignment: Any, reads: Any, output: str | os.PathLike | Non
             target = str(output) if output is not None else os.path.join(owned, "run.h5")
             argv = ["-t", paths[0], "-s", paths[1], "-r", paths[2], "-o", target, *_option_words(options)]
             args = build_parser(raising=True).parse_args(argv)
-            from papara_py.pipeline import run as run_pipeline
+            from papara_py.run.runner import run as run_pipeline
 
             shown = ", ".join([_shown(tree, "tree"), _shown(alignment, "alignment"), _shown(reads, "reads")]
                               + [f"{key}={value!r}" for key, value in options.items()])
@@ -234,7 +234,7 @@ def align_samples(tree: Any, alignment: Any, samples: Sequence[str | os.PathLike
                   outdir: str | os.PathLike, **options: Any) -> list[Run]:
     """Align several samples to one reference in one run (`papara-py -r S1.fa S2.fa --outdir DIR`):
     the reference's profiles, GPUs and compiled kernels are made once, and the samples' batches
-    stream through one engine (papara_py/samples.py).
+    stream through one engine (papara_py/run/samples.py).
 
     samples: reads file paths, each written to `outdir`/NAME.h5 (`S1.fastq.gz` -> `S1.h5`); or a
         dict of NAME -> reads held in memory (as `align` takes them), written to NAME.h5.
@@ -259,7 +259,7 @@ def align_samples(tree: Any, alignment: Any, samples: Sequence[str | os.PathLike
         argv = ["-t", _tree_file(tree, scratch), "-s", _sequence_file(alignment, scratch, "alignment"),
                 "-r", *reads, "--outdir", os.fspath(outdir), *_option_words(options)]
         args = build_parser(raising=True).parse_args(argv)
-        from papara_py.pipeline import run as run_pipeline
+        from papara_py.run.runner import run as run_pipeline
 
         shown = ", ".join([_shown(tree, "tree"), _shown(alignment, "alignment"), f"samples=<{len(reads)}>",
                            f"outdir={os.fspath(outdir)!r}"] + [f"{key}={value!r}" for key, value in options.items()])

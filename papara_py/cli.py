@@ -89,14 +89,14 @@ _positive_int = _bounded_int(1, 2**31 - 1)
 
 
 def _penalty(text: str) -> int:
-    from papara_py.pairwise.params import MAX_PENALTY
+    from papara_py.model.params import MAX_PENALTY
 
     return _bounded_int(0, MAX_PENALTY, " (the kernels' 16- and 32-bit scores must hold them)")(text)
 
 
 def _column_weight(text: str) -> float:
     """An argparse type: the column profile cost's weight, a number from 0 to MAX_COLUMN_WEIGHT."""
-    from papara_py.phylo.column_costs import MAX_COLUMN_WEIGHT
+    from papara_py.model.column_costs import MAX_COLUMN_WEIGHT
 
     try:
         value = float(text)
@@ -161,7 +161,7 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
     inputs.add_argument("--outdir", default=None, metavar="DIR",
                         help="write each reads file's run file into the existing directory DIR, named after it "
                              "(S1.fastq.gz -> DIR/S1.h5); needed with several reads files")
-    from papara_py.pairwise.params import DEFAULT_PRESET, PRESETS
+    from papara_py.model.params import DEFAULT_PRESET, PRESETS
     scoring = parser.add_argument_group(
         "scoring (penalties, minimised; a preset, then any single penalty given overrides it)")
     scoring.add_argument("--preset", choices=list(PRESETS), default=None,
@@ -278,20 +278,20 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
 
 
 def _main_job(argv: list[str]) -> int:
-    from papara_py.pipeline import run
+    from papara_py.run.runner import run
 
     run(main_job_config(build_parser().parse_args(argv), shlex.join(["papara-py", *argv])))
     return 0
 
 
 def main_job_config(args: argparse.Namespace, command_line: str):
-    """The pipeline's RunConfig from parsed main-job options (the CLI's and the Python API's), after
+    """The run's RunConfig (run/config.py) from parsed main-job options (the CLI's and the Python API's), after
     the checks that come before any work (output policy, PAPARA_LANES)."""
     from papara_py.cluster.shards import resolve_shard
     from papara_py.engine.cpus import available_cpus
     from papara_py.engine.guided import INITIAL_CLUSTERS, GuidedOptions
-    from papara_py.pipeline import RunConfig
-    from papara_py.samples import samples_in
+    from papara_py.run.config import RunConfig
+    from papara_py.run.samples import samples_in
 
     if args.lanes is None:  # PAPARA_LANES is checked now, not after the inputs are read
         from papara_py.engine.cpu import default_lane_width
@@ -318,9 +318,9 @@ def main_job_config(args: argparse.Namespace, command_line: str):
 
 
 def _penalty_choice(args: argparse.Namespace):
-    """--preset and the single penalties given (pairwise/params.py PenaltyChoice); the run resolves
+    """--preset and the single penalties given (model/params.py PenaltyChoice); the run resolves
     it once the alphabet, whose default preset applies without --preset, is known."""
-    from papara_py.pairwise.params import PENALTY_NAMES, PenaltyChoice
+    from papara_py.model.params import PENALTY_NAMES, PenaltyChoice
 
     names = (*PENALTY_NAMES, "column_weight", "vote_window", "nearest_bonus", "band_margin", "location_check",
              "second_model")
@@ -484,7 +484,7 @@ def _paragraph(text: str) -> None:
 
 
 def _kept(error: BaseException) -> list[str]:
-    """The run files of the samples complete before `error` ended the run (pipeline.run)."""
+    """The run files of the samples complete before `error` ended the run (run/runner.run)."""
     return getattr(error, "papara_kept", [])
 
 

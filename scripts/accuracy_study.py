@@ -234,7 +234,7 @@ def parse_point(text: str) -> tuple:
     margin and the location check (integers, DESIGN 5) and the second model's column weight (a
     number; each 0, off, where not given): `ScoringParams`' fields in order. ValueError for more
     values."""
-    from papara_py.pairwise.params import PRESETS
+    from papara_py.model.params import PRESETS
 
     values, fields = text.split(","), len(PRESETS["protein"])
     if len(values) > fields:

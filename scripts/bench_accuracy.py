@@ -57,8 +57,9 @@ PAPER = (3, 3, 3, 1, 3)
 
 def _papara_adapter():
     """(RunConfig, run, ScoringParams) from papara_py, for in-process runs (no numba start-up)."""
-    from papara_py.pairwise.params import ScoringParams
-    from papara_py.pipeline import RunConfig, run
+    from papara_py.model.params import ScoringParams
+    from papara_py.run.config import RunConfig
+    from papara_py.run.runner import run
     return RunConfig, run, ScoringParams
 
 

@@ -79,7 +79,7 @@ def random_costs(rng: np.random.Generator, m: int, params, alphabet):
     """A random column profile cost table of `alphabet`'s read codes x m columns, 0 up to the bound of
     `params.column_weight` (random data has no alignment rows to derive one from), or None where
     the weight is 0 (`--column-weight`; scripts/bench_gpu.py takes it from here too)."""
-    from papara_py.phylo.column_costs import ColumnCosts, cost_codes
+    from papara_py.model.column_costs import ColumnCosts, cost_codes
 
     if not params.column_weight:
         return None
@@ -103,7 +103,7 @@ def time_blocks(blocks, codes, offsets, params, threads: int, strip: int, costs=
 
 def run(args: argparse.Namespace) -> None:
     from papara_py.engine.cpu import DEFAULT_STRIP, default_lane_width
-    from papara_py.pairwise.params import ScoringParams
+    from papara_py.model.params import ScoringParams
     from papara_py.phylo.encoding import ALPHABETS
 
     width = args.lanes or default_lane_width()
@@ -137,7 +137,7 @@ def hot_loop_instructions() -> None:
     running best score); LLVM may unroll them, so a block can hold several steps.
     """
     from papara_py.engine import cpu
-    from papara_py.pairwise.params import ScoringParams
+    from papara_py.model.params import ScoringParams
 
     width = cpu.default_lane_width()
     lanes = np.full((40, width), 15, dtype=np.uint8)

@@ -17,7 +17,7 @@
 With --out, the build logs, the PTX of each variant and a JSON of all numbers go there.
 `--alphabet protein` verifies and times uint32 profiles (20 amino-acid states, -DPROF_BITS=32):
 the packed variants with split state sets, the wide one on the 32-bit lane. `--column-weight W`
-(protein only) adds column profile costs (phylo/column_costs.py, the kernel's -DCOLUMN_COSTS=1):
+(protein only) adds column profile costs (model/column_costs.py, the kernel's -DCOLUMN_COSTS=1):
 a random table of 0..ScoringParams.column_cost_bound() (about 9 W) per read code and column, for
 verification and timing alike, so GCUPS with and without the term can be compared.
 """
@@ -41,8 +41,8 @@ from papara_py import kernels
 from papara_py.engine.gpu import GpuScorer, Variant
 from papara_py.engine.layout import block_count, make_block
 from papara_py.engine.opencl_devices import describe_devices, discover_devices
-from papara_py.pairwise.params import DEFAULT_PRESET, PRESETS, ScoringParams
-from papara_py.pairwise.reference_scorer import score_matrix_reference
+from papara_py.model.params import DEFAULT_PRESET, PRESETS, ScoringParams
+from papara_py.model.reference_scorer import score_matrix_reference
 from papara_py.phylo.encoding import ALPHABETS, DNA, PROTEIN, Alphabet
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

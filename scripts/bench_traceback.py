@@ -1,5 +1,5 @@
-"""Time the CPU traceback of one batch (`pipeline.trace_reads`, the main job's code path) and the
-column votes over several edges (`pairwise.votes.vote`, DESIGN 5's vote window).
+"""Time the CPU traceback of one batch (`model/decode.trace_reads`, the main job's code path) and the
+column votes over several edges (`model.votes.vote`, DESIGN 5's vote window).
 
     python3 scripts/bench_traceback.py DATA_DIR [--reads 12500] [--threads 2] [--repeat 3] [--vote 5]
 
@@ -20,12 +20,12 @@ import numpy as np
 
 from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
 from papara_py.io.reads import ReadSet
-from papara_py.pairwise.params import ScoringParams
-from papara_py.pairwise.votes import vote
-from papara_py.phylo.column_terms import ColumnTerms
+from papara_py.model.column_terms import ColumnTerms
+from papara_py.model.decode import trace_reads
+from papara_py.model.params import ScoringParams
+from papara_py.model.votes import vote
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
-from papara_py.pipeline import trace_reads
 
 
 def main() -> None:

@@ -30,8 +30,8 @@ import bench_accuracy as ba
 
 from papara_py.io.inputs import match_tips, read_alignment, read_tree
 from papara_py.io.run_file import RunFile
+from papara_py.model.family import column_family
 from papara_py.phylo.encoding import ALPHABETS, near_states
-from papara_py.phylo.family import column_family
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
 

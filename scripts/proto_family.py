@@ -1,4 +1,4 @@
-"""Measurement only: protein column family residues (phylo/family.py, DESIGN.md 3) at another
+"""Measurement only: protein column family residues (model/family.py, DESIGN.md 3) at another
 share than the model's, or used another way, on one set of the protein study.
 
     python3 scripts/proto_family.py --data DATA --set NAME [--percent P] [--mode near|match|none]
@@ -23,9 +23,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_accuracy as ba
 
-from papara_py import pipeline
+from papara_py.model import column_terms
+from papara_py.model.family import column_family
 from papara_py.phylo.encoding import PROTEIN
-from papara_py.phylo.family import column_family
 from papara_py.phylo.profiles import ProfileBuilder
 
 
@@ -35,11 +35,11 @@ def use_family(mode: str, percent: int) -> None:
         return column_family(tip_rows, replace(alphabet, family_percent=percent)) if alphabet is PROTEIN else None
 
     if mode == "none":
-        pipeline.column_family = lambda tip_rows, alphabet: None
+        column_terms.column_family = lambda tip_rows, alphabet: None
     elif mode == "near":
-        pipeline.column_family = family_at
+        column_terms.column_family = family_at
     else:  # match: into every edge's state set, and no longer among the near states
-        pipeline.column_family = lambda tip_rows, alphabet: None
+        column_terms.column_family = lambda tip_rows, alphabet: None
         built = ProfileBuilder.__init__
         profiles = ProfileBuilder.profiles
 

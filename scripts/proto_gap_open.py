@@ -30,8 +30,8 @@ from proto_band import full_dp
 
 from papara_py.io.inputs import match_tips, read_alignment, read_tree
 from papara_py.io.run_file import RunFile
+from papara_py.model.family import column_family
 from papara_py.phylo.encoding import ALPHABETS, IS_GAP, near_states
-from papara_py.phylo.family import column_family
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
 

@@ -535,9 +535,9 @@ def cmd_prepare(args) -> None:
 
 def cmd_check(args) -> None:
     """Eq. 1 tables reproduce papara_py's reference scorer and traceback (robust run's best edge)."""
-    from papara_py.pairwise.params import ScoringParams
-    from papara_py.pairwise.reference_scorer import score_reference
-    from papara_py.pairwise.traceback import align
+    from papara_py.model.params import ScoringParams
+    from papara_py.model.reference_scorer import score_reference
+    from papara_py.model.traceback import align
     p = ScoringParams(*ROBUST)
     for s in args.sets.split(","):
         sd = SetData(Path(args.data), s, args.k)

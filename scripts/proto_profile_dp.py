@@ -4,8 +4,8 @@
     python3 scripts/proto_profile_dp.py DATA/sets/BBS30013 DATA/sets/fn3 ... [--gates 12/8,1e9/8] [--window 10]
 
 papara-py runs once per folder with its default (`protein` preset), in this process; hooks
-around `pipeline.traceback_batch` and `pipeline.profile_preferred` see each batch's reads as
-production hands them to its profile step (pairwise/profile_alignment.py), which runs unchanged.
+around `run/stages.decode_batch` and `model/decode.profile_preferred` see each batch's reads as
+production hands them to its profile step (model/profile_alignment.py), which runs unchanged.
 For every read: the alignment the choice kept (the run's model's or the second model's), and the
 profile's own (`profile_dp` over `column_scores`, the rows weighted along the choice's alignment
 as the choice weighs them; within `--window` columns of it, 0: every column), its profile score's
@@ -35,9 +35,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_accuracy as ba
 
-from papara_py import pipeline
-from papara_py.pairwise.choice import background, profile_score, row_weights
-from papara_py.pairwise.profile_alignment import (
+from papara_py.model import decode
+from papara_py.model.choice import background, profile_score, row_weights
+from papara_py.model.profile_alignment import (
     WINDOW,
     column_scores,
     model_cost,
@@ -45,11 +45,12 @@ from papara_py.pairwise.profile_alignment import (
 )
 from papara_py.phylo.encoding import PROTEIN
 from papara_py.phylo.residues import residue_index_table
+from papara_py.run import stages
 
 
 def weights_along(reference: np.ndarray, residues: np.ndarray, columns: np.ndarray) -> np.ndarray:
     """The reference rows' weights for a read (residue indices) aligned in `columns` (-1:
-    inserted), as the choice weighs them (pairwise/choice.py)."""
+    inserted), as the choice weighs them (model/choice.py)."""
     row = np.full(reference.shape[0], ord("-"), np.uint8)
     letters = np.frombuffer((PROTEIN.letters + "X").encode(), np.uint8)  # X: an ambiguity code
     placed = columns >= 0
@@ -62,7 +63,7 @@ def weights_along(reference: np.ndarray, residues: np.ndarray, columns: np.ndarr
 def profile_alignment(reference: np.ndarray, residues: np.ndarray, weights: np.ndarray, around: np.ndarray | None = None,
                       window: int = 0) -> tuple[float, np.ndarray]:
     """The read `residues` aligned to the reference's profile under row `weights`: (its profile
-    score, its columns), by production's programme (pairwise/profile_alignment.py). With a
+    score, its columns), by production's programme (model/profile_alignment.py). With a
     `window`, only the columns from `window` before the first placed column of the alignment
     `around` to `window` after its last (production's WINDOW); 0: every column."""
     lo, hi = 0, reference.shape[0]
@@ -90,14 +91,14 @@ class Capture:
         self.reads: dict[str, tuple[np.ndarray, np.ndarray, float, int]] = {}
         self.window = window
         self._names = threading.local()
-        self._batch, self._preferred = pipeline.traceback_batch, pipeline.profile_preferred
+        self._batch, self._preferred = stages.decode_batch, decode.profile_preferred
 
     def __enter__(self) -> Capture:  # noqa: PYI034 - a plain class, not meant to be subclassed
-        pipeline.traceback_batch, pipeline.profile_preferred = self._named_batch, self._seen
+        stages.decode_batch, decode.profile_preferred = self._named_batch, self._seen
         return self
 
     def __exit__(self, *exc) -> None:
-        pipeline.traceback_batch, pipeline.profile_preferred = self._batch, self._preferred
+        stages.decode_batch, decode.profile_preferred = self._batch, self._preferred
 
     def _named_batch(self, reads, indices, *args, **options):
         self._names.names = [reads.names[i] for i in indices.tolist()]

@@ -15,7 +15,8 @@ from papara_py.io.cigar import parse_cigar
 from papara_py.io.inputs import read_tree
 from papara_py.io.run_file import RunFile
 from papara_py.phylo.tree import EdgeTree
-from papara_py.pipeline import RunConfig, run
+from papara_py.run.config import RunConfig
+from papara_py.run.runner import run
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
 MIN_COLUMN_ACCURACY = 0.99  # measured 0.9969 (2026-11-22)

@@ -18,7 +18,7 @@ from papara_py.errors import InputError
 from papara_py.io.export import oriented_sequence
 from papara_py.io.inputs import read_alignment
 from papara_py.io.run_file import RunFile
-from papara_py.pairwise.paths import place_read
+from papara_py.model.paths import place_read
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
 TREE, REF, READS = EXAMPLE / "tree.nwk", EXAMPLE / "ref.phy", EXAMPLE / "reads.fa"
@@ -77,23 +77,23 @@ def test_align_from_memory_equals_the_files(tmp_path, cli_run):
 
 
 def test_a_run_leaves_the_interpreters_switch_interval_as_it_was(tmp_path, monkeypatch):
-    """The main job hands the GIL over more often while it runs (pipeline.GIL_SWITCH_SECONDS);
+    """The main job hands the GIL over more often while it runs (run/runner.GIL_SWITCH_SECONDS);
     the caller's interpreter gets its own setting back, also after a failed run."""
-    from papara_py import pipeline
+    from papara_py.run import runner
 
     seen = []
-    original = pipeline._run
+    original = runner._run
 
     def spy(config, reporter, samples):
         seen.append(sys.getswitchinterval())
         return original(config, reporter, samples)
 
     before = sys.getswitchinterval()
-    monkeypatch.setattr(pipeline, "_run", spy)
+    monkeypatch.setattr(runner, "_run", spy)
     try:
         sys.setswitchinterval(0.004)
         papara_py.align(str(TREE), REF, READS, output=tmp_path / "run.h5", **OPTIONS)
-        assert seen == [pytest.approx(pipeline.GIL_SWITCH_SECONDS)]
+        assert seen == [pytest.approx(runner.GIL_SWITCH_SECONDS)]
         assert sys.getswitchinterval() == pytest.approx(0.004)
         with pytest.raises(InputError):
             papara_py.align(str(TREE), REF, tmp_path / "missing.fa", output=tmp_path / "bad.h5", **OPTIONS)

@@ -14,7 +14,7 @@ from papara_py.errors import InputError
 from papara_py.io.read_stream import ReadStream, split_batches
 from papara_py.io.reads import STATUS_ALIGNED, STATUSES, ReadChunk
 from papara_py.phylo.encoding import DNA
-from papara_py.pipeline import MIN_BATCH_READS, MIN_BATCHES
+from papara_py.run.stages import MIN_BATCH_READS, MIN_BATCHES
 
 N_COLUMNS = 6  # reads of 1-5 residues are aligned; 0: empty, 6 and more: too long
 
@@ -152,7 +152,8 @@ def test_streamed_batches_give_one_result_on_every_device(opencl_device, monkeyp
 
     from papara_py.engine import opencl_devices
     from papara_py.io.run_file import RunFile
-    from papara_py.pipeline import RunConfig, run
+    from papara_py.run.config import RunConfig
+    from papara_py.run.runner import run
 
     monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device])
     example = Path(__file__).resolve().parents[1] / "data" / "example"
@@ -179,7 +180,7 @@ def test_batch_stages_hold_one_batch_more_than_their_traceback_threads():
     writer still gets them in order."""
     import threading
 
-    from papara_py.pipeline import BatchStages
+    from papara_py.run.stages import BatchStages
 
     release, written = threading.Event(), []
     stages = BatchStages(lambda batch: (release.wait(10), batch)[1:], written.append, depth=1, tracing_threads=3)

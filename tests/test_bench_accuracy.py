@@ -209,7 +209,7 @@ def test_a_study_point_names_every_scoring_field():
     """A point of --points gives ScoringParams' fields in order, the band margin, the location
     check and the second model included (the margin was once dropped silently); more values than
     fields is an error."""
-    from papara_py.pairwise.params import PRESETS, ScoringParams
+    from papara_py.model.params import PRESETS, ScoringParams
 
     study = load_script("accuracy_study")
     point = study.parse_point("3,6,5,3,16,2,1.0,4,2,1,10,1.75")
@@ -273,8 +273,8 @@ def test_the_prototype_scorers_are_eq1_where_they_vary_nothing():
     """scripts/proto_gap_open.py's edge scorer and proto_band.py's full matrix (banded, margin 0)
     with p's gap_open in every column give the reference scorer's scores on random protein
     profiles; a cheaper opening in some columns lowers no score it should not (both agree)."""
-    from papara_py.pairwise.params import ScoringParams
-    from papara_py.pairwise.reference_scorer import profile_near, score_matrix_reference
+    from papara_py.model.params import ScoringParams
+    from papara_py.model.reference_scorer import profile_near, score_matrix_reference
     from papara_py.phylo.encoding import PROTEIN
 
     gap_open = load_script("proto_gap_open")

@@ -1,5 +1,5 @@
 """The second model and the choice between two alignments (DESIGN.md 5, `second_model`;
-pairwise/choice.py).
+model/choice.py).
 
 The profile score against a plain transcription of its definition on random alignments, the rule
 on a hand-made case, and protein runs with the second model on: scores, best edges and candidates
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from papara_py.io.inputs import match_tips, read_alignment, read_tree
 from papara_py.io.run_file import RunFile
-from papara_py.pairwise.choice import (
+from papara_py.model.choice import (
     DELETION_OPEN,
     IDENTITY_WEIGHT,
     INSERTED,
@@ -29,13 +29,14 @@ from papara_py.pairwise.choice import (
     profile_score,
     second_preferred,
 )
-from papara_py.pairwise.params import PRESETS, ScoringParams
-from papara_py.pairwise.paths import residue_columns
-from papara_py.pairwise.profile_alignment import SCORE_MARGIN
+from papara_py.model.params import PRESETS, ScoringParams
+from papara_py.model.paths import residue_columns
+from papara_py.model.profile_alignment import SCORE_MARGIN
 from papara_py.phylo.encoding import PROTEIN
 from papara_py.phylo.residues import GAP_RESIDUE, NO_RESIDUE, reference_residues, residue_index_table
 from papara_py.phylo.tree import EdgeTree
-from papara_py.pipeline import RunConfig, run
+from papara_py.run.config import RunConfig
+from papara_py.run.runner import run
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 STATES = PROTEIN.n_states
@@ -105,7 +106,7 @@ def test_the_profile_score_is_its_definition_and_the_choice_takes_the_strictly_h
     residues = np.array(read, np.uint8)
     offsets = np.array([0, len(read)], np.int64)
     a, b = np.array(first, np.int64), np.array(second, np.int64)
-    from papara_py.pairwise.choice import row_weights
+    from papara_py.model.choice import row_weights
 
     rows = rows_of(read, first, reference.shape[0])
     weights = np.empty(reference.shape[1])

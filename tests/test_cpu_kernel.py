@@ -26,10 +26,10 @@ from papara_py.engine.cpu import (
 )
 from papara_py.engine.layout import make_block
 from papara_py.errors import InputError
-from papara_py.pairwise.params import ScoringParams
-from papara_py.pairwise.reference_scorer import score_matrix_reference
-from papara_py.phylo.column_costs import ColumnCosts, cost_codes
-from papara_py.phylo.column_terms import ColumnTerms
+from papara_py.model.column_costs import ColumnCosts, cost_codes
+from papara_py.model.column_terms import ColumnTerms
+from papara_py.model.params import ScoringParams
+from papara_py.model.reference_scorer import score_matrix_reference
 from papara_py.phylo.encoding import CGAP_BIT, DNA, PROTEIN, READ_CODE
 
 parameter = st.sampled_from([0, 1, 2, 3, 5, 1000])

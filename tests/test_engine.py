@@ -25,9 +25,9 @@ from papara_py.engine.scheduler import (
     cpu_pieces,
     leave_to_gpus,
 )
-from papara_py.pairwise.params import ScoringParams
-from papara_py.pairwise.reference_scorer import score_matrix_reference
-from papara_py.phylo.column_terms import ColumnTerms
+from papara_py.model.column_terms import ColumnTerms
+from papara_py.model.params import ScoringParams
+from papara_py.model.reference_scorer import score_matrix_reference
 
 K = 4
 

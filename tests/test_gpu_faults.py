@@ -13,10 +13,11 @@ import pytest
 from misuse import EXAMPLE
 from test_engine import expected, gpu, random_case, run
 
-from papara_py import pipeline
 from papara_py.cli import main
 from papara_py.engine.scheduler import EngineOptions, is_out_of_memory
-from papara_py.pairwise.params import ScoringParams
+from papara_py.model.params import ScoringParams
+from papara_py.run import devices
+from papara_py.run.config import RunConfig
 
 
 def test_out_of_memory_is_recognised():
@@ -88,9 +89,9 @@ def test_device_gpu_without_a_usable_gpu_ends_in_one_paragraph(busy_gpu, tmp_pat
 
 @pytest.mark.parametrize("device", ["auto", "hybrid"])
 def test_auto_and_hybrid_run_on_the_cpu_when_the_gpu_is_unusable(busy_gpu, tmp_path, capsys, device, monkeypatch):
-    # the example is small enough for --device auto to leave the GPU alone (pipeline.choose_devices):
+    # the example is small enough for --device auto to leave the GPU alone (run/devices.choose_devices):
     # as if the CPU were slow, so that auto reaches for the GPU that fails
-    monkeypatch.setattr(pipeline, "CPU_CELLS_PER_THREAD_SECOND", 1e6)
+    monkeypatch.setattr(devices, "CPU_CELLS_PER_THREAD_SECOND", 1e6)
     assert main(example_args(tmp_path, device)) == 0
     err = " ".join(capsys.readouterr().err.split())
     assert "1 GPU(s) cannot be used (gpu-0:Busy GPU: RuntimeError: Context failed: OUT_OF_RESOURCES); " \
@@ -98,4 +99,4 @@ def test_auto_and_hybrid_run_on_the_cpu_when_the_gpu_is_unusable(busy_gpu, tmp_p
     with h5py.File(tmp_path / "run.h5") as run_file:
         record = json.loads(run_file["run"].attrs["unusable_gpus"])
     assert record == {"gpu-0:Busy GPU": "RuntimeError: Context failed: OUT_OF_RESOURCES"}
-    assert not hasattr(pipeline.RunConfig("t", "s", "r", "o"), "unusable_gpus")  # an outcome, not a setting
+    assert not hasattr(RunConfig("t", "s", "r", "o"), "unusable_gpus")  # an outcome, not a setting

@@ -27,8 +27,8 @@ from test_cpu_kernel import random_column_costs, random_cost_codes
 
 from papara_py.engine import opencl_devices
 from papara_py.engine.layout import block_count, make_block
-from papara_py.pairwise.params import ScoringParams
-from papara_py.pairwise.reference_scorer import score_matrix_reference
+from papara_py.model.params import ScoringParams
+from papara_py.model.reference_scorer import score_matrix_reference
 from papara_py.phylo.encoding import DNA, PROTEIN, READ_CODE
 
 cl = pytest.importorskip("pyopencl")

@@ -1,6 +1,6 @@
 """The device traceback (engine/gpu_trace.py, kernels/band_trace.cl) against the host traceback.
 
-`GpuTracer.align_many` must give `pairwise.traceback.align_many`'s scores, start columns, CIGARs and
+`GpuTracer.align_many` must give `model.traceback.align_many`'s scores, start columns, CIGARs and
 rows bit for bit (the host traceback is itself held against DESIGN 5 spelled out, test_scoring.py):
 random reads of every length 1..m-1 against random profiles with CGAP runs, ambiguous states and
 near-state fields, random penalties (near_mismatch below mismatch and equal to it) and band margins
@@ -20,9 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_cpu_kernel import random_column_costs
 
-from papara_py.pairwise.params import ScoringParams
-from papara_py.pairwise.traceback import align_many
-from papara_py.phylo.column_costs import column_costs
+from papara_py.model.column_costs import column_costs
+from papara_py.model.params import ScoringParams
+from papara_py.model.traceback import align_many
 from papara_py.phylo.encoding import DNA, PROTEIN
 from papara_py.phylo.residues import reference_residues
 
@@ -189,7 +189,8 @@ def example_run(tmp_path, name: str, example: str = "example", **options) -> tup
     from pathlib import Path
 
     from papara_py.io.run_file import RunFile
-    from papara_py.pipeline import RunConfig, run
+    from papara_py.run.config import RunConfig
+    from papara_py.run.runner import run
 
     example = Path(__file__).resolve().parents[1] / "data" / example
     out = tmp_path / name
@@ -227,8 +228,8 @@ def test_a_gpu_run_traces_back_on_the_gpu_with_the_cpus_results(opencl_device, m
 
 def test_a_gpu_traceback_of_protein_reads_votes_as_the_cpu(opencl_device, monkeypatch, tmp_path):
     """data/protein with its preset, whose vote window traces reads back on several candidate edges
-    (pairwise/votes.py), most of them again with their nearest sequence's bonus
-    (pairwise/nearest.py): every /reads dataset of a GPU traceback equals a CPU-only run's."""
+    (model/votes.py), most of them again with their nearest sequence's bonus
+    (model/nearest.py): every /reads dataset of a GPU traceback equals a CPU-only run's."""
     from papara_py.engine import opencl_devices
 
     monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device])

@@ -25,13 +25,14 @@ from papara_py.engine.guided import INITIAL_CLUSTERS, GuidedOptions, GuidedSearc
 from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch
 from papara_py.io.inputs import read_tree
 from papara_py.io.run_file import RunFile
-from papara_py.pairwise.params import ScoringParams
-from papara_py.pairwise.reference_scorer import score_matrix_reference
-from papara_py.pipeline import RunConfig, run
+from papara_py.model.params import ScoringParams
+from papara_py.model.reference_scorer import score_matrix_reference
 from papara_py.phylo.clusters import cluster_edges
 from papara_py.phylo.encoding import READ_CODE
 from papara_py.phylo.tree import EdgeTree
 from papara_py.report.page import build_report
+from papara_py.run.config import RunConfig
+from papara_py.run.runner import run
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
 simulate = load_script("simulate")

@@ -16,9 +16,9 @@ LAYER = {
     "errors": 0, "kernels": 0,
     "phylo": 1,
     "io": 2,
-    "pairwise": 3,
+    "model": 3,
     "engine": 4, "cluster": 4, "report": 4,
-    "pipeline": 5, "run_log": 5, "samples": 5,
+    "run": 5,
     "cli": 6, "__main__": 6,
     "api": 7,  # the Python API parses its options with the CLI's parser (one definition)
     "__init__": 8,
@@ -93,7 +93,7 @@ def test_no_import_cycle():
 def test_the_checker_sees_a_violation(tmp_path):
     """The rule is not vacuous: an import from a higher layer is caught."""
     bad = tmp_path / "bad.py"
-    bad.write_text("def f():\n    from papara_py.pipeline import run\n")
+    bad.write_text("def f():\n    from papara_py.run.runner import run\n")
     imported = _imports("papara_py.phylo.bad", bad)
-    assert "papara_py.pipeline" in imported
-    assert _layer("papara_py.pipeline") > _layer("papara_py.phylo.bad")
+    assert "papara_py.run.runner" in imported
+    assert _layer("papara_py.run.runner") > _layer("papara_py.phylo.bad")

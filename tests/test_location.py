@@ -1,4 +1,4 @@
-"""The location check of DESIGN.md 5 (pairwise/location.py, `location_check`).
+"""The location check of DESIGN.md 5 (model/location.py, `location_check`).
 
 The pairwise alignment against a brute force over every semi-global path, its traceback's path
 scoring what it says, the relocation rule at its cases (elsewhere altogether, a column off, beside
@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from papara_py.io.inputs import match_tips, read_alignment, read_tree
 from papara_py.io.run_file import RunFile
-from papara_py.pairwise.location import (
+from papara_py.model.column_costs import substitution_scores
+from papara_py.model.location import (
     AMBIGUOUS_SCORE,
     GAP_EXTEND,
     GAP_OPEN,
@@ -32,9 +33,8 @@ from papara_py.pairwise.location import (
     score_matrix,
     semi_global,
 )
-from papara_py.pairwise.params import PRESETS, ScoringParams
-from papara_py.pairwise.paths import cigar_string, path_ops, place_read
-from papara_py.phylo.column_costs import substitution_scores
+from papara_py.model.params import PRESETS, ScoringParams
+from papara_py.model.paths import cigar_string, path_ops, place_read
 from papara_py.phylo.encoding import PROTEIN
 from papara_py.phylo.residues import (
     LANES,
@@ -43,7 +43,8 @@ from papara_py.phylo.residues import (
     reference_sequences,
 )
 from papara_py.phylo.tree import EdgeTree
-from papara_py.pipeline import RunConfig, run
+from papara_py.run.config import RunConfig
+from papara_py.run.runner import run
 
 PROTEIN_DATA = Path(__file__).resolve().parent.parent / "data" / "protein"
 MATRIX = score_matrix(PROTEIN)
@@ -313,7 +314,7 @@ def test_the_device_scores_every_read_against_every_sequence_as_the_host(opencl_
 
     from papara_py.engine.gpu import shared_context
     from papara_py.engine.gpu_location import location_scores
-    from papara_py.pairwise.location import tip_scores
+    from papara_py.model.location import tip_scores
 
     rng = np.random.default_rng(12)
     rows = [rng.integers(0, PROTEIN.n_states + 1, rng.integers(0, 61)).astype(np.uint8) for _ in range(37)]

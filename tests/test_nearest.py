@@ -1,4 +1,4 @@
-"""The nearest-sequence bonus of DESIGN.md 5 (pairwise/nearest.py, `nearest_bonus`).
+"""The nearest-sequence bonus of DESIGN.md 5 (model/nearest.py, `nearest_bonus`).
 
 The bonused traceback against the literal transcription of DESIGN 4-5 (tests/literal_dp.py), the
 nearest-rows search against a brute force, the share gate at its boundary, and protein runs with
@@ -18,18 +18,19 @@ from literal_dp import PROTEIN_LETTERS, literal_align
 
 from papara_py.io.inputs import read_alignment
 from papara_py.io.run_file import RunFile
-from papara_py.pairwise.nearest import (
+from papara_py.model.column_costs import column_costs
+from papara_py.model.nearest import (
     NEAREST_ROWS,
     NEAREST_SHARE,
     bonus_reads,
     nearest_rows,
 )
-from papara_py.pairwise.params import PRESETS, ScoringParams
-from papara_py.pairwise.traceback import align_many
-from papara_py.phylo.column_costs import column_costs
+from papara_py.model.params import PRESETS, ScoringParams
+from papara_py.model.traceback import align_many
 from papara_py.phylo.encoding import DNA, PROTEIN
 from papara_py.phylo.residues import NO_RESIDUE, reference_residues, residue_index_table
-from papara_py.pipeline import RunConfig, run
+from papara_py.run.config import RunConfig
+from papara_py.run.runner import run
 
 PROTEIN_DATA = Path(__file__).resolve().parent.parent / "data" / "protein"
 

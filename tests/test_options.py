@@ -9,7 +9,7 @@ import pytest
 from misuse import assert_refused, papara, workspace  # noqa: F401
 
 from papara_py.errors import InputError
-from papara_py.pairwise.params import INT32_LIMIT, MAX_PENALTY, ScoringParams
+from papara_py.model.params import INT32_LIMIT, MAX_PENALTY, ScoringParams
 
 
 @pytest.mark.parametrize("option, value, expect", [

@@ -1,6 +1,6 @@
 """Two outputs of one command never share a path, no output is an input, names the exports cannot
 write apart are refused before scoring, and a log that cannot be written is named (issue 56;
-papara_py/io/output_roles.py, papara_py/io/export_names.py, papara_py/run_log.py;
+papara_py/io/output_roles.py, papara_py/io/export_names.py, papara_py/run/log.py;
 docs/RELIABILITY.md section 1).
 
 The issue's four cases end as one paragraph with exit status 2 (3 for the full device), leaving
@@ -26,7 +26,7 @@ from papara_py.io import outputs
 from papara_py.io.export_names import exported_name
 from papara_py.io.output_roles import ROLES, check_roles
 from papara_py.report.page import FIGURES
-from papara_py.run_log import RunLog
+from papara_py.run.log import RunLog
 
 # ---------------------------------------------------------------------------------------------
 # The issue's four cases

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from papara_py.cli import _penalty_choice, build_parser
-from papara_py.pairwise.params import DEFAULT_PRESET, PRESETS, ScoringParams
+from papara_py.model.params import DEFAULT_PRESET, PRESETS, ScoringParams
 
 
 def _params(argv, default_preset=DEFAULT_PRESET):

@@ -1,8 +1,8 @@
 """The reference profile's own alignment of a read, the choice's third candidate
-(pairwise/profile_alignment.py; DESIGN.md 5, `second_model`).
+(model/profile_alignment.py; DESIGN.md 5, `second_model`).
 
 The programme against a brute force over every alignment (it finds the highest profile score of
-pairwise/choice.py, within its window), the model's cost of a path against the traceback's
+model/choice.py, within its window), the model's cost of a path against the traceback's
 recurrence (the traceback's own path costs its score, and nothing costs less), and the gate on
 hand-made reads through `profile_preferred`. Protein runs with it are in tests/test_choice.py.
 """
@@ -15,10 +15,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from papara_py.pairwise.choice import background, profile_score
-from papara_py.pairwise.params import ScoringParams
-from papara_py.pairwise.paths import residue_columns
-from papara_py.pairwise.profile_alignment import (
+from papara_py.model.choice import background, profile_score
+from papara_py.model.params import ScoringParams
+from papara_py.model.paths import residue_columns
+from papara_py.model.profile_alignment import (
     COST_MARGIN,
     SCORE_MARGIN,
     column_scores,
@@ -26,8 +26,8 @@ from papara_py.pairwise.profile_alignment import (
     profile_dp,
     profile_preferred,
 )
-from papara_py.pairwise.reference_scorer import INF64, profile_near
-from papara_py.pairwise.traceback import align
+from papara_py.model.reference_scorer import INF64, profile_near
+from papara_py.model.traceback import align
 from papara_py.phylo.encoding import PROTEIN, cgap_bit_of
 from papara_py.phylo.residues import (
     GAP_RESIDUE,

@@ -20,12 +20,12 @@ from papara_py.io.checksums import attributes_crc32
 from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
 from papara_py.io.reads import ReadSet
 from papara_py.io.run_file import RunFile
-from papara_py.pairwise.params import PENALTY_NAMES, PRESETS, ScoringParams
-from papara_py.pairwise.reference_scorer import profile_near, score_matrix_reference
-from papara_py.pairwise.traceback import align_many
-from papara_py.phylo.column_costs import column_costs
+from papara_py.model.column_costs import column_costs
+from papara_py.model.family import column_family
+from papara_py.model.params import PENALTY_NAMES, PRESETS, ScoringParams
+from papara_py.model.reference_scorer import profile_near, score_matrix_reference
+from papara_py.model.traceback import align_many
 from papara_py.phylo.encoding import DNA, PROTEIN, detect_alphabet, near_states
-from papara_py.phylo.family import column_family
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
 
@@ -205,13 +205,13 @@ def spelled_out_family(rows: list[str], percent: int) -> list[int]:
 
 
 def test_column_profile_costs_are_design_3_spelled_out():
-    """X of DESIGN 3 (phylo/column_costs.py) against tests/literal_dp.py's letter-by-letter
+    """X of DESIGN 3 (model/column_costs.py) against tests/literal_dp.py's letter-by-letter
     transcription, for every read code, on the bundled example and on hand-made columns: gaps,
     lower case, U and O (as C and K, as the encoder reads them), ambiguity codes (rows without a
     residue, like gaps), a column no row fills, weights 0.5-10."""
     from literal_dp import literal_column_cost
 
-    from papara_py.phylo.column_costs import GAP_ROW_SCORE, REFERENCE_SCORE, cost_codes
+    from papara_py.model.column_costs import GAP_ROW_SCORE, REFERENCE_SCORE, cost_codes
 
     hand = ["AW-KU", "AW-OC", "aW-kc", "CX-R-", "CB-R-", "UZ.R-"]
     example = [bytes(row).decode() for row in read_alignment(PROTEIN_DATA / "ref.phy").rows]

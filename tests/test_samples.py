@@ -16,7 +16,7 @@ import pytest
 
 from papara_py.errors import InputError
 from papara_py.io.run_file import RunFile
-from papara_py.samples import output_name, samples_in
+from papara_py.run.samples import output_name, samples_in
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
 REFERENCE = ["-t", str(EXAMPLE / "tree.nwk"), "-s", str(EXAMPLE / "ref.phy")]
@@ -185,8 +185,9 @@ def test_samples_on_the_gpu_match_the_cpu(opencl_device, monkeypatch, tmp_path):
     """The GPU (PoCL in CI), alone and beside CPU workers, scores and traces back the samples of one
     run as the CPU does."""
     from papara_py.engine import opencl_devices
-    from papara_py.pipeline import RunConfig, run
-    from papara_py.samples import Sample
+    from papara_py.run.config import RunConfig
+    from papara_py.run.runner import run
+    from papara_py.run.samples import Sample
 
     monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device])
     reads = write_samples(tmp_path)

@@ -12,13 +12,13 @@ from literal_dp import literal_align, literal_score, rescore_cigar
 
 from papara_py.errors import InputError
 from papara_py.io.cigar import parse_cigar
-from papara_py.pairwise.params import PenaltyChoice, ScoringParams
-from papara_py.pairwise.paths import place_read
-from papara_py.pairwise.reference_scorer import score_reference
-from papara_py.pairwise.traceback import align, align_many
-from papara_py.phylo.column_costs import column_costs, cost_codes
+from papara_py.model.column_costs import column_costs, cost_codes
+from papara_py.model.params import PenaltyChoice, ScoringParams
+from papara_py.model.paths import place_read
+from papara_py.model.reference_scorer import score_reference
+from papara_py.model.traceback import align, align_many
 from papara_py.phylo.encoding import DNA, PROTEIN
-from papara_py.pipeline import resolve_params
+from papara_py.run.inputs import resolve_params
 
 states = st.integers(1, 15)
 parameter = st.sampled_from([0, 1, 2, 3, 5, 1000])
@@ -237,7 +237,7 @@ def column_cost_cases(draw):
 @settings(max_examples=600, deadline=None)
 @given(column_cost_cases())
 def test_column_profile_cost_equals_design_4_and_5_spelled_out(case):
-    """The column profile cost (DESIGN 4) as phylo/column_costs.py tabulates it from the reference
+    """The column profile cost (DESIGN 4) as model/column_costs.py tabulates it from the reference
     rows, in the reference scorer and the traceback, against the literal transcription that
     computes X from the rows and BLOSUM62 itself, cell by cell."""
     read, profile, params, family, rows = case

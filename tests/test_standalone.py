@@ -82,7 +82,7 @@ def test_the_checkers_see_an_outside_reference_and_a_bad_citation():
     assert [int(m.group(1)) for m in _CITATION.finditer("DESIGN.md section 42, DESIGN 4")] == [42, 4]
     assert 42 not in _design_sections()
     assert Path(__file__).resolve() not in _project_text_files()
-    assert ROOT / "papara_py" / "pipeline.py" in _project_text_files()
+    assert ROOT / "papara_py" / "run" / "runner.py" in _project_text_files()
 
 
 @pytest.mark.parametrize("name", ["reads.fasta", "ref.fasta", "ref.phy", "tree.nwk"])

@@ -1,4 +1,4 @@
-"""Read orientation (--strand auto|both|forward, papara_py/pairwise/strand.py) and its use downstream.
+"""Read orientation (--strand auto|both|forward, papara_py/engine/strand.py) and its use downstream.
 
 Unit properties of the k-mer evidence, then end-to-end runs: a read and its reverse complement
 must come out alike, simulated reads with known strands must be oriented correctly, and on the
@@ -19,13 +19,8 @@ from test_accuracy import residue_columns
 from test_simulate import sim_mod
 
 from papara_py.cli import build_parser
-from papara_py.errors import InputError
-from papara_py.io.export import export, oriented_sequence
-from papara_py.io.inputs import read_alignment
-from papara_py.io.reads import ReadSet
-from papara_py.io.run_file import RunFile
-from papara_py.pairwise.candidates import Candidates
-from papara_py.pairwise.strand import (
+from papara_py.engine.candidates import Candidates
+from papara_py.engine.strand import (
     FORWARD,
     REVERSE,
     STRAND_MODES,
@@ -35,8 +30,14 @@ from papara_py.pairwise.strand import (
     decide,
     orient,
 )
+from papara_py.errors import InputError
+from papara_py.io.export import export, oriented_sequence
+from papara_py.io.inputs import read_alignment
+from papara_py.io.reads import ReadSet
+from papara_py.io.run_file import RunFile
 from papara_py.phylo.encoding import IS_GAP, reverse_complement
-from papara_py.pipeline import RunConfig, run
+from papara_py.run.config import RunConfig
+from papara_py.run.runner import run
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
 #: Simulated reads, half reverse-complemented, from taxa 0.5 substitutions/site apart on average:

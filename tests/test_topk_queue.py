@@ -9,9 +9,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from papara_py.engine.candidates import Candidates
 from papara_py.engine.layout import make_block
 from papara_py.engine.queue import WorkItem, WorkQueue, even_launch
-from papara_py.pairwise.candidates import Candidates
 
 
 def expected_topk(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -21,7 +21,7 @@ from papara_py.engine.consumers import GpuChunkScorer
 from papara_py.engine.gpu import GpuScorer
 from papara_py.engine.opencl_devices import discover_devices
 from papara_py.engine.scheduler import EngineOptions
-from papara_py.pairwise.params import ScoringParams
+from papara_py.model.params import ScoringParams
 
 devices = discover_devices("cpu")
 pocl = [d for d in devices if "pthread" in d.name.lower()]
@@ -47,7 +47,8 @@ print(json.dumps(out))
 def test_two_opencl_devices_share_the_work_and_agree_with_the_reference():
     env = dict(os.environ, POCL_DEVICES="pthread pthread")
     tests = Path(__file__).resolve().parent
-    result = subprocess.run([sys.executable, "-c", SCRIPT], cwd=tests, env={**env, "PYTHONPATH": str(tests)},
+    path = os.pathsep.join(filter(None, [str(tests), str(tests.parent), env.get("PYTHONPATH")]))  # this checkout
+    result = subprocess.run([sys.executable, "-c", SCRIPT], cwd=tests, env={**env, "PYTHONPATH": path},
                             capture_output=True, text=True, timeout=600)
     if result.returncode == 3:
         pytest.fail(f"PoCL did not expose two CPU devices with POCL_DEVICES='pthread pthread': {result.stdout}")
@@ -80,8 +81,9 @@ def test_gpus_option_parses_numbers():
 def test_gpus_chooses_among_the_usable_gpus(opencl_device, monkeypatch):
     from papara_py.engine import opencl_devices
     from papara_py.errors import InputError
-    from papara_py.pipeline import RunConfig, resolve_scorers
-    from papara_py.run_log import Reporter
+    from papara_py.run.config import RunConfig
+    from papara_py.run.devices import resolve_scorers
+    from papara_py.run.log import Reporter
 
     monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device, opencl_device])
     config = RunConfig(tree="t", alignment="s", reads="r", output="o", device="gpu", gpus=(1,))
@@ -98,10 +100,11 @@ def test_gpus_chooses_among_the_usable_gpus(opencl_device, monkeypatch):
 def test_auto_keeps_a_run_too_small_for_a_gpu_on_the_cpu(opencl_device, monkeypatch, tmp_path):
     """--device auto with a GPU present: the bundled example (about 0.1 s of CPU scoring) stays on
     the CPU and the run record says why; a larger estimate (a slower CPU) brings the GPU in."""
-    from papara_py import pipeline
     from papara_py.engine import opencl_devices
     from papara_py.io.run_file import RunFile
-    from papara_py.pipeline import RunConfig, run
+    from papara_py.run import devices
+    from papara_py.run.config import RunConfig
+    from papara_py.run.runner import run
 
     example = Path(__file__).resolve().parents[1] / "data" / "example"
     monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device])
@@ -116,7 +119,7 @@ def test_auto_keeps_a_run_too_small_for_a_gpu_on_the_cpu(opencl_device, monkeypa
     small = auto_run("small.h5")
     assert small["device_choice"].startswith("cpu: about 0.")
     assert not any(name.startswith("gpu-") for name in small["consumers"])
-    monkeypatch.setattr(pipeline, "CPU_CELLS_PER_THREAD_SECOND", 1e6)  # as if the CPU were very slow
+    monkeypatch.setattr(devices, "CPU_CELLS_PER_THREAD_SECOND", 1e6)  # as if the CPU were very slow
     large = auto_run("large.h5")
     assert "device_choice" not in large
     assert {name.split("-")[0] for name in large["consumers"]} == {"gpu"}  # auto: the GPU alone, as gpu

@@ -101,7 +101,7 @@ def test_a_read_only_install_with_an_unwritable_home_imports_and_caches_elsewher
         temporary.mkdir()
         env = {key: value for key, value in os.environ.items() if not key.startswith(("NUMBA_", "XDG_"))}
         env.update(PYTHONPATH=str(install), HOME="/dev/null", TMPDIR=str(temporary))
-        result = subprocess.run([sys.executable, "-c", "import papara_py.engine.cpu, papara_py.pairwise.traceback"],
+        result = subprocess.run([sys.executable, "-c", "import papara_py.engine.cpu, papara_py.model.traceback"],
                                 capture_output=True, text=True, env=env, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
         assert "numba's kernel cache goes to" in result.stderr

@@ -1,4 +1,4 @@
-"""Column votes over near-best edges (pairwise/votes.py, DESIGN 5's vote window): the consensus
+"""Column votes over near-best edges (model/votes.py, DESIGN 5's vote window): the consensus
 against an exhaustive search on random alignments, its CIGARs and rows, the pairs a window takes,
 and a protein run with and without votes through the main job."""
 
@@ -15,16 +15,17 @@ from hypothesis import strategies as st
 from papara_py.io.cigar import parse_cigar
 from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
 from papara_py.io.run_file import RunFile
-from papara_py.pairwise.params import PRESETS, ScoringParams
-from papara_py.pairwise.paths import cigar_string, path_ops, place_read, read_columns
-from papara_py.pairwise.traceback import align
-from papara_py.pairwise.votes import _consensus, vote, vote_pairs
-from papara_py.phylo.column_costs import column_costs
+from papara_py.model.column_costs import column_costs
+from papara_py.model.family import column_family
+from papara_py.model.params import PRESETS, ScoringParams
+from papara_py.model.paths import cigar_string, path_ops, place_read, read_columns
+from papara_py.model.traceback import align
+from papara_py.model.votes import _consensus, vote, vote_pairs
 from papara_py.phylo.encoding import PROTEIN
-from papara_py.phylo.family import column_family
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
-from papara_py.pipeline import RunConfig, run
+from papara_py.run.config import RunConfig
+from papara_py.run.runner import run
 
 PROTEIN_DATA = Path(__file__).resolve().parent.parent / "data" / "protein"
 

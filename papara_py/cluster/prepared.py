@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Protocol
 
 import h5py
 import numpy as np
@@ -49,15 +48,6 @@ FORMAT_NAME = "papara-py-profiles"
 FORMAT_VERSION = 3
 #: Edges written per step by `prepare` (bounds the temporary profile array to this many rows).
 _WRITE_EDGES = 1024
-
-
-class EdgeProfiles(Protocol):
-    """What the engine and the traceback need of the edge profiles (ProfileBuilder has it too)."""
-
-    @property
-    def n_edges(self) -> int: ...
-
-    def profiles(self, edge_ids: np.ndarray) -> np.ndarray: ...
 
 
 class PreparedProfiles:

@@ -6,10 +6,13 @@
 - `guided`: `GuidedSearch` (`--search guided`), rounds of the engine over edge subsets that find
   each read's best edges from a fraction of the edges.
 - `consumers`: the CPU and GPU scorers as the scheduler sees them.
+- `candidates`: `Candidates`, each read's K best (score, edge) pairs, merged deterministically.
+- `strand`: the read orientation of `--strand auto|both|forward` (which orientations a batch is
+  scored in, and the better one kept).
 - `cpu`: the numba lane-parallel kernel; `gpu`: the OpenCL kernels' host side; `gpu_trace`: the
-  traceback (DESIGN 5) on an OpenCL device, equal to pairwise.traceback's; `gpu_location`: the
-  location check's scoring pass (DESIGN 5) on an OpenCL device, equal to pairwise.location's;
+  traceback (DESIGN 5) on an OpenCL device, equal to model.traceback's; `gpu_location`: the
+  location check's scoring pass (DESIGN 5) on an OpenCL device, equal to model.location's;
   `opencl_devices`: discovery and probing of OpenCL devices.
 
-Layer: imports `papara_py.errors`, `papara_py.phylo` and `papara_py.pairwise`.
+Layer: imports `papara_py.errors`, `papara_py.phylo`, `papara_py.io` and `papara_py.model`.
 """

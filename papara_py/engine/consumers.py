@@ -6,9 +6,9 @@ import itertools
 
 import numpy as np
 
+from papara_py.engine.candidates import Candidates
 from papara_py.engine.layout import Block
-from papara_py.pairwise.candidates import Candidates
-from papara_py.pairwise.params import ScoringParams
+from papara_py.model.params import ScoringParams
 
 _cpu_ids = itertools.count()
 

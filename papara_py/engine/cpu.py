@@ -67,13 +67,13 @@ from numba.core import config as numba_config
 from numba.extending import intrinsic
 
 from papara_py.errors import InputError
-from papara_py.pairwise.params import ScoringParams
-from papara_py.phylo.column_costs import (
+from papara_py.model.column_costs import (
     ColumnCosts,
     cell_cost,
     kernel_costs,
     read_cost_row,
 )
+from papara_py.model.params import ScoringParams
 from papara_py.phylo.encoding import alphabet_of, cgap_bit_of, near_states
 
 INT32_MAX = 2**31 - 1
@@ -156,8 +156,8 @@ def score_block(
 
     `lanes` is a block ([m, W] profile elements: uint8 DNA, uint32 protein), read q is
     `codes[offsets[q]:offsets[q + 1]]` (state sets of the same alphabet, 0 < n < m; the caller
-    filters the rest); `family` the columns' family residues ([m], phylo/family.py; None:
-    none), which widen the near states; `costs` the column profile costs (phylo/column_costs.py;
+    filters the rest); `family` the columns' family residues ([m], model/family.py; None:
+    none), which widen the near states; `costs` the column profile costs (model/column_costs.py;
     None: none), added to every diagonal step. Runs without the GIL, so threads can score several
     blocks at once. Reads take int16 lanes where `params.int16_safe(n)`, int32 lanes otherwise;
     `force_int32` sends every read down the int32 path (tests compare both paths on the same
@@ -219,7 +219,7 @@ def _score_read(lanes, near, costs, read, k, strip, carry, out, lane_token):
     k = (mismatch, insertion, infinity, cgap, gap_open + gap_extend, gap_extend, near_mismatch).
     near: the lanes' near states ([m, W], `near_states`), or None for Eq. 1 (near_mismatch =
     mismatch): numba prunes the branch, so Eq. 1 runs the step without them. costs: the column
-    profile costs (phylo/column_costs.kernel_costs) or None (pruned alike); a row's cost at a
+    profile costs (model/column_costs.kernel_costs) or None (pruned alike); a row's cost at a
     column is the same on every lane, so it is read once per column, outside the lane loop.
     carry[j, 0] and carry[j, 1] hold S and D of row j at the last column of the previous strip.
     """

@@ -19,7 +19,7 @@ Why the host side looks the way it does:
   its set | near states beside it (`_padded_profile`): DNA's widened to 16 bits, protein's
   (looked up from its set and the column's family residues, phylo/encoding.near_states) as a
   second word split like the element.
-- With column profile costs (phylo/column_costs.py, protein; the kernel's COLUMN_COSTS) the host
+- With column profile costs (model/column_costs.py, protein; the kernel's COLUMN_COSTS) the host
   looks up each read residue's table row once per chunk (`ColumnCosts.rows_of`, which also refuses a
   code without one, as the CPU path does) and uploads it beside the codes, with the table transposed
   to [m][K] (`device_table`). Each batch then first expands them on the device into every read's
@@ -56,8 +56,8 @@ import pyopencl as cl
 
 from papara_py import kernels
 from papara_py.engine.opencl_devices import DeviceInfo
-from papara_py.pairwise.params import ScoringParams
-from papara_py.phylo.column_costs import ColumnCosts
+from papara_py.model.column_costs import ColumnCosts
+from papara_py.model.params import ScoringParams
 from papara_py.phylo.encoding import DNA, Alphabet, alphabet_of, near_states
 
 EMPTY_SCORE = np.iinfo(np.int32).max
@@ -363,8 +363,8 @@ class GpuScorer:
         blocks: [nb, m, W] profile elements (uint8 DNA, uint32 protein), consecutive blocks (edge
         first_edge + b*W + w at [b, :, w]).
         codes / offsets: encoded reads of the same alphabet, read q = codes[offsets[q]:offsets[q+1]].
-        family: the columns' family residues ([m], phylo/family.py), or None.
-        costs: the column profile costs (phylo/column_costs.py), or None; ValueError where a read
+        family: the columns' family residues ([m], model/family.py), or None.
+        costs: the column profile costs (model/column_costs.py), or None; ValueError where a read
         code has no row in it or a cost exceeds `params.column_cost_bound()`.
         Returns int32 [Q, k] scores and global edge numbers, sorted by (score, edge), padded with
         (INT32_MAX, -1); reads that cannot be scored (empty, or not shorter than m) are all padding.

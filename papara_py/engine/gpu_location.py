@@ -1,6 +1,6 @@
 """The location check's scoring pass on an OpenCL device (kernels/location_score.cl).
 
-The check (pairwise/location.py, DESIGN.md 5) scores every checked read against every reference
+The check (model/location.py, DESIGN.md 5) scores every checked read against every reference
 sequence: tips x sequence length x read length cells a read, which on the host's threads cost a
 GPU run as much as its scoring and traceback together where reads are far from every reference
 sequence (BENCHMARKS.md, "The location check"). On the device they are one launch per slice of
@@ -14,7 +14,7 @@ import numpy as np
 import pyopencl as cl
 
 from papara_py.engine.gpu import built_program, wait_sleeping
-from papara_py.pairwise.location import GAP_EXTEND, GAP_OPEN
+from papara_py.model.location import GAP_EXTEND, GAP_OPEN
 
 #: Work-items per work-group.
 WORK_GROUP = 128
@@ -24,7 +24,7 @@ def location_scores(context: cl.Context, queue: cl.CommandQueue, device: cl.Devi
                     codes: np.ndarray, offsets: np.ndarray, which: np.ndarray, ref_codes: np.ndarray,
                     ref_offsets: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     """int32 [len(which), tips]: each checked read's best score against each reference sequence
-    (pairwise/location.relocate's `device_scores`, whose arguments these are after the device's
+    (model/location.relocate's `device_scores`, whose arguments these are after the device's
     own). The reads go in launches whose cells (3 ints per residue of the longest read, per pair)
     fit `memory_bytes`, at least one read a launch."""
     tips = ref_offsets.size - 1

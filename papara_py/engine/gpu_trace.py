@@ -5,8 +5,8 @@ was the host's bottleneck: 9.7e10 cells for a million 100-bp reads on the rpsS t
 all 16 cores of the H100 host, beside 85 s of GPU scoring whose feeders need those cores
 (BENCHMARKS.md, "The 1M-read run with the weighted default"). On the GPU the same cells are a
 small fraction of the scoring's device time. `GpuTracer.align_many` has the contract of
-`pairwise.traceback.align_many` and gives the same results bit for bit (tests hold the two equal on
-PoCL and on the GPU); the pipeline uses it when the run has a GPU.
+`model.traceback.align_many` and gives the same results bit for bit (tests hold the two equal on
+PoCL and on the GPU); engine/tracer.Tracer hands it the run's batches when the run has a GPU.
 
 Host side: the reads are sorted by length (work-items of a warp then step through their bands
 together, and the per-launch grid of rows x offsets wastes little) and cut into launches whose
@@ -32,10 +32,10 @@ from papara_py.engine.gpu import (
 )
 from papara_py.engine.gpu_location import location_scores, upload
 from papara_py.engine.opencl_devices import DeviceInfo
-from papara_py.pairwise.params import ScoringParams
-from papara_py.pairwise.reference_scorer import frame_width, profile_near
-from papara_py.pairwise.traceback import alignments_from_walks
-from papara_py.phylo.column_costs import ColumnCosts
+from papara_py.model.column_costs import ColumnCosts
+from papara_py.model.params import ScoringParams
+from papara_py.model.reference_scorer import frame_width, profile_near
+from papara_py.model.traceback import alignments_from_walks
 from papara_py.phylo.encoding import alphabet_of
 from papara_py.phylo.residues import (
     GAP_MARK,
@@ -68,7 +68,7 @@ class GpuTracer:
                    profiles: np.ndarray, params: ScoringParams, family: np.ndarray | None = None,
                    costs: ColumnCosts | None = None, gap: int = ord("-"),
                    bonus: tuple[np.ndarray, np.ndarray, int] | None = None):
-        """`pairwise.traceback.align_many` on the device: the same arguments (each read 0 < n < m;
+        """`model.traceback.align_many` on the device: the same arguments (each read 0 < n < m;
         `costs` before `gap`, no `near`; `bonus`, the nearest-sequence bonus, as there), the same
         (scores int32, starts int32, CIGAR strings, aligned rows uint8 [reads, m]).
 

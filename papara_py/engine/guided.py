@@ -30,8 +30,8 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
+from papara_py.engine.candidates import Candidates
 from papara_py.engine.scheduler import ConsumerStats, Engine, ReadBatch
-from papara_py.pairwise.candidates import Candidates
 from papara_py.phylo.clusters import cluster_edges
 from papara_py.phylo.tree import EdgeTree
 
@@ -86,7 +86,7 @@ class SearchStats:
 
     def edge_fraction(self, n_edges: int, since: int = 0) -> dict[str, float]:
         """Mean, min and max share of the edges each scored read was scored against (the reads of
-        the batches from the `since`-th on: one sample's, pipeline.py)."""
+        the batches from the `since`-th on: one sample's, run/samples.py)."""
         batches = self.edges_per_read[since:]
         counts = np.concatenate(batches) if batches else np.zeros(0)
         if counts.size == 0:

@@ -9,7 +9,7 @@ bytes (coalesced).
 A block covers edges [first_edge, first_edge + n_edges); lanes past n_edges (only in the last
 block) repeat the last real edge so kernels never see undefined data, and the merge ignores them.
 
-Every block of a run also carries the run's column terms (`columns`, phylo/column_terms.py): the
+Every block of a run also carries the run's column terms (`columns`, model/column_terms.py): the
 columns' family residues, which widen protein's near states per column for every edge alike (the
 kernels' near states, phylo/encoding.near_states, need them beside the lanes), and the column
 profile costs, the same on every edge too.
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from papara_py.phylo.column_terms import NO_COLUMN_TERMS, ColumnTerms
+from papara_py.model.column_terms import NO_COLUMN_TERMS, ColumnTerms
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ A master thread builds blocks of W edge profiles (lazily, from the directional s
 batch of reads after another and pushes them onto one queue while the consumers, each in its
 own thread, already drain it. CPU workers take one item at a time; each GPU feeder takes up to
 `gpu_chunk` blocks of one batch and read range. Results are folded into the batch's candidate
-lists; the fold is order-independent (pairwise/candidates.py), so the result does not depend on the
+lists; the fold is order-independent (engine/candidates.py), so the result does not depend on the
 schedule. A batch whose last block is scored is handed to the caller (`Engine.run` yields it)
 while the consumers go on with the next batch, so traceback and output overlap scoring; at most
 `batches_in_flight` batches are held at once (made, scored or with the caller), which bounds
@@ -30,8 +30,8 @@ scoring. (Before, CPU workers took whole blocks in read slices and handed the re
 tail: those rests came back as short launches over mixed read ranges, 0.4-0.5 s more device time
 in a 10 s run; BENCHMARKS.md, Hybrid, fourth round.) Before any rate is known the CPU part is a
 first guess of `cpu_first_cells` per worker, at most `cpu_first_share` of the batch. While the
-caller holds a batch, CPU workers take nothing (`_cpu_may_take`; the pipeline now hands each batch
-on to its traceback threads at once, pipeline.BatchStages, so this holds only for callers that
+caller holds a batch, CPU workers take nothing (`_cpu_may_take`; the runner now hands each batch
+on to its traceback threads at once, run/stages.BatchStages, so this holds only for callers that
 trace back in the loop). Correctness never depends on any of this: any block and any read range
 may be scored by any consumer.
 
@@ -63,12 +63,12 @@ from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
+from papara_py.engine.candidates import Candidates
 from papara_py.engine.consumers import CpuScorer
 from papara_py.engine.layout import Block, block_count, make_block
 from papara_py.engine.queue import Divider, WorkItem, WorkQueue
-from papara_py.pairwise.candidates import Candidates
-from papara_py.pairwise.params import ScoringParams
-from papara_py.phylo.column_terms import NO_COLUMN_TERMS, ColumnTerms
+from papara_py.model.column_terms import NO_COLUMN_TERMS, ColumnTerms
+from papara_py.model.params import ScoringParams
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,7 @@ class Engine:
     After `run` is exhausted, `consumers`, `build_seconds` and `scoring_seconds` (start to the
     last block scored) describe the run, and `batch_started[b]` when a consumer first took work of
     batch b (the caller may pop it once b is yielded: a sample's own scoring span). `columns`: the
-    run's column terms (phylo/column_terms.py: family residues and column profile costs), which
+    run's column terms (model/column_terms.py: family residues and column profile costs), which
     every block carries to the scorers.
     """
 

@@ -28,7 +28,7 @@ its own rule for them:
   0 or more, `BLOSUM62_SIMILAR`) and are not in it. They follow from the state set alone, so the
   element stores nothing more (a uint32 has no room for 20 more bits); they are looked up from
   the set in two 1024-entry tables, one per half of the set's bits. Protein's near states also
-  take in the column's family residues (phylo/family.py: the amino acids that make up at least
+  take in the column's family residues (model/family.py: the amino acids that make up at least
   `family_percent`% of the column in the reference alignment), which depend on the column, not
   on the edge, so the run holds them once, one set per column.
 `near_states` gives them for whole arrays of elements; the kernels and the traceback take them
@@ -69,10 +69,10 @@ class Alphabet:
     ambiguity: dict[str, str]     # further letters -> the states they stand for
     dtype: np.dtype               # profile elements and read codes: a state set plus the CGAP bit
     stranded: bool                # reads may come from the reverse strand (reverse complement)
-    default_preset: str           # pairwise/params.py PRESETS: the penalties when none are given
+    default_preset: str           # model/params.py PRESETS: the penalties when none are given
     similar: tuple[str, ...] = ()  # near states by similarity: letter pairs that substitute for each other
-    family_percent: int | None = None  # near states from the column's family residues (phylo/family.py)
-    substitution_matrix: str | None = None  # the column profile cost's scores (phylo/column_costs.py)
+    family_percent: int | None = None  # near states from the column's family residues (model/family.py)
+    substitution_matrix: str | None = None  # the column profile cost's scores (model/column_costs.py)
     read_code: np.ndarray = field(init=False, repr=False)
     ref_code: np.ndarray = field(init=False, repr=False)
     similar_low: np.ndarray = field(init=False, repr=False)   # low half of a set -> its similar states
@@ -233,7 +233,7 @@ def near_states(elements: np.ndarray, alphabet: Alphabet = None, family: np.ndar
     """The near states (a state-set mask, the elements' dtype) of profile elements (module
     docstring): stored ones decoded (for each element, the k-th state its set lacks where bit
     near_shift + k is set), or the states similar to the set's and not in it; with `family`
-    (the columns' family residues, phylo/family.py, shaped to broadcast against `elements`:
+    (the columns' family residues, model/family.py, shaped to broadcast against `elements`:
     [m] for profiles [..., m], [m, 1] for block lanes [m, W]), also the family residues the set
     lacks."""
     elements = np.asarray(elements)

@@ -31,10 +31,22 @@ and without that rule every residue next to it would be one step away (docs/ACCU
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 
 from papara_py.phylo.encoding import DNA, IS_GAP, Alphabet, encode_near_states
 from papara_py.phylo.tree import EdgeTree
+
+
+class EdgeProfiles(Protocol):
+    """What the engine and the traceback need of the edge profiles: `ProfileBuilder` (built for
+    the run) and cluster/prepared.PreparedProfiles (loaded from `papara-py prepare`) both have it."""
+
+    @property
+    def n_edges(self) -> int: ...
+
+    def profiles(self, edge_ids: np.ndarray) -> np.ndarray: ...
 
 
 class _Packing:

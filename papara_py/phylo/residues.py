@@ -1,11 +1,11 @@
 """Single residues of an alphabet: the index of an unambiguous letter's one state.
 
-The traceback's nearest-sequence bonus (pairwise/nearest.py) counts identities between a read and
+The traceback's nearest-sequence bonus (model/nearest.py) counts identities between a read and
 the reference rows; identity is of single residues, so gaps and ambiguity codes (N, X, B, Z, J)
 never match anything, not even themselves. The reference rows keep their gaps apart
 (GAP_RESIDUE): the bonus waives a read gap's opening cost where a nearest row has one. A read's
 nearest rows reach the traceback as one mark set per column (`nearest_marks`). The location check
-(pairwise/location.py) aligns a read to each reference row as a sequence of its own
+(model/location.py) aligns a read to each reference row as a sequence of its own
 (`reference_sequences`; `LaneSequences` lays them side by side for its host scorer, once a run).
 """
 
@@ -38,19 +38,19 @@ def residue_index_table(alphabet: Alphabet) -> np.ndarray:
 
 def reference_residues(tip_rows: np.ndarray, alphabet: Alphabet) -> np.ndarray:
     """uint8 [m, tips]: the reference alignment's residue indices, GAP_RESIDUE for its gaps, column
-    by column (pairwise/nearest.py walks a read's columns, each a contiguous run of tips)."""
+    by column (model/nearest.py walks a read's columns, each a contiguous run of tips)."""
     table = residue_index_table(alphabet)
     table[IS_GAP] = GAP_RESIDUE
     return np.ascontiguousarray(table[tip_rows].T)
 
 
 #: Reference sequences side by side in `LaneSequences`: 16 int32 lanes, two AVX2 vectors of the
-#: location check's host scorer (pairwise/location.lane_scores).
+#: location check's host scorer (model/location.lane_scores).
 LANES = 16
 
 
 class LaneSequences(NamedTuple):
-    """Sequences side by side, LANES at a time, for pairwise/location.lane_scores: group g's
+    """Sequences side by side, LANES at a time, for model/location.lane_scores: group g's
     position i holds its lanes' residue indices at codes[starts[g] + i], tips[g * LANES + lane] the
     sequence in each lane (-1: none), `padding` after a sequence's end and in empty lanes. The
     sequences go into groups by length (shortest first), so a group's sequences pad little."""
@@ -81,7 +81,7 @@ class LaneSequences(NamedTuple):
 
 class ReferenceSequences(NamedTuple):
     """The reference rows as sequences of their own, gaps removed, for aligning a read to each
-    alone (pairwise/location.py): row t's residue indices are codes[offsets[t]:offsets[t + 1]]
+    alone (model/location.py): row t's residue indices are codes[offsets[t]:offsets[t + 1]]
     (an ambiguity code: the alphabet's state count, the location check's score matrix's extra
     index), columns[...] the alignment column of each, and `lanes` the same sequences side by
     side (padded with the state count + 1), built once a run for the host's scorer."""

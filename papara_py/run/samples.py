@@ -88,7 +88,7 @@ def samples_in(reads: list[str], output: str | None, outdir: str | None) -> list
 
 
 class SampleRun:
-    """One sample on its way through a run's stages (pipeline.score_trace_write).
+    """One sample on its way through a run's stages (run/stages.ScoreTraceWrite).
 
     `inputs` is set when its reads are opened (the first at once, each next one when the reads
     before it are all parsed). Its run file opens at its first write and is committed after its
@@ -98,8 +98,8 @@ class SampleRun:
     """
 
     def __init__(self, number: int, count: int, config, timings: dict[str, float]) -> None:
-        # config: the run's pipeline.RunConfig for this sample; inputs: its pipeline.Inputs (not
-        # annotated: the pipeline imports this module, and the layout allows no import cycle)
+        # config: the run's run/config.RunConfig for this sample; inputs: its run/inputs.Inputs (not
+        # annotated: those modules import this one, and the layout allows no import cycle)
         self.number, self.count, self.config = number, count, config
         self.inputs = None
         self.timings = timings  # the first sample's holds the run's stages before the scoring
@@ -120,9 +120,9 @@ class SampleRun:
         self.edge_batches_before = 0              # ... and its batches
         self.cells = 0                            # the cells its reads were scored in
         self.edges_scored = {"mean": 1.0, "min": 1.0, "max": 1.0}  # share of the edges per read
-        self.own_scoring = 0.0                    # its scoring span (pipeline.score_trace_write)
+        self.own_scoring = 0.0                    # its scoring span (run/stages.ScoreTraceWrite)
         self.run_scoring = 0.0                    # the engine's start .. its last batch scored
-        self.summary = None                       # its pipeline.RunSummary, once committed
+        self.summary = None                       # its run/config.RunSummary, once committed
         self.failed = False                       # its reads are bad: nothing more of it is written
         self.complete = False
         self.lock = threading.Lock()              # traceback threads add up `timings`, `traced`, `votes`
@@ -153,7 +153,7 @@ class SampleRun:
     def count_batch(self, stretch: Stretch, plan, reverse: np.ndarray, cells_per_residue: int) -> None:
         """A scored batch's statuses, cells and orientations (the engine's caller; `cells_per_residue`:
         edges x columns of the exhaustive search, 0 with the guided search, whose cells the
-        pipeline takes from the search's totals)."""
+        stages take from the search's totals)."""
         self.statuses += np.bincount(stretch.statuses, minlength=len(STATUSES))
         self.cells += int(stretch.reads.lengths[plan.reads].sum()) * cells_per_residue
         self.strand_counts["scored_both"] += len(plan.second)

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from papara_py.errors import InputError
-from papara_py.phylo.column_costs import MAX_COLUMN_WEIGHT, ColumnCosts, largest_cost
+from papara_py.model.column_costs import MAX_COLUMN_WEIGHT, ColumnCosts, largest_cost
 
 INT16_MAX = 32767
 #: Largest penalty the command line takes: a DP step then adds at most 2,000, which keeps the
@@ -35,9 +35,9 @@ INT32_LIMIT = 1 << 30
 #: maximises the worst margin over the better of MAFFT --addfragments and hmmalign on Pfam seed
 #: families and twelve validation seeds; it replaced 5, 6, 8, 2, 12, 3 of the near states without
 #: family residues, 4, 7, 8, 2, 12 of Eq. 1 and, before that, the provisional 2, 3, 2, 1, 5,
-#: PaPaRa 2.5's -a defaults in Eq. 1's terms). Its vote window 4 (pairwise/votes.py) was chosen by
+#: PaPaRa 2.5's -a defaults in Eq. 1's terms). Its vote window 4 (model/votes.py) was chosen by
 #: the study "Votes over near-best edges in the model" in docs/ACCURACY.md, its nearest bonus 2
-#: (pairwise/nearest.py) by the study "The nearest reference sequence in the model" there, its band
+#: (model/nearest.py) by the study "The nearest reference sequence in the model" there, its band
 #: margin 1 by "The traceback's band margin" there, its location check 10 by "The location check"
 #: there, its second model 1.75 by "A second model and the choice between them" there (the DNA
 #: presets keep 0 for all five; DNA has no substitution matrix for the check or the column costs).
@@ -72,16 +72,16 @@ class ScoringParams:
     gap_extend: int | None = None
     insertion: int | None = None
     near_mismatch: int | None = None
-    #: The column profile cost's weight (phylo/column_costs.py; DESIGN 4): 0 turns it off.
+    #: The column profile cost's weight (model/column_costs.py; DESIGN 4): 0 turns it off.
     column_weight: float = 0.0
     #: Reads whose candidate edges score within this of their best take each residue's column by
-    #: vote over those edges' alignments (pairwise/votes.py; DESIGN 5); 0: the best edge's
+    #: vote over those edges' alignments (model/votes.py; DESIGN 5); 0: the best edge's
     #: alignment alone. A traceback setting: it changes no score, placement or candidate list.
     vote_window: int = 0
     #: Reads whose nearest reference sequence (the row with the most identities along the best
     #: edge's alignment) shares at least NEAREST_SHARE of their placed residues are traced back
     #: again with each residue identical to that row's in a column costing this much less there,
-    #: and gaps opening free where that row has one (pairwise/nearest.py; DESIGN 5); 0: off. A
+    #: and gaps opening free where that row has one (model/nearest.py; DESIGN 5); 0: off. A
     #: traceback setting, as vote_window.
     nearest_bonus: int = 0
     #: The traceback may place a read residue up to this many offsets outside DESIGN 4's band (a
@@ -91,13 +91,13 @@ class ScoringParams:
     band_margin: int = 0
     #: Reads whose final alignment and their mapping onto the best-scoring reference sequence
     #: (aligned to each alone) agree on fewer than this percentage of their residues' columns take
-    #: the mapping's (pairwise/location.py; DESIGN 5); 0: off. A traceback setting, as vote_window;
+    #: the mapping's (model/location.py; DESIGN 5); 0: off. A traceback setting, as vote_window;
     #: it needs the alphabet's substitution matrix (protein).
     location_check: int = 0
     #: The column weight of a second model (`second`: every penalty, vote window and nearest bonus
     #: doubled, this column weight): each read is also aligned under it, on its candidate edges
     #: re-ranked by it, and keeps whichever of the two alignments the reference alignment's column
-    #: composition prefers (pairwise/choice.py; DESIGN 5); 0: off. A traceback setting, as
+    #: composition prefers (model/choice.py; DESIGN 5); 0: off. A traceback setting, as
     #: vote_window; it needs the alphabet's substitution matrix (protein).
     second_model: float = 0.0
 

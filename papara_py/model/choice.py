@@ -12,7 +12,7 @@ traceback setting, like the votes.
 The profile score of a read's alignment (one column per residue, -1 where it is inserted):
 - the reference rows are weighted by exp(IDENTITY_WEIGHT x (identity - best identity)), the
   identity of each row with the read along the first model's alignment (counted as for the
-  nearest rows, pairwise/nearest.identity_tally), so the composition is
+  nearest rows, model/nearest.identity_tally), so the composition is
   mostly that of the read's near relatives, and scaled to sum to the row count R;
 - each placed residue adds log(share / background): its weighted share among the column's
   residues, with PSEUDOCOUNT residues at the background frequencies (BLOSUM62's, BACKGROUND), over
@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit
 
-from papara_py.pairwise.nearest import identity_tally
+from papara_py.model.nearest import identity_tally
 from papara_py.phylo.encoding import Alphabet
 from papara_py.phylo.residues import GAP_RESIDUE, residue_index_table
 
@@ -143,7 +143,7 @@ def second_preferred(reference: np.ndarray, residues: np.ndarray, offsets: np.nd
     """bool [reads]: the reads whose second alignment the profile score prefers. `reference`: the
     reference rows' residue indices [m, tips] (phylo/residues.reference_residues); `residues`: the
     reads' residue indices (phylo/residues.residue_index_table) cut by `offsets`; `first`,
-    `second`: each residue's column in the two alignments (pairwise/paths.residue_columns);
+    `second`: each residue's column in the two alignments (model/paths.residue_columns);
     `first_rows`: the first alignments as rows (uint8 [reads, m], ASCII, `gap` where none), whose
     identities with the reference rows weigh them. Reads placed alike in both are not scored; the
     rest go in slices of CHOICE_SLICE to `threads` threads (GIL-free numba calls)."""
@@ -166,7 +166,7 @@ def second_preferred(reference: np.ndarray, residues: np.ndarray, offsets: np.nd
 
 
 def load_choice() -> None:
-    """Compile (or load from numba's cache) the choice on the calling thread (pipeline._load_jit)."""
+    """Compile (or load from numba's cache) the choice on the calling thread (model/decode.warm_up)."""
     none = np.zeros(0, np.int64)
     _choose(np.zeros((1, 1), np.uint8), np.zeros(0, np.uint8), np.zeros(1, np.int64), none, none,
             np.zeros((0, 1), np.uint8), np.zeros(256, np.uint8), ord("-"), none, np.ones(20), np.zeros(0, bool))

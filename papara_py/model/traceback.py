@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from papara_py.pairwise.params import ScoringParams
-from papara_py.pairwise.paths import (
+from papara_py.model.column_costs import ColumnCosts, kernel_costs, read_cost_row
+from papara_py.model.params import ScoringParams
+from papara_py.model.paths import (
     OP_D,
     OP_I,
     OP_M,
@@ -29,7 +30,7 @@ from papara_py.pairwise.paths import (
     output_space,
     place_ops,
 )
-from papara_py.pairwise.reference_scorer import (
+from papara_py.model.reference_scorer import (
     INF64,
     bonus_cost,
     boundary_value,
@@ -41,7 +42,6 @@ from papara_py.pairwise.reference_scorer import (
     opening_cost,
     profile_near,
 )
-from papara_py.phylo.column_costs import ColumnCosts, kernel_costs, read_cost_row
 from papara_py.phylo.encoding import alphabet_of, state_mask_of
 from papara_py.phylo.residues import nearest_marks, residue_index_table
 
@@ -61,7 +61,7 @@ def _trace(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarra
     """Walk the band back; returns (score, start column, ops in forward order as uint8).
 
     near: the profile's near states ([m], reference_scorer.profile_near); costs: the column
-    profile costs (phylo/column_costs.kernel_costs); bonus: the nearest-sequence bonus
+    profile costs (model/column_costs.kernel_costs); bonus: the nearest-sequence bonus
     (reference_scorer.bonus_cost; None: none); margin, excursion: the band margin and what leaving
     the band costs (reference_scorer.fill_band_into). S_buffer and D_buffer: int64 work space of
     at least n * frame_width(n, m, margin) cells each."""
@@ -116,8 +116,8 @@ def _trace(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarra
 def align(read: np.ndarray, profile: np.ndarray, params: ScoringParams,
           family: np.ndarray | None = None, costs: ColumnCosts | None = None) -> ReadAlignment:
     """Align one encoded read (0 < n < m) to one edge profile with DESIGN 5's tie-breaking;
-    `family`: the columns' family residues (phylo/family.py), `costs` the column profile costs
-    (phylo/column_costs.py); None: none."""
+    `family`: the columns' family residues (model/family.py), `costs` the column profile costs
+    (model/column_costs.py); None: none."""
     n, m = read.shape[0], profile.shape[0]
     if not 0 < n < m:
         raise ValueError(f"read length {n} cannot be aligned to {m} columns (need 0 < n < m)")
@@ -180,10 +180,10 @@ def align_many(codes: np.ndarray, residues: np.ndarray, offsets: np.ndarray, edg
 
     codes: encoded reads, residues: the same reads as ASCII (what the rows show), both cut by
     offsets; edge_slot[r] picks read r's profile; family: the columns' family residues; costs: the
-    column profile costs (phylo/column_costs.py); near: the profiles' near states where the
+    column profile costs (model/column_costs.py); near: the profiles' near states where the
     caller already has them (`profile_near(profiles, family)`: a batch traced back in slices over
     one profile array derives them once, not per slice); bonus: the nearest-sequence bonus
-    (pairwise/nearest.py): (the reference rows' residue indices uint8 [m, tips]
+    (model/nearest.py): (the reference rows' residue indices uint8 [m, tips]
     (phylo/residues.reference_residues), each read's nearest tips [reads, k] (-1: none; a read
     with none has no bonus), the amount). Returns (scores int32, starts int32, CIGAR strings, aligned rows uint8 [reads, m]);
     without a bonus each equals what `align` and `place_read` give.

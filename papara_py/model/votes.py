@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from papara_py.pairwise.paths import (
+from papara_py.model.paths import (
     cigar_strings,
     encode_cigar,
     output_space,
@@ -214,7 +214,7 @@ def vote(group_ends: np.ndarray, starts: np.ndarray, cigars: list[str], rows: np
 
 def load_votes() -> None:
     """Load (or compile) the vote's numba functions now, on a tiny group: a run calls this on its
-    JIT thread while the inputs are read (pipeline._load_jit), so a first protein run in a fresh
+    JIT thread while the inputs are read (model/decode.warm_up), so a first protein run in a fresh
     install does not compile them on the traceback thread (seconds, with the scorers waiting)."""
     rows = np.full((2, 4), ord("-"), np.uint8)
     vote(np.array([2]), np.array([0, 1]), ["1M", "1M"], rows, np.frombuffer(b"A", np.uint8), np.array([0, 1]))

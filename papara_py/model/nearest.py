@@ -11,7 +11,7 @@ one of those rows' residues in a column costs `nearest_bonus` less there, and a 
 opens free where one of them has a gap (their own deletions are the likeliest the read shares).
 Two rows rather than one: where the nearest two disagree, neither outweighs the other, and the
 edge's states decide as without the bonus. Scores, best edges and candidates never change: this
-is a traceback setting, like the column votes (pairwise/votes.py), which then vote over the
+is a traceback setting, like the column votes (model/votes.py), which then vote over the
 bonused alignments.
 
 Identity is of single residues: a residue index (the one state of an unambiguous letter) per read
@@ -47,7 +47,7 @@ def identity_tally(row: np.ndarray, table: np.ndarray, reference: np.ndarray, ga
     """Add to tally[t] the identities of one read's row (uint8 [m] in reference columns, ASCII,
     `gap` where none) with reference row t (`reference_residues`; `table`:
     `residue_index_table`); returns the row's placed residues. Shared by the nearest rows and the
-    choice's row weights (pairwise/choice.py), so both count identity alike."""
+    choice's row weights (model/choice.py), so both count identity alike."""
     placed = 0
     for i in range(row.shape[0]):
         if row[i] == gap:
@@ -113,5 +113,5 @@ def bonus_reads(rows: np.ndarray, alphabet: Alphabet, reference: np.ndarray, thr
 
 def load_nearest() -> None:
     """Compile (or load from numba's cache) the nearest-row search on the calling thread
-    (pipeline._load_jit)."""
+    (model/decode.warm_up)."""
     nearest_rows(np.zeros((0, 1), np.uint8), np.zeros(256, np.uint8), np.zeros((1, 1), np.uint8), ord("-"))

@@ -15,7 +15,7 @@ columns are the better ones (the mapping alone loses badly on divergent families
 edges and candidates never change: this is a traceback setting, like the votes.
 
 A read whose alignment already shares at least CHECKED_BELOW of its placed residues with one
-reference row (the nearest bonus's gate, pairwise/nearest.py) sits beside a close relative and is
+reference row (the nearest bonus's gate, model/nearest.py) sits beside a close relative and is
 not checked, which keeps the check's cost (tips x sequence length x read length per read) to the
 divergent reads it is for. Those cells are scored on the GPU in a run with one
 (engine/gpu_location.py, bit for bit `tip_scores`), else here on the host's threads.
@@ -34,9 +34,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit
 
-from papara_py.pairwise.nearest import nearest_rows
-from papara_py.pairwise.paths import replace_paths, residue_columns
-from papara_py.phylo.column_costs import substitution_scores
+from papara_py.model.column_costs import substitution_scores
+from papara_py.model.nearest import nearest_rows
+from papara_py.model.paths import replace_paths, residue_columns
 from papara_py.phylo.encoding import Alphabet
 from papara_py.phylo.residues import (
     LANES,
@@ -297,7 +297,7 @@ def relocate(starts: np.ndarray, cigars: list[str], rows: np.ndarray, residues: 
 
 def load_location() -> None:
     """Compile (or load from numba's cache) the location check on the calling thread
-    (pipeline._load_jit)."""
+    (model/decode.warm_up)."""
     none, one = np.zeros(0, np.int64), np.zeros(1, np.int64)
     tip_scores(np.zeros(0, np.uint8), one, none, np.zeros((0, LANES), np.uint8), one, none,
                np.zeros((1, 1), np.int32), np.zeros((0, 0), np.int32))

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from papara_py.engine.candidates import Candidates
 from papara_py.errors import InputError
 from papara_py.io.reads import ReadSet
-from papara_py.pairwise.candidates import Candidates
 from papara_py.phylo.encoding import IS_GAP, Alphabet
 
 STRAND_MODES = ("auto", "both", "forward")

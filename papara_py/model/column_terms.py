@@ -2,10 +2,10 @@
 edge alike, beside the edge's own profile.
 
 Two terms come from the whole reference alignment rather than one edge's ancestral states: the
-columns' family residues (phylo/family.py; protein's near states take them in) and the column
-profile costs (phylo/column_costs.py). Every scorer and the traceback need both, so the engine,
-its blocks and the pipeline's traceback carry them as one value; the kernels' own entry points
-(engine/cpu.score_block, engine/gpu.GpuScorer.score_chunk, pairwise/traceback.align_many, the
+columns' family residues (model/family.py; protein's near states take them in) and the column
+profile costs (model/column_costs.py). Every scorer and the traceback need both, so the engine,
+its blocks and the traceback (model/decode.py) carry them as one value; the kernels' own entry points
+(engine/cpu.score_block, engine/gpu.GpuScorer.score_chunk, model/traceback.align_many, the
 reference scorer) keep taking them as two arguments, as their tests call them.
 """
 
@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from papara_py.phylo.column_costs import ColumnCosts, column_costs
+from papara_py.model.column_costs import ColumnCosts, column_costs
+from papara_py.model.family import column_family
 from papara_py.phylo.encoding import Alphabet
-from papara_py.phylo.family import column_family
 from papara_py.phylo.residues import (
     ReferenceSequences,
     reference_residues,

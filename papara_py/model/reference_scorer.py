@@ -18,13 +18,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from papara_py.pairwise.params import ScoringParams
-from papara_py.phylo.column_costs import (
+from papara_py.model.column_costs import (
     ColumnCosts,
     cell_cost,
     kernel_costs,
     read_cost_row,
 )
+from papara_py.model.params import ScoringParams
 from papara_py.phylo.encoding import cgap_bit_of, near_states, state_mask_of
 from papara_py.phylo.residues import GAP_MARK, NO_RESIDUE
 
@@ -70,7 +70,7 @@ def diagonal_cost(a, near_a, b, states, p, costs, row, i):
 
 @njit(cache=True, nogil=True)
 def bonus_cost(bonus, j, i):
-    """What the traceback's nearest-sequence bonus (pairwise/nearest.py) takes off the diagonal
+    """What the traceback's nearest-sequence bonus (model/nearest.py) takes off the diagonal
     of read residue j in column i: bonus (the nearest rows' marks [m], read residues [n], amount)
     or None (the scorers, and reads without: 0). Marks (phylo/residues.nearest_marks): bit r
     where one of the rows holds residue r; a read residue is never a gap, and NO_RESIDUE never
@@ -95,7 +95,7 @@ def fill_band(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.nda
     """Fill S and D over the whole band; returns (S, D) as int64 [n, m-n+1] indexed [j, i-j].
 
     Requires 0 < n < m. Out-of-band neighbours read as INF64. `near`: the profile's near states
-    ([m], `profile_near`); `costs`: the column profile costs (phylo/column_costs.kernel_costs).
+    ([m], `profile_near`); `costs`: the column profile costs (model/column_costs.kernel_costs).
     """
     n = read.shape[0]
     width = profile.shape[0] - n + 1
@@ -196,8 +196,8 @@ def score_reference(read: np.ndarray, profile: np.ndarray, params: ScoringParams
                     family: np.ndarray | None = None, costs: ColumnCosts | None = None) -> int:
     """Score one encoded read (state sets, 0 < n < m) against one edge profile ([m]); both of
     one alphabet's element type (uint8 DNA, uint32 protein). `family`: the columns' family
-    residues ([m], phylo/family.py; None: none); `costs`: the column profile costs
-    (phylo/column_costs.py; None: none)."""
+    residues ([m], model/family.py; None: none); `costs`: the column profile costs
+    (model/column_costs.py; None: none)."""
     n, m = read.shape[0], profile.shape[0]
     if not 0 < n < m:
         raise ValueError(f"read length {n} cannot be scored against {m} columns (need 0 < n < m)")

@@ -1,7 +1,7 @@
 """The reference profile's own alignment of a read: the choice's third candidate (DESIGN.md 5,
 `second_model`).
 
-The choice (pairwise/choice.py) scores a read's two model alignments by the reference
+The choice (model/choice.py) scores a read's two model alignments by the reference
 alignment's own column composition, the rows weighted by their identity with the read. Aligning
 the read to that weighted profile directly, a dynamic programme over the profile score with no
 tree and no edge, gives a third alignment, right on many reads both models place wrongly: taking
@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit
 
-from papara_py.pairwise.choice import (
+from papara_py.model.choice import (
     DELETION_OPEN,
     INSERTED,
     PSEUDOCOUNT,
@@ -41,9 +41,9 @@ from papara_py.pairwise.choice import (
     profile_score,
     row_weights,
 )
-from papara_py.pairwise.params import ScoringParams
-from papara_py.pairwise.reference_scorer import INF64, column_penalties, diagonal_cost
-from papara_py.phylo.column_costs import read_cost_row
+from papara_py.model.column_costs import read_cost_row
+from papara_py.model.params import ScoringParams
+from papara_py.model.reference_scorer import INF64, column_penalties, diagonal_cost
 from papara_py.phylo.encoding import Alphabet, state_mask_of
 from papara_py.phylo.residues import GAP_RESIDUE, residue_index_table
 
@@ -63,7 +63,7 @@ _PLACED, _INSERTED, _SKIPPED = 1, 2, 3
 @njit(cache=True, nogil=True)
 def column_scores(reference, lo, hi, weights, background, residues, emit, log_gap):
     """emit[j, c - lo]: what placing read residue j in column c adds to the profile score;
-    log_gap[c - lo]: what skipping column c adds (pairwise/choice.py's terms), for c in [lo, hi)."""
+    log_gap[c - lo]: what skipping column c adds (model/choice.py's terms), for c in [lo, hi)."""
     tips = reference.shape[1]
     n_states = background.shape[0]
     total = weights.sum()
@@ -238,7 +238,7 @@ def profile_preferred(reference: np.ndarray, residues: np.ndarray, codes: np.nda
     column in the read's chosen alignment and `rows` those alignments as rows (uint8 [reads, m],
     ASCII, `gap` where none), which weigh the reference rows; `profiles` [edges, m] and `near`:
     the reads' best edges' profiles and near states, read q's at edge_slot[q]; `params`, `costs`
-    (phylo/column_costs.kernel_costs): the run's model; `best`: each read's best edge's score.
+    (model/column_costs.kernel_costs): the run's model; `best`: each read's best edge's score.
     Slices of PROFILE_SLICE reads go to `threads` threads (GIL-free numba calls)."""
     offsets = np.asarray(offsets, np.int64)
     count = offsets.size - 1
@@ -257,7 +257,7 @@ def profile_preferred(reference: np.ndarray, residues: np.ndarray, codes: np.nda
 
 def load_profile_alignment() -> None:
     """Compile (or load from numba's cache) the profile's alignment on the calling thread
-    (pipeline._load_jit), for protein edge profiles with column profile costs (the `protein`
+    (model/decode.warm_up), for protein edge profiles with column profile costs (the `protein`
     preset's)."""
     none, one = np.zeros(0, np.int64), np.zeros(1, np.int64)
     costs = (np.zeros((1, 1), np.uint8), np.ones(1, np.uint32))

@@ -1,0 +1,84 @@
+"""The traceback's GPUs for a run (`--traceback auto` with GPUs): `Tracer` hands each batch to the
+least busy of them (engine/gpu_trace.GpuTracer) and fails over to the CPU where a GPU cannot take
+it. The model's decoder (model/decode.py) receives it from the runner as its `GpuDecoder`.
+"""
+from __future__ import annotations
+
+import threading
+
+#: Batches traced back at once per GPU (run/stages.BatchStages); on the CPU one, which uses every thread.
+GPU_TRACING_THREADS = 2
+
+
+class Tracer:
+    """`--traceback auto` with GPUs: each batch traced back on one of the run's GPUs
+    (engine/gpu_trace.py), the one with the fewest batches in hand (of those, the one given the
+    fewest so far). A batch's traceback mostly waits for the scoring launches queued before it on
+    its GPU; on the first GPU alone, two GPUs' batches kept its threads so busy that the engine
+    waited for them (BENCHMARKS.md, "Two GPUs after the streaming work").
+
+    A batch the device cannot take (scores beyond its int range) is traced back on the CPU; a
+    device fault takes that GPU out of the traceback for the rest of the run, with a notice (the
+    CPU takes over when none is left). Either way the results are the same as the CPU's."""
+
+    def __init__(self, devices: list, reporter) -> None:
+        from papara_py.engine.gpu_trace import GpuTracer
+
+        self.gpus = [GpuTracer(device) for device in devices]
+        self.reporter = reporter  # the run's notices: anything with `notice` and `detail` (run/log.Reporter)
+        self._in_hand = [0] * len(self.gpus)
+        self._given = [0] * len(self.gpus)
+        self._live = [True] * len(self.gpus)
+        self._lock = threading.Lock()  # batches are traced back on several threads (run/stages.BatchStages)
+
+    @property
+    def usable(self) -> bool:
+        return any(self._live)
+
+    @property
+    def threads(self) -> int:
+        """Traceback threads the run needs: GPU_TRACING_THREADS per GPU (one batch's wait for the
+        device overlaps the next's)."""
+        return GPU_TRACING_THREADS * len(self.gpus)
+
+    def describe(self) -> str:
+        """The traceback's devices for the run record: the GPUs' names."""
+        return ", ".join(gpu.device.name for gpu in self.gpus)
+
+    def align_many(self, *args, **options):
+        """GpuTracer.align_many on the least busy live GPU, or None where the CPU must do it."""
+        return self._on_a_gpu("align_many", "traceback", "tracing back", *args, **options)
+
+    def location_scores(self, *args):
+        """GpuTracer.location_scores (the location check's scoring pass) on the least busy live
+        GPU, or None where the CPU must do it (model/location.relocate's `device_scores`)."""
+        return self._on_a_gpu("location_scores", "location check", "checking", *args)
+
+    def _on_a_gpu(self, method: str, what: str, doing: str, *args, **options):
+        """GpuTracer's `method` on the least busy live GPU, or None where the CPU must do it: no
+        GPU left, a batch the device cannot take (ValueError), or a device fault, which takes that
+        GPU out for the rest of the run with a notice."""
+        with self._lock:
+            live = [i for i, alive in enumerate(self._live) if alive]
+            if not live:
+                return None
+            chosen = min(live, key=lambda i: (self._in_hand[i], self._given[i]))
+            self._in_hand[chosen] += 1
+            self._given[chosen] += 1
+        try:
+            done = getattr(self.gpus[chosen], method)(*args, **options)
+        except ValueError as error:
+            self.reporter.detail(f"{what} of a batch on the CPU: {error}")
+            done = None
+        except Exception as error:  # noqa: BLE001 - any OpenCL fault: the CPU gives the same results
+            with self._lock:
+                self._live[chosen] = False
+                others = any(self._live)
+            lines = str(error).strip().splitlines()
+            self.reporter.notice(f"the GPU {what} failed ({type(error).__name__}: {lines[-1] if lines else ''}); "
+                                 + (f"{doing} the remaining reads on the other GPUs" if others
+                                    else f"{doing} the remaining reads on the CPU"))
+            done = None
+        with self._lock:
+            self._in_hand[chosen] -= 1
+        return done

@@ -1,0 +1,87 @@
+"""The run file's rows as the stages make them (on the writer thread): a stretch's string fields
+(`write_stretch`), a traced batch's numeric results (`write_batch`), and a sample's run file
+completed with its record and committed after its last batch (`commit_sample`).
+"""
+from __future__ import annotations
+
+import time
+from itertools import pairwise
+
+import numpy as np
+
+from papara_py.engine.candidates import Candidates
+from papara_py.io.read_stream import Stretch
+from papara_py.io.reads import STATUS_ALIGNED, STATUSES
+from papara_py.io.run_writer import RunWriter
+from papara_py.phylo.profiles import EdgeProfiles
+from papara_py.run.config import RunSummary
+from papara_py.run.devices import Devices
+from papara_py.run.inputs import Work, log_inputs
+from papara_py.run.log import Reporter
+from papara_py.run.record import Tally, run_record
+from papara_py.run.samples import SampleRun
+
+
+def write_stretch(writer: RunWriter, stretch: Stretch, chunk: int, reverse: np.ndarray | None = None,
+                   cigars: list[str] | None = None) -> None:
+    """The string fields of a stretch's rows: names, statuses and sequences (as given), and the
+    strand and CIGAR (of its aligned reads, `reverse` and `cigars` per alignable read; "+" and ""
+    for the others), `chunk` rows at a time (a stretch may hold any number of reads that are not
+    aligned; memory stays bounded). Each string field is written once: h5py's variable-length
+    string writes are the writer thread's largest cost.
+    """
+    reads = stretch.reads
+    strand = np.full(len(reads), "+", dtype=object)
+    cigar = np.full(len(reads), "", dtype=object)
+    if reverse is not None:
+        strand[stretch.alignable] = np.where(reverse, "-", "+")
+        cigar[stretch.alignable] = np.array(cigars, dtype=object)
+    for lo in range(0, len(reads), chunk):
+        hi = min(len(reads), lo + chunk)
+        # the sequences: one decoded text and a str slice per read (a numpy slice, bytes and str
+        # per read held the GIL three times as long)
+        first, ends = reads.offsets[lo], reads.offsets[lo + 1:hi + 1]
+        text = reads.residues[first:ends[-1]].tobytes().decode("ascii")
+        bounds = (np.concatenate(([first], ends)) - first).tolist()
+        writer.write_reads(stretch.first + lo, {
+            "names": np.array(reads.names[lo:hi], dtype=object),
+            "status": np.array(STATUSES, dtype=object)[stretch.statuses[lo:hi]],
+            "strand": strand[lo:hi], "cigar": cigar[lo:hi],
+            "sequence": np.array([text[a:b] for a, b in pairwise(bounds)], dtype=object)})
+
+
+def write_batch(writer: RunWriter, batch: np.ndarray, candidates: Candidates, scores, starts, rows) -> None:
+    """Scatter one batch's numeric results into the per-read datasets (rows are in input order;
+    its strings go with its stretch's, `write_stretch`)."""
+    # batches are slices of the alignable reads in input order; write contiguous runs
+    breaks = np.flatnonzero(np.diff(batch) != 1) + 1
+    for lo, hi in zip(np.concatenate(([0], breaks)), np.concatenate((breaks, [len(batch)]))):
+        writer.write_reads(int(batch[lo]), {
+            "best_edge": candidates.edge[lo:hi, 0], "score": scores[lo:hi], "start": starts[lo:hi],
+            "aligned": rows[lo:hi], "candidates/edge": candidates.edge[lo:hi],
+            "candidates/score": np.where(candidates.edge[lo:hi] >= 0, candidates.score[lo:hi], -1),
+        })
+
+
+def commit_sample(sample: SampleRun, profiles: EdgeProfiles, devices: Devices, work: Work, tally: Tally,
+            reporter: Reporter, run_started: float) -> None:
+    """A sample's last batch written: its record, then its run file committed (writer thread)."""
+    config, inputs, timings = sample.config, sample.inputs, sample.timings
+    writer = sample.writer(work.k)
+    writer.set_read_count(inputs.reads.rows)
+    log_inputs(config, reporter, inputs)
+    writer.write_run_record(run_record(config, inputs, profiles, devices, work, tally, timings)
+                            | ({"sample": {"number": sample.number, "of": sample.count}} if sample.count > 1 else {}))
+    timings["total"] = time.perf_counter() - run_started
+    writer.write_run_record({"timings_seconds": timings})
+    reporter.log.check()  # no run file is committed after a log fault
+    sample.commit()
+    reporter.record(f"{sample.label}: phases (s): "
+                    + ", ".join(f"{name} {seconds:.3f}" for name, seconds in timings.items())
+                    + f"; {tally.cells} cells, {tally.gcups:.1f} GCUPS")
+    counts = tally.status_counts
+    reporter.notice(("" if sample.count == 1 else f"{sample.label}: ")
+                    + f"{tally.n_alignable} of {tally.n_reads} reads aligned"
+                    + "".join(f", {n} {s}" for s, n in counts.items() if s != STATUS_ALIGNED)
+                    + f"; scoring {timings['scoring']:.2f} s ({tally.gcups:.1f} GCUPS); wrote {config.output}")
+    sample.summary = RunSummary(config.output, tally.n_reads, tally.n_alignable, counts, dict(timings), tally.gcups)
