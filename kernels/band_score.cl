@@ -110,6 +110,9 @@
 #ifndef COLUMN_COSTS
 #define COLUMN_COSTS 0
 #endif
+#ifndef LOOKUP
+#define LOOKUP 0
+#endif
 
 #include "elements.cl"
 typedef elem_t code_t;
@@ -393,13 +396,205 @@ inline void load_residues(global const code_t *read, cell_t *B, cell_t *BH)
     }
 }
 
+#if LOOKUP
+/* ---- LOOKUP: the diagonal cost looked up by the read's residue (DNA, packed lanes) ----------
+ *
+ * Memory layout (engine/gpu.lookup_words builds it per chunk, beside the profile):
+ *   lookup [m + ROWS - 1][units]  uint4 per work-item and column:
+ *     .x  lane 2u's   CG_i + M_ij for read residues A, C, G, T in bytes 0, 1, 2, 3
+ *     .y  lane 2u+1's the same
+ *     .z  OE_i of lane 2u | OE_i of lane 2u+1 << 16   (the deletion's opening, per half)
+ *     .w  E_i, likewise                                (its extension)
+ *   The last ROWS - 1 columns are zero (the virtual rows below, which run past column m - 1).
+ *   Every cost byte is at most 127 (the host builds LOOKUP only then: cgap + mismatch <= 127), so
+ *   bit 7 of each byte is clear.
+ *
+ * A stripe whose residues are all single bases (A, C, G or T; every work-item of a warp holds the
+ * same read, so the choice is the warp's) takes this path; a stripe with an ambiguity code takes
+ * the element path above (sweep_stripe). Each row keeps a selector (SEL) instead of its code:
+ *   PTX:      a prmt.b32 selector: bytes (k, sign of k, 4 + k, sign of 4 + k) of the pair
+ *             (.x, .y), k = the residue's index 0..3, so prmt(.x, .y, SEL) is lane 2u's cost in
+ *             the low half and lane 2u+1's in the high half, the upper byte of each half zero by
+ *             prmt's sign replication of a byte whose bit 7 is clear: one PRMT per cell pair,
+ *             where the element path spends an AND, a min and a multiply-add (two each with NEAR).
+ *   portable: shift 8 k in bits 0..7 and the byte mask 0xFF in bits 8..15; the same integers by
+ *             two shifts, two ANDs and an OR (look_cost).
+ *   A virtual row (below) has the selector of cost 0: sign-replicated bytes (PTX), mask 0.
+ *
+ * Recurrence per column, in place in two passes (no register moves between the stripe's S/D):
+ *   pass 1, rows bottom-up:  D[r] = min(S[r] + OE, D[r] + E)
+ *                            S[r] = min(S[r-1] + cost_r, D[r])   (S[r-1] still of column c-1;
+ *                                                                  row 0: dsrc, the band row)
+ *   pass 2, rows top-down:   S[r] = min(S[r], S[r-1] + insertion) (S[r-1] of column c;
+ *                                                                  row 0: up, the band row)
+ * which is S = min(diagonal, D, insertion) of Eq. 1, the insertion chain last.
+ *
+ * Band edges without per-cell tests: the row above the stripe is +infinity (`up` = inf) from the
+ * column where it leaves the band on, so row 0 needs no mask; at head column c (rows entering)
+ * only rows 0..c are in the band and only they run, both passes (rows below keep S = D = inf);
+ * at tail column c (rows leaving, t = c - width + 1) every row runs pass 1 and pass 2 starts
+ * at row t + 1 (row t's insertion would come from a row out of the band; the rows above t are
+ * out of the band themselves and never read again). The bounds are the warp's, so the skipped
+ * rows are branched over, not masked.
+ *
+ * The last stripe is always whole: a read's last h rows run in a stripe of H = h rounded up to 8
+ * (at most ROWS) rows, the H - h rows below the read's end "virtual" rows of diagonal cost 0.
+ * Row n + k then holds min over its reach of S(., n - 1) (cost-0 diagonals carry each value of
+ * the row above one column on, insertions and deletions only add), so the minimum of the
+ * stripe's last row over its columns is min_i S(i, n - 1), the read's score, and the stripe
+ * needs no per-row exit (the element path's last stripe does). Its columns run up to
+ * m + H - h - 2: the lookup words' zero padding.
+ */
+#if !PACKED || PROF_BITS != 8 || COLUMN_COSTS
+#error "LOOKUP is for packed 8-bit elements (DNA) without column costs"
+#endif
+
+#if USE_PTX
+#define SEL_ZERO 0x8888u /* every byte the sign of byte 0 (a cost, bit 7 clear): 0 */
+inline uint residue_selector(const uint code)
+{
+    const uint k = 31u - clz(code); /* A, C, G, T -> 0, 1, 2, 3 */
+    return k * 0x1111u + 0xC480u;   /* nibbles k, 8 + k, 4 + k, 12 + k */
+}
+inline uint look_cost(const uint4 w, const uint sel)
+{
+    uint r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(w.x), "r"(w.y), "r"(sel));
+    return r;
+}
+#else
+#define SEL_ZERO 0u /* shift 0, mask 0 */
+inline uint residue_selector(const uint code)
+{
+    return 8u * (31u - clz(code)) | 0xFF00u; /* shift, byte mask << 8 */
+}
+inline uint look_cost(const uint4 w, const uint sel)
+{
+    const uint shift = sel & 31u, mask = sel >> 8;
+    return ((w.x >> shift) & mask) | (((w.y >> shift) & mask) << 16);
+}
+#endif
+
+/* The selectors of a stripe's rows from its `count` residues (rows past them: SEL_ZERO); true
+ * when every residue is a single base, i.e. the stripe can take the lookup path. */
+inline bool load_selectors(global const code_t *read, const int count, cell_t *SEL)
+{
+    bool single = true;
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+        const uint code = r < count ? read[r] : 0u;
+        single = single && (r >= count || (code != 0u && (code & (code - 1u)) == 0u));
+        SEL[r] = r < count ? residue_selector(code | (code == 0u)) : SEL_ZERO;
+    }
+    return single;
+}
+
+/* One column of a lookup stripe of H rows (H, and in the body every bound, compile-time):
+ * pass 1 on rows 0..p1_last, pass 2 on rows ch_first..ch_last (see above). */
+inline void lookup_column(cell_t *S, cell_t *D, const cell_t *SEL, const uint4 w, const cell_t dsrc,
+                          const cell_t up, const int H, const int p1_last, const int ch_first,
+                          const int ch_last, const cell_t insertion)
+{
+#pragma unroll
+    for (int r = ROWS - 1; r >= 0; --r) {
+        if (r >= H || r > p1_last)
+            continue;
+        /* S[r] + OE is a plain add (no half carries, see Overflow): ptxas may issue it as an IMAD
+         * on the FMA pipe, beside the integer pipe that runs the DPX add-mins */
+        const cell_t d = lane_min(S[r] + w.z, lane_add(D[r], w.w));
+        D[r] = d;
+        S[r] = lane_min(lane_add(r == 0 ? dsrc : S[r - 1], look_cost(w, SEL[r])), d);
+    }
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+        if (r >= H || r > ch_last)
+            break;
+        if (r >= ch_first)
+            S[r] = lane_min(S[r], lane_add(r == 0 ? up : S[r - 1], insertion));
+    }
+}
+
+/* One lookup stripe, rows j0 .. j0+H-1 (H compile-time at every call). The last stripe (`track`)
+ * follows its last row's minimum instead of writing the band. */
+inline void lookup_stripe(global const uint4 *look, const int units, global cell_t *band, const size_t stride,
+                          cell_t *S, cell_t *D, const cell_t *SEL, const int j0, const int H, const int width,
+                          const bool first, const penalties_t *pen, const bool track, cell_t *best)
+{
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+        S[r] = pen->inf;
+        D[r] = pen->inf;
+    }
+    const int ncols = H - 1 + width;
+    global const uint4 *p = look + (size_t)j0 * units;
+    global cell_t *bp = band + (size_t)(j0 + 1) * stride;
+    /* the row above at column c (`up`) is in the band for c <= width - 2 and +infinity after;
+     * dsrc at column c is up at c - 1 (column -1: the band's first cell, or the boundary 0) */
+    cell_t dsrc = first ? 0 : bp[-(ptrdiff_t)stride];
+    cell_t up_next = width >= 2 ? (first ? 0 : *bp) : pen->inf;
+    uint4 w_next = *p;
+    int c = 0;
+
+#define LOOKUP_COLUMN(P1_LAST, CH_FIRST, CH_LAST)                                                \
+    {                                                                                            \
+        const uint4 w = w_next;                                                                  \
+        const cell_t up = up_next;                                                               \
+        if (c + 1 < ncols)                                                                       \
+            w_next = p[units];                                                                   \
+        up_next = pen->inf;                                                                      \
+        if (c + 1 <= width - 2)                                                                  \
+            up_next = first ? 0 : bp[stride];                                                    \
+        lookup_column(S, D, SEL, w, dsrc, up, H, P1_LAST, CH_FIRST, CH_LAST, pen->insertion);    \
+        if (track)                                                                               \
+            *best = lane_min(*best, S[H - 1]);                                                   \
+        else                                                                                     \
+            *bp = S[H - 1];                                                                      \
+        dsrc = up;                                                                               \
+        p += units;                                                                              \
+        bp += stride;                                                                            \
+    }
+
+    for (; c < min(H - 1, width - 1); ++c) /* head: rows 0..c in the band */
+        LOOKUP_COLUMN(c, 0, c)
+    for (; c < H - 1; ++c) /* head and tail at once (a band narrower than the stripe) */
+        LOOKUP_COLUMN(c, c - width + 2, c)
+    for (; c < width - 1; ++c) /* body: every row in the band */
+        LOOKUP_COLUMN(H - 1, 0, H - 1)
+    for (; c < ncols; ++c) /* tail: rows 0..c-width+1 have left */
+        LOOKUP_COLUMN(H - 1, c - width + 2, H - 1)
+#undef LOOKUP_COLUMN
+}
+
+/* The last stripe in H = h rounded up to 8 rows (at most ROWS), each height compiled once. */
+#define LOOKUP_HEIGHT(x) ((x) < ROWS ? (x) : ROWS)
+inline void lookup_last_stripe(global const uint4 *look, const int units, global cell_t *band, const size_t stride,
+                               cell_t *S, cell_t *D, const cell_t *SEL, const int j0, const int h, const int width,
+                               const bool first, const penalties_t *pen, cell_t *best)
+{
+    if (h <= LOOKUP_HEIGHT(8))
+        lookup_stripe(look, units, band, stride, S, D, SEL, j0, LOOKUP_HEIGHT(8), width, first, pen, true, best);
+#if ROWS > 8
+    else if (h <= LOOKUP_HEIGHT(16))
+        lookup_stripe(look, units, band, stride, S, D, SEL, j0, LOOKUP_HEIGHT(16), width, first, pen, true, best);
+#endif
+#if ROWS > 16
+    else if (h <= LOOKUP_HEIGHT(24))
+        lookup_stripe(look, units, band, stride, S, D, SEL, j0, LOOKUP_HEIGHT(24), width, first, pen, true, best);
+#endif
+#if ROWS > 24
+    else
+        lookup_stripe(look, units, band, stride, S, D, SEL, j0, ROWS, width, first, pen, true, best);
+#endif
+}
+#endif /* LOOKUP */
+
 kernel void band_score(global const prof_t *profile, const int m, const int units,
                        global const code_t *codes, global const int *read_start,
                        global const int *read_len, const int n_reads, global cell_t *band,
                        global int *scores, const uint mismatch, const uint cgap,
                        const uint open_extend, const uint extend, const uint insertion,
                        const uint inf, const uint near_mismatch, global const uint4 *read_costs,
-                       global const uint *cost_start)
+                       global const uint *cost_start, global const uint4 *lookup)
 {
     const int u = get_global_id(0);
     const int q = get_global_id(1);
@@ -430,6 +625,27 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
 #endif
     cell_t best = pen.inf;
     int j0 = 0;
+#if LOOKUP
+    /* a stripe of single bases takes the lookup path, one with an ambiguity code the element path */
+    global const uint4 *my_lookup = lookup + u;
+    cell_t SEL[ROWS];
+    for (; j0 + ROWS < n; j0 += ROWS) {
+        if (load_selectors(read + j0, ROWS, SEL)) {
+            lookup_stripe(my_lookup, units, my_band, stride, S, D, SEL, j0, ROWS, width, j0 == 0, &pen, false, &best);
+        } else {
+            load_residues(read + j0, B, BH);
+            sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, STRIPE_COSTS(j0), j0, ROWS, width,
+                         j0 == 0, &pen, false, &best);
+        }
+    }
+    if (load_selectors(read + j0, n - j0, SEL)) {
+        lookup_last_stripe(my_lookup, units, my_band, stride, S, D, SEL, j0, n - j0, width, j0 == 0, &pen, &best);
+    } else {
+        load_residues(read + j0, B, BH);
+        sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, STRIPE_COSTS(j0), j0, n - j0, width, j0 == 0,
+                     &pen, true, &best);
+    }
+#else
     for (; j0 + ROWS < n; j0 += ROWS) {
         load_residues(read + j0, B, BH);
         sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, STRIPE_COSTS(j0), j0, ROWS, width, j0 == 0,
@@ -441,6 +657,7 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
     load_residues(read + j0, B, BH);
     sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, STRIPE_COSTS(j0), j0, n - j0, width, j0 == 0,
                  &pen, true, &best);
+#endif
 #undef STRIPE_COSTS
 
     global int *out = scores + ((size_t)q * units + u) * LANES;

@@ -103,6 +103,7 @@ class Variant:
     alphabet: Alphabet = DNA
     near: bool = False
     costs: bool = False
+    lookup: bool = False
 
     @property
     def lanes(self) -> int:
@@ -114,7 +115,8 @@ class Variant:
         return (f"-DROWS={self.rows}", f"-DPACKED={int(self.packed)}",
                 f"-DUSE_PTX={int(self.packed and self.ptx)}",
                 f"-DPROF_BITS={self.alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={self.alphabet.n_states}",
-                f"-DNEAR={int(self.near)}", *(("-DCOLUMN_COSTS=1",) if self.costs else ()))
+                f"-DNEAR={int(self.near)}", *(("-DCOLUMN_COSTS=1",) if self.costs else ()),
+                *(("-DLOOKUP=1",) if self.lookup else ()))
 
     @property
     def split(self) -> bool:
@@ -130,12 +132,14 @@ class Variant:
         group of 8 reads per SM (2,419 against 3,723)."""
         return 8 if self.split and self.costs else 4
 
-    def of(self, alphabet: Alphabet, near: bool = False, costs: bool = False) -> "Variant":
+    def of(self, alphabet: Alphabet, near: bool = False, costs: bool = False, lookup: bool = False) -> "Variant":
         """This variant for `alphabet`'s elements, with near states or not, with column profile
-        costs or not. With column profile costs stripes are at most COST_ROWS rows high; without
-        them split state sets in packed lanes, which keep each residue in two registers, at most
-        SPLIT_ROWS."""
-        variant = replace(self, alphabet=alphabet, near=near, costs=costs)
+        costs or not, with the diagonal cost looked up by residue (`lookup`, kernels/band_score.cl
+        LOOKUP: packed 8-bit elements without column costs only; elsewhere it is dropped). With
+        column profile costs stripes are at most COST_ROWS rows high; without them split state
+        sets in packed lanes, which keep each residue in two registers, at most SPLIT_ROWS."""
+        lookup = lookup and self.packed and alphabet.dtype.itemsize == 1 and not costs
+        variant = replace(self, alphabet=alphabet, near=near, costs=costs, lookup=lookup)
         if costs:
             return replace(variant, rows=min(self.rows, COST_ROWS))
         return replace(variant, rows=min(self.rows, SPLIT_ROWS)) if variant.split else variant
@@ -157,6 +161,7 @@ class ChunkStats:
     batches: int = 0
     packed_reads: int = 0
     wide_reads: int = 0
+    lookup_reads: int = 0  # packed reads of batches built with the lookup path (their plain stripes take it)
     kernel_seconds: float = 0.0
     device_seconds: float = 0.0
     wall_seconds: float = 0.0
@@ -259,6 +264,68 @@ def _split_pairs(padded: np.ndarray, n_states: int) -> np.ndarray:
     return np.stack([x, y], axis=2).reshape(padded.shape[0], -1)
 
 
+#: Read residues the lookup path takes (kernels/band_score.cl LOOKUP): the single bases, in the
+#: order of their selector index (the byte of a lookup word that holds their cost).
+LOOKUP_RESIDUES = (1, 2, 4, 8)
+
+
+def lookup_fits(params: ScoringParams) -> bool:
+    """Whether the lookup path's cost bytes hold every diagonal cost CG_i + M_ij with bit 7 clear
+    (kernels/band_score.cl LOOKUP: prmt's sign replication makes each half's upper byte zero)."""
+    return params.cgap + max(params.mismatch, params.near_mismatch) <= 127
+
+
+def lookup_words(lanes: np.ndarray, variant: Variant, params: ScoringParams,
+                 family: np.ndarray | None = None) -> np.ndarray:
+    """A chunk's lookup words (kernels/band_score.cl LOOKUP), uint32 [m + rows - 1, units * 4]:
+    per work-item u and column, lane 2u's diagonal costs CG_i + M_ij of the read residues A, C, G,
+    T as bytes, lane 2u+1's, then OE_i and E_i of both lanes as 16-bit halves; the last rows - 1
+    columns zero (the kernel's virtual rows run past column m - 1).
+
+    M_ij as the reference scorer takes it (pairwise/reference_scorer.diagonal_cost): 0 where the
+    element's set holds the residue, near_mismatch where its near states (with the columns' family
+    residues `family`, [m]) do, mismatch otherwise. lanes: uint8 [m, n_edges] elements."""
+    if not lookup_fits(params):
+        raise ValueError(f"cgap {params.cgap} + mismatch {params.mismatch} exceed the lookup path's 127")
+    m, n_edges = lanes.shape
+    units = _units(n_edges, variant)
+    padded = np.zeros((m, units * 2), lanes.dtype)
+    padded[:, :n_edges] = lanes
+    alphabet = variant.alphabet
+    if family is None:  # every element byte at once, then a gather
+        table = _lookup_table(alphabet, params)
+        costs, gap = table[padded], (padded & alphabet.cgap_bit) != 0
+    else:
+        costs = _lookup_costs(padded, near_states(padded, alphabet, family[:, None]), alphabet, params)
+        gap = (padded & alphabet.cgap_bit) != 0
+    open_ = np.where(gap, 0, params.gap_open + params.gap_extend).astype(np.uint32)
+    extend = np.where(gap, 0, params.gap_extend).astype(np.uint32)
+    words = np.zeros((m + variant.rows - 1, units, 4), np.uint32)
+    words[:m, :, 0] = costs[:, 0::2]
+    words[:m, :, 1] = costs[:, 1::2]
+    words[:m, :, 2] = open_[:, 0::2] | open_[:, 1::2] << 16
+    words[:m, :, 3] = extend[:, 0::2] | extend[:, 1::2] << 16
+    return words.reshape(m + variant.rows - 1, units * 4)
+
+
+def _lookup_costs(elements: np.ndarray, near: np.ndarray, alphabet: Alphabet, params: ScoringParams) -> np.ndarray:
+    """uint32: byte k = CG + M of read residue LOOKUP_RESIDUES[k] against each element (near: its
+    near states)."""
+    states = elements & alphabet.state_mask
+    cg = np.where(elements & alphabet.cgap_bit, params.cgap, 0).astype(np.uint32)
+    out = np.zeros(elements.shape, np.uint32)
+    for k, residue in enumerate(LOOKUP_RESIDUES):
+        level = np.where(states & residue, 0, np.where(near & residue, params.near_mismatch, params.mismatch))
+        out |= (cg + level.astype(np.uint32)) << (8 * k)
+    return out
+
+
+def _lookup_table(alphabet: Alphabet, params: ScoringParams) -> np.ndarray:
+    """`_lookup_costs` of every element byte, uint32 [256] (DNA elements carry their near states)."""
+    every = np.arange(256, dtype=alphabet.dtype)
+    return _lookup_costs(every, near_states(every, alphabet), alphabet, params)
+
+
 @dataclass
 class _Launch:
     """One kernel batch in the device queue: its events, its result buffers, and every object its
@@ -266,6 +333,7 @@ class _Launch:
 
     reads: np.ndarray  # rows of the chunk's result lists this batch fills
     packed: bool
+    lookup: bool
     band_done: cl.Event
     topk_done: cl.Event
     top_shape: tuple[int, int]  # [reads, k]
@@ -298,6 +366,7 @@ class _ChunkPlan:
     cost_rows: np.ndarray | None = None   # uint8, beside sorted_codes (column profile costs only)
     cost_table: np.ndarray | None = None  # uint8 [m][K] (`device_table`)
     profiles: dict[bool, np.ndarray] = field(default_factory=dict)  # packed? -> padded profile bytes
+    lookup: np.ndarray | None = None  # the lookup words (`lookup_words`), where a batch takes that path
     batches: list[_KernelBatch] = field(default_factory=list)
 
 
@@ -309,6 +378,7 @@ class _ChunkBuffers:
     profiles: dict[bool, cl.Buffer]      # packed? -> padded profile
     tables: list[tuple[cl.Buffer, cl.Buffer, cl.Buffer | None]]  # per batch: (starts, lengths, cost_starts)
     costs: tuple[cl.Buffer, cl.Buffer, int] | None  # (cost rows, cost table, K), or None (NULLs, K 0)
+    lookup: cl.Buffer | None = None      # the lookup words, or None (NULL: no batch takes that path)
 
 
 class GpuScorer:
@@ -324,11 +394,14 @@ class GpuScorer:
 
     def __init__(self, device: DeviceInfo, *, narrow: bool = True, ptx: bool | None = None,
                  rows: int = 32, memory_fraction: float = 0.5,
-                 profiling: bool = False, queue_depth: int = 2) -> None:
+                 profiling: bool = False, queue_depth: int = 2, lookup: bool = True) -> None:
         if ptx is None:
             ptx = device.is_nvidia and (device.nv_compute_capability or (0, 0)) >= (9, 0)
         self.device = device
         self.narrow = narrow
+        #: packed DNA lanes look each diagonal cost up by the read's residue (kernels/band_score.cl
+        #: LOOKUP) where the penalties fit its bytes (`lookup_fits`); False: the element path only
+        self.lookup = lookup
         self.packed_variant = Variant(packed=True, ptx=ptx, rows=rows)
         self.wide_variant = Variant(packed=False, ptx=False, rows=rows)
         self.context = shared_context(device.cl_device)
@@ -415,6 +488,8 @@ class GpuScorer:
         for variant, slots in self._batches(order, lengths, m, n_edges, params, alphabet, costs is not None):
             if variant.packed not in plan.profiles:
                 plan.profiles[variant.packed] = _padded_profile(lanes, variant, family)
+            if variant.lookup and plan.lookup is None:
+                plan.lookup = lookup_words(lanes, variant, params, family)
             reads = order[slots]
             plan.batches.append(_KernelBatch(variant, reads, starts[slots].astype(np.int32),
                                              lengths[reads].astype(np.int32),
@@ -430,7 +505,8 @@ class GpuScorer:
                                      for b in plan.batches],
                              costs=None if plan.cost_table is None else (
                                  self._upload(plan.cost_rows), self._upload(plan.cost_table),
-                                 plan.cost_table.shape[1]))
+                                 plan.cost_table.shape[1]),
+                             lookup=None if plan.lookup is None else self._upload(plan.lookup))
 
     def _enqueue(self, plan: _ChunkPlan, inputs: _ChunkBuffers, first_edge, n_edges, params, k) -> list["_Launch"]:
         """Queue the kernels of a chunk's batches (called under the lock: they share the band rows)."""
@@ -459,6 +535,7 @@ class GpuScorer:
             stats.batches += 1
             if launch.packed:
                 stats.packed_reads += launch.reads.size
+                stats.lookup_reads += launch.reads.size if launch.lookup else 0
             else:
                 stats.wide_reads += launch.reads.size
 
@@ -479,8 +556,9 @@ class GpuScorer:
         # narrow_ok is a suffix: reads are sorted by decreasing length
         first_narrow = int(np.argmax(narrow_ok)) if narrow_ok.any() else order.size
         near = params.weighted
+        lookup = self.lookup and lookup_fits(params)
         for variant, lo, hi in ((self.wide_variant.of(alphabet, near, costs), 0, first_narrow),
-                                (self.packed_variant.of(alphabet, near, costs), first_narrow, order.size)):
+                                (self.packed_variant.of(alphabet, near, costs, lookup), first_narrow, order.size)):
             if lo == hi:
                 continue
             per_read = _units(n_edges, variant) * (m + 1) * 4  # band rows
@@ -544,7 +622,7 @@ class GpuScorer:
                       np.int32(n_batch), band_buf, scores_buf, u32(params.mismatch), u32(params.cgap),
                       u32(params.gap_open + params.gap_extend), u32(params.gap_extend),
                       u32(params.insertion), u32(inf), u32(params.near_mismatch), read_costs_buf,
-                      cost_starts_buf)
+                      cost_starts_buf, inputs.lookup if variant.lookup else None)
         group_reads = self._group_reads.get(variant)
         if group_reads is None:
             group_reads = self._group_reads[variant] = _reads_per_group(band, self.device.cl_device, variant)
@@ -554,7 +632,7 @@ class GpuScorer:
         topk.set_args(scores_buf, np.int32(row_lanes), np.int32(n_edges), np.int32(first_edge),
                       np.int32(k), np.int32(n_batch), top_score_buf, top_edge_buf)
         topk_done = cl.enqueue_nd_range_kernel(self.queue, topk, (_round_up(n_batch, 64),), None)
-        return _Launch(reads, variant.packed, band_done, topk_done, (n_batch, k), top_score_buf, top_edge_buf,
+        return _Launch(reads, variant.packed, variant.lookup, band_done, topk_done, (n_batch, k), top_score_buf, top_edge_buf,
                        (inputs, band_buf, read_costs_buf, expand, scores_buf, band, topk))
 
     def _wait(self, event: cl.Event) -> None:

@@ -230,6 +230,8 @@ CHECK_BUILDS = (("band_score.cl", ("-DROWS=32", "-DPACKED=1", "-DUSE_PTX=0", *_D
                 ("band_score.cl", ("-DROWS=32", "-DPACKED=0", "-DUSE_PTX=0", *_DNA, "-DNEAR=0")),
                 ("band_score.cl", ("-DROWS=32", "-DPACKED=1", "-DUSE_PTX=0", *_DNA, "-DNEAR=1")),
                 ("band_score.cl", ("-DROWS=32", "-DPACKED=0", "-DUSE_PTX=0", *_DNA, "-DNEAR=1")),
+                *(("band_score.cl", ("-DROWS=32", "-DPACKED=1", "-DUSE_PTX=0", *_DNA, f"-DNEAR={near}", "-DLOOKUP=1"))
+                  for near in (0, 1)),
                 ("band_score.cl", ("-DROWS=13", "-DPACKED=1", "-DUSE_PTX=0", *_PROTEIN, "-DNEAR=0")),
                 ("band_score.cl", ("-DROWS=32", "-DPACKED=0", "-DUSE_PTX=0", *_PROTEIN, "-DNEAR=0")),
                 ("band_score.cl", ("-DROWS=13", "-DPACKED=1", "-DUSE_PTX=0", *_PROTEIN, "-DNEAR=1")),
