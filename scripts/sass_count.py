@@ -240,11 +240,24 @@ def analyse(options: list[str], arch: str = "sm_90", dump: Path | None = None, l
     return {"options": options, "registers": registers(log), "loops": loops, "total_instructions": len(code)}
 
 
-def hot_loop(result: dict) -> dict | None:
-    """The column loop where every row is in the band: the loop with the most cells and no
-    per-cell selects (masked loops carry SEL for the band tests); else the largest."""
-    loops = sorted(result["loops"], key=lambda loop: (-loop["cells"], loop["ops"].get("SEL", 0), loop["instructions"]))
-    return loops[0] if loops else None
+def hot_loop(result: dict, lookup: bool = False) -> dict | None:
+    """The column loop where every row is in the band, of a stripe that writes the band (not the
+    last): among the loops with the most cells, those without per-row band tests (ISETP, SEL) and,
+    for a LOOKUP build, those of the lookup path (a PRMT per cell pair); the one with a band store
+    (STG) and then the fewest instructions."""
+    loops = result["loops"]
+    if not loops:
+        return None
+    most = max(loop["cells"] for loop in loops)
+    candidates = [loop for loop in loops if loop["cells"] == most]
+    if lookup:
+        candidates = [loop for loop in candidates if loop["ops"].get("PRMT", 0) >= most // 2] or candidates
+
+    def tests(loop: dict) -> int:
+        return sum(n for op, n in loop["ops"].items() if op.startswith(("ISETP", "SEL")))
+
+    return min(candidates, key=lambda loop: (tests(loop) > most // 4, "STG.E" not in loop["ops"],
+                                             loop["instructions"]))
 
 
 def main() -> int:
@@ -276,7 +289,7 @@ def main() -> int:
     result = analyse(options, args.arch, args.dump)
     print(f"options: {' '.join(options)}\nregisters: {result['registers']}, "
           f"instructions in band_score: {result['total_instructions']}")
-    loops = result["loops"] if args.all_loops else [hot_loop(result)]
+    loops = result["loops"] if args.all_loops else [hot_loop(result, "-DLOOKUP=1" in options)]
     for loop in loops:
         if loop is None:
             continue

@@ -47,6 +47,7 @@ Why the host side looks the way it does:
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -104,6 +105,8 @@ class Variant:
     near: bool = False
     costs: bool = False
     lookup: bool = False
+    #: more build options (scripts/bench_kernel_variants.py tries register limits this way)
+    extra: tuple[str, ...] = ()
 
     @property
     def lanes(self) -> int:
@@ -116,7 +119,7 @@ class Variant:
                 f"-DUSE_PTX={int(self.packed and self.ptx)}",
                 f"-DPROF_BITS={self.alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={self.alphabet.n_states}",
                 f"-DNEAR={int(self.near)}", *(("-DCOLUMN_COSTS=1",) if self.costs else ()),
-                *(("-DLOOKUP=1",) if self.lookup else ()))
+                *(("-DLOOKUP=1",) if self.lookup else ()), *self.extra)
 
     @property
     def split(self) -> bool:
@@ -292,19 +295,19 @@ def lookup_words(lanes: np.ndarray, variant: Variant, params: ScoringParams,
     padded = np.zeros((m, units * 2), lanes.dtype)
     padded[:, :n_edges] = lanes
     alphabet = variant.alphabet
-    if family is None:  # every element byte at once, then a gather
-        table = _lookup_table(alphabet, params)
-        costs, gap = table[padded], (padded & alphabet.cgap_bit) != 0
+    words = np.zeros((m + variant.rows - 1, units, 4), np.uint32)
+    if family is None:  # each lane pair's two element bytes index one table of every pair's words
+        keys = padded[:, 0::2] | padded[:, 1::2].astype(np.uint16) << 8
+        np.take(_pair_table(alphabet, params.values()), keys, axis=0, out=words[:m])  # 7x faster than [keys]
     else:
         costs = _lookup_costs(padded, near_states(padded, alphabet, family[:, None]), alphabet, params)
         gap = (padded & alphabet.cgap_bit) != 0
-    open_ = np.where(gap, 0, params.gap_open + params.gap_extend).astype(np.uint32)
-    extend = np.where(gap, 0, params.gap_extend).astype(np.uint32)
-    words = np.zeros((m + variant.rows - 1, units, 4), np.uint32)
-    words[:m, :, 0] = costs[:, 0::2]
-    words[:m, :, 1] = costs[:, 1::2]
-    words[:m, :, 2] = open_[:, 0::2] | open_[:, 1::2] << 16
-    words[:m, :, 3] = extend[:, 0::2] | extend[:, 1::2] << 16
+        open_ = np.where(gap, 0, params.gap_open + params.gap_extend).astype(np.uint32)
+        extend = np.where(gap, 0, params.gap_extend).astype(np.uint32)
+        words[:m, :, 0] = costs[:, 0::2]
+        words[:m, :, 1] = costs[:, 1::2]
+        words[:m, :, 2] = open_[:, 0::2] | open_[:, 1::2] << 16
+        words[:m, :, 3] = extend[:, 0::2] | extend[:, 1::2] << 16
     return words.reshape(m + variant.rows - 1, units * 4)
 
 
@@ -320,10 +323,18 @@ def _lookup_costs(elements: np.ndarray, near: np.ndarray, alphabet: Alphabet, pa
     return out
 
 
-def _lookup_table(alphabet: Alphabet, params: ScoringParams) -> np.ndarray:
-    """`_lookup_costs` of every element byte, uint32 [256] (DNA elements carry their near states)."""
+@functools.lru_cache(maxsize=16)
+def _pair_table(alphabet: Alphabet, values: tuple[int, ...]) -> np.ndarray:
+    """The lookup words of every lane pair of element bytes, uint32 [65536, 4] indexed by
+    even | odd << 8 (1 MiB, made once per penalties; DNA elements carry their near states)."""
+    params = ScoringParams(*values)
     every = np.arange(256, dtype=alphabet.dtype)
-    return _lookup_costs(every, near_states(every, alphabet), alphabet, params)
+    costs = _lookup_costs(every, near_states(every, alphabet), alphabet, params)
+    gap = (every & alphabet.cgap_bit) != 0
+    open_ = np.where(gap, 0, params.gap_open + params.gap_extend).astype(np.uint32)
+    extend = np.where(gap, 0, params.gap_extend).astype(np.uint32)
+    even, odd = np.arange(65536) & 0xFF, np.arange(65536) >> 8
+    return np.stack([costs[even], costs[odd], open_[even] | open_[odd] << 16, extend[even] | extend[odd] << 16], axis=1)
 
 
 @dataclass
@@ -394,7 +405,8 @@ class GpuScorer:
 
     def __init__(self, device: DeviceInfo, *, narrow: bool = True, ptx: bool | None = None,
                  rows: int = 32, memory_fraction: float = 0.5,
-                 profiling: bool = False, queue_depth: int = 2, lookup: bool = True) -> None:
+                 profiling: bool = False, queue_depth: int = 2, lookup: bool = True,
+                 extra_options: tuple[str, ...] = ()) -> None:
         if ptx is None:
             ptx = device.is_nvidia and (device.nv_compute_capability or (0, 0)) >= (9, 0)
         self.device = device
@@ -402,8 +414,11 @@ class GpuScorer:
         #: packed DNA lanes look each diagonal cost up by the read's residue (kernels/band_score.cl
         #: LOOKUP) where the penalties fit its bytes (`lookup_fits`); False: the element path only
         self.lookup = lookup
-        self.packed_variant = Variant(packed=True, ptx=ptx, rows=rows)
-        self.wide_variant = Variant(packed=False, ptx=False, rows=rows)
+        self.packed_variant = Variant(packed=True, ptx=ptx, rows=rows, extra=tuple(extra_options))
+        self.wide_variant = Variant(packed=False, ptx=False, rows=rows, extra=tuple(extra_options))
+        #: verification only (scripts/bench_kernel_variants.py): a word every output and scratch
+        #: buffer is filled with before the kernels run, so a score never written shows
+        self.fill_outputs: int | None = None
         self.context = shared_context(device.cl_device)
         properties = cl.command_queue_properties.PROFILING_ENABLE if profiling else 0
         self.queue = cl.CommandQueue(self.context, device.cl_device, properties=properties)
@@ -606,6 +621,9 @@ class GpuScorer:
         scores_buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, n_batch * row_lanes * 4)
         top_score_buf = cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY, n_batch * k * 4)
         top_edge_buf = cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY, n_batch * k * 4)
+        if self.fill_outputs is not None:
+            for buffer in (band_buf, scores_buf, top_score_buf, top_edge_buf):
+                cl.enqueue_fill_buffer(self.queue, buffer, np.uint32(self.fill_outputs), 0, buffer.size)
         inf = params.int16_infinity() if variant.packed else INF32
         u32 = np.uint32
         read_costs_buf = expand = None
