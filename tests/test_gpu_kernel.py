@@ -582,3 +582,31 @@ def test_lookup_words_hold_the_reference_costs() -> None:
             assert words[i, u, 3] >> (16 * half) & 0xFFFF == ex[i]
     no_family = lookup_words(profiles.T.copy(), variant, params, np.zeros(m, np.uint8))
     np.testing.assert_array_equal(no_family[:m].reshape(m, units, 4), words)
+
+
+@pytest.mark.parametrize("rows", [6, 16])
+@pytest.mark.parametrize("near_mismatch", [3, 1])
+@pytest.mark.parametrize("costs", [False, True])
+def test_protein_lookup_path_matches_reference(device, rows, near_mismatch, costs) -> None:
+    """Protein stripes of single amino acids on the lookup path (a 64-bit funnel shift tests each
+    state in both lanes), with and without column costs and near states, every read length from 1
+    to m - 1 (last stripes of 8 rows or the full height tracking row h - 1, narrow bands), and reads
+    with B, Z, J, X on the element path beside them."""
+    rng = np.random.default_rng(40 + rows + near_mismatch + costs)
+    m = 45
+    profiles = random_profiles(rng, 23, m, PROTEIN)
+    params = ScoringParams(**COST_PARAMS, near_mismatch=near_mismatch) if costs else ScoringParams(
+        mismatch=5, cgap=6, gap_open=8, gap_extend=2, insertion=12, near_mismatch=near_mismatch)
+    single = PROTEIN.read_code[np.frombuffer(PROTEIN.letters.encode(), np.uint8)]
+    odd = PROTEIN.read_code[np.frombuffer(b"BZJX", np.uint8)]
+    reads = [rng.choice(single, size=n) for n in range(1, m)]
+    for read in reads[::5]:
+        read[rng.integers(0, read.size)] = rng.choice(odd)
+    column_costs = None
+    if costs:
+        column_costs = random_column_costs(rng, m, 39)
+        assert set(single) | set(odd) <= set(column_costs.codes.tolist())
+    family = protein_states(rng, m) if params.weighted else None
+    scorer = GpuScorer(device, rows=rows)
+    check(scorer, profiles, reads, params, k=4, width=8, first_edge=1, family=family, costs=column_costs)
+    assert scorer.stats.lookup_reads == scorer.stats.packed_reads == len(reads)

@@ -132,16 +132,19 @@ class Variant:
         group share each column's 16-byte profile words in L1, and at their 128 registers two
         groups of 256 still fit an SM (H100, protein preset, T1: 2,623 kernel GCUPS against 2,556
         with 4; large: 2,962 against 2,984). 4 otherwise: DNA's 168-register builds fit only one
-        group of 8 reads per SM (2,419 against 3,723)."""
-        return 8 if self.split and self.costs else 4
+        group of 8 reads per SM (2,419 against 3,723), and so would the lookup path's protein build
+        (152 registers, ptxas 13.0 through scripts/sass_count.py; not yet measured)."""
+        return 8 if self.split and self.costs and not self.lookup else 4
 
     def of(self, alphabet: Alphabet, near: bool = False, costs: bool = False, lookup: bool = False) -> "Variant":
         """This variant for `alphabet`'s elements, with near states or not, with column profile
-        costs or not, with the diagonal cost looked up by residue (`lookup`, kernels/band_score.cl
-        LOOKUP: packed 8-bit elements without column costs only; elsewhere it is dropped). With
+        costs or not, with stripes of single-state residues on the lookup path (`lookup`,
+        kernels/band_score.cl LOOKUP: packed lanes only, DNA's diagonal costs looked up by residue,
+        protein's state tests by a funnel shift; the 32-bit lane drops it). With
         column profile costs stripes are at most COST_ROWS rows high; without them split state
         sets in packed lanes, which keep each residue in two registers, at most SPLIT_ROWS."""
-        lookup = lookup and self.packed and alphabet.dtype.itemsize == 1 and not costs
+        split = self.packed and alphabet.dtype.itemsize > 1
+        lookup = lookup and self.packed and (split or not costs)
         variant = replace(self, alphabet=alphabet, near=near, costs=costs, lookup=lookup)
         if costs:
             return replace(variant, rows=min(self.rows, COST_ROWS))
@@ -503,7 +506,7 @@ class GpuScorer:
         for variant, slots in self._batches(order, lengths, m, n_edges, params, alphabet, costs is not None):
             if variant.packed not in plan.profiles:
                 plan.profiles[variant.packed] = _padded_profile(lanes, variant, family)
-            if variant.lookup and plan.lookup is None:
+            if variant.lookup and not variant.split and plan.lookup is None:
                 plan.lookup = lookup_words(lanes, variant, params, family)
             reads = order[slots]
             plan.batches.append(_KernelBatch(variant, reads, starts[slots].astype(np.int32),
@@ -571,7 +574,7 @@ class GpuScorer:
         # narrow_ok is a suffix: reads are sorted by decreasing length
         first_narrow = int(np.argmax(narrow_ok)) if narrow_ok.any() else order.size
         near = params.weighted
-        lookup = self.lookup and lookup_fits(params)
+        lookup = self.lookup and (alphabet.dtype.itemsize > 1 or lookup_fits(params))
         for variant, lo, hi in ((self.wide_variant.of(alphabet, near, costs), 0, first_narrow),
                                 (self.packed_variant.of(alphabet, near, costs, lookup), first_narrow, order.size)):
             if lo == hi:
@@ -640,7 +643,7 @@ class GpuScorer:
                       np.int32(n_batch), band_buf, scores_buf, u32(params.mismatch), u32(params.cgap),
                       u32(params.gap_open + params.gap_extend), u32(params.gap_extend),
                       u32(params.insertion), u32(inf), u32(params.near_mismatch), read_costs_buf,
-                      cost_starts_buf, inputs.lookup if variant.lookup else None)
+                      cost_starts_buf, inputs.lookup if variant.lookup and not variant.split else None)
         group_reads = self._group_reads.get(variant)
         if group_reads is None:
             group_reads = self._group_reads[variant] = _reads_per_group(band, self.device.cl_device, variant)
