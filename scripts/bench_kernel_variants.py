@@ -73,21 +73,27 @@ class Case:
     preset: str
     column_weight: float = 0.0
     scorer: dict = field(default_factory=dict)  # GpuScorer keyword arguments
+    shapes: tuple[str, ...] = ("large", "m5000")  # the shapes timed
     note: str = ""
 
 
 VARIANTS = [
-    Case("dna-element", DNA, "weighted", scorer=dict(lookup=False), note="today's default kernel (element path)"),
+    Case("dna-element", DNA, "weighted", scorer=dict(lookup=False), note="today's DNA default (element path)"),
     Case("dna-lookup", DNA, "weighted", note="lookup path, 32 rows (the new default)"),
-    Case("dna-lookup-r24", DNA, "weighted", scorer=dict(rows=24), note="lookup, 24 rows (fewer registers)"),
-    Case("dna-lookup-r28", DNA, "weighted", scorer=dict(rows=28), note="lookup, 28 rows"),
+    Case("protein-element", PROTEIN, "protein", column_weight=1.0, scorer=dict(lookup=False),
+         note="today's protein default (near states, column costs; element path)"),
+    Case("protein-lookup", PROTEIN, "protein", column_weight=1.0, note="protein default on the lookup path"),
+    Case("dna-lookup-r24", DNA, "weighted", scorer=dict(rows=24), shapes=("large",), note="lookup, 24 rows"),
+    Case("dna-lookup-r28", DNA, "weighted", scorer=dict(rows=28), shapes=("large",), note="lookup, 28 rows"),
     Case("dna-lookup-reg168", DNA, "weighted", scorer=dict(extra_options=("-cl-nv-maxrregcount=168",)),
-         note="lookup, 32 rows, 168 registers (3 groups of 128 per SM)"),
-    Case("dna-eq1-element", DNA, "robust", scorer=dict(lookup=False), note="Eq. 1, element path"),
-    Case("dna-eq1-lookup", DNA, "robust", note="Eq. 1, lookup path"),
-    Case("protein-costs", PROTEIN, "protein", column_weight=1.0, note="protein default (near states, column costs)"),
-    Case("protein-nocost", PROTEIN, "protein", column_weight=0.0, note="protein, column weight 0"),
-    Case("dna-portable", DNA, "weighted", scorer=dict(ptx=False), note="portable OpenCL C lookup (non-NVIDIA path)"),
+         shapes=("large",), note="lookup, 32 rows, 168 registers (3 groups of 128 per SM)"),
+    Case("dna-eq1-lookup", DNA, "robust", shapes=("large",), note="Eq. 1 (robust), lookup path"),
+    Case("protein-lookup-reg128", PROTEIN, "protein", column_weight=1.0,
+         scorer=dict(extra_options=("-cl-nv-maxrregcount=128",)), shapes=("large",),
+         note="protein lookup, 128 registers"),
+    Case("protein-nocost-lookup", PROTEIN, "protein", shapes=("large",), note="protein, column weight 0, lookup"),
+    Case("dna-portable", DNA, "weighted", scorer=dict(ptx=False), shapes=("large",),
+         note="portable OpenCL C lookup (what non-NVIDIA devices build)"),
 ]
 
 #: (tag, reads, read length or (mean, sd), edges, m)
@@ -229,7 +235,7 @@ def machine_code(scorer: GpuScorer, case: Case, archive: tarfile.TarFile | None)
 
     params = params_of(case)
     variant = scorer.packed_variant.of(case.alphabet, params.weighted, bool(params.column_weight),
-                                       scorer.lookup and lookup_fits(params))
+                                       scorer.lookup and (case.alphabet.dtype.itemsize > 1 or lookup_fits(params)))
     program = cl.Program(scorer.context, kernels.source("band_score.cl")).build(
         options=list(variant.options()), devices=[scorer.device.cl_device])
     binary = program.binaries[0].rstrip(b"\0")
@@ -246,26 +252,38 @@ def machine_code(scorer: GpuScorer, case: Case, archive: tarfile.TarFile | None)
     if not (scorer.device.is_nvidia and ptxas and cuobjdump):
         out["sass"] = "no ptxas/cuobjdump here" if scorer.device.is_nvidia else "not NVIDIA"
         return out
+    cc = scorer.device.nv_compute_capability or (9, 0)
+    try:
+        sass, log = sass_of_ptx(binary, f"sm_{cc[0]}{cc[1]}", ptxas, cuobjdump)
+    except RuntimeError as error:
+        out["sass"] = str(error)[-400:]
+        return out
+    keep("band_score.sass", sass.encode())
+    keep("ptxas.log", log.encode())
+    out.update(hot_loop_summary(sass, log, variant.lanes, variant.lookup))
+    return out
+
+
+def sass_of_ptx(ptx: bytes, arch: str, ptxas: str, cuobjdump: str) -> tuple[str, str]:
+    """(cuobjdump -sass listing, ptxas -v log) of PTX assembled for `arch`."""
     with tempfile.TemporaryDirectory() as tmp:
-        ptx, cubin = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
-        ptx.write_bytes(binary)
-        cc = scorer.device.nv_compute_capability or (9, 0)
-        done = subprocess.run([ptxas, f"-arch=sm_{cc[0]}{cc[1]}", "-v", "-o", str(cubin), str(ptx)],
+        source, cubin = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
+        source.write_bytes(ptx)
+        done = subprocess.run([ptxas, f"-arch={arch}", "-v", "-o", str(cubin), str(source)],
                               capture_output=True, text=True)
         if done.returncode:
-            out["sass"] = f"ptxas failed: {done.stderr[-400:]}"
-            return out
+            raise RuntimeError(f"ptxas failed: {done.stderr}")
         sass = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True).stdout
-    keep("band_score.sass", sass.encode())
-    keep("ptxas.log", done.stderr.encode())
+    return sass, done.stderr
+
+
+def hot_loop_summary(sass: str, log: str, lanes: int, lookup: bool) -> dict:
+    """Registers, the number of innermost loops and the hot loop's histogram (scripts/sass_count.py)."""
     code = sass_count.functions(sass).get("band_score", [])
-    lanes = variant.lanes
     loops = [sass_count.summary(loop, lanes) | {"start": hex(loop.start)} for loop in sass_count.innermost_loops(code)]
     loops = [loop for loop in loops if loop["cells"]]
-    result = {"registers": sass_count.registers(done.stderr), "loops": loops}
-    hot = sass_count.hot_loop(result, lookup=variant.lookup)
-    out.update(registers=result["registers"], hot=hot, loops=len(loops))
-    return out
+    result = {"registers": sass_count.registers(log), "loops": loops}
+    return {"registers": result["registers"], "hot": sass_count.hot_loop(result, lookup=lookup), "loops": len(loops)}
 
 
 def main() -> int:
@@ -277,6 +295,8 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", help="variant names (default: all)")
     parser.add_argument("--kind", default="gpu", help="device kind: gpu, or any (PoCL) with --small")
     parser.add_argument("--skip-timing", action="store_true")
+    parser.add_argument("--deadline", type=float, default=225.0,
+                        help="seconds after which the variants left are not timed (they are still verified)")
     args = parser.parse_args()
     started = time.perf_counter()
     print(describe_devices(), flush=True)
@@ -317,11 +337,15 @@ def main() -> int:
             row["machine_code"] = {"error": f"{type(error).__name__}: {error}"[:400]}
         if bad or args.skip_timing:
             continue
-        for shape in shapes:
+        if time.perf_counter() - started > args.deadline:
+            row["skipped"] = "deadline"
+            print(f"  not timed: past the {args.deadline:.0f} s deadline", flush=True)
+            continue
+        for shape in (s for s in shapes if s[0] in case.shapes):
             result = time_shape(scorer, case, shape, args.repeat, rng)
             row[shape[0]] = result
-            print(f"  {shape[0]}: kernel {result['kernel_gcups']:.0f} GCUPS (spread {result['kernel_spread']:.1%}), "
-                  f"wall {result['wall_gcups']:.0f} GCUPS, {result['kernel_s']:.3f} s", flush=True)
+            print(f"  {shape[0]}: kernel {result['kernel_gcups']:.4g} GCUPS (spread {result['kernel_spread']:.1%}), "
+                  f"wall {result['wall_gcups']:.4g} GCUPS, {result['kernel_s']:.3f} s", flush=True)
         scorer = None
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
@@ -336,7 +360,7 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         hot = (r.get("machine_code") or {}).get("hot") or {}
-        ref = base.get("dna-element" if r["alphabet"] == "dna" else "protein-costs", {})
+        ref = base.get("dna-element" if r["alphabet"] == "dna" else "protein-element", {})
         large = r.get("large", {}).get("kernel_gcups")
         ratio = large / ref["large"]["kernel_gcups"] if large and ref.get("large") else None
         verdict = r.get("error", "")[:30] or ("OK" if r.get("mismatches") == 0 else f"{r.get('mismatches')} BAD")
@@ -346,6 +370,10 @@ def main() -> int:
               f"{'-' if ratio is None else f'{ratio:.2f}'} | "
               f"{hot.get('per_cell', 0):.2f} | {hot.get('alu_per_cell', 0):.2f} | "
               f"{(r.get('machine_code') or {}).get('registers', '-')} |")
+    for protein, dna in (("protein-element", "dna-element"), ("protein-lookup", "dna-lookup")):
+        p, d = base.get(protein, {}).get("large"), base.get(dna, {}).get("large")
+        if p and d:
+            print(f"{protein} / {dna}, large kernel GCUPS: {p['kernel_gcups'] / d['kernel_gcups']:.2f}")
     return 1 if any(r.get("mismatches") or r.get("error") for r in rows) else 0
 
 
