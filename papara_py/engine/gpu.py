@@ -30,6 +30,13 @@ Why the host side looks the way it does:
   read, reads the table.
 - On NVIDIA sm_90+ the 16-bit lane arithmetic is inline PTX (add/min.u16x2, fused into DPX
   instructions); elsewhere portable OpenCL C. Tests hold the two against each other.
+- Stripes of single-state residues take the kernel's lookup path in packed lanes (LOOKUP, on by
+  default, `GpuScorer(lookup=False)` leaves it): DNA's diagonal cost CG_i + M_ij of each read
+  residue is looked up in a per-column word the host builds per chunk (`lookup_words`: per lane
+  pair the four bases' cost bytes of both lanes and their gap terms, where the penalties keep
+  each cost under 128, `lookup_fits`), one byte permutation per cell pair on NVIDIA; protein's
+  state tests are a 64-bit funnel shift of the element words. Stripes with an ambiguity code
+  keep the element path; the results are the same (the kernel's comment has the layout).
 - Waiting for the device sleeps in short steps between status queries: NVIDIA's blocking waits
   and completion callbacks spin a CPU core, which the hybrid engine's CPU workers need.
 - Two chunks may be on the device at once (`queue_depth`): the next one's kernels wait in the
