@@ -295,7 +295,7 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", help="variant names (default: all)")
     parser.add_argument("--kind", default="gpu", help="device kind: gpu, or any (PoCL) with --small")
     parser.add_argument("--skip-timing", action="store_true")
-    parser.add_argument("--deadline", type=float, default=225.0,
+    parser.add_argument("--deadline", type=float, default=190.0,
                         help="seconds after which the variants left are not timed (they are still verified)")
     args = parser.parse_args()
     started = time.perf_counter()

@@ -243,15 +243,16 @@ def analyse(options: list[str], arch: str = "sm_90", dump: Path | None = None, l
 def hot_loop(result: dict, lookup: bool = False) -> dict | None:
     """The column loop where every row is in the band, of a stripe that writes the band (not the
     last): among the loops with the most cells, those without per-row band tests (ISETP, SEL) and,
-    for a LOOKUP build, those of the lookup path (a PRMT per cell pair); the one with a band store
-    (STG) and then the fewest instructions."""
+    for a LOOKUP build, those of the lookup path (DNA: a PRMT per cell pair; protein: SHF.R.U64);
+    the one with a band store (STG) and then the fewest instructions."""
     loops = result["loops"]
     if not loops:
         return None
     most = max(loop["cells"] for loop in loops)
     candidates = [loop for loop in loops if loop["cells"] == most]
-    if lookup:
-        candidates = [loop for loop in candidates if loop["ops"].get("PRMT", 0) >= most // 2] or candidates
+    if lookup:  # DNA: a PRMT per cell pair and no min of a hit; protein: the funnel shifts
+        candidates = [loop for loop in candidates if loop["ops"].get("SHF.R.U64", 0) or (
+            loop["ops"].get("PRMT", 0) >= most // 2 and loop["ops"].get("VIMNMX.U16x2", 0) < most // 4)] or candidates
 
     def tests(loop: dict) -> int:
         return sum(n for op, n in loop["ops"].items() if op.startswith(("ISETP", "SEL")))
