@@ -76,6 +76,11 @@ class Case:
     shapes: tuple[str, ...] = ("large", "m5000")  # the shapes timed
     note: str = ""
 
+    @property
+    def nvidia_only(self) -> bool:
+        """Build options only NVIDIA's compiler takes (-cl-nv-*)."""
+        return any(o.startswith("-cl-nv-") for o in self.scorer.get("extra_options", ()))
+
 
 VARIANTS = [
     Case("dna-element", DNA, "weighted", scorer=dict(lookup=False), note="today's DNA default (element path)"),
@@ -302,7 +307,7 @@ def main() -> int:
     print(describe_devices(), flush=True)
     device = discover_devices(args.kind, required=True)[0]
     print(f"using: {device.summary()}", flush=True)
-    cases = [c for c in VARIANTS if not args.only or c.name in args.only]
+    cases = [c for c in VARIANTS if (not args.only or c.name in args.only) and (device.is_nvidia or not c.nvidia_only)]
     shapes = SMALL_SHAPES if args.small else SHAPES
     rng = np.random.default_rng(int(time.time()))  # fresh data each call; the seed is printed
     seed = int(rng.integers(1 << 31))
