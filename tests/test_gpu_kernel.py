@@ -5,8 +5,10 @@ Every check compares `GpuScorer.score_chunk` with `scoring.score_matrix_referenc
 Random instances hit the places a striped, packed kernel gets wrong: reads of 1 and m-1 residues
 (band of width m or 2), stripe heights that do not divide the read, CGAP runs, ambiguous states,
 edge counts that leave half-empty lane pairs and work-groups, partial last blocks, k > n_edges,
-both arithmetic widths and both stripe heights. The PTX path needs an NVIDIA sm_90 device and is
-checked by scripts/bench_gpu.py on the device machine before it times anything.
+both arithmetic widths and both stripe heights, and the lookup path (kernels/band_score.cl LOOKUP)
+beside the element path in one read. The PTX path needs an NVIDIA sm_90 device and is checked by
+scripts/bench_gpu.py and scripts/bench_kernel_variants.py on the device machine before they time
+anything.
 """
 
 from __future__ import annotations
