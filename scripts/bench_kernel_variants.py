@@ -16,6 +16,8 @@ register limits, Eq. 1 and near states, protein with and without column costs):
    (uploads, host preparation, top-k included), median of --repeat passes after a warm-up pass,
    at shapes that fill the chip: "large" (20,000 reads of ~104 residues x 2,597 edges x 1,072
    columns, chunks of 640 edges as the engine calls it) and "m5000" (20,000 x 100 x 320 x 5,000).
+0. (NVIDIA) Instruction rates: fused add-min, PRMT, LOP3 and the lookup path's mix per cell pair,
+   in lanes per clock per SM: the ceiling BENCHMARKS.md's model assumes (64) checked.
 4. Dump the driver's PTX of each build (the program binary) and, where ptxas and cuobjdump are
    found (PATH, /usr/local/cuda/bin), the SASS histogram of band_score's hot loop (the column
    loop where every row is in the band; scripts/sass_count.py) with instructions and integer-pipe
@@ -235,6 +237,67 @@ def time_shape(scorer: GpuScorer, case: Case, shape, repeat: int, rng: np.random
             "kernel_spread": (max(kernels_s) - min(kernels_s)) / kernel, "lookup_reads": scorer.stats.lookup_reads}
 
 
+#: Instruction rates of the lookup path's integer work (NVIDIA only): eight independent chains per
+#: work-item of one kind of instruction, or of the lookup path's mix per cell pair (three fused
+#: add-mins and a PRMT), for the ceiling of BENCHMARKS.md's model (the ALU pipe at 64 lanes per
+#: clock per SM is an assumption this checks).
+RATE_SOURCE = """
+#define ADDMIN(x, a, b) asm volatile("add.u16x2 %0, %0, %1; min.u16x2 %0, %0, %2;" : "+r"(x) : "r"(a), "r"(b))
+#define PRMT(x, a, s) asm volatile("prmt.b32 %0, %0, %1, %2;" : "+r"(x) : "r"(a), "r"(s))
+kernel void rate(global uint *out, const uint a, const uint b, const uint s, const int n)
+{
+    uint x[8];
+    for (int k = 0; k < 8; ++k) x[k] = get_global_id(0) * (k + 1);
+    for (int i = 0; i < n; ++i) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+#if OP == 0
+            ADDMIN(x[k], a, b);
+#elif OP == 1
+            PRMT(x[k], a, s);
+#elif OP == 2
+            asm volatile("lop3.b32 %0, %0, %1, %2, 0x6a;" : "+r"(x[k]) : "r"(a), "r"(b));
+#else
+            ADDMIN(x[k], a, b); ADDMIN(x[k], a, b); ADDMIN(x[k], a, b); PRMT(x[k], a, s);
+#endif
+        }
+    }
+    uint acc = 0;
+    for (int k = 0; k < 8; ++k) acc ^= x[k];
+    out[get_global_id(0)] = acc;
+}
+"""
+RATE_OPS = {0: ("add+min.u16x2 (VIADDMNMX)", 1), 1: ("prmt", 1), 2: ("lop3", 1), 3: ("lookup mix: 3 add-min + prmt", 4)}
+SM_CLOCK_HZ = 1.98e9
+
+
+def instruction_rates(device) -> dict:
+    """Lanes per clock per SM (at SM_CLOCK_HZ) of each RATE_OPS kind; for the mix, also the cell
+    rate its ALU work alone allows (one mix = one cell pair)."""
+    import pyopencl as cl
+
+    scorer = GpuScorer(device, profiling=True)
+    ctx, queue = scorer.context, scorer.queue
+    threads, n = device.compute_units * 2048, 2048
+    sink = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, threads * 4)
+    rates = {}
+    for op, (name, per_step) in RATE_OPS.items():
+        kernel = cl.Program(ctx, RATE_SOURCE).build(options=[f"-DOP={op}"]).rate
+        kernel.set_args(sink, np.uint32(0x00030003), np.uint32(0x7F007F00), np.uint32(0xC480), np.int32(n))
+        cl.enqueue_nd_range_kernel(queue, kernel, (threads,), (256,)).wait()
+        event = cl.enqueue_nd_range_kernel(queue, kernel, (threads,), (256,))
+        event.wait()
+        seconds = (event.profile.end - event.profile.start) * 1e-9
+        steps = threads * n * 8
+        lanes = steps * per_step / seconds / device.compute_units / SM_CLOCK_HZ
+        rates[name] = {"lanes_per_clock_per_sm": lanes}
+        if op == 3:
+            rates[name]["cells_per_second"] = 2 * steps / seconds
+        print(f"rate {name}: {lanes:.1f} lanes/clk/SM" + (
+            f", {2 * steps / seconds / 1e12:.2f} TCUPS of ALU work alone" if op == 3 else ""), flush=True)
+    return rates
+
+
 def find_tool(name: str) -> str | None:
     return shutil.which(name) or next((str(p) for p in (Path("/usr/local/cuda/bin") / name,) if p.exists()), None)
 
@@ -320,6 +383,12 @@ def main() -> int:
     rng = np.random.default_rng(seed)
     archive_bytes = io.BytesIO()
     archive = tarfile.open(fileobj=archive_bytes, mode="w:gz") if args.out else None
+    rates = {}
+    if device.is_nvidia:
+        try:
+            rates = instruction_rates(device)
+        except Exception as error:  # a measurement aside: report it and go on
+            print(f"rates: failed: {type(error).__name__}: {error}", flush=True)
     rows = []
     for case in cases:
         row = {"variant": case.name, "note": case.note, "alphabet": case.alphabet.name, "preset": case.preset,
@@ -368,8 +437,8 @@ def main() -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         archive.close()
         (args.out / "builds.tar.gz").write_bytes(archive_bytes.getvalue())
-        (args.out / "results.json").write_text(json.dumps({"device": device.summary(), "seed": seed, "rows": rows},
-                                                          indent=1, default=str))
+        (args.out / "results.json").write_text(json.dumps({"device": device.summary(), "seed": seed, "rates": rates,
+                                                           "rows": rows}, indent=1, default=str))
     base = {r["variant"]: r for r in rows}
     print(f"\n{device.summary()}; {time.perf_counter() - started:.0f} s; kernel GCUPS (median of {args.repeat}), "
           "SASS hot loop per cell (total / integer ALU pipe)")
@@ -387,6 +456,8 @@ def main() -> int:
               f"{'-' if ratio is None else f'{ratio:.2f}'} | "
               f"{hot.get('per_cell', 0):.2f} | {hot.get('alu_per_cell', 0):.2f} | "
               f"{(r.get('machine_code') or {}).get('registers', '-')} |")
+    for name, rate in rates.items():
+        print(f"rate {name}: {rate['lanes_per_clock_per_sm']:.1f} lanes/clk/SM")
     for protein, dna in (("protein-element", "dna-element"), ("protein-lookup", "dna-lookup")):
         p, d = base.get(protein, {}).get("large"), base.get(dna, {}).get("large")
         if p and d:
