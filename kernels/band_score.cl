@@ -113,6 +113,9 @@
 #ifndef LOOKUP
 #define LOOKUP 0
 #endif
+#ifndef LOOKUP_PLAIN_ADDS
+#define LOOKUP_PLAIN_ADDS 0
+#endif
 
 #include "elements.cl"
 typedef elem_t code_t;
@@ -527,6 +530,18 @@ inline bool load_selectors(global const code_t *read, const int count, cell_t *S
     return single;
 }
 
+/* -DLOOKUP_PLAIN_ADDS=1 (a variant to measure; default 0): the three adds of a cell pair as plain
+ * 32-bit adds, each min a VIMNMX, where by default ptxas fuses each add with its min into one DPX
+ * VIADDMNMX: more instructions (the adds on the FMA pipe), fewer DPX, for a device whose DPX
+ * issue slower than its plain min. The same integers: an add carries across halves only where a
+ * half passes 65535, which only a cell out of the band can (the tail's rows keep computing), and
+ * both halves of a cell are in or out of the band together, so the carry stays in garbage. */
+#if LOOKUP_PLAIN_ADDS
+#define LOOKUP_ADD(a, b) ((a) + (b))
+#else
+#define LOOKUP_ADD(a, b) lane_add(a, b)
+#endif
+
 /* One column of a lookup stripe of H rows (H, and in the body every bound, compile-time):
  * pass 1 on rows 0..p1_last, pass 2 on rows ch_first..ch_last (see above). */
 inline void lookup_column(cell_t *S, cell_t *D, const cell_t *SEL, const lcol_t lc, const cell_t dsrc,
@@ -539,7 +554,7 @@ inline void lookup_column(cell_t *S, cell_t *D, const cell_t *SEL, const lcol_t 
             continue;
         /* S[r] + OE is a plain add (no half carries, see Overflow): ptxas may issue it as an IMAD
          * on the FMA pipe, beside the integer pipe that runs the DPX add-mins */
-        const cell_t d = lane_min(S[r] + LCOL_OPEN(lc), lane_add(D[r], LCOL_EXTEND(lc)));
+        const cell_t d = lane_min(S[r] + LCOL_OPEN(lc), LOOKUP_ADD(D[r], LCOL_EXTEND(lc)));
 #if SPLIT
         const cell_t hit = state_hits(lc.col.states, lc.col.states_hi, SEL[r]);
 #if NEAR
@@ -562,14 +577,14 @@ inline void lookup_column(cell_t *S, cell_t *D, const cell_t *SEL, const lcol_t 
         const cell_t cost = look_cost(lc, SEL[r]);
 #endif
         D[r] = d;
-        S[r] = lane_min(lane_add(r == 0 ? dsrc : S[r - 1], cost), d);
+        S[r] = lane_min(LOOKUP_ADD(r == 0 ? dsrc : S[r - 1], cost), d);
     }
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
         if (r >= H || r > ch_last)
             break;
         if (r >= ch_first)
-            S[r] = lane_min(S[r], lane_add(r == 0 ? up : S[r - 1], pen->insertion));
+            S[r] = lane_min(S[r], LOOKUP_ADD(r == 0 ? up : S[r - 1], pen->insertion));
     }
 }
 

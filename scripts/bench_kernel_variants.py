@@ -96,6 +96,8 @@ VARIANTS = [
     Case("dna-lookup-reg168", DNA, "weighted", scorer=dict(extra_options=("-cl-nv-maxrregcount=168",)),
          shapes=("large",), note="lookup, 32 rows, 168 registers (3 groups of 128 per SM)"),
     Case("dna-eq1-lookup", DNA, "robust", shapes=("large",), note="Eq. 1 (robust), lookup path"),
+    Case("dna-lookup-plain", DNA, "weighted", scorer=dict(extra_options=("-DLOOKUP_PLAIN_ADDS=1",)), shapes=("large",),
+         note="lookup, plain adds + VIMNMX instead of DPX add-mins (pays only if DPX issue slower than VIMNMX)"),
     Case("protein-lookup-reg128", PROTEIN, "protein", column_weight=1.0,
          scorer=dict(extra_options=("-cl-nv-maxrregcount=128",)), shapes=("large",),
          note="protein lookup, 128 registers"),

@@ -193,10 +193,10 @@ def innermost_loops(code: list[tuple[int, str]]) -> list[Loop]:
 
 
 def cells_per_iteration(loop: Loop, lanes: int) -> int:
-    """Cells one iteration computes: every cell (pair) ends in the insertion's add-min, so the
-    count of fused add-min instructions over the per-cell ones (3: D, diagonal, insertion)."""
+    """Cells one iteration computes: every cell (pair) takes three fused add-mins (D, diagonal,
+    insertion), or, built with -DLOOKUP_PLAIN_ADDS=1, three plain mins (VIMNMX) instead."""
     dpx = loop.count("VIADDMNMX")
-    return (dpx // 3) * lanes
+    return ((dpx or loop.count("VIMNMX")) // 3) * lanes
 
 
 def summary(loop: Loop, lanes: int) -> dict:
@@ -252,7 +252,8 @@ def hot_loop(result: dict, lookup: bool = False) -> dict | None:
     candidates = [loop for loop in loops if loop["cells"] == most]
     if lookup:  # DNA: a PRMT per cell pair and no min of a hit; protein: the funnel shifts
         candidates = [loop for loop in candidates if loop["ops"].get("SHF.R.U64", 0) or (
-            loop["ops"].get("PRMT", 0) >= most // 2 and loop["ops"].get("VIMNMX.U16x2", 0) < most // 4)] or candidates
+            loop["ops"].get("PRMT", 0) >= most // 2 and (loop["ops"].get("VIMNMX.U16x2", 0) < most // 4
+                                                         or not loop["ops"].get("VIADDMNMX.U16x2", 0)))] or candidates
 
     def tests(loop: dict) -> int:
         return sum(n for op, n in loop["ops"].items() if op.startswith(("ISETP", "SEL")))
@@ -269,7 +270,8 @@ def main() -> int:
     parser.add_argument("--near", type=int, default=1)
     parser.add_argument("--costs", type=int, default=0)
     parser.add_argument("--ptx", type=int, default=1)
-    parser.add_argument("--extra", nargs="*", default=[], help="more -D options (the kernel's variant switches)")
+    parser.add_argument("--extra", action="append", default=[],
+                        help="one more -D option (the kernel's variant switches), as --extra=-DLOOKUP=1; repeatable")
     parser.add_argument("--arch", default="sm_90")
     parser.add_argument("--dump", type=Path)
     parser.add_argument("--all-loops", action="store_true")
