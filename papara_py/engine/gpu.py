@@ -92,6 +92,12 @@ SPLIT_ROWS = 13
 #: 15, 2,984 / 2,556 at 16; the 32-bit lane, 5,000 reads of the 'large' shape: 1,187 with 32
 #: rows, 1,556 with 16.
 COST_ROWS = 16
+#: More build options for DNA's lookup path on NVIDIA (PTX) builds. At 32 rows ptxas takes 202
+#: registers for it, so 2 groups of 4 reads fit an SM; with "-cl-nv-maxrregcount=168" 3 do, and
+#: the lookup loops stay free of spills (the element path's head loop spills; ptxas 13.0 through
+#: scripts/sass_count.py). Empty until scripts/bench_kernel_variants.py has measured it on the
+#: device ("dna-lookup-reg168" against "dna-lookup").
+LOOKUP_PTX_OPTIONS: tuple[str, ...] = ()
 #: Split state sets (kernels/band_score.cl, SPLIT): states 0..15 in the low 16-bit part, the
 #: rest with the CGAP bit in the high part, so each part of a read code is its low or high 16
 #: bits (one byte permutation on NVIDIA).
@@ -126,7 +132,9 @@ class Variant:
                 f"-DUSE_PTX={int(self.packed and self.ptx)}",
                 f"-DPROF_BITS={self.alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={self.alphabet.n_states}",
                 f"-DNEAR={int(self.near)}", *(("-DCOLUMN_COSTS=1",) if self.costs else ()),
-                *(("-DLOOKUP=1",) if self.lookup else ()), *self.extra)
+                *(("-DLOOKUP=1",) if self.lookup else ()),
+                *(LOOKUP_PTX_OPTIONS if self.lookup and self.packed and self.ptx and not self.split else ()),
+                *self.extra)
 
     @property
     def split(self) -> bool:
