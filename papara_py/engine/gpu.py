@@ -641,7 +641,7 @@ class GpuScorer:
         top_edge_buf = cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY, n_batch * k * 4)
         if self.fill_outputs is not None:
             for buffer in (band_buf, scores_buf, top_score_buf, top_edge_buf):
-                cl.enqueue_fill_buffer(self.queue, buffer, np.uint32(self.fill_outputs), 0, buffer.size)
+                cl.enqueue_fill_buffer(self.queue, buffer, np.uint32(self.fill_outputs), 0, buffer.size // 4 * 4)
         inf = params.int16_infinity() if variant.packed else INF32
         u32 = np.uint32
         read_costs_buf = expand = None
