@@ -54,9 +54,9 @@ from papara_py import kernels  # noqa: E402
 from papara_py.engine.gpu import GpuScorer, lookup_fits  # noqa: E402
 from papara_py.engine.layout import block_count, make_block  # noqa: E402
 from papara_py.engine.opencl_devices import describe_devices, discover_devices  # noqa: E402
-from papara_py.pairwise.params import ScoringParams  # noqa: E402
-from papara_py.pairwise.reference_scorer import score_matrix_reference  # noqa: E402
-from papara_py.phylo.column_costs import ColumnCosts, cost_codes  # noqa: E402
+from papara_py.model.params import ScoringParams  # noqa: E402
+from papara_py.model.reference_scorer import score_matrix_reference  # noqa: E402
+from papara_py.model.column_costs import ColumnCosts, cost_codes  # noqa: E402
 from papara_py.phylo.encoding import DNA, PROTEIN, Alphabet  # noqa: E402
 
 import sass_count  # noqa: E402  (a sibling script)

@@ -560,7 +560,7 @@ def test_lookup_words_hold_the_reference_costs() -> None:
     lane pairs side by side, then OE_i and E_i per half; the virtual rows' columns are zero; the
     columns' family residues (none for DNA in practice) give the same words by the slow path."""
     from papara_py.engine.gpu import LOOKUP_RESIDUES, lookup_words
-    from papara_py.pairwise.reference_scorer import column_penalties, profile_near
+    from papara_py.model.reference_scorer import column_penalties, profile_near
 
     rng = np.random.default_rng(12)
     m, n_edges = 23, 11
