@@ -110,6 +110,12 @@
 #ifndef COLUMN_COSTS
 #define COLUMN_COSTS 0
 #endif
+#ifndef LOOKUP
+#define LOOKUP 0
+#endif
+#ifndef LOOKUP_PLAIN_ADDS
+#define LOOKUP_PLAIN_ADDS 0
+#endif
 
 #include "elements.cl"
 typedef elem_t code_t;
@@ -393,13 +399,335 @@ inline void load_residues(global const code_t *read, cell_t *B, cell_t *BH)
     }
 }
 
+#if LOOKUP
+/* ---- LOOKUP: a stripe of single-state residues, each row's diagonal cost from its residue ----
+ *
+ * A stripe whose residues are all single states (DNA: A, C, G, T; protein: one of the 20 amino
+ * acids; every work-item of a warp holds the same read, so the choice is the warp's) takes this
+ * path; a stripe with an ambiguity code (DNA's IUPAC sets, protein's B, Z, J, X) takes the element
+ * path above (sweep_stripe), with the same results. Each row keeps a selector (SEL) made from its
+ * code once per stripe, instead of the code.
+ *
+ * DNA (8-bit elements): the diagonal cost is looked up. Memory layout (engine/gpu.lookup_words
+ * builds it per chunk, beside the profile, which the element path still reads):
+ *   lookup [m + ROWS - 1][units]  uint4 per work-item and column:
+ *     .x  lane 2u's   CG_i + M_ij for read residues A, C, G, T in bytes 0, 1, 2, 3
+ *     .y  lane 2u+1's the same
+ *     .z  OE_i of lane 2u | OE_i of lane 2u+1 << 16   (the deletion's opening, per half)
+ *     .w  E_i, likewise                                (its extension)
+ *   The last ROWS - 1 columns are zero (the virtual rows below, which run past column m - 1).
+ *   Every cost byte is at most 127 (the host builds LOOKUP only then: cgap + mismatch <= 127), so
+ *   bit 7 of each byte is clear. SEL:
+ *   PTX:      a prmt.b32 selector: bytes (k, sign of k, 4 + k, sign of 4 + k) of the pair
+ *             (.x, .y), k = the residue's index 0..3, so prmt(.x, .y, SEL) is lane 2u's cost in
+ *             the low half and lane 2u+1's in the high half, the upper byte of each half zero by
+ *             prmt's sign replication of a byte whose bit 7 is clear: one PRMT per cell pair,
+ *             where the element path spends an AND, a min and a multiply-add (two each with NEAR).
+ *   portable: shift 8 k in bits 0..7 and the byte mask 0xFF in bits 8..15; the same integers by
+ *             two shifts, two ANDs and an OR (look_cost).
+ *   A virtual row (below) has the selector of cost 0: sign-replicated bytes (PTX), mask 0.
+ *
+ * Protein (split state sets, SPLIT): the element words as the element path reads them; a single
+ * state s is bit s of both lanes' states 0..15 (.x: lane 2u in bits 0..15, lane 2u+1 in 16..31)
+ * or bit s - 16 of their states 16..19 (.y, likewise), so in the 64 bits (.y:.x) lane 2u's bit
+ * is at k = s (s < 16) or s + 16 and lane 2u+1's at k + 16: one 64-bit funnel shift by SEL = k
+ * and an AND with 0x00010001 give both lanes' hits (SHF.R.U64 and LOP3 on NVIDIA), where the
+ * element path spends two ANDs-with-OR and a min; likewise the wider set's with NEAR. The rows
+ * past the read's end in the last stripe compute what they will (never read) and the stripe
+ * tracks row h - 1 (row_of), as the column costs give no row of cost 0.
+ *
+ * Recurrence per column, in place in two passes (no register moves between the stripe's S/D):
+ *   pass 1, rows bottom-up:  D[r] = min(S[r] + OE, D[r] + E)
+ *                            S[r] = min(S[r-1] + cost_r, D[r])   (S[r-1] still of column c-1;
+ *                                                                  row 0: dsrc, the band row)
+ *   pass 2, rows top-down:   S[r] = min(S[r], S[r-1] + insertion) (S[r-1] of column c;
+ *                                                                  row 0: up, the band row)
+ * which is S = min(diagonal, D, insertion) of Eq. 1, the insertion chain last.
+ *
+ * Band edges without per-cell tests: the row above the stripe is +infinity (`up` = inf) from the
+ * column where it leaves the band on, so row 0 needs no mask; at head column c (rows entering)
+ * only rows 0..c are in the band and only they run, both passes (rows below keep S = D = inf);
+ * at tail column c (rows leaving, t = c - width + 1) every row runs pass 1 and pass 2 starts
+ * at row t + 1 (row t's insertion would come from a row out of the band; the rows above t are
+ * out of the band themselves and never read again). The bounds are the warp's, so the skipped
+ * rows are branched over, not masked.
+ *
+ * The last stripe: DNA's is always whole: a read's last h rows run in a stripe of H = h rounded
+ * up to 8 (at most ROWS) rows, the H - h rows below the read's end "virtual" rows of diagonal
+ * cost 0. Row n + k then holds min over its reach of S(., n - 1) (cost-0 diagonals carry each
+ * value of the row above one column on, insertions and deletions only add), so the minimum of the
+ * stripe's last row over its columns is min_i S(i, n - 1), the read's score, and the stripe needs
+ * no per-row exit (the element path's last stripe has one). Its columns run up to m + H - h - 2:
+ * the lookup words' zero padding. Protein's runs H = 8 or ROWS rows and tracks row h - 1.
+ */
+#if !PACKED || (PROF_BITS == 8 && COLUMN_COSTS) || (PROF_BITS != 8 && !SPLIT)
+#error "LOOKUP is for packed lanes: 8-bit elements (DNA) without column costs, or split state sets"
+#endif
+#define LOOKUP_VIRTUAL (!SPLIT) /* DNA: virtual rows of cost 0 finish the last stripe */
+
+#if SPLIT
+#define SEL_ZERO 0u /* rows past the read's end: any state (never read) */
+inline uint residue_selector(const uint code)
+{
+    const uint s = 31u - clz(code);         /* the residue's one state */
+    return s < LOW_BITS ? s : s + LOW_BITS; /* lane 2u's bit of it in (.y:.x) */
+}
+/* Both lanes' bit k of the 64-bit (hi:lo) in bits 0 and 16: [state in the set] per half */
+inline uint state_hits(const uint lo, const uint hi, const uint k)
+{
+    return (uint)((((ulong)hi << 32) | lo) >> k) & SPLAT(1);
+}
+typedef struct {
+    column_t col; /* the element path's column (load_column) */
+#if COLUMN_COSTS
+    uint4 xb; /* the stripe's column costs, a byte per row */
+#endif
+} lcol_t;
+#define LCOL_OPEN(c) ((c).col.open)
+#define LCOL_EXTEND(c) ((c).col.extend)
+#elif USE_PTX
+#define SEL_ZERO 0x8888u /* every byte the sign of byte 0 (a cost, bit 7 clear): 0 */
+inline uint residue_selector(const uint code)
+{
+    const uint k = 31u - clz(code); /* A, C, G, T -> 0, 1, 2, 3 */
+    return k * 0x1111u + 0xC480u;   /* nibbles k, 8 + k, 4 + k, 12 + k */
+}
+inline uint look_cost(const uint4 w, const uint sel)
+{
+    uint r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(w.x), "r"(w.y), "r"(sel));
+    return r;
+}
+#else
+#define SEL_ZERO 0u /* shift 0, mask 0 */
+inline uint residue_selector(const uint code)
+{
+    return 8u * (31u - clz(code)) | 0xFF00u; /* shift, byte mask << 8 */
+}
+inline uint look_cost(const uint4 w, const uint sel)
+{
+    const uint shift = sel & 31u, mask = sel >> 8;
+    return ((w.x >> shift) & mask) | (((w.y >> shift) & mask) << 16);
+}
+#endif
+#if !SPLIT
+typedef uint4 lcol_t; /* the lookup word */
+#define LCOL_OPEN(c) ((c).z)
+#define LCOL_EXTEND(c) ((c).w)
+#endif
+
+/* The selectors of a stripe's rows from its `count` residues (rows past them: SEL_ZERO); true
+ * when every residue is a single state, i.e. the stripe can take the lookup path. */
+inline bool load_selectors(global const code_t *read, const int count, cell_t *SEL)
+{
+    bool single = true;
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+        const uint code = r < count ? read[r] : 0u;
+        single = single && (r >= count || (code != 0u && (code & (code - 1u)) == 0u));
+        SEL[r] = r < count ? residue_selector(code | (code == 0u)) : SEL_ZERO;
+    }
+    return single;
+}
+
+/* -DLOOKUP_PLAIN_ADDS=1 (a variant to measure; default 0): the three adds of a cell pair as plain
+ * 32-bit adds, each min a VIMNMX, where by default ptxas fuses each add with its min into one DPX
+ * VIADDMNMX: more instructions (the adds on the FMA pipe), fewer DPX, for a device whose DPX
+ * issue slower than its plain min. The same integers: an add carries across halves only where a
+ * half passes 65535, which only a cell out of the band can (the tail's rows keep computing), and
+ * both halves of a cell are in or out of the band together, so the carry stays in garbage. */
+#if LOOKUP_PLAIN_ADDS
+#define LOOKUP_ADD(a, b) ((a) + (b))
+#else
+#define LOOKUP_ADD(a, b) lane_add(a, b)
+#endif
+
+/* One column of a lookup stripe of H rows (H, and in the body every bound, compile-time):
+ * pass 1 on rows 0..p1_last, pass 2 on rows ch_first..ch_last (see above). */
+inline void lookup_column(cell_t *S, cell_t *D, const cell_t *SEL, const lcol_t lc, const cell_t dsrc,
+                          const cell_t up, const int H, const int p1_last, const int ch_first,
+                          const int ch_last, const penalties_t *pen)
+{
+#pragma unroll
+    for (int r = ROWS - 1; r >= 0; --r) {
+        if (r >= H || r > p1_last)
+            continue;
+        /* S[r] + OE is a plain add (no half carries, see Overflow): ptxas may issue it as an IMAD
+         * on the FMA pipe, beside the integer pipe that runs the DPX add-mins */
+        const cell_t d = lane_min(S[r] + LCOL_OPEN(lc), LOOKUP_ADD(D[r], LCOL_EXTEND(lc)));
+#if SPLIT
+        const cell_t hit = state_hits(lc.col.states, lc.col.states_hi, SEL[r]);
+#if NEAR
+        const cell_t hit_near = state_hits(lc.col.states_near, lc.col.states_near_hi, SEL[r]);
+        cell_t cost = lc.col.diag + hit_near * pen->neg_step + hit * pen->neg_near;
+#else
+        cell_t cost = lc.col.diag + hit * pen->neg_mismatch;
+#endif
+#if COLUMN_COSTS
+        const uint xword = (r >> 2) == 0 ? lc.xb.x : (r >> 2) == 1 ? lc.xb.y : (r >> 2) == 2 ? lc.xb.z : lc.xb.w;
+#if USE_PTX
+        uint x; /* X_ij: byte r & 3 of the word in both halves, one PRMT (as column_step) */
+        asm("prmt.b32 %0, %1, 0, %2;" : "=r"(x) : "r"(xword), "n"((r & 3) * 0x0101 | 0x4040));
+        cost += x;
+#else
+        cost += SPLAT((xword >> (8 * (r & 3))) & 0xFFu);
+#endif
+#endif
+#else
+        const cell_t cost = look_cost(lc, SEL[r]);
+#endif
+        D[r] = d;
+        S[r] = lane_min(LOOKUP_ADD(r == 0 ? dsrc : S[r - 1], cost), d);
+    }
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+        if (r >= H || r > ch_last)
+            break;
+        if (r >= ch_first)
+            S[r] = lane_min(S[r], LOOKUP_ADD(r == 0 ? up : S[r - 1], pen->insertion));
+    }
+}
+
+#if SPLIT
+/* S[r] for a run-time r (the warp's): one indirect branch, not a select per row */
+inline cell_t row_of(const cell_t *S, const int r)
+{
+    switch (r) {
+#define ROW_CASE(k)                                                                              \
+    case k:                                                                                      \
+        return S[(k) < ROWS ? (k) : 0];
+        ROW_CASE(0) ROW_CASE(1) ROW_CASE(2) ROW_CASE(3) ROW_CASE(4) ROW_CASE(5) ROW_CASE(6) ROW_CASE(7)
+        ROW_CASE(8) ROW_CASE(9) ROW_CASE(10) ROW_CASE(11) ROW_CASE(12) ROW_CASE(13) ROW_CASE(14) ROW_CASE(15)
+#if ROWS > 16
+        ROW_CASE(16) ROW_CASE(17) ROW_CASE(18) ROW_CASE(19) ROW_CASE(20) ROW_CASE(21) ROW_CASE(22) ROW_CASE(23)
+        ROW_CASE(24) ROW_CASE(25) ROW_CASE(26) ROW_CASE(27) ROW_CASE(28) ROW_CASE(29) ROW_CASE(30) ROW_CASE(31)
+#endif
+#undef ROW_CASE
+    }
+    return S[0];
+}
+#endif
+
+/* One lookup stripe, rows j0 .. j0+H-1 (H compile-time at every call) of which h are the read's.
+ * The last stripe (`track`) follows the minimum of row H - 1 (DNA: the virtual rows' last) or
+ * h - 1 (protein) instead of writing the band. profile, xcol: the element path's (protein). */
+inline void lookup_stripe(global const uint4 *look, global const prof_t *profile, global const uint4 *xcol,
+                          const int units, global cell_t *band, const size_t stride, cell_t *S, cell_t *D,
+                          const cell_t *SEL, const int j0, const int H, const int h, const int width,
+                          const bool first, const penalties_t *pen, const bool track, cell_t *best)
+{
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+        S[r] = pen->inf;
+        D[r] = pen->inf;
+    }
+    const int ncols = (LOOKUP_VIRTUAL ? H : h) - 1 + width;
+#if SPLIT
+    global const prof_t *p = profile + (size_t)j0 * units;
+    prof_t element_next = *p;
+#else
+    global const uint4 *p = look + (size_t)j0 * units;
+    uint4 w_next = *p;
+#endif
+    global cell_t *bp = band + (size_t)(j0 + 1) * stride;
+    /* the row above at column c (`up`) is in the band for c <= width - 2 and +infinity after;
+     * dsrc at column c is up at c - 1 (column -1: the band's first cell, or the boundary 0) */
+    cell_t dsrc = first ? 0 : bp[-(ptrdiff_t)stride];
+    cell_t up_next = width >= 2 ? (first ? 0 : *bp) : pen->inf;
+    int c = 0;
+
+#if SPLIT && COLUMN_COSTS
+#define LOOKUP_LOAD(lc)                                                                          \
+    lc.col = load_column(element_next, pen);                                                     \
+    lc.xb = *xcol;                                                                               \
+    if (c + 1 < ncols)                                                                           \
+        element_next = p[units];
+#elif SPLIT
+#define LOOKUP_LOAD(lc)                                                                          \
+    lc.col = load_column(element_next, pen);                                                     \
+    if (c + 1 < ncols)                                                                           \
+        element_next = p[units];
+#else
+#define LOOKUP_LOAD(lc)                                                                          \
+    lc = w_next;                                                                                 \
+    if (c + 1 < ncols)                                                                           \
+        w_next = p[units];
+#endif
+#define LOOKUP_COLUMN(P1_LAST, CH_FIRST, CH_LAST)                                                \
+    {                                                                                            \
+        lcol_t lc;                                                                               \
+        LOOKUP_LOAD(lc)                                                                          \
+        const cell_t up = up_next;                                                               \
+        up_next = pen->inf;                                                                      \
+        if (c + 1 <= width - 2)                                                                  \
+            up_next = first ? 0 : bp[stride];                                                    \
+        lookup_column(S, D, SEL, lc, dsrc, up, H, P1_LAST, CH_FIRST, CH_LAST, pen);              \
+        if (!track)                                                                              \
+            *bp = S[H - 1];                                                                      \
+        else if (LOOKUP_VIRTUAL)                                                                 \
+            *best = lane_min(*best, S[H - 1]);                                                   \
+        else                                                                                     \
+            LOOKUP_TRACK_ROW                                                                     \
+        dsrc = up;                                                                               \
+        p += units;                                                                              \
+        bp += stride;                                                                            \
+        xcol += 1;                                                                               \
+    }
+#if SPLIT
+#define LOOKUP_TRACK_ROW *best = lane_min(*best, row_of(S, h - 1));
+#else
+#define LOOKUP_TRACK_ROW ;
+#endif
+
+    /* (protein's last stripe ends with its row h - 1: ncols may fall short of H - 1) */
+    for (; c < min(H - 1, width - 1); ++c) /* head: rows 0..c in the band */
+        LOOKUP_COLUMN(c, 0, c)
+    for (; c < min(H - 1, ncols); ++c) /* head and tail at once (a band narrower than the stripe) */
+        LOOKUP_COLUMN(c, c - width + 2, c)
+    for (; c < width - 1; ++c) /* body: every row in the band */
+        LOOKUP_COLUMN(H - 1, 0, H - 1)
+    for (; c < ncols; ++c) /* tail: rows 0..c-width+1 have left */
+        LOOKUP_COLUMN(H - 1, c - width + 2, H - 1)
+#undef LOOKUP_COLUMN
+#undef LOOKUP_LOAD
+#undef LOOKUP_TRACK_ROW
+}
+
+/* The last stripe in H = h rounded up to 8 rows (at most ROWS; protein: 8 or ROWS), each height
+ * compiled once. */
+#define LOOKUP_HEIGHT(x) ((x) < ROWS ? (x) : ROWS)
+inline void lookup_last_stripe(global const uint4 *look, global const prof_t *profile, global const uint4 *xcol,
+                               const int units, global cell_t *band, const size_t stride, cell_t *S, cell_t *D,
+                               const cell_t *SEL, const int j0, const int h, const int width, const bool first,
+                               const penalties_t *pen, cell_t *best)
+{
+#define LOOKUP_LAST(HEIGHT)                                                                      \
+    lookup_stripe(look, profile, xcol, units, band, stride, S, D, SEL, j0, HEIGHT, h, width, first, pen, true, best)
+    if (h <= LOOKUP_HEIGHT(8))
+        LOOKUP_LAST(LOOKUP_HEIGHT(8));
+#if ROWS > 8 && !SPLIT
+    else if (h <= LOOKUP_HEIGHT(16))
+        LOOKUP_LAST(LOOKUP_HEIGHT(16));
+#endif
+#if ROWS > 16 && !SPLIT
+    else if (h <= LOOKUP_HEIGHT(24))
+        LOOKUP_LAST(LOOKUP_HEIGHT(24));
+#endif
+#if ROWS > 8 && (ROWS > 24 || SPLIT)
+    else
+        LOOKUP_LAST(ROWS);
+#endif
+#undef LOOKUP_LAST
+}
+#endif /* LOOKUP */
+
 kernel void band_score(global const prof_t *profile, const int m, const int units,
                        global const code_t *codes, global const int *read_start,
                        global const int *read_len, const int n_reads, global cell_t *band,
                        global int *scores, const uint mismatch, const uint cgap,
                        const uint open_extend, const uint extend, const uint insertion,
                        const uint inf, const uint near_mismatch, global const uint4 *read_costs,
-                       global const uint *cost_start)
+                       global const uint *cost_start, global const uint4 *lookup)
 {
     const int u = get_global_id(0);
     const int q = get_global_id(1);
@@ -430,6 +758,29 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
 #endif
     cell_t best = pen.inf;
     int j0 = 0;
+#if LOOKUP
+    /* a stripe of single bases takes the lookup path, one with an ambiguity code the element path */
+    global const uint4 *my_lookup = lookup + u;
+    cell_t SEL[ROWS];
+    for (; j0 + ROWS < n; j0 += ROWS) {
+        if (load_selectors(read + j0, ROWS, SEL)) {
+            lookup_stripe(my_lookup, my_profile, STRIPE_COSTS(j0), units, my_band, stride, S, D, SEL, j0, ROWS, ROWS,
+                          width, j0 == 0, &pen, false, &best);
+        } else {
+            load_residues(read + j0, B, BH);
+            sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, STRIPE_COSTS(j0), j0, ROWS, width,
+                         j0 == 0, &pen, false, &best);
+        }
+    }
+    if (load_selectors(read + j0, n - j0, SEL)) {
+        lookup_last_stripe(my_lookup, my_profile, STRIPE_COSTS(j0), units, my_band, stride, S, D, SEL, j0, n - j0,
+                           width, j0 == 0, &pen, &best);
+    } else {
+        load_residues(read + j0, B, BH);
+        sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, STRIPE_COSTS(j0), j0, n - j0, width, j0 == 0,
+                     &pen, true, &best);
+    }
+#else
     for (; j0 + ROWS < n; j0 += ROWS) {
         load_residues(read + j0, B, BH);
         sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, STRIPE_COSTS(j0), j0, ROWS, width, j0 == 0,
@@ -441,6 +792,7 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
     load_residues(read + j0, B, BH);
     sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, STRIPE_COSTS(j0), j0, n - j0, width, j0 == 0,
                  &pen, true, &best);
+#endif
 #undef STRIPE_COSTS
 
     global int *out = scores + ((size_t)q * units + u) * LANES;

@@ -126,13 +126,14 @@ def _main_job(argv: list[str]) -> int:
     return 0
 
 
-def _check_output_path(path: str, inputs: list[tuple[str, str | None]], *, option: str = "-o",
-                       allow_stdout: bool = False) -> None:
-    """The output policy (io/outputs.py), before any work: not an input, writable, not a directory;
-    temporaries of killed runs to the same output removed (with a notice)."""
-    from papara_py.io.outputs import check_output
+def _check_roles(command: str, outputs: dict, inputs: dict) -> None:
+    """The output policy (io/outputs.py, io/output_roles.py), before any work: every output
+    writable, not a directory, not an input and not another output; temporaries of killed runs to
+    the outputs removed (with a notice)."""
+    from papara_py.io.output_roles import check_roles
+    from papara_py.io.outputs import log_notice
 
-    check_output(path, inputs, option=option, allow_stdout=allow_stdout)
+    check_roles(command, outputs, inputs, notice=log_notice)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -158,15 +159,15 @@ def _export_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _export(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: list[str]) -> int:
-    from papara_py.io.export import export, export_epa_pair
+    from papara_py.io.export import export, export_epa_pair, export_outputs
 
+    if args.outdir is not None and args.format != "epa":
+        parser.error("--outdir writes the reference + query pair of --format epa")
+    _check_roles("export", export_outputs(args.output, args.outdir), {"run": args.run})
     if args.outdir is not None:
-        if args.format != "epa":
-            parser.error("--outdir writes the reference + query pair of --format epa")
         for path in export_epa_pair(args.run, args.outdir):
             print(f"papara-py: wrote {path}", file=sys.stderr)
         return 0
-    _check_output_path(args.output, [("run file", args.run)], allow_stdout=True)
     export(args.run, args.format, args.output)
     return 0
 
@@ -193,7 +194,7 @@ def _prepare_arguments(parser: argparse.ArgumentParser) -> None:
 def _prepare(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: list[str]) -> int:
     from papara_py.cluster.prepared import prepare
 
-    _check_output_path(args.output, [("tree", args.tree), ("alignment", args.alignment)])
+    _check_roles("prepare", {"profiles": args.output}, {"tree": args.tree, "alignment": args.alignment})
     edges = prepare(args.tree, args.alignment, args.output, shlex.join(["papara-py", *argv]), args.alphabet)
     print(f"papara-py: {edges} edge profiles written to {args.output}", file=sys.stderr)
     return 0
@@ -209,7 +210,7 @@ def _merge_arguments(parser: argparse.ArgumentParser) -> None:
 def _merge(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: list[str]) -> int:
     from papara_py.cluster.merge import merge
 
-    _check_output_path(args.output, [("shard", shard) for shard in args.shards])
+    _check_roles("merge", {"run": args.output}, {"shards": dict(zip(args.shards, args.shards))})
     reads = merge(args.shards, args.output, shlex.join(["papara-py", *argv]))
     print(f"papara-py: merged {len(args.shards)} shards, {reads} reads, into {args.output}", file=sys.stderr)
     return 0
@@ -229,12 +230,12 @@ def _report_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _report(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: list[str]) -> int:
-    from papara_py.report.page import write_report
+    from papara_py.report.page import FIGURES, write_report
 
     if args.output is None and args.png is None:
         parser.error("give -o REPORT.html, --png DIR, or both")
-    if args.output is not None:
-        _check_output_path(args.output, [("run file", args.run)])
+    _check_roles("report", {"html": args.output, "figures": None if args.png is None else {
+        name: os.path.join(args.png, f"{name}.png") for name in FIGURES}}, {"run": args.run})
     write_report(args.run, args.output, args.png, args.max_tips)
     return 0
 

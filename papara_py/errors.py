@@ -40,17 +40,18 @@ class OptionError(InputError):
 class OutputError(PaparaError, OSError):
     """An output could not be written (no space, an I/O error, no permission) after the work began.
 
-    `target` is the output the user named (never the temporary file behind it); `problem` says
-    what the system answered. The CLI prints one paragraph and exits with status 3; the partial
-    output has already been removed when this is raised (papara_py.io.outputs).
+    `target` is the output the user named (never the temporary file behind it), `what` says which
+    it is ("the log file"); `problem` says what the system answered. The CLI prints one paragraph
+    and exits with status 3; the partial output has already been removed when this is raised
+    (papara_py.io.outputs).
     """
 
-    def __init__(self, target: str, problem: str, direct: bool = False) -> None:
+    def __init__(self, target: str, problem: str, direct: bool = False, what: str = "the output") -> None:
         self.target = target
         self.problem = problem
         left = ("what was written before the fault is incomplete" if direct
                 else "nothing was written, the previous file (if any) is unchanged")
-        super().__init__(f"{target}: cannot write the output: {problem}; {left}")
+        super().__init__(f"{target}: cannot write {what}: {problem}; {left}")
 
 
 class Terminated(KeyboardInterrupt):

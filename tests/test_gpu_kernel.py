@@ -5,8 +5,10 @@ Every check compares `GpuScorer.score_chunk` with `scoring.score_matrix_referenc
 Random instances hit the places a striped, packed kernel gets wrong: reads of 1 and m-1 residues
 (band of width m or 2), stripe heights that do not divide the read, CGAP runs, ambiguous states,
 edge counts that leave half-empty lane pairs and work-groups, partial last blocks, k > n_edges,
-both arithmetic widths and both stripe heights. The PTX path needs an NVIDIA sm_90 device and is
-checked by scripts/bench_gpu.py on the device machine before it times anything.
+both arithmetic widths and both stripe heights, and the lookup path (kernels/band_score.cl LOOKUP)
+beside the element path in one read. The PTX path needs an NVIDIA sm_90 device and is checked by
+scripts/bench_gpu.py and scripts/bench_kernel_variants.py on the device machine before they time
+anything.
 """
 
 from __future__ import annotations
@@ -484,3 +486,129 @@ def test_work_groups_shrink_to_what_the_built_kernel_allows() -> None:
     protein_costs = Variant(packed=True, ptx=False, rows=32).of(PROTEIN, costs=True)
     assert [_reads_per_group(Built(size), None, protein_costs) for size in (1024, 256, 128, 32, 16)] == [8, 8, 4, 1, 1]
     assert _reads_per_group(Built(1024), None, Variant(packed=True, ptx=False, rows=32).of(DNA)) == 4
+
+
+# ---- the lookup path (kernels/band_score.cl LOOKUP): DNA diagonal costs looked up by residue ----
+
+#: Single bases only: every stripe of such a read takes the lookup path.
+SINGLE_BASES = np.array([1, 2, 4, 8], np.uint8)
+
+
+@pytest.fixture(scope="module")
+def lookup_scorers(device) -> dict:
+    """Packed scorers with the lookup path at stripe heights 6 (the last stripe's height is 6 for
+    every read), 20 (last stripes of 8, 16 and 20 rows) and 32 (8, 16, 24, 32)."""
+    return {rows: GpuScorer(device, rows=rows) for rows in (6, 20, 32)}
+
+
+def mixed_reads(rng: np.random.Generator, lengths, ambiguous: float) -> list[np.ndarray]:
+    """Reads of single bases with an ambiguity code (R, Y, S, W, K, M, B, D, H, V, N) at rate
+    `ambiguous`: stripes without one take the lookup path, stripes with one the element path."""
+    codes = np.array([5, 10, 6, 9, 12, 3, 14, 13, 11, 7, 15], np.uint8)
+    reads = []
+    for n in lengths:
+        read = rng.choice(SINGLE_BASES, size=n)
+        odd = rng.random(n) < ambiguous
+        read[odd] = rng.choice(codes, size=int(odd.sum()))
+        reads.append(read)
+    return reads
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances(), st.sampled_from([6, 20, 32]), st.sampled_from([0.0, 0.0, 0.02, 0.2]))
+def test_lookup_path_matches_reference(lookup_scorers, case, rows, ambiguous) -> None:
+    """Random chunks through the lookup path: reads of 1..m-1 single bases (bands as narrow as
+    two columns, so head and tail columns overlap), stripes of 6, 20 and 32 rows with last stripes
+    of every height class and their virtual rows, stripes with ambiguity codes on the element path
+    beside them, Eq. 1 and near states cheaper."""
+    rng = np.random.default_rng(case["seed"])
+    profiles = random_profiles(rng, case["n_edges"], case["m"])
+    reads = mixed_reads(rng, case["lengths"], ambiguous)
+    scorer = lookup_scorers[rows]
+    check(scorer, profiles, reads, case["params"], case["k"], case["width"], case["first_edge"])
+    assert scorer.stats.lookup_reads == scorer.stats.packed_reads == len(reads)
+
+
+@pytest.mark.parametrize("rows", [6, 20, 32])
+def test_lookup_path_covers_every_read_length_and_height(lookup_scorers, rows) -> None:
+    """Reads of 1..70 single bases against 77 columns: every last-stripe height (1..rows real rows
+    in stripes of 8, 16, 24 or 32 with virtual rows below), head-only, body and tail columns,
+    and bands narrower than the stripe (reads of 46..70 against stripes of 32)."""
+    rng = np.random.default_rng(100 + rows)
+    profiles = random_profiles(rng, 37, 77)
+    reads = [rng.choice(SINGLE_BASES, size=n) for n in range(1, 77)]
+    scorer = lookup_scorers[rows]
+    check(scorer, profiles, reads, ScoringParams.preset("weighted"), k=5, width=16, first_edge=7)
+    assert scorer.stats.lookup_reads == len(reads)
+
+
+def test_lookup_path_is_left_where_costs_exceed_a_byte(lookup_scorers) -> None:
+    """cgap + mismatch above 127: no lookup path (the element path gives the same scores)."""
+    rng = np.random.default_rng(9)
+    profiles = random_profiles(rng, 19, 40)
+    reads = [rng.choice(SINGLE_BASES, size=n) for n in (3, 20, 39)]
+    params = ScoringParams(mismatch=100, cgap=28, gap_open=5, gap_extend=2, insertion=9)
+    scorer = lookup_scorers[32]
+    check(scorer, profiles, reads, params, k=4, width=8)
+    assert scorer.stats.lookup_reads == 0 and scorer.stats.packed_reads == 3
+    check(scorer, profiles, reads, replace(params, cgap=27), k=4, width=8)
+    assert scorer.stats.lookup_reads == 3
+
+
+def test_lookup_words_hold_the_reference_costs() -> None:
+    """Each lookup word's bytes are CG_i + M_ij of the reference scorer for residues A, C, G, T,
+    lane pairs side by side, then OE_i and E_i per half; the virtual rows' columns are zero; the
+    columns' family residues (none for DNA in practice) give the same words by the slow path."""
+    from papara_py.engine.gpu import LOOKUP_RESIDUES, lookup_words
+    from papara_py.model.reference_scorer import column_penalties, profile_near
+
+    rng = np.random.default_rng(12)
+    m, n_edges = 23, 11
+    profiles = random_profiles(rng, n_edges, m)
+    params = ScoringParams.preset("weighted")
+    variant = Variant(packed=True, ptx=False, rows=8).of(DNA, near=True, lookup=True)
+    words = lookup_words(profiles.T.copy(), variant, params)
+    units = words.shape[1] // 4
+    assert words.shape == (m + 7, units * 4) and not words[m:].any()
+    words = words[:m].reshape(m, units, 4)
+    near = profile_near(profiles)
+    p = params.as_array()
+    for e in range(n_edges):
+        cg, oe, ex = column_penalties(profiles[e], p)
+        u, half = divmod(e, 2)
+        for i in range(m):
+            for k, b in enumerate(LOOKUP_RESIDUES):
+                level = 0 if profiles[e, i] & 0xF & b else (params.near_mismatch if near[e, i] & b else params.mismatch)
+                assert words[i, u, half] >> (8 * k) & 0xFF == cg[i] + level
+            assert words[i, u, 2] >> (16 * half) & 0xFFFF == oe[i]
+            assert words[i, u, 3] >> (16 * half) & 0xFFFF == ex[i]
+    no_family = lookup_words(profiles.T.copy(), variant, params, np.zeros(m, np.uint8))
+    np.testing.assert_array_equal(no_family[:m].reshape(m, units, 4), words)
+
+
+@pytest.mark.parametrize("rows", [6, 16])
+@pytest.mark.parametrize("near_mismatch", [3, 1])
+@pytest.mark.parametrize("costs", [False, True])
+def test_protein_lookup_path_matches_reference(device, rows, near_mismatch, costs) -> None:
+    """Protein stripes of single amino acids on the lookup path (a 64-bit funnel shift tests each
+    state in both lanes), with and without column costs and near states, every read length from 1
+    to m - 1 (last stripes of 8 rows or the full height tracking row h - 1, narrow bands), and reads
+    with B, Z, J, X on the element path beside them."""
+    rng = np.random.default_rng(40 + rows + near_mismatch + costs)
+    m = 45
+    profiles = random_profiles(rng, 23, m, PROTEIN)
+    params = ScoringParams(**COST_PARAMS, near_mismatch=near_mismatch) if costs else ScoringParams(
+        mismatch=5, cgap=6, gap_open=8, gap_extend=2, insertion=12, near_mismatch=near_mismatch)
+    single = PROTEIN.read_code[np.frombuffer(PROTEIN.letters.encode(), np.uint8)]
+    odd = PROTEIN.read_code[np.frombuffer(b"BZJX", np.uint8)]
+    reads = [rng.choice(single, size=n) for n in range(1, m)]
+    for read in reads[::5]:
+        read[rng.integers(0, read.size)] = rng.choice(odd)
+    column_costs = None
+    if costs:
+        column_costs = random_column_costs(rng, m, 39)
+        assert set(single) | set(odd) <= set(column_costs.codes.tolist())
+    family = protein_states(rng, m) if params.weighted else None
+    scorer = GpuScorer(device, rows=rows)
+    check(scorer, profiles, reads, params, k=4, width=8, first_edge=1, family=family, costs=column_costs)
+    assert scorer.stats.lookup_reads == scorer.stats.packed_reads == len(reads)

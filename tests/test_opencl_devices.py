@@ -51,9 +51,10 @@ def test_the_check_compiles_what_the_engine_compiles(opencl_device):
 
     scorer = GpuScorer(opencl_device)
     band = {options for source, options in opencl_devices.CHECK_BUILDS if source == "band_score.cl"}
-    ptx_free = [replace(v, ptx=False).of(alphabet, near, costs) for v in (scorer.packed_variant, scorer.wide_variant)
+    ptx_free = [replace(v, ptx=False).of(alphabet, near, costs, lookup)
+                for v in (scorer.packed_variant, scorer.wide_variant)
                 for alphabet in (DNA, PROTEIN) for near in (False, True)
-                for costs in ((False, True) if alphabet.substitution_matrix else (False,))]
+                for costs in ((False, True) if alphabet.substitution_matrix else (False,)) for lookup in (False, True)]
     assert {v.options() for v in ptx_free} == band
     kmax = max(4, 1 << (5 - 1).bit_length())  # the default --candidates 5, as GpuScorer.build rounds it
     assert ("top_k.cl", (f"-DKMAX={kmax}",)) in opencl_devices.CHECK_BUILDS

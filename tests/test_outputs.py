@@ -49,12 +49,12 @@ def run_copy(run_file, tmp_path) -> Path:
 
 
 @pytest.mark.parametrize("output, culprit", [
-    ("reads.fa", "reads"), ("./tree.nwk", "tree"), ("{dir}/ref.phy", "alignment"),
-    ("{dir}/../{base}/reads.fa", "reads")])
+    ("reads.fa", "reads file (-r)"), ("./tree.nwk", "tree (-t)"), ("{dir}/ref.phy", "alignment (-s)"),
+    ("{dir}/../{base}/reads.fa", "reads file (-r)")])
 def test_main_job_refuses_an_output_that_is_an_input(workspace, output, culprit):
     output = output.format(dir=workspace.dir, base=workspace.dir.name)
     result = papara(*workspace.main_job(output=output), cwd=workspace.dir)
-    assert_refused(result, 2, f"the output is the {culprit} input", "never writes over its inputs")
+    assert_refused(result, 2, f"the run file (-o) is also the {culprit}, an input", "never writes over its inputs")
     workspace.assert_untouched()
 
 
@@ -62,9 +62,9 @@ def test_an_output_linked_to_an_input_is_refused(workspace):
     os.symlink("reads.fa", workspace.dir / "link.fa")
     os.link(workspace.dir / "ref.phy", workspace.dir / "hard.phy")
     workspace.snapshot()
-    for name, culprit in (("link.fa", "reads"), ("hard.phy", "alignment")):
+    for name, culprit in (("link.fa", "reads file (-r)"), ("hard.phy", "alignment (-s)")):
         result = papara(*workspace.main_job(output=name), cwd=workspace.dir)
-        assert_refused(result, 2, f"{name}: the output is the {culprit} input (")
+        assert_refused(result, 2, f"{name}: the run file (-o) is also the {culprit}, an input (")
     workspace.assert_untouched()
 
 
@@ -72,7 +72,7 @@ def test_export_and_report_refuse_to_write_over_the_run_file(run_copy):
     ws_before = run_copy.read_bytes()
     for command in (["export", str(run_copy), "--format", "fasta"], ["report", str(run_copy)]):
         result = papara(*command, "-o", str(run_copy))
-        assert_refused(result, 2, "the output is the run file input")
+        assert_refused(result, 2, "is also the run file (RUN.h5), an input")
     assert run_copy.read_bytes() == ws_before
     assert sorted(p.name for p in run_copy.parent.iterdir()) == ["run.h5"]
 
@@ -80,7 +80,7 @@ def test_export_and_report_refuse_to_write_over_the_run_file(run_copy):
 def test_prepare_refuses_to_write_over_its_tree(workspace):
     result = papara("prepare", "-t", workspace.path("tree.nwk"), "-s", workspace.path("ref.phy"),
                     "-o", workspace.path("tree.nwk"))
-    assert_refused(result, 2, "the output is the tree input")
+    assert_refused(result, 2, "the profiles file (-o) is also the tree (-t), an input")
     workspace.assert_untouched()
 
 

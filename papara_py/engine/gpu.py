@@ -30,6 +30,13 @@ Why the host side looks the way it does:
   read, reads the table.
 - On NVIDIA sm_90+ the 16-bit lane arithmetic is inline PTX (add/min.u16x2, fused into DPX
   instructions); elsewhere portable OpenCL C. Tests hold the two against each other.
+- Stripes of single-state residues take the kernel's lookup path in packed lanes (LOOKUP, on by
+  default, `GpuScorer(lookup=False)` leaves it): DNA's diagonal cost CG_i + M_ij of each read
+  residue is looked up in a per-column word the host builds per chunk (`lookup_words`: per lane
+  pair the four bases' cost bytes of both lanes and their gap terms, where the penalties keep
+  each cost under 128, `lookup_fits`), one byte permutation per cell pair on NVIDIA; protein's
+  state tests are a 64-bit funnel shift of the element words. Stripes with an ambiguity code
+  keep the element path; the results are the same (the kernel's comment has the layout).
 - Waiting for the device sleeps in short steps between status queries: NVIDIA's blocking waits
   and completion callbacks spin a CPU core, which the hybrid engine's CPU workers need.
 - Two chunks may be on the device at once (`queue_depth`): the next one's kernels wait in the
@@ -47,6 +54,7 @@ Why the host side looks the way it does:
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -84,6 +92,12 @@ SPLIT_ROWS = 13
 #: 15, 2,984 / 2,556 at 16; the 32-bit lane, 5,000 reads of the 'large' shape: 1,187 with 32
 #: rows, 1,556 with 16.
 COST_ROWS = 16
+#: More build options for DNA's lookup path on NVIDIA (PTX) builds. At 32 rows ptxas takes 202
+#: registers for it, so 2 groups of 4 reads fit an SM; with "-cl-nv-maxrregcount=168" 3 do, and
+#: the lookup loops stay free of spills (the element path's head loop spills; ptxas 13.0 through
+#: scripts/sass_count.py). Empty until scripts/bench_kernel_variants.py has measured it on the
+#: device ("dna-lookup-reg168" against "dna-lookup").
+LOOKUP_PTX_OPTIONS: tuple[str, ...] = ()
 #: Split state sets (kernels/band_score.cl, SPLIT): states 0..15 in the low 16-bit part, the
 #: rest with the CGAP bit in the high part, so each part of a read code is its low or high 16
 #: bits (one byte permutation on NVIDIA).
@@ -103,6 +117,9 @@ class Variant:
     alphabet: Alphabet = DNA
     near: bool = False
     costs: bool = False
+    lookup: bool = False
+    #: more build options (scripts/bench_kernel_variants.py tries register limits this way)
+    extra: tuple[str, ...] = ()
 
     @property
     def lanes(self) -> int:
@@ -114,7 +131,10 @@ class Variant:
         return (f"-DROWS={self.rows}", f"-DPACKED={int(self.packed)}",
                 f"-DUSE_PTX={int(self.packed and self.ptx)}",
                 f"-DPROF_BITS={self.alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={self.alphabet.n_states}",
-                f"-DNEAR={int(self.near)}", *(("-DCOLUMN_COSTS=1",) if self.costs else ()))
+                f"-DNEAR={int(self.near)}", *(("-DCOLUMN_COSTS=1",) if self.costs else ()),
+                *(("-DLOOKUP=1",) if self.lookup else ()),
+                *(LOOKUP_PTX_OPTIONS if self.lookup and self.packed and self.ptx and not self.split else ()),
+                *self.extra)
 
     @property
     def split(self) -> bool:
@@ -127,15 +147,20 @@ class Variant:
         group share each column's 16-byte profile words in L1, and at their 128 registers two
         groups of 256 still fit an SM (H100, protein preset, T1: 2,623 kernel GCUPS against 2,556
         with 4; large: 2,962 against 2,984). 4 otherwise: DNA's 168-register builds fit only one
-        group of 8 reads per SM (2,419 against 3,723)."""
-        return 8 if self.split and self.costs else 4
+        group of 8 reads per SM (2,419 against 3,723), and so would the lookup path's protein build
+        (152 registers, ptxas 13.0 through scripts/sass_count.py; not yet measured)."""
+        return 8 if self.split and self.costs and not self.lookup else 4
 
-    def of(self, alphabet: Alphabet, near: bool = False, costs: bool = False) -> "Variant":
+    def of(self, alphabet: Alphabet, near: bool = False, costs: bool = False, lookup: bool = False) -> "Variant":
         """This variant for `alphabet`'s elements, with near states or not, with column profile
-        costs or not. With column profile costs stripes are at most COST_ROWS rows high; without
-        them split state sets in packed lanes, which keep each residue in two registers, at most
-        SPLIT_ROWS."""
-        variant = replace(self, alphabet=alphabet, near=near, costs=costs)
+        costs or not, with stripes of single-state residues on the lookup path (`lookup`,
+        kernels/band_score.cl LOOKUP: packed lanes only, DNA's diagonal costs looked up by residue,
+        protein's state tests by a funnel shift; the 32-bit lane drops it). With
+        column profile costs stripes are at most COST_ROWS rows high; without them split state
+        sets in packed lanes, which keep each residue in two registers, at most SPLIT_ROWS."""
+        split = self.packed and alphabet.dtype.itemsize > 1
+        lookup = lookup and self.packed and (split or not costs)
+        variant = replace(self, alphabet=alphabet, near=near, costs=costs, lookup=lookup)
         if costs:
             return replace(variant, rows=min(self.rows, COST_ROWS))
         return replace(variant, rows=min(self.rows, SPLIT_ROWS)) if variant.split else variant
@@ -157,6 +182,7 @@ class ChunkStats:
     batches: int = 0
     packed_reads: int = 0
     wide_reads: int = 0
+    lookup_reads: int = 0  # packed reads of batches built with the lookup path (their plain stripes take it)
     kernel_seconds: float = 0.0
     device_seconds: float = 0.0
     wall_seconds: float = 0.0
@@ -259,6 +285,76 @@ def _split_pairs(padded: np.ndarray, n_states: int) -> np.ndarray:
     return np.stack([x, y], axis=2).reshape(padded.shape[0], -1)
 
 
+#: Read residues the lookup path takes (kernels/band_score.cl LOOKUP): the single bases, in the
+#: order of their selector index (the byte of a lookup word that holds their cost).
+LOOKUP_RESIDUES = (1, 2, 4, 8)
+
+
+def lookup_fits(params: ScoringParams) -> bool:
+    """Whether the lookup path's cost bytes hold every diagonal cost CG_i + M_ij with bit 7 clear
+    (kernels/band_score.cl LOOKUP: prmt's sign replication makes each half's upper byte zero)."""
+    return params.cgap + max(params.mismatch, params.near_mismatch) <= 127
+
+
+def lookup_words(lanes: np.ndarray, variant: Variant, params: ScoringParams,
+                 family: np.ndarray | None = None) -> np.ndarray:
+    """A chunk's lookup words (kernels/band_score.cl LOOKUP), uint32 [m + rows - 1, units * 4]:
+    per work-item u and column, lane 2u's diagonal costs CG_i + M_ij of the read residues A, C, G,
+    T as bytes, lane 2u+1's, then OE_i and E_i of both lanes as 16-bit halves; the last rows - 1
+    columns zero (the kernel's virtual rows run past column m - 1).
+
+    M_ij as the reference scorer takes it (pairwise/reference_scorer.diagonal_cost): 0 where the
+    element's set holds the residue, near_mismatch where its near states (with the columns' family
+    residues `family`, [m]) do, mismatch otherwise. lanes: uint8 [m, n_edges] elements."""
+    if not lookup_fits(params):
+        raise ValueError(f"cgap {params.cgap} + mismatch {params.mismatch} exceed the lookup path's 127")
+    m, n_edges = lanes.shape
+    units = _units(n_edges, variant)
+    padded = np.zeros((m, units * 2), lanes.dtype)
+    padded[:, :n_edges] = lanes
+    alphabet = variant.alphabet
+    words = np.zeros((m + variant.rows - 1, units, 4), np.uint32)
+    if family is None:  # each lane pair's two element bytes index one table of every pair's words
+        keys = padded[:, 0::2] | padded[:, 1::2].astype(np.uint16) << 8
+        np.take(_pair_table(alphabet, params.values()), keys, axis=0, out=words[:m])  # 7x faster than [keys]
+    else:
+        costs = _lookup_costs(padded, near_states(padded, alphabet, family[:, None]), alphabet, params)
+        gap = (padded & alphabet.cgap_bit) != 0
+        open_ = np.where(gap, 0, params.gap_open + params.gap_extend).astype(np.uint32)
+        extend = np.where(gap, 0, params.gap_extend).astype(np.uint32)
+        words[:m, :, 0] = costs[:, 0::2]
+        words[:m, :, 1] = costs[:, 1::2]
+        words[:m, :, 2] = open_[:, 0::2] | open_[:, 1::2] << 16
+        words[:m, :, 3] = extend[:, 0::2] | extend[:, 1::2] << 16
+    return words.reshape(m + variant.rows - 1, units * 4)
+
+
+def _lookup_costs(elements: np.ndarray, near: np.ndarray, alphabet: Alphabet, params: ScoringParams) -> np.ndarray:
+    """uint32: byte k = CG + M of read residue LOOKUP_RESIDUES[k] against each element (near: its
+    near states)."""
+    states = elements & alphabet.state_mask
+    cg = np.where(elements & alphabet.cgap_bit, params.cgap, 0).astype(np.uint32)
+    out = np.zeros(elements.shape, np.uint32)
+    for k, residue in enumerate(LOOKUP_RESIDUES):
+        level = np.where(states & residue, 0, np.where(near & residue, params.near_mismatch, params.mismatch))
+        out |= (cg + level.astype(np.uint32)) << (8 * k)
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _pair_table(alphabet: Alphabet, values: tuple[int, ...]) -> np.ndarray:
+    """The lookup words of every lane pair of element bytes, uint32 [65536, 4] indexed by
+    even | odd << 8 (1 MiB, made once per penalties; DNA elements carry their near states)."""
+    params = ScoringParams(*values)
+    every = np.arange(256, dtype=alphabet.dtype)
+    costs = _lookup_costs(every, near_states(every, alphabet), alphabet, params)
+    gap = (every & alphabet.cgap_bit) != 0
+    open_ = np.where(gap, 0, params.gap_open + params.gap_extend).astype(np.uint32)
+    extend = np.where(gap, 0, params.gap_extend).astype(np.uint32)
+    even, odd = np.arange(65536) & 0xFF, np.arange(65536) >> 8
+    return np.stack([costs[even], costs[odd], open_[even] | open_[odd] << 16, extend[even] | extend[odd] << 16], axis=1)
+
+
 @dataclass
 class _Launch:
     """One kernel batch in the device queue: its events, its result buffers, and every object its
@@ -266,6 +362,7 @@ class _Launch:
 
     reads: np.ndarray  # rows of the chunk's result lists this batch fills
     packed: bool
+    lookup: bool
     band_done: cl.Event
     topk_done: cl.Event
     top_shape: tuple[int, int]  # [reads, k]
@@ -298,6 +395,7 @@ class _ChunkPlan:
     cost_rows: np.ndarray | None = None   # uint8, beside sorted_codes (column profile costs only)
     cost_table: np.ndarray | None = None  # uint8 [m][K] (`device_table`)
     profiles: dict[bool, np.ndarray] = field(default_factory=dict)  # packed? -> padded profile bytes
+    lookup: np.ndarray | None = None  # the lookup words (`lookup_words`), where a batch takes that path
     batches: list[_KernelBatch] = field(default_factory=list)
 
 
@@ -309,6 +407,7 @@ class _ChunkBuffers:
     profiles: dict[bool, cl.Buffer]      # packed? -> padded profile
     tables: list[tuple[cl.Buffer, cl.Buffer, cl.Buffer | None]]  # per batch: (starts, lengths, cost_starts)
     costs: tuple[cl.Buffer, cl.Buffer, int] | None  # (cost rows, cost table, K), or None (NULLs, K 0)
+    lookup: cl.Buffer | None = None      # the lookup words, or None (NULL: no batch takes that path)
 
 
 class GpuScorer:
@@ -324,13 +423,20 @@ class GpuScorer:
 
     def __init__(self, device: DeviceInfo, *, narrow: bool = True, ptx: bool | None = None,
                  rows: int = 32, memory_fraction: float = 0.5,
-                 profiling: bool = False, queue_depth: int = 2) -> None:
+                 profiling: bool = False, queue_depth: int = 2, lookup: bool = True,
+                 extra_options: tuple[str, ...] = ()) -> None:
         if ptx is None:
             ptx = device.is_nvidia and (device.nv_compute_capability or (0, 0)) >= (9, 0)
         self.device = device
         self.narrow = narrow
-        self.packed_variant = Variant(packed=True, ptx=ptx, rows=rows)
-        self.wide_variant = Variant(packed=False, ptx=False, rows=rows)
+        #: packed DNA lanes look each diagonal cost up by the read's residue (kernels/band_score.cl
+        #: LOOKUP) where the penalties fit its bytes (`lookup_fits`); False: the element path only
+        self.lookup = lookup
+        self.packed_variant = Variant(packed=True, ptx=ptx, rows=rows, extra=tuple(extra_options))
+        self.wide_variant = Variant(packed=False, ptx=False, rows=rows, extra=tuple(extra_options))
+        #: verification only (scripts/bench_kernel_variants.py): a word every output and scratch
+        #: buffer is filled with before the kernels run, so a score never written shows
+        self.fill_outputs: int | None = None
         self.context = shared_context(device.cl_device)
         properties = cl.command_queue_properties.PROFILING_ENABLE if profiling else 0
         self.queue = cl.CommandQueue(self.context, device.cl_device, properties=properties)
@@ -415,6 +521,8 @@ class GpuScorer:
         for variant, slots in self._batches(order, lengths, m, n_edges, params, alphabet, costs is not None):
             if variant.packed not in plan.profiles:
                 plan.profiles[variant.packed] = _padded_profile(lanes, variant, family)
+            if variant.lookup and not variant.split and plan.lookup is None:
+                plan.lookup = lookup_words(lanes, variant, params, family)
             reads = order[slots]
             plan.batches.append(_KernelBatch(variant, reads, starts[slots].astype(np.int32),
                                              lengths[reads].astype(np.int32),
@@ -430,7 +538,8 @@ class GpuScorer:
                                      for b in plan.batches],
                              costs=None if plan.cost_table is None else (
                                  self._upload(plan.cost_rows), self._upload(plan.cost_table),
-                                 plan.cost_table.shape[1]))
+                                 plan.cost_table.shape[1]),
+                             lookup=None if plan.lookup is None else self._upload(plan.lookup))
 
     def _enqueue(self, plan: _ChunkPlan, inputs: _ChunkBuffers, first_edge, n_edges, params, k) -> list["_Launch"]:
         """Queue the kernels of a chunk's batches (called under the lock: they share the band rows)."""
@@ -459,6 +568,7 @@ class GpuScorer:
             stats.batches += 1
             if launch.packed:
                 stats.packed_reads += launch.reads.size
+                stats.lookup_reads += launch.reads.size if launch.lookup else 0
             else:
                 stats.wide_reads += launch.reads.size
 
@@ -479,8 +589,9 @@ class GpuScorer:
         # narrow_ok is a suffix: reads are sorted by decreasing length
         first_narrow = int(np.argmax(narrow_ok)) if narrow_ok.any() else order.size
         near = params.weighted
+        lookup = self.lookup and (alphabet.dtype.itemsize > 1 or lookup_fits(params))
         for variant, lo, hi in ((self.wide_variant.of(alphabet, near, costs), 0, first_narrow),
-                                (self.packed_variant.of(alphabet, near, costs), first_narrow, order.size)):
+                                (self.packed_variant.of(alphabet, near, costs, lookup), first_narrow, order.size)):
             if lo == hi:
                 continue
             per_read = _units(n_edges, variant) * (m + 1) * 4  # band rows
@@ -528,6 +639,9 @@ class GpuScorer:
         scores_buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, n_batch * row_lanes * 4)
         top_score_buf = cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY, n_batch * k * 4)
         top_edge_buf = cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY, n_batch * k * 4)
+        if self.fill_outputs is not None:
+            for buffer in (band_buf, scores_buf, top_score_buf, top_edge_buf):
+                cl.enqueue_fill_buffer(self.queue, buffer, np.uint32(self.fill_outputs), 0, buffer.size // 4 * 4)
         inf = params.int16_infinity() if variant.packed else INF32
         u32 = np.uint32
         read_costs_buf = expand = None
@@ -544,7 +658,7 @@ class GpuScorer:
                       np.int32(n_batch), band_buf, scores_buf, u32(params.mismatch), u32(params.cgap),
                       u32(params.gap_open + params.gap_extend), u32(params.gap_extend),
                       u32(params.insertion), u32(inf), u32(params.near_mismatch), read_costs_buf,
-                      cost_starts_buf)
+                      cost_starts_buf, inputs.lookup if variant.lookup and not variant.split else None)
         group_reads = self._group_reads.get(variant)
         if group_reads is None:
             group_reads = self._group_reads[variant] = _reads_per_group(band, self.device.cl_device, variant)
@@ -554,7 +668,7 @@ class GpuScorer:
         topk.set_args(scores_buf, np.int32(row_lanes), np.int32(n_edges), np.int32(first_edge),
                       np.int32(k), np.int32(n_batch), top_score_buf, top_edge_buf)
         topk_done = cl.enqueue_nd_range_kernel(self.queue, topk, (_round_up(n_batch, 64),), None)
-        return _Launch(reads, variant.packed, band_done, topk_done, (n_batch, k), top_score_buf, top_edge_buf,
+        return _Launch(reads, variant.packed, variant.lookup, band_done, topk_done, (n_batch, k), top_score_buf, top_edge_buf,
                        (inputs, band_buf, read_costs_buf, expand, scores_buf, band, topk))
 
     def _wait(self, event: cl.Event) -> None:

@@ -230,12 +230,18 @@ CHECK_BUILDS = (("band_score.cl", ("-DROWS=32", "-DPACKED=1", "-DUSE_PTX=0", *_D
                 ("band_score.cl", ("-DROWS=32", "-DPACKED=0", "-DUSE_PTX=0", *_DNA, "-DNEAR=0")),
                 ("band_score.cl", ("-DROWS=32", "-DPACKED=1", "-DUSE_PTX=0", *_DNA, "-DNEAR=1")),
                 ("band_score.cl", ("-DROWS=32", "-DPACKED=0", "-DUSE_PTX=0", *_DNA, "-DNEAR=1")),
+                *(("band_score.cl", ("-DROWS=32", "-DPACKED=1", "-DUSE_PTX=0", *_DNA, f"-DNEAR={near}", "-DLOOKUP=1"))
+                  for near in (0, 1)),
                 ("band_score.cl", ("-DROWS=13", "-DPACKED=1", "-DUSE_PTX=0", *_PROTEIN, "-DNEAR=0")),
                 ("band_score.cl", ("-DROWS=32", "-DPACKED=0", "-DUSE_PTX=0", *_PROTEIN, "-DNEAR=0")),
                 ("band_score.cl", ("-DROWS=13", "-DPACKED=1", "-DUSE_PTX=0", *_PROTEIN, "-DNEAR=1")),
                 ("band_score.cl", ("-DROWS=32", "-DPACKED=0", "-DUSE_PTX=0", *_PROTEIN, "-DNEAR=1")),
                 *(("band_score.cl", ("-DROWS=16", f"-DPACKED={packed}", "-DUSE_PTX=0", *_PROTEIN,
                                      f"-DNEAR={near}", "-DCOLUMN_COSTS=1")) for packed in (1, 0) for near in (0, 1)),
+                *(("band_score.cl", ("-DROWS=13", "-DPACKED=1", "-DUSE_PTX=0", *_PROTEIN, f"-DNEAR={near}",
+                                     "-DLOOKUP=1")) for near in (0, 1)),
+                *(("band_score.cl", ("-DROWS=16", "-DPACKED=1", "-DUSE_PTX=0", *_PROTEIN, f"-DNEAR={near}",
+                                     "-DCOLUMN_COSTS=1", "-DLOOKUP=1")) for near in (0, 1)),
                 ("top_k.cl", ("-DKMAX=8",)))
 
 #: A kernel any OpenCL C compiler builds; it is also run, since some drivers compile for the

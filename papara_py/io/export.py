@@ -19,13 +19,15 @@ counted in a notice (logging; the command line shows it on stderr), never droppe
 
 Every export holds each name once and reads back as an alignment (`export`): an alignment taxon
 that is not in the tree appears once, as the read it was aligned as; names with whitespace (from
-strict PHYLIP's 10-character names) are written with '_' and the renaming listed beside.
+strict PHYLIP's 10-character names) are written with '_' and the renaming listed beside
+(io/export_names.py: the rule, and the main job's refusal of names the exports would write alike).
 """
 
 from __future__ import annotations
 
 import io
 import logging
+import os
 import re
 from pathlib import Path
 from typing import IO, Iterator
@@ -35,6 +37,7 @@ import numpy as np
 
 from papara_py.errors import InputError
 from papara_py.io.cigar import parse_cigar
+from papara_py.io.export_names import exported_name
 from papara_py.io.jplace import write_jplace
 from papara_py.io.outputs import atomic_path, check_output, is_direct, output_stream
 from papara_py.io.reads import STATUS_ALIGNED
@@ -44,7 +47,6 @@ from papara_py.phylo.encoding import reverse_complement
 _log = logging.getLogger(__name__)
 
 GAP = ord("-")
-_WHITESPACE = re.compile(r"\s+")
 
 
 def insertion_runs(start: int, cigar: str) -> Iterator[tuple[int, int, int]]:
@@ -117,13 +119,17 @@ def export(run_path: str, fmt: str, output: str) -> None:
                 width, named_rows = extended_rows(run, aligned_ids, skip_reference=replaced)
                 _rows(named_rows, fmt, len(names), width, out, renamed)
         if renamed:
-            with atomic_path(names_file(output)) as tmp:
-                tmp.write_text("exported\toriginal\n" + "".join(f"{new}\t{old}\n" for old, new in renamed.items()),
-                               encoding="utf-8")
-    if renamed:
-        _log.info(f"{len(renamed)} names hold whitespace, which {fmt} cannot carry; they are written with '_' "
-                  f"instead, the renaming listed in {names_file(output)}")
+            _write_renaming(output, renamed, fmt)
     _notice_skipped(skipped, output)
+
+
+def _write_renaming(output: str, renamed: dict[str, str], fmt: str) -> None:
+    """OUTPUT.names.tsv: the names `output` holds with '_' for whitespace, and a notice."""
+    with atomic_path(names_file(output)) as tmp:
+        tmp.write_text("exported\toriginal\n" + "".join(f"{new}\t{old}\n" for old, new in renamed.items()),
+                       encoding="utf-8")
+    _log.info(f"{len(renamed)} names hold whitespace, which {fmt} cannot carry; they are written with '_' "
+              f"instead, the renaming listed in {names_file(output)}")
 
 
 def _notice_skipped(skipped: int, output: str) -> None:
@@ -142,10 +148,10 @@ def export_epa_pair(run_path: str, directory: str) -> tuple[str, str]:
         raise InputError(directory, "--outdir names a file, not a directory")
     if not target.parent.is_dir():
         raise InputError(directory, f"the parent directory {target.parent} does not exist")
-    target.mkdir(exist_ok=True)
-    reference_path, query_path = str(target / "reference.fasta"), str(target / "query.fasta")
+    reference_path, query_path = epa_pair_paths(directory)
     for path in (reference_path, query_path):
-        check_output(path, [("run file", run_path)], option="--outdir")
+        check_output(path, [("the run file", run_path)], option="--outdir", directory_made=True)
+    target.mkdir(exist_ok=True)
     with RunFile(run_path) as run:
         tips = _tip_names(run)
         rows = ((name, row.tobytes()) for name, row in zip(run.reference_names, run.reference_alignment())
@@ -153,8 +159,26 @@ def export_epa_pair(run_path: str, directory: str) -> tuple[str, str]:
         renamed = exported_names([name for name in run.reference_names if name in tips], run)
         with atomic_path(reference_path) as tmp, open(tmp, "wb") as out:
             _rows(rows, "fasta", len(tips), run.n_columns, out, renamed)
+        if renamed:
+            _write_renaming(reference_path, renamed, "fasta")
     export(run_path, "epa", query_path)
     return reference_path, query_path
+
+
+def epa_pair_paths(directory: str) -> tuple[str, str]:
+    """DIR/reference.fasta and DIR/query.fasta, the EPA pair of `export --outdir DIR`."""
+    return os.path.join(directory, "reference.fasta"), os.path.join(directory, "query.fasta")
+
+
+def export_outputs(output: str | None, outdir: str | None) -> dict[str, str | None]:
+    """Every file `export -o FILE` or `export --outdir DIR` may write, by its role in
+    io/output_roles.ROLES["export"]: FILE and FILE.names.tsv (written where names hold whitespace;
+    none for a stream, which such names refuse), or the EPA pair and their names lists."""
+    if outdir is not None:
+        reference, query = epa_pair_paths(outdir)
+        return {"reference": reference, "query": query, "reference names": names_file(reference),
+                "query names": names_file(query)}
+    return {"export": output, "names": None if output is None or is_direct(output) else names_file(output)}
 
 
 def _tip_names(run: RunFile) -> set[str]:
@@ -177,15 +201,15 @@ def exported_names(names: list[str], run: RunFile) -> dict[str, str]:
     for name in names:
         if not name or not name.strip() or any(ord(c) < 32 and c not in " \t" or ord(c) == 127 for c in name):
             raise run.damaged(f"the name {name[:40]!r} is empty or holds control characters")
-    renamed = {name: _WHITESPACE.sub("_", name) for name in names if _WHITESPACE.search(name)}
+    renamed = {name: exported_name(name) for name in names if exported_name(name) != name}
     seen: dict[str, str] = {}
     for name in names:
         final = renamed.get(name, name)
         if final in seen:
             same = "" if seen[final] == name else f" (from {seen[final]!r} and {name!r})"
-            raise InputError(run_path, f"two rows of the export would be named {final!r}{same}; a run of an "
-                                       f"older papara-py accepted a read named like a reference taxon: rename "
-                                       f"the read and run again")
+            raise InputError(run_path, f"two rows of the export would be named {final!r}{same}; an older "
+                                       f"papara-py accepted names that the exports write alike (now refused "
+                                       f"before scoring): rename one of them and run again")
         seen[final] = name
     return renamed
 

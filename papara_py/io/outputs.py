@@ -2,7 +2,9 @@
 
 1. Checked before any work (`check_output`): an empty name, a directory, a missing or unwritable
    directory, and an output that is one of the command's inputs (the same file however spelled:
-   relative, absolute, through a symbolic or a hard link) are refused as InputErrors.
+   relative, absolute, `..`, through a symbolic or a hard link, or a name that differs only in
+   case: `clash`) are refused as InputErrors. Two outputs of one command that are one file are
+   refused by the same test (`clash`, called for every pair by io/output_roles.py).
 2. Regular files (and names that do not exist yet) are written under a temporary name beside the
    target and renamed over it only when complete (`atomic_path`): a crash, a signal or a full disk
    leaves the previous file or none. A symbolic link to a regular file stays a link: the file it
@@ -58,7 +60,7 @@ Notice = Callable[[str], None]
 _DESCRIPTOR_NAMES = ("/dev/stdout", "/dev/stderr", "/dev/stdin")
 
 
-def _notice(message: str) -> None:
+def log_notice(message: str) -> None:
     """A notice of the output policy, through logging (the command line shows it on stderr)."""
     logging.getLogger(__name__).info(message)
 
@@ -96,11 +98,70 @@ def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
     return first is not None and second is not None and os.path.samestat(first, second)
 
 
+def _name_key(path: str) -> tuple:
+    """Where `path` puts its file, whether it exists or not: its symbolic links and `..` resolved
+    (`os.path.realpath`), then the nearest directory that exists, by device and inode, and the
+    rest of the path below it, case-folded. Case is folded on every file system (the cheaper rule
+    of issue 56, instead of probing each directory: a directory with no entry cannot be probed
+    without writing into it): two names of one command that differ only in case are one file on
+    macOS and Windows, and a mistake waiting for the first copy there anywhere else."""
+    directory, rest = os.path.realpath(path), []
+    while True:
+        directory, name = os.path.split(directory)
+        rest.append(name)
+        info = _stat(directory)
+        if info is not None or directory == os.path.dirname(directory):
+            break
+    where = (info.st_dev, info.st_ino) if info is not None else (directory,)
+    return ("name", *where, "/".join(reversed(rest)).casefold())
+
+
+def path_keys(path: str | os.PathLike) -> frozenset[tuple]:
+    """What tells the file at `path` apart, for `clash`: an existing file's device and inode (hard
+    links, symbolic links, any spelling and a case-folding file system agree) and, for a regular
+    file or a name that does not exist yet, `_name_key`. Standard output (`-`) is the file on
+    descriptor 1. Character devices (/dev/null, a terminal) have no key: writing to one twice
+    loses nothing, so they clash with nothing."""
+    text = os.fspath(path)
+    if text == STDOUT:
+        try:
+            info = os.fstat(1)
+        except OSError:
+            return frozenset({("stdout",)})
+    else:
+        info = _stat(text)
+    if info is not None and stat.S_ISCHR(info.st_mode):
+        return frozenset()
+    keys = {("file", info.st_dev, info.st_ino)} if info is not None else set()
+    if text != STDOUT and not is_direct(text):
+        keys.add(_name_key(text))
+    return frozenset(keys)
+
+
+def clash(path: str | os.PathLike, other: str | os.PathLike) -> str | None:
+    """None when `path` and `other` are two files; else how they meet, for a message: "" where
+    they are spelled alike, else " (OTHER)", with a word on case where only case tells them
+    apart."""
+    shared = path_keys(path) & path_keys(other)
+    if not shared:
+        return None
+    first, second = os.fspath(path), os.fspath(other)
+    if os.path.normpath(os.path.abspath(first)) == os.path.normpath(os.path.abspath(second)):
+        return ""
+    if all(key[0] == "name" for key in shared) and os.path.realpath(first) != os.path.realpath(second):
+        return (f" ({second}: the names differ only in case, which the file systems of macOS and Windows "
+                f"do not tell apart)")
+    return f" ({second})"
+
+
 def check_output(path: str, inputs: Iterable[tuple[str, str | None]] = (), *, option: str = "-o",
-                 allow_stdout: bool = False, notice: Notice | None = _notice) -> None:
+                 allow_stdout: bool = False, notice: Notice | None = log_notice, role: str | None = None,
+                 directory_made: bool = False) -> None:
     """Refuse (InputError) an output that cannot or must not be written, before any work.
 
-    `inputs` holds (description, path) of each input of the command ("reads", "run file"). With a
+    `inputs` holds (description, path) of each input of the command ("the reads file (-r)", "the
+    run file"); `role` describes the output in messages ("the log file (--log)"). `directory_made`:
+    the command creates the output's directory if it is missing (its parent must exist). With a
     `notice`, temporaries left behind by killed runs to this output are cleared (`clear_stale`).
     """
     if path == "":
@@ -117,23 +178,34 @@ def check_output(path: str, inputs: Iterable[tuple[str, str | None]] = (), *, op
         raise InputError(path, "the output path is a directory; give a file name such as run.h5")
     if info is not None and stat.S_ISREG(info.st_mode) or info is None:
         for what, source in inputs:
-            if source is not None and source != STDOUT and same_file(path, source):
-                spelled = "" if os.path.abspath(source) == os.path.abspath(path) else f" ({source})"
-                raise InputError(path, f"the output is the {what} input{spelled}; papara-py never writes "
-                                       f"over its inputs: choose another output name")
+            how = None if source is None or source == STDOUT else clash(path, source)
+            if how is not None:
+                raise InputError(path, f"{role or 'the output'} is also {what}, an input{how}; papara-py never "
+                                       f"writes over its inputs: choose another output name")
     if is_direct(path):
         if info is None:
             raise InputError(path, "no such file descriptor or special file; outputs such as /dev/stdout "
                                    "and /proc/... are written directly and must exist")
-        if notice is not None:  # HDF5 outputs to such targets are built in the temporary directory
-            clear_stale(os.path.join(tempfile.gettempdir(), os.path.basename(path)), notice)
-        return
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise InputError(path, f"the output directory {directory} does not exist")
-    if not os.access(directory, os.W_OK):
-        raise InputError(path, f"the output directory {directory} is not writable")
+    else:
+        directory = os.path.dirname(os.path.abspath(path))
+        if directory_made and not os.path.exists(directory) and os.path.isdir(os.path.dirname(directory)):
+            directory = os.path.dirname(directory)  # made by the command, in this one
+        if not os.path.isdir(directory):
+            raise InputError(path, f"the output directory {directory} "
+                                   f"{'is not a directory' if os.path.exists(directory) else 'does not exist'}")
+        if not os.access(directory, os.W_OK):
+            raise InputError(path, f"the output directory {directory} is not writable")
     if notice is not None:
+        clear_stale_of(path, notice)
+
+
+def clear_stale_of(path: str, notice: Notice = log_notice) -> None:
+    """`clear_stale` for output `path`, wherever its temporaries are made (`atomic_path`)."""
+    if path == STDOUT:
+        return
+    if is_direct(path):  # HDF5 outputs to such targets are built in the temporary directory
+        clear_stale(os.path.join(tempfile.gettempdir(), os.path.basename(path)), notice)
+    else:
         clear_stale(path, notice)
 
 
@@ -177,7 +249,7 @@ def stale_temporaries(path: str | os.PathLike) -> list[tuple[Path, int, str | No
     return found
 
 
-def clear_stale(path: str | os.PathLike, notice: Notice = _notice) -> None:
+def clear_stale(path: str | os.PathLike, notice: Notice = log_notice) -> None:
     """Remove the temporaries that killed runs on this host left for `path`; name the others."""
     for file, pid, host in stale_temporaries(path):
         local = host is None or host == _HOST
@@ -223,8 +295,10 @@ def describe_fault(error: BaseException) -> str:
     return what + (f" ({hints[number]})" if number in hints else "")
 
 
-def as_output_error(target: str, error: BaseException, direct: bool = False) -> OutputError | None:
-    """An OutputError for `target` if `error` is a write fault, else None (a bug or an input error).
+def as_output_error(target: str, error: BaseException, direct: bool = False,
+                    what: str = "the output") -> OutputError | None:
+    """An OutputError for `target` (`what` it is: "the log file") if `error` is a write fault, else
+    None (a bug or an input error).
 
     A broken pipe on standard output is not one: the CLI ends quietly then (`| head`). An
     OutputError (an OSError) raised inside is itself."""
@@ -233,7 +307,7 @@ def as_output_error(target: str, error: BaseException, direct: bool = False) -> 
     if target == STDOUT and isinstance(error, BrokenPipeError):
         return None
     if isinstance(error, (OSError, RuntimeError)) and fault_errno(error) in WRITE_FAULTS:
-        return OutputError(target, describe_fault(error), direct)
+        return OutputError(target, describe_fault(error), direct, what)
     return None
 
 

@@ -257,6 +257,10 @@ def _connected(edges: np.ndarray, chosen: np.ndarray, edge_ends: np.ndarray) -> 
     return (reached == chosen).all(axis=1)
 
 
+#: The figures a report may draw (`--png DIR` writes DIR/NAME.png; confidence where the run has candidates).
+FIGURES = ("tree", "coverage", "scores", "confidence")
+
+
 @dataclass
 class Report:
     """The figures (name -> PNG bytes) and HTML of one run."""
@@ -294,6 +298,7 @@ def build_report(path: str | os.PathLike, max_tips: int = DEFAULT_MAX_TIPS) -> R
     if confidence is not None:
         drawn["confidence"] = figures.confidence_figure(confidence.gap, confidence.n_close, confidence.connected,
                                                         confidence.margin, confidence.k)
+    assert set(drawn) <= set(FIGURES), "a figure missing from FIGURES escapes the output checks (cli)"
     report = Report({name: figures.png_bytes(figure) for name, figure in drawn.items()})
     outlier_reads = np.bincount(run.best_edge[group == 1], minlength=tree.n_edges)
     report.html = _html(run, tree, edge_reads, outlier_reads, display.hidden, outliers, confidence, report.figures)

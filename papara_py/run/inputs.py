@@ -18,6 +18,7 @@ from papara_py.cluster.shards import Shard
 from papara_py.engine.strand import ReferenceKmers, mode_for
 from papara_py.errors import InputError
 from papara_py.io.checksums import Digest
+from papara_py.io.export_names import ReadNames, check_reference_names
 from papara_py.io.inputs import iter_read_chunks, match_tips, read_alignment, read_tree
 from papara_py.io.read_stream import ReadStream
 from papara_py.io.reads import ReadChunk
@@ -34,7 +35,8 @@ class ReadsFile:
     """The reads the run aligns, as checked chunks (io/inputs.iter_read_chunks, for a ReadStream):
     those of the reads file, then the alignment taxa absent from the tree (gaps removed, DESIGN 9).
 
-    A read named like a reference taxon is refused (exports would hold two rows of that name).
+    A read named like a reference taxon, or that the exports would rename, is refused as its chunk
+    is parsed, before its batch is scored (io/export_names.py).
     With a shard, every read is still parsed and validated (so bad input fails every shard alike)
     but only the shard's slice is kept (papara_py/cluster/shards.py). `total`: the reads of the
     file parsed so far, kept or not (all of them once the iteration ends).
@@ -51,20 +53,9 @@ class ReadsFile:
             self.total += parsed
 
     def _checked(self) -> Iterator[ReadChunk]:
-        alignment = self.alignment
-        extra_names = {alignment.names[row] for row in self.extra_rows}
-        reference_names = set(alignment.names)
-        for chunk in iter_read_chunks(self.path, self.digest, alignment.alphabet):
-            if not extra_names.isdisjoint(chunk.names):
-                name = next(name for name in chunk.names if name in extra_names)
-                raise InputError(alignment.path, f"taxon {name!r} is not in the tree and its name is "
-                                 f"also a read name in {self.path}; rename one of them",
-                                 where=f"sequence {name!r}")
-            if not reference_names.isdisjoint(chunk.names):  # exports would hold two rows of that name
-                q = next(q for q, name in enumerate(chunk.names) if name in reference_names)
-                raise InputError(self.path, f"the read {chunk.names[q]!r} has the name of a reference taxon of "
-                                 f"{alignment.path}; read names must differ from the reference's: rename it",
-                                 where=f"line {chunk.lines[q]}")
+        names = ReadNames(self.alignment, self.extra_rows, self.path)  # names the exports can write
+        for chunk in iter_read_chunks(self.path, self.digest, self.alignment.alphabet):
+            names.check(chunk.names, chunk.lines)
             yield chunk
 
     def _extra_taxa(self) -> ReadChunk:
@@ -124,6 +115,7 @@ def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]
         params.second().check_fits_int32(alignment.rows.shape[1] - 1, "--mismatch/--cgap (doubled by --second-model)")
     edge_tree = EdgeTree.from_dendropy(tree)
     match = match_tips(edge_tree.tip_names, alignment, config.tree)
+    check_reference_names(alignment, match.extra)  # two taxa the exports would name alike
     reads_file, reads = _open_reads(config, alignment, match.extra, digests["reads"])
     timings["input"] = time.perf_counter() - started
     if match.extra:

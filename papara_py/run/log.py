@@ -9,8 +9,12 @@
   keeps the short notices a person reads while waiting; the log keeps what a bug report or a
   methods section needs: the version and command line, each input with its size and SHA-256, the
   threads and devices used and why, each batch as it finishes, the phases' times, warnings, and
-  the result or the error. Lines are flushed as they are written, so the log of a killed run is
-  complete up to its last event. An existing log is appended to, never replaced.
+  the result or the error. Each line is written as it comes (unbuffered), so the log of a killed
+  run is complete up to its last event. An existing log is appended to, never replaced.
+  A write fault (a full disk, `--log /dev/full`) is an output fault like any other (exit status
+  3, one paragraph naming the log file): the handler, called from any of the run's threads, keeps
+  the first fault and writes no more; the run raises it at its next check (`RunLog.check`: before
+  any work, after each batch written and before each run file is committed, and at the end).
 - `messages_on_stderr`: the command line's handler (notices, `--quiet`, `--verbose`).
 
 A program using the Python API sees the notices by configuring logging, e.g.
@@ -19,6 +23,7 @@ A program using the Python API sees the notices by configuring logging, e.g.
 
 from __future__ import annotations
 
+import errno
 import logging
 import sys
 from collections.abc import Iterator
@@ -27,16 +32,103 @@ from datetime import datetime, timezone
 
 from tqdm import tqdm
 
+from papara_py.errors import OutputError
+from papara_py.io.outputs import describe_fault
+
 LOGGER = logging.getLogger("papara_py")
 #: The attribute that marks a record for the run log only (never shown on stderr).
 LOG_ONLY = "papara_log_only"
 
 
-class Reporter:
-    """The runner's messages (on the "papara_py" logger) and its progress bars (`progress`)."""
+class _LogFile(logging.Handler):
+    """Lines "TIMESTAMP LEVEL message" (INFO for notices, details and records) appended to a file,
+    unbuffered; the first write fault is kept (`fault`) and nothing more is written."""
 
-    def __init__(self, progress: bool = False) -> None:
+    def __init__(self, path: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.path = path
+        self.fault: OutputError | None = None
+        try:
+            self._file = open(path, "ab", buffering=0)
+        except OSError as error:
+            raise self._fault(error) from None
+
+    def _fault(self, error: OSError) -> OutputError:
+        return OutputError(self.path, describe_fault(error), direct=True, what="the log file")
+
+    def emit(self, record: logging.LogRecord) -> None:  # called with the handler's lock held
+        if self._file is None:
+            return
+        stamp = datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds")
+        level = record.levelname if record.levelno >= logging.WARNING else "INFO"
+        line = memoryview(f"{stamp} {level:<7} {record.getMessage()}\n".encode("utf-8"))
+        try:
+            while line:
+                written = self._file.write(line)
+                if not written:
+                    raise OSError(errno.EIO, "the file system accepted no bytes")
+                line = line[written:]
+        except OSError as error:
+            self.fault = self._fault(error)
+            self._close()
+
+    def close(self) -> None:
+        self.acquire()
+        try:
+            self._close()
+        finally:
+            self.release()
+        super().close()
+
+    def _close(self) -> None:
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError:
+                pass
+            self._file = None
+
+
+class RunLog:
+    """`--log FILE` for one run: every message of the "papara_py" logger appended to FILE, from
+    construction to `close` (nowhere, without a path). An unwritable FILE is an OutputError."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self._handler = _LogFile(path) if path else None
+        self._level = LOGGER.level
+        if self._handler is not None:
+            LOGGER.addHandler(self._handler)
+            if LOGGER.getEffectiveLevel() > logging.DEBUG:
+                LOGGER.setLevel(logging.DEBUG)  # every message reaches the file; the other handlers keep their levels
+
+    @property
+    def fault(self) -> OutputError | None:
+        return self._handler.fault if self._handler is not None else None
+
+    def error(self, message: str) -> None:
+        """How the run ended, for the log only (the caller reports the error itself)."""
+        LOGGER.error(message, extra={LOG_ONLY: True})
+
+    def check(self) -> None:
+        """Raise the log's write fault, if it had one (OutputError)."""
+        if self.fault is not None:
+            raise self.fault
+
+    def close(self) -> None:
+        if self._handler is not None:
+            LOGGER.removeHandler(self._handler)
+            self._handler.close()
+            LOGGER.setLevel(self._level)
+
+
+class Reporter:
+    """The runner's messages (on the "papara_py" logger), its run log (`log`, for its checks) and
+    its progress bars (`progress`)."""
+
+    def __init__(self, progress: bool = False, log: RunLog | None = None) -> None:
         self.progress = progress
+        self.log = log or RunLog(None)
 
     def notice(self, message: str) -> None:
         """A short line for the person at the terminal (and the log)."""
@@ -58,43 +150,6 @@ class Reporter:
         """A progress bar on stderr where the caller asked for them (quiet off a tty), else none."""
         return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, leave=False,
                     disable=None if self.progress else True, dynamic_ncols=True)
-
-
-class _LineFormatter(logging.Formatter):
-    """TIMESTAMP LEVEL message: the run log's lines (INFO for notices, details and records)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        stamp = datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds")
-        level = record.levelname if record.levelno >= logging.WARNING else "INFO"
-        return f"{stamp} {level:<7} {record.getMessage()}"
-
-
-class RunLog:
-    """`--log FILE` for one run: a handler appending every message of the "papara_py" logger to
-    FILE, from construction to `close` (nowhere, without a path)."""
-
-    def __init__(self, path: str | None) -> None:
-        self.path = path
-        self._handler: logging.Handler | None = None
-        self._level = LOGGER.level
-        if path:
-            self._handler = logging.FileHandler(path, mode="a", encoding="utf-8")
-            self._handler.setLevel(logging.DEBUG)
-            self._handler.setFormatter(_LineFormatter())
-            LOGGER.addHandler(self._handler)
-            if LOGGER.getEffectiveLevel() > logging.DEBUG:
-                LOGGER.setLevel(logging.DEBUG)  # every message reaches the file; the other handlers keep their levels
-
-    def error(self, message: str) -> None:
-        """How the run ended, for the log only (the caller reports the error itself)."""
-        LOGGER.error(message, extra={LOG_ONLY: True})
-
-    def close(self) -> None:
-        if self._handler is not None:
-            LOGGER.removeHandler(self._handler)
-            self._handler.close()
-            self._handler = None
-            LOGGER.setLevel(self._level)
 
 
 class _StderrFormatter(logging.Formatter):

@@ -378,13 +378,14 @@ def _unknown(key: str, table: Mapping[str, Option]) -> str:
 def run_config(values: Mapping[str, Any], *, tree: str, alignment: str, reads: Sequence[str], output: str | None,
                outdir: str | None, command_line: str, progress: bool = False) -> RunConfig:
     """The runner's RunConfig from the checked option `values` (`option_values`, or the command
-    line's) and the inputs, after the checks that come before any work: PAPARA_LANES, the samples'
-    outputs (io/outputs.check_output: not an input, writable, temporaries of killed runs removed)
-    and --log's. `progress`: progress bars on stderr (the command line's)."""
+    line's) and the inputs, after the checks that come before any work: PAPARA_LANES, and every output (the run files,
+    --log) against the inputs and the other outputs (io/output_roles.check_roles; temporaries of
+    killed runs removed, with a notice). `progress`: progress bars on stderr (the command line's)."""
     from papara_py.cluster.shards import resolve_shard
     from papara_py.engine.cpus import available_cpus
     from papara_py.engine.guided import INITIAL_CLUSTERS, GuidedOptions
-    from papara_py.io.outputs import check_output
+    from papara_py.io.output_roles import check_roles
+    from papara_py.io.outputs import log_notice
     from papara_py.run.config import RunConfig
     from papara_py.run.samples import samples_in
 
@@ -393,12 +394,11 @@ def run_config(values: Mapping[str, Any], *, tree: str, alignment: str, reads: S
 
         default_lane_width()
     samples = samples_in(list(reads), output, outdir)
-    inputs = [("tree", tree), ("alignment", alignment), ("profiles", values["profiles"])]
-    inputs += [("reads", sample.reads) for sample in samples]
-    for sample in samples:
-        check_output(sample.output, inputs)
-    if values["log"] is not None:
-        check_output(values["log"], inputs + [("output", sample.output) for sample in samples], option="--log")
+    runs = {sample.reads: sample.output for sample in samples}
+    check_roles("papara-py", {"run": None if outdir else samples[0].output, "samples": runs if outdir else None,
+                              "log": values["log"]},
+                {"tree": tree, "alignment": alignment, "profiles": values["profiles"],
+                 "reads": {reads: reads for reads in runs}}, notice=log_notice)
     threads, threads_source = (values["threads"], "--threads") if values["threads"] else available_cpus()
     return RunConfig(
         tree=tree, alignment=alignment, reads=samples[0].reads, output=samples[0].output,

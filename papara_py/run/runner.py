@@ -37,14 +37,17 @@ def run(config: RunConfig) -> list[RunSummary]:
     several samples: none but those of the samples complete before it failed, which are kept and
     named in a notice). Returns each sample's summary, in order."""
     log = RunLog(config.log)
-    reporter = Reporter(config.progress)
+    reporter = Reporter(config.progress, log)
     reporter.record(f"papara-py {__version__}: {config.command_line or 'papara_py.run.runner.run'}")
     reporter.record(f"threads: {config.threads} ({config.threads_source})")
     switch = sys.getswitchinterval()
     sys.setswitchinterval(min(switch, GIL_SWITCH_SECONDS))
     samples: list[SampleRun] = []
     try:
-        return _run(config, reporter, samples)
+        log.check()  # a log that cannot be written (--log /dev/full) stops the run before any work
+        summaries = _run(config, reporter, samples)
+        log.check()
+        return summaries
     except BaseException as error:  # the log says how the run ended, whatever ended it
         log.error(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
         kept = [sample.config.output for sample in samples if sample.complete]
@@ -53,8 +56,8 @@ def run(config: RunConfig) -> list[RunSummary]:
         if kept:  # several samples: the CLI's "no output written" would not be the whole truth
             lost = len(config.samples) - len(kept)
             reporter.notice(f"kept the run file{'s' * (len(kept) > 1)} of the {len(kept)} sample"
-                            f"{'s' * (len(kept) > 1)} complete before the run stopped ({', '.join(kept)}); "
-                            f"the other {lost} {'were' if lost > 1 else 'was'} not written")
+                            f"{'s' * (len(kept) > 1)} complete before the run stopped ({', '.join(kept)})"
+                            + (f"; the other {lost} {'were' if lost > 1 else 'was'} not written" if lost else ""))
             error.papara_kept = kept
         raise
     finally:

@@ -214,6 +214,7 @@ class ScoreTraceWrite:
         self.reporter.record(f"{sample.label}, batch {sample.written}: rows {stretch.first + 1}-{stretch.end}, "
                              f"{len(stretch.alignable)} reads aligned, "
                              f"{time.perf_counter() - self.run_started:.2f} s into the run")
+        self.reporter.log.check()  # a log fault stops the run at once, as the run file's would
         if sample.all_stretches_made(sample.written):
             self._finish(sample)
 

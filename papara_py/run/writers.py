@@ -74,6 +74,7 @@ def commit_sample(sample: SampleRun, profiles: EdgeProfiles, devices: Devices, w
                             | ({"sample": {"number": sample.number, "of": sample.count}} if sample.count > 1 else {}))
     timings["total"] = time.perf_counter() - run_started
     writer.write_run_record({"timings_seconds": timings})
+    reporter.log.check()  # no run file is committed after a log fault
     sample.commit()
     reporter.record(f"{sample.label}: phases (s): "
                     + ", ".join(f"{name} {seconds:.3f}" for name, seconds in timings.items())
