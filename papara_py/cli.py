@@ -40,6 +40,7 @@ Other commands:
   papara-py prepare -t TREE -s REF -o PROFILES.h5      edge profiles once, for every shard (--profiles)
   papara-py merge SHARD.h5... -o RUN.h5                 shards of an array job -> one run file
   papara-py report RUN.h5 -o REPORT.html [--png DIR]    the run at a glance: tree, coverage, fit
+  papara-py example DIR      write the bundled examples to DIR/example (DNA) and DIR/protein
 """
 
 _EPILOG = """\
@@ -437,9 +438,21 @@ def _report(argv: list[str]) -> int:
     return 0
 
 
+def _example(argv: list[str]) -> int:
+    from papara_py import examples
+
+    parser = argparse.ArgumentParser(prog="papara-py example", description=(
+        "Write the bundled examples (simulated DNA and protein sets: tree, alignment, reads, the truth) into "
+        "DIR/example and DIR/protein, as the repository's data/ folder holds them."))
+    parser.add_argument("directory", metavar="DIR", help="where DIR/example (DNA) and DIR/protein go")
+    for path in examples.write(parser.parse_args(argv).directory):
+        print(path)
+    return 0
+
+
 SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {"export": _export, "devices": _devices,
                                                       "prepare": _prepare, "merge": _merge,
-                                                      "report": _report}
+                                                      "report": _report, "example": _example}
 
 
 @contextmanager

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "papara_py"
 
 #: A module may import from its own layer or a lower one. The subpackages' docstrings say the same.
 LAYER = {
-    "errors": 0, "kernels": 0,
+    "errors": 0, "kernels": 0, "examples": 0,
     "phylo": 1,
     "io": 2,
     "pairwise": 3,

@@ -21,11 +21,37 @@ PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
 def test_every_subpackage_is_packaged():
-    """A subpackage missing from [tool.setuptools] packages is missing from the wheel."""
+    """A subpackage missing from [tool.setuptools] packages is missing from the wheel; so is a
+    folder of the bundled examples (papara_py/data, a link to data/, as kernels is to kernels/)."""
     on_disk = {".".join(Path(folder).relative_to(ROOT).parts)
                for folder, _, names in os.walk(ROOT / "papara_py", followlinks=True)  # kernels: a link
                if "__init__.py" in names}
-    assert set(PROJECT["tool"]["setuptools"]["packages"]) == on_disk
+    examples = {f"papara_py.data.{name}" for name in ("example", "protein")}
+    assert set(PROJECT["tool"]["setuptools"]["packages"]) == on_disk | examples
+    assert all(PROJECT["tool"]["setuptools"]["package-data"][name] == ["*"] for name in examples)
+    assert (ROOT / "papara_py" / "data").resolve() == (ROOT / "data").resolve()
+
+
+def test_the_examples_are_package_data(tmp_path):
+    """`papara_py.examples.write` (`papara-py example DIR`) gives DIR/example and DIR/protein as the
+    repository's data/ holds them, from the installed package (or this tree); it refuses to
+    overwrite a file that differs, and leaves an equal one alone."""
+    from papara_py import examples
+
+    written = examples.write(tmp_path)
+    for name in ("example", "protein"):
+        expected = sorted(p.name for p in (ROOT / "data" / name).iterdir() if p.is_file())
+        assert sorted(p.name for p in (tmp_path / name).iterdir()) == expected
+        assert all((tmp_path / name / f).read_bytes() == (ROOT / "data" / name / f).read_bytes() for f in expected)
+    assert len(written) == sum(1 for _ in (ROOT / "data").glob("*/*"))
+    assert examples.write(tmp_path) == written  # equal files: nothing to refuse
+    (tmp_path / "example" / "tree.nwk").write_text("(a,b,c);\n")
+    with pytest.raises(FileExistsError, match="tree.nwk exists with other content"):
+        examples.write(tmp_path)
+    examples.write(tmp_path, ("example",), overwrite=True)
+    assert (tmp_path / "example" / "tree.nwk").read_bytes() == (ROOT / "data" / "example" / "tree.nwk").read_bytes()
+    with pytest.raises(ValueError, match="no bundled example 'rna'"):
+        examples.source("rna")
 
 
 def test_the_kernels_are_package_data():
