@@ -9,6 +9,7 @@ with status 130, SIGTERM and SIGHUP (a batch system's time limit or preemption) 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shlex
 import signal
@@ -41,6 +42,7 @@ Other commands:
   papara-py merge SHARD.h5... -o RUN.h5                 shards of an array job -> one run file
   papara-py report RUN.h5 -o REPORT.html [--png DIR]    the run at a glance: tree, coverage, fit
   papara-py example DIR      write the bundled examples to DIR/example (DNA) and DIR/protein
+  papara-py warm-up          compile numba's kernels for this CPU ahead of the first run
 """
 
 _EPILOG = """\
@@ -279,9 +281,10 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
 
 
 def _main_job(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)  # --help answers before the pipeline (numba, h5py) is imported
     from papara_py.pipeline import run
 
-    run(main_job_config(build_parser().parse_args(argv), shlex.join(["papara-py", *argv])))
+    run(main_job_config(args, shlex.join(["papara-py", *argv])))
     return 0
 
 
@@ -383,8 +386,6 @@ def _devices(argv: list[str]) -> int:
 
 
 def _prepare(argv: list[str]) -> int:
-    from papara_py.cluster.prepared import prepare
-
     parser = argparse.ArgumentParser(
         prog="papara-py prepare",
         description="Compute the edge profiles of a tree and alignment once, for every shard of an array job "
@@ -392,6 +393,8 @@ def _prepare(argv: list[str]) -> int:
     _add_reference(parser)
     _add_output(parser, "PROFILES.h5", "the edge profiles (HDF5)")
     args = parser.parse_args(argv)
+    from papara_py.cluster.prepared import prepare  # after --help: dendropy, h5py
+
     _check_output_path(args.output, [("tree", args.tree), ("alignment", args.alignment)])
     edges = prepare(args.tree, args.alignment, args.output, shlex.join(["papara-py", "prepare", *argv]),
                     args.alphabet)
@@ -450,9 +453,22 @@ def _example(argv: list[str]) -> int:
     return 0
 
 
+def _warm_up(argv: list[str]) -> int:
+    from papara_py.warmup import warm_up
+
+    argparse.ArgumentParser(prog="papara-py warm-up", description=(
+        "Compile numba's kernels for this CPU now (a DNA and a protein run's, by aligning the bundled examples), "
+        "so that the first real run does not wait for them; a container build runs this.")).parse_args(argv)
+    done = warm_up()
+    print(f"papara-py: kernels ready for this CPU in {done.total:.1f} s "
+          + (f"({done.compiled} functions compiled)" if done.compiled else "(all from numba's cache)"), file=sys.stderr)
+    return 0
+
+
 SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {"export": _export, "devices": _devices,
                                                       "prepare": _prepare, "merge": _merge,
-                                                      "report": _report, "example": _example}
+                                                      "report": _report, "example": _example,
+                                                      "warm-up": _warm_up}
 
 
 @contextmanager
@@ -504,9 +520,22 @@ def _kept(error: BaseException) -> list[str]:
     return getattr(error, "papara_kept", [])
 
 
+def _log_to_stderr(argv: list[str]) -> None:
+    """The library's notices (logger "papara_py": engine/compile_watch.py's compile notice) on stderr as
+    "papara-py: ..." lines, unless -q/--quiet; once per process."""
+    logger = logging.getLogger("papara_py")
+    if not any(getattr(handler, "papara_cli", False) for handler in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("papara-py: %(message)s"))
+        handler.papara_cli = True
+        logger.addHandler(handler)
+    logger.setLevel(logging.WARNING if {"-q", "--quiet"} & set(argv) else logging.INFO)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line `argv`; returns the exit status (README: Exit statuses)."""
     argv = sys.argv[1:] if argv is None else argv
+    _log_to_stderr(argv)
     command = SUBCOMMANDS.get(argv[0]) if argv else None
     try:
         with _terminating_signals_raise():

@@ -33,6 +33,7 @@ import numpy as np
 from papara_py import __version__
 from papara_py.cluster.prepared import EdgeProfiles, open_prepared
 from papara_py.cluster.shards import Shard
+from papara_py.engine.compile_watch import watch_compiles
 from papara_py.engine.cpu import default_lane_width
 from papara_py.engine.guided import GuidedOptions, GuidedSearch, SearchStats
 from papara_py.engine.layout import block_count
@@ -461,7 +462,8 @@ def run(config: RunConfig) -> list[RunSummary]:
     sys.setswitchinterval(min(switch, GIL_SWITCH_SECONDS))
     samples: list[SampleRun] = []
     try:
-        return _run(config, reporter, samples)
+        with watch_compiles():  # a run that must compile numba's kernels says so (engine/compile_watch.py)
+            return _run(config, reporter, samples)
     except BaseException as error:  # the log says how the run ended, whatever ended it
         log.write("ERROR", f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
         kept = [sample.config.output for sample in samples if sample.complete]

@@ -18,7 +18,7 @@ LAYER = {
     "io": 2,
     "pairwise": 3,
     "engine": 4, "cluster": 4, "report": 4,
-    "pipeline": 5, "run_log": 5, "samples": 5,
+    "pipeline": 5, "run_log": 5, "samples": 5, "warmup": 5,
     "cli": 6, "__main__": 6,
     "api": 7,  # the Python API parses its options with the CLI's parser (one definition)
     "__init__": 8,

@@ -43,8 +43,8 @@ from papara_py.pairwise.choice import (
 )
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.reference_scorer import INF64, column_penalties, diagonal_cost
-from papara_py.phylo.column_costs import read_cost_row
-from papara_py.phylo.encoding import Alphabet, state_mask_of
+from papara_py.phylo.encoding import Alphabet
+from papara_py.phylo.jit import read_cost_row, state_mask_of
 from papara_py.phylo.residues import GAP_RESIDUE, residue_index_table
 
 #: Columns the programme may use beyond the chosen alignment's first and last placed column.

@@ -19,6 +19,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,8 +27,9 @@ from papara_py.errors import InputError
 from papara_py.io.outputs import atomic_path
 from papara_py.io.run_file import RunFile
 from papara_py.phylo.encoding import IS_GAP
-from papara_py.report import figures
-from papara_py.report.tree_drawing import NumberedTree
+
+if TYPE_CHECKING:  # matplotlib and Bio.Phylo are imported when a report is built, not with this module
+    from papara_py.report.tree_drawing import NumberedTree
 
 #: Rows of the tree drawing; larger trees are collapsed to this many (see NumberedTree.display).
 DEFAULT_MAX_TIPS = 150
@@ -271,6 +273,9 @@ def build_report(path: str | os.PathLike, max_tips: int = DEFAULT_MAX_TIPS) -> R
     Outliers are left out of the tree, the coverage's main series and the confidence figure:
     their best branch and alignment say little when the read fits no branch well.
     """
+    from papara_py.report import figures
+    from papara_py.report.tree_drawing import NumberedTree
+
     run = load_run(path)
     tree = NumberedTree(run.newick_numbered, run.path)
     aligned = run.aligned
