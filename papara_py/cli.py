@@ -28,9 +28,10 @@ EXIT_INTERRUPTED = 130
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 _DESCRIPTION = """\
-Align short reads (FASTA/FASTQ, optionally gzipped) to a reference alignment (PHYLIP or FASTA)
-the phylogeny-aware way (PaPaRa): every read is aligned against the ancestral parsimony profile of
-every branch of the reference tree (Newick) and the best branch wins. The result is an HDF5 file
+Align short reads (FASTA/FASTQ, plain, gzip, bzip2 or xz) to a reference alignment (PHYLIP, FASTA,
+Stockholm or Clustal) the phylogeny-aware way (PaPaRa): every read is aligned against the ancestral
+parsimony profile of every branch of the reference tree (Newick) and the best branch wins. The
+result is an HDF5 file
 with each read's alignment in reference columns, its best branch and score, and its next-best
 candidate branches; `papara-py export` turns it into an extended PHYLIP/FASTA alignment, an
 EPA-ng query file or a jplace placement file.
@@ -135,7 +136,7 @@ def _add_reference(group) -> None:
     group.add_argument("-t", "--tree", required=True, metavar="TREE.nwk",
                        help="reference tree (Newick); its tips must all be in the alignment")
     group.add_argument("-s", "--alignment", required=True, metavar="REF.phy",
-                       help="reference alignment (PHYLIP or FASTA, detected from the content)")
+                       help="reference alignment (PHYLIP, FASTA, Stockholm or Clustal, detected from the content)")
     group.add_argument("--alphabet", choices=ALPHABET_CHOICES, default="auto",
                        help=f"dna (nucleotides, IUPAC codes) or protein (amino acids); auto: protein when fewer "
                             f"than {NUCLEOTIDE_SHARE * 100:.0f}%% of the alignment's residues are A, C, G, T, U or N "
@@ -157,7 +158,7 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
     inputs = parser.add_argument_group("inputs and output")
     _add_reference(inputs)
     inputs.add_argument("-r", "--reads", required=True, nargs="+", metavar="READS.fa",
-                        help="reads to align (FASTA or FASTQ, plain or gzipped); several files (samples) are "
+                        help="reads to align (FASTA or FASTQ, plain, gzip, bzip2 or xz); several files (samples) are "
                              "aligned in one run, each into its own run file in --outdir")
     inputs.add_argument("-o", "--output", default=None, metavar="RUN.h5",
                         help="HDF5 output file; written atomically (default: papara.h5)")
