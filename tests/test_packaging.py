@@ -63,8 +63,13 @@ def test_the_kernels_are_package_data():
 
 
 def test_licence_gpl3_or_later():
+    """The licence as the `License` field and the classifier, which `pip show` and PyPI show with
+    every pip (setuptools below 77: pyproject.toml's build-system says why)."""
     project = PROJECT["project"]
-    assert project["license"] == "GPL-3.0-or-later" and project["license-files"] == ["LICENSE"]
+    assert project["license"] == {"text": "GPL-3.0-or-later"}
+    assert PROJECT["tool"]["setuptools"]["license-files"] == ["LICENSE"]
+    assert "License :: OSI Approved :: GNU General Public License v3 or later (GPLv3+)" in project["classifiers"]
+    assert any(re.fullmatch(r"setuptools>=\d+,<77", r) for r in PROJECT["build-system"]["requires"])
     text = (ROOT / "LICENSE").read_text()
     assert text.split("\n", 3)[:2] == ["                    GNU GENERAL PUBLIC LICENSE",
                                        "                       Version 3, 29 June 2007"]
@@ -79,15 +84,38 @@ def test_metadata_users_expect():
     assert versions and min(versions, key=lambda v: tuple(map(int, v.split(".")))) == "3.10"
     assert "Topic :: Scientific/Engineering :: Bio-Informatics" in project["classifiers"]
     assert project["scripts"] == {"papara-py": "papara_py.cli:main"}
-    assert set(project["optional-dependencies"]) == {"test", "pocl", "workflow"}
+    assert set(project["optional-dependencies"]) == {"test", "gpu", "pocl", "workflow"}
     assert any("10.1093/bioinformatics/btr320" in url for url in project["urls"].values())
+
+
+def test_opencl_is_an_extra():
+    """pyopencl only with the `gpu` (or `pocl`) extra: a CPU-only install needs no OpenCL."""
+    project = PROJECT["project"]
+    assert not any(d.startswith("pyopencl") for d in project["dependencies"])
+    extras = project["optional-dependencies"]
+    assert extras["gpu"] == ["pyopencl>=2023.1"]
+    assert set(extras["gpu"]) <= set(extras["pocl"]) and any(d.startswith("pocl-binary") for d in extras["pocl"])
+
+
+def test_project_urls_agree():
+    """The project's URLs (a placeholder GitHub organisation until it has a public home) are one
+    home, in pyproject.toml, CITATION.cff and the recipe."""
+    urls = PROJECT["project"]["urls"]
+    home = urls["Homepage"]
+    assert set(urls) >= {"Homepage", "Source", "Issues", "Documentation", "Changelog"}
+    assert urls["Source"] == home and urls["Issues"] == f"{home}/issues"
+    assert urls["Documentation"] == f"{home}/tree/main/docs" and urls["Changelog"] == f"{home}/blob/main/CHANGELOG.md"
+    cff = (ROOT / "CITATION.cff").read_text()
+    assert re.search(r"^repository-code: (\S+)$", cff, re.M).group(1) == home
+    assert re.search(r"^url: (\S+)$", cff, re.M).group(1) == home
+    assert f'{{% set home = "{home}" %}}' in (ROOT / "recipe" / "meta.yaml").read_text()
 
 
 def test_citation_names_the_papers_and_this_version():
     cff = (ROOT / "CITATION.cff").read_text()
     assert re.search(r"^cff-version: 1\.2\.0$", cff, re.M)
     assert re.search(r"^version: (\S+)$", cff, re.M).group(1) == __version__
-    assert re.search(r"^license: (\S+)$", cff, re.M).group(1) == PROJECT["project"]["license"]
+    assert re.search(r"^license: (\S+)$", cff, re.M).group(1) == PROJECT["project"]["license"]["text"]
     for doi, title in (("10.1093/bioinformatics/btr320", "Aligning short reads to reference alignments and trees"),
                        ("10.1186/1471-2105-13-196", "Coupling SIMD and SIMT architectures")):
         assert f"doi: {doi}" in cff and title in cff
@@ -101,5 +129,5 @@ def test_the_sdist_carries_what_the_tests_read():
              if line.strip() and not line.startswith("#")]
     grafted = {words[1] for words in lines if words[0] == "graft"}
     included = {name for words in lines if words[0] == "include" for name in words[1:]}
-    assert {"tests", "data", "scripts", "docs", "workflow"} <= grafted
-    assert {"LICENSE", "CITATION.cff", "README.md"} <= included
+    assert {"tests", "data", "scripts", "docs", "workflow", "recipe"} <= grafted
+    assert {"LICENSE", "CITATION.cff", "README.md", "Dockerfile", ".dockerignore"} <= included
