@@ -31,10 +31,9 @@ _DESCRIPTION = """\
 Align short reads (FASTA/FASTQ, plain, gzip, bzip2 or xz) to a reference alignment (PHYLIP, FASTA,
 Stockholm or Clustal) the phylogeny-aware way (PaPaRa): every read is aligned against the ancestral
 parsimony profile of every branch of the reference tree (Newick) and the best branch wins. The
-result is an HDF5 file
-with each read's alignment in reference columns, its best branch and score, and its next-best
-candidate branches; `papara-py export` turns it into an extended PHYLIP/FASTA alignment, an
-EPA-ng query file or a jplace placement file.
+result is an HDF5 file with each read's alignment in reference columns, its best branch and score,
+and its next-best candidate branches; `papara-py export` turns it into an extended PHYLIP/FASTA
+alignment, an EPA-ng query file or a jplace placement file.
 
 Other commands:
   papara-py export RUN.h5 --format phylip|fasta|epa|jplace -o FILE   (epa: or --outdir DIR, EPA-ng's pair)
@@ -521,14 +520,30 @@ def _kept(error: BaseException) -> list[str]:
     return getattr(error, "papara_kept", [])
 
 
+class _StderrHandler(logging.StreamHandler):
+    """A handler writing to whatever sys.stderr is when a record comes (a caller may redirect it)."""
+
+    papara_cli = True
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
 def _log_to_stderr(argv: list[str]) -> None:
     """The library's notices (logger "papara_py": engine/compile_watch.py's compile notice) on stderr as
     "papara-py: ..." lines, unless -q/--quiet; once per process."""
     logger = logging.getLogger("papara_py")
-    if not any(getattr(handler, "papara_cli", False) for handler in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
+    if not any(isinstance(handler, _StderrHandler) for handler in logger.handlers):
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("papara-py: %(message)s"))
-        handler.papara_cli = True
         logger.addHandler(handler)
     logger.setLevel(logging.WARNING if {"-q", "--quiet"} & set(argv) else logging.INFO)
 
