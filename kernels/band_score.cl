@@ -484,9 +484,11 @@ inline void load_residues(global const code_t *read, cell_t *B, cell_t *BH)
  *     virtual rows' cost); TABLE_OPEN, TABLE_EXTEND: OE_i and E_i per half. The last ROWS - 1
  *     columns are zero.
  *   SEL[r] = the byte offset of the row's entry (4 units times its state), so a cell pair's cost
- *   is one load at the column's entry 0 + SEL[r]: a warp's 32 work-items read one 128-byte line (their read, so their entry, is the same), from
- *   L1 after the first of the group's reads. No byte limit on the costs (DNA's lookup words need
- *   cgap + mismatch <= 127), and the last stripe is whole with virtual rows in both alphabets.
+ *   is one load at the column's entry 0 + SEL[r]: a warp's 32 work-items read one 128-byte line
+ *   (they hold one read, so one entry), from L1 after the first of the group's reads. No byte
+ *   limit on the costs (DNA's lookup words need cgap + mismatch <= 127), and the last stripe is
+ *   whole with virtual rows in both alphabets. The cost is memory: a line per cell pair from L1,
+ *   a column's lines per group of reads from L2 (BENCHMARKS.md, "The lookup path on the H200").
  */
 #if !PACKED || (PROF_BITS == 8 && COLUMN_COSTS && !LOOKUP_TABLE) || (PROF_BITS != 8 && !SPLIT)
 #error "LOOKUP is for packed lanes: 8-bit elements (DNA) without column costs, or split state sets"
@@ -517,9 +519,10 @@ typedef struct {
 #if USE_PTX
 inline uint table_entry(global const uint *costs, const uint offset)
 {
+    ulong address;
     uint v;
-    asm("{\n\t.reg .u64 a;\n\tmad.wide.u32 a, %1, 1, %2;\n\tld.global.nc.u32 %0, [a];\n\t}"
-        : "=r"(v) : "r"(offset), "l"(costs));
+    asm("mad.wide.u32 %0, %1, 1, %2;" : "=l"(address) : "r"(offset), "l"((ulong)costs));
+    asm("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(address));
     return v;
 }
 #else
@@ -541,10 +544,9 @@ inline uint residue_selector(const uint code, const int units)
 #if USE_PTX
 inline uint state_hits(const uint lo, const uint hi, const uint k)
 {
-    uint r;
-    asm("{\n\t.reg .b64 t;\n\tmov.b64 t, {%1, %2};\n\tshr.b64 t, t, %3;\n\tcvt.u32.u64 %0, t;\n\t}"
-        : "=r"(r) : "r"(lo), "r"(hi), "r"(k));
-    return r & SPLAT(1);
+    ulong r;
+    asm("shr.b64 %0, %1, %2;" : "=l"(r) : "l"(((ulong)hi << 32) | lo), "r"(k));
+    return (uint)r & SPLAT(1);
 }
 #else
 inline uint state_hits(const uint lo, const uint hi, const uint k)
