@@ -20,8 +20,9 @@ lookup path at register limits and stripe heights, protein's lookup path and its
    edges x 1,072 columns, chunks of 640 edges as the engine calls it) and "m5000" (20,000 x 100 x
    320 x 5,000). After --deadline seconds the variants left are verified only, and after
    --grace more not run (the whole call about 4 minutes on an H200).
-0. (NVIDIA) Instruction rates: fused add-min, PRMT, LOP3 and the lookup path's mix per cell pair,
-   in lanes per clock per SM: the ceiling BENCHMARKS.md's model assumes (64) checked.
+0. (NVIDIA, with --rates) Instruction rates: fused add-min, PRMT, LOP3 and the lookup path's mix
+   per cell pair, in lanes per clock per SM: the ceiling BENCHMARKS.md's model assumes (64) checked
+   (the H200 measured 58.8-62.5 on 2026-11-28).
 4. The machine code of the build timed, in a worker thread beside the timings: the driver's PTX
    (the program binary), the driver's own ptxas report (the build again with -cl-nv-verbose:
    registers, spill bytes), and where ptxas and cuobjdump are found (PATH, /usr/local/cuda/bin)
@@ -447,6 +448,7 @@ def main() -> int:
                         help="seconds after which the variants left are not timed (verified only, for "
                              "--grace seconds more)")
     parser.add_argument("--grace", type=float, default=25.0)
+    parser.add_argument("--rates", action="store_true", help="measure the instruction rates first (NVIDIA)")
     args = parser.parse_args()
     started = time.perf_counter()
     print(describe_devices(), flush=True)
@@ -459,7 +461,7 @@ def main() -> int:
     print(f"seed {seed}", flush=True)
     rng = np.random.default_rng(seed)
     rates = {}
-    if device.is_nvidia:
+    if device.is_nvidia and args.rates:
         try:
             rates = instruction_rates(device)
         except Exception as error:  # a measurement aside: report it and go on
