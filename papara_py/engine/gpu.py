@@ -98,9 +98,10 @@ SPLIT_ROWS = 13
 COST_ROWS = 16
 #: Register limit of DNA's lookup builds on NVIDIA (PTX), as -cl-nv-maxrregcount: without one
 #: ptxas takes 198 registers for the 32-row build, so 2 groups of 4 reads (8 warps) fit an SM;
-#: at 168, 3 groups (12 warps), and the lookup loops stay free of spills (the element path's head
-#: loop, run only by stripes with an ambiguity code, spills 12 words). H200, kernel GCUPS on the
-#: 'large' shape: 4,778 without, 6,548 with (BENCHMARKS.md, "The lookup path on the H200").
+#: at 168, 3 groups (12 warps), and the column loop of a full stripe stays free of spills (the
+#: last stripe's loops reload one word a column; the element path's head loop, run only by stripes
+#: with an ambiguity code, spills 12). H200, kernel GCUPS on the 'large' shape: 4,778 without, 6,548
+#: with (BENCHMARKS.md, "The lookup path on the H200").
 LOOKUP_REGISTERS = 168
 #: Register limit of protein's lookup builds on NVIDIA (None: ptxas's choice, 154 registers for the
 #: 16-row build with column costs, 12 warps per SM; 128 gives 16 warps with 4 bytes spilled outside
