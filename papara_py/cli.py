@@ -1,5 +1,5 @@
 """Command line: `papara-py -t tree -s alignment -r reads` and the commands around it
-(`papara-py export|devices|prepare|merge|report`, argparse subparsers; a misspelt command is an
+(`papara-py export|devices|prepare|merge|report|example|warm-up`, argparse subparsers; a misspelt command is an
 error naming the commands).
 
 The main job's options come from one table, papara_py/run/options.py, which the Python API's
@@ -35,15 +35,15 @@ EXIT_INTERRUPTED = 130
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 _USAGE = """papara-py -t TREE.nwk -s REF.phy -r READS.fa [-o RUN.h5] [options]
-       papara-py {export,devices,prepare,merge,report} ..."""
+       papara-py {export,devices,prepare,merge,report,example,warm-up} ..."""
 
 _DESCRIPTION = """\
-Align short reads (FASTA/FASTQ, optionally gzipped) to a reference alignment (PHYLIP or FASTA)
-the phylogeny-aware way (PaPaRa): every read is aligned against the ancestral parsimony profile of
-every branch of the reference tree (Newick) and the best branch wins. The result is an HDF5 run
-file with each read's alignment in reference columns, its best branch and score, and its next-best
-candidate branches; `papara-py export` turns it into an extended PHYLIP/FASTA alignment, an
-EPA-ng query file or a jplace placement file.
+Align short reads (FASTA/FASTQ, plain, gzip, bzip2 or xz) to a reference alignment (PHYLIP, FASTA,
+Stockholm or Clustal) the phylogeny-aware way (PaPaRa): every read is aligned against the ancestral
+parsimony profile of every branch of the reference tree (Newick) and the best branch wins. The
+result is an HDF5 run file with each read's alignment in reference columns, its best branch and
+score, and its next-best candidate branches; `papara-py export` turns it into an extended
+PHYLIP/FASTA alignment, an EPA-ng query file or a jplace placement file.
 """
 
 _COMMANDS_TEXT = """\
@@ -53,6 +53,8 @@ commands (papara-py COMMAND --help explains each):
   prepare -t TREE -s REF -o PROFILES.h5                    edge profiles once, for every shard (--profiles)
   merge SHARD.h5... -o RUN.h5                              shards of an array job -> one run file
   report RUN.h5 -o REPORT.html [--png DIR]                 the run at a glance: tree, coverage, fit
+  example DIR                                              the bundled examples into DIR/example, DIR/protein
+  warm-up                                                  numba's kernels compiled ahead of the first run
 """
 
 _EXAMPLE = """\
@@ -240,6 +242,31 @@ def _report(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: lis
     return 0
 
 
+def _example_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("directory", metavar="DIR", help="where DIR/example (DNA) and DIR/protein go")
+
+
+def _example(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    from papara_py import examples
+
+    for path in examples.write(args.directory):
+        print(path)
+    return 0
+
+
+def _warm_up_arguments(parser: argparse.ArgumentParser) -> None:
+    """None: `papara-py warm-up` takes no arguments."""
+
+
+def _warm_up(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    from papara_py.run.warmup import warm_up
+
+    done = warm_up()
+    print(f"papara-py: kernels ready for this CPU in {done.total:.1f} s "
+          + (f"({done.compiled} functions compiled)" if done.compiled else "(all from numba's cache)"), file=sys.stderr)
+    return 0
+
+
 _Command = tuple[str, str, Callable[[argparse.ArgumentParser], None],
                  Callable[[argparse.Namespace, argparse.ArgumentParser, list[str]], int]]
 #: name -> (its line in the commands list, its description, its arguments, what it runs)
@@ -262,6 +289,14 @@ COMMANDS: dict[str, _Command] = {
                "Draw a run at a glance: where on the tree the reads landed, which reference columns they cover, how "
                "well they fit (outliers listed), how sure the best branch is, and the run record; as one "
                "self-contained HTML file (-o) and/or PNG figures (--png DIR).", _report_arguments, _report),
+    "example": ("the bundled examples (DNA and protein) into a folder",
+                "Write the bundled examples (simulated DNA and protein sets: tree, alignment, reads, the truth) into "
+                "DIR/example and DIR/protein, as the repository's data/ folder holds them.",
+                _example_arguments, _example),
+    "warm-up": ("numba's kernels compiled for this CPU ahead of the first run",
+                "Compile numba's kernels for this CPU now (a DNA and a protein run's, by aligning the bundled "
+                "examples), so that the first real run does not wait for them; a container build runs this.",
+                _warm_up_arguments, _warm_up),
 }
 
 
@@ -291,10 +326,10 @@ def commands_parser(command: str | None = None) -> tuple[argparse.ArgumentParser
 
 
 def _command(argv: list[str]) -> int:
-    from papara_py.run.log import messages_on_stderr
-
     parser, subparsers = commands_parser(argv[0])
     args = parser.parse_args(argv)
+    from papara_py.run.log import messages_on_stderr
+
     with messages_on_stderr():
         return COMMANDS[args.command][3](args, subparsers[args.command], argv)
 

@@ -187,5 +187,6 @@ def place_read(residues: bytes, start: int, cigar: str, m: int, gap: int = ord("
     """
     ops = np.array([_OP_CODE[op] for length, op in parse_cigar(cigar) for _ in range(length)], np.uint8)
     row = np.full(m, gap, dtype=np.uint8)
-    place_ops(ops, start, np.frombuffer(residues, np.uint8), row)
+    # a writable array, as the kernels pass: a read-only one would compile place_ops once more
+    place_ops(ops, start, np.frombuffer(bytearray(residues), np.uint8), row)
     return row

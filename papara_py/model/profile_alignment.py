@@ -41,10 +41,10 @@ from papara_py.model.choice import (
     profile_score,
     row_weights,
 )
-from papara_py.model.column_costs import read_cost_row
 from papara_py.model.params import ScoringParams
 from papara_py.model.reference_scorer import INF64, column_penalties, diagonal_cost
-from papara_py.phylo.encoding import Alphabet, state_mask_of
+from papara_py.phylo.encoding import Alphabet
+from papara_py.phylo.jit import read_cost_row, state_mask_of
 from papara_py.phylo.residues import GAP_RESIDUE, residue_index_table
 
 #: Columns the programme may use beyond the chosen alignment's first and last placed column.

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from papara_py.model.column_costs import ColumnCosts, kernel_costs, read_cost_row
+from papara_py.model.column_costs import ColumnCosts, kernel_costs
 from papara_py.model.params import ScoringParams
 from papara_py.model.paths import (
     OP_D,
@@ -42,7 +42,8 @@ from papara_py.model.reference_scorer import (
     opening_cost,
     profile_near,
 )
-from papara_py.phylo.encoding import alphabet_of, state_mask_of
+from papara_py.phylo.encoding import alphabet_of
+from papara_py.phylo.jit import read_cost_row, state_mask_of
 from papara_py.phylo.residues import nearest_marks, residue_index_table
 
 
@@ -151,7 +152,7 @@ def _align_many(codes, residues, offsets, edge_slot, profiles, near, p, costs, b
     D_buffer = np.empty(cells, np.int64)
     marks = np.empty(m, np.uint32)
     marked = -1  # the pair whose tips `marks` now holds (-1: none yet)
-    pos = 0
+    pos = np.int64(0)  # not a literal 0: numba would compile encode_cigar for that type as well
     for r in range(offsets.shape[0] - 1):
         a, b = offsets[r], offsets[r + 1]
         slot = edge_slot[r]
@@ -207,7 +208,7 @@ def align_many(codes: np.ndarray, residues: np.ndarray, offsets: np.ndarray, edg
 def _finish_walks(walks, walk_lengths, starts, residues, offsets, rows, cigar_bytes, cigar_ends):
     """`_align_many`'s placement and CIGARs for paths walked elsewhere: read r's ops are
     walks[r, :walk_lengths[r]] in walk order (the path's last op first)."""
-    pos = 0
+    pos = np.int64(0)  # as in _align_many
     for r in range(offsets.shape[0] - 1):
         ops = walks[r, :walk_lengths[r]][::-1].copy()
         place_ops(ops, starts[r], residues[offsets[r]:offsets[r + 1]], rows[r])

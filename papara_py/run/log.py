@@ -15,7 +15,8 @@
   3, one paragraph naming the log file): the handler, called from any of the run's threads, keeps
   the first fault and writes no more; the run raises it at its next check (`RunLog.check`: before
   any work, after each batch written and before each run file is committed, and at the end).
-- `messages_on_stderr`: the command line's handler (notices, `--quiet`, `--verbose`).
+- `messages_on_stderr`: the command line's handler (notices, `--quiet`, `--verbose`);
+  `silenced`: a run's own messages dropped (the warm-up's runs).
 
 A program using the Python API sees the notices by configuring logging, e.g.
 `logging.basicConfig(level=logging.INFO)`.
@@ -33,7 +34,6 @@ from datetime import datetime, timezone
 from tqdm import tqdm
 
 from papara_py.errors import OutputError
-from papara_py.io.outputs import describe_fault
 
 LOGGER = logging.getLogger("papara_py")
 #: The attribute that marks a record for the run log only (never shown on stderr).
@@ -54,6 +54,8 @@ class _LogFile(logging.Handler):
             raise self._fault(error) from None
 
     def _fault(self, error: OSError) -> OutputError:
+        from papara_py.io.outputs import describe_fault  # h5py: only once there is a fault
+
         return OutputError(self.path, describe_fault(error), direct=True, what="the log file")
 
     def emit(self, record: logging.LogRecord) -> None:  # called with the handler's lock held
@@ -167,6 +169,20 @@ class _Stderr(logging.StreamHandler):
     @stream.setter
     def stream(self, _value) -> None:
         pass
+
+
+@contextmanager
+def silenced() -> Iterator[None]:
+    """The runner's own messages (those on the "papara_py" logger itself) dropped for the block's
+    duration: a run made for another purpose (`papara-py warm-up`'s) says nothing of itself."""
+    def drop(_record: logging.LogRecord) -> bool:
+        return False
+
+    LOGGER.addFilter(drop)
+    try:
+        yield
+    finally:
+        LOGGER.removeFilter(drop)
 
 
 @contextmanager

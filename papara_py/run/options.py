@@ -177,8 +177,8 @@ def reference_options() -> tuple[Option, ...]:
     return (
         Option("tree", "reference tree (Newick); its tips must all be in the alignment", INPUTS,
                short="-t", metavar="TREE.nwk", required=True, keyword=False, common=True),
-        Option("alignment", "reference alignment (PHYLIP or FASTA, detected from the content)", INPUTS,
-               short="-s", metavar="REF.phy", required=True, keyword=False, common=True),
+        Option("alignment", "reference alignment (PHYLIP, FASTA, Stockholm or Clustal, detected from the content)",
+               INPUTS, short="-s", metavar="REF.phy", required=True, keyword=False, common=True),
         Option("alphabet", f"dna (nucleotides, IUPAC codes) or protein (amino acids); auto: protein when fewer than "
                            f"{NUCLEOTIDE_SHARE * 100:.0f}%% of the alignment's residues are A, C, G, T, U or N "
                            "(default: %(default)s). Reads must be of the alignment's alphabet", INPUTS,
@@ -189,8 +189,7 @@ def reference_options() -> tuple[Option, ...]:
 @lru_cache(maxsize=1)
 def main_options() -> tuple[Option, ...]:
     """Every option of the main job, in --help's order."""
-    from papara_py.engine.cpu import MAX_LANES
-    from papara_py.engine.guided import INITIAL_CLUSTERS
+    from papara_py.engine.limits import INITIAL_CLUSTERS, MAX_LANES
     from papara_py.model.column_costs import MAX_COLUMN_WEIGHT
     from papara_py.model.params import DEFAULT_PRESET, MAX_PENALTY, PRESETS
 
@@ -213,8 +212,8 @@ def main_options() -> tuple[Option, ...]:
     penalty_why = " (the kernels' 16- and 32-bit scores must hold them)"
     return (
         *reference_options(),
-        Option("reads", "reads to align (FASTA or FASTQ, plain or gzipped); several files (samples) are aligned in "
-                        "one run, each into its own run file in --outdir", INPUTS,
+        Option("reads", "reads to align (FASTA or FASTQ, plain, gzip, bzip2 or xz); several files (samples) are "
+                        "aligned in one run, each into its own run file in --outdir", INPUTS,
                short="-r", metavar="READS.fa", required=True, many=True, keyword=False, common=True),
         Option("output", "HDF5 output file; written atomically (default: papara.h5)", INPUTS, short="-o",
                metavar="RUN.h5", keyword=False, common=True),
