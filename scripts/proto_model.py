@@ -113,7 +113,7 @@ class SetData:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "run.h5"
             run(RunConfig(tree=str(self.data.tree), alignment=str(self.data.alignment), reads=str(self.data.reads),
-                          output=str(out), threads=2, device="cpu", quiet=True, params=ScoringParams(*ROBUST),
+                          output=str(out), threads=2, device="cpu", params=ScoringParams(*ROBUST),
                           candidates=k))
             with h5py.File(out) as f:
                 return {"names": list(f["reads/names"].asstr()[:]), "seqs": list(f["reads/sequence"].asstr()[:]),

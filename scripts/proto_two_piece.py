@@ -144,7 +144,7 @@ def evaluate(data: ba.Data, base: tuple, scale: int, two: tuple | None, candidat
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run.h5"
         run(RunConfig(tree=str(data.tree), alignment=str(data.alignment), reads=str(data.reads), output=str(out),
-                      threads=2, device="cpu", quiet=True, params=ScoringParams(*base), candidates=candidates))
+                      threads=2, device="cpu", params=ScoringParams(*base), candidates=candidates))
         with h5py.File(out) as f:
             names = f["reads/names"].asstr()[:]
             seqs = f["reads/sequence"].asstr()[:]
@@ -242,7 +242,7 @@ def diagnose(data: ba.Data, params: tuple, min_wrong: int = 5) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run.h5"
         run(RunConfig(tree=str(data.tree), alignment=str(data.alignment), reads=str(data.reads), output=str(out),
-                      threads=2, device="cpu", quiet=True, params=ScoringParams(*params)))
+                      threads=2, device="cpu", params=ScoringParams(*params)))
         placements = ba.read_run_file(out, data)
         with h5py.File(out) as f:
             names = list(f["reads/names"].asstr()[:])

@@ -148,7 +148,7 @@ def _runs(tmp_path: Path, runs: dict[str, tuple[str, ScoringParams]], reads: Pat
     for name, (device, params) in runs.items():
         out = tmp_path / f"{name}.h5"
         run(RunConfig(tree=str(DATA / "protein" / "tree.nwk"), alignment=str(DATA / "protein" / "ref.phy"),
-                      reads=str(reads), output=str(out), threads=2, device=device, quiet=True, params=params,
+                      reads=str(reads), output=str(out), threads=2, device=device, params=params,
                       candidates=45))
         files[name] = RunFile(out)
     return files

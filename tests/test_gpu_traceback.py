@@ -13,6 +13,7 @@ CI; the H100 through scripts/bench_gpu.py-style device runs).
 from __future__ import annotations
 
 import itertools
+import logging
 
 import numpy as np
 import pytest
@@ -196,7 +197,7 @@ def example_run(tmp_path, name: str, example: str = "example", **options) -> tup
     out = tmp_path / name
     run(RunConfig(tree=str(example / "tree.nwk"), alignment=str(example / "ref.phy"),
                   reads=str(example / "reads.fa"), output=str(out), threads=2, batch_reads=64,
-                  **({"quiet": True} | options)))
+                  **options))
     with RunFile(out) as handle:
         return handle.record, {path: dataset[()] for path, dataset in handle.read_datasets().items()}
 
@@ -242,9 +243,10 @@ def test_a_gpu_traceback_of_protein_reads_votes_as_the_cpu(opencl_device, monkey
     assert_same_reads(on_gpu, cpu_only)
 
 
-def test_a_failing_gpu_traceback_moves_to_the_cpu_with_a_notice(opencl_device, monkeypatch, tmp_path, capsys):
+def test_a_failing_gpu_traceback_moves_to_the_cpu_with_a_notice(opencl_device, monkeypatch, tmp_path, caplog):
     """A device fault in the traceback (here: out of resources on the second batch) is one notice;
     that batch and the rest are traced back on the CPU, with the same results."""
+    caplog.set_level(logging.INFO, logger="papara_py")
     import pyopencl as cl
 
     from papara_py.engine import gpu_trace, opencl_devices
@@ -261,17 +263,18 @@ def test_a_failing_gpu_traceback_moves_to_the_cpu_with_a_notice(opencl_device, m
         return real(self, *args, **options)
 
     monkeypatch.setattr(gpu_trace.GpuTracer, "align_many", failing)
-    record, got = example_run(tmp_path, "gpu.h5", device="gpu", quiet=False)
+    record, got = example_run(tmp_path, "gpu.h5", device="gpu")
     assert record["traceback"]["batches"] == {"gpu": 1, "cpu": 3} and len(calls) == 2
-    assert "the GPU traceback failed (MemoryError" in capsys.readouterr().err
+    assert "the GPU traceback failed (MemoryError" in caplog.text  # the run's notices: logging
     assert_same_reads(got, expected)
 
 
-def test_two_gpus_share_the_traceback_and_survive_one_failing(opencl_device, monkeypatch, tmp_path, capsys):
+def test_two_gpus_share_the_traceback_and_survive_one_failing(opencl_device, monkeypatch, tmp_path, caplog):
     """With two GPUs (the test's OpenCL device twice) batches are traced back on both: the second
     batch goes to the other GPU whether or not the first is done. A fault on one GPU takes it out
     of the traceback (one notice; that batch on the CPU), the other traces back the rest; every
     /reads dataset equals a CPU-only run's."""
+    caplog.set_level(logging.INFO, logger="papara_py")
     import pyopencl as cl
 
     from papara_py.engine import gpu_trace, opencl_devices
@@ -303,8 +306,8 @@ def test_two_gpus_share_the_traceback_and_survive_one_failing(opencl_device, mon
         return real(self, *args, **options)
 
     monkeypatch.setattr(gpu_trace.GpuTracer, "align_many", failing)
-    record, got = example_run(tmp_path, "one-fails.h5", device="gpu", quiet=False)
+    record, got = example_run(tmp_path, "one-fails.h5", device="gpu")
     assert record["traceback"]["batches"] == {"gpu": 3, "cpu": 1}
     assert set(calls[2:]) == {calls[0]} and calls[1] != calls[0]  # the failed GPU is given no more
-    assert "tracing back the remaining reads on the other GPUs" in capsys.readouterr().err
+    assert "tracing back the remaining reads on the other GPUs" in caplog.text
     assert_same_reads(got, expected)

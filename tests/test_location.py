@@ -8,6 +8,7 @@ candidates identical, and each moved read on its best-scoring reference sequence
 
 from __future__ import annotations
 
+import logging
 from functools import cache
 from itertools import pairwise
 from pathlib import Path
@@ -233,7 +234,7 @@ def _mutated_reads(path: Path, rate: float, seed: int) -> None:
     path.write_text("\n".join(out) + "\n")
 
 
-def _far_runs(tmp_path: Path, runs: dict[str, tuple[str, int]], quiet: bool = True) -> dict[str, RunFile]:
+def _far_runs(tmp_path: Path, runs: dict[str, tuple[str, int]]) -> dict[str, RunFile]:
     """data/protein's tree and reference with `_mutated_reads` (55%, seed 5), once per entry of
     `runs` (name: (device, location check)), the rest of the protein preset as it is."""
     reads = tmp_path / "far.fa"
@@ -242,7 +243,7 @@ def _far_runs(tmp_path: Path, runs: dict[str, tuple[str, int]], quiet: bool = Tr
     for name, (device, agree) in runs.items():
         out = tmp_path / f"{name}.h5"
         run(RunConfig(tree=str(PROTEIN_DATA / "tree.nwk"), alignment=str(PROTEIN_DATA / "ref.phy"),
-                      reads=str(reads), output=str(out), threads=2, device=device, quiet=quiet,
+                      reads=str(reads), output=str(out), threads=2, device=device,
                       params=ScoringParams(*PRESETS["protein"][:10], location_check=agree)))
         files[name] = RunFile(out)
     return files
@@ -358,9 +359,10 @@ def test_a_gpu_run_checks_locations_on_the_device_with_the_hosts_results(opencl_
         np.testing.assert_array_equal(files["gpu"].column(path), files["cpu"].column(path), path)
 
 
-def test_a_device_fault_in_the_check_leaves_it_to_the_host(opencl_device, tmp_path, monkeypatch, capsys):
+def test_a_device_fault_in_the_check_leaves_it_to_the_host(opencl_device, tmp_path, monkeypatch, caplog):
     """A GPU that fails the check's scoring pass is taken out with a notice, and the host scores
     the reads instead: the same columns as a CPU run."""
+    caplog.set_level(logging.INFO, logger="papara_py")
     from papara_py.engine import gpu_trace, opencl_devices
 
     monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device])
@@ -369,7 +371,7 @@ def test_a_device_fault_in_the_check_leaves_it_to_the_host(opencl_device, tmp_pa
         raise RuntimeError("CL_OUT_OF_RESOURCES")
 
     monkeypatch.setattr(gpu_trace.GpuTracer, "location_scores", failing)
-    files = _far_runs(tmp_path, {"gpu": ("gpu", 100), "cpu": ("cpu", 100)}, quiet=False)
-    assert "the GPU location check failed (RuntimeError: CL_OUT_OF_RESOURCES)" in capsys.readouterr().err
+    files = _far_runs(tmp_path, {"gpu": ("gpu", 100), "cpu": ("cpu", 100)})
+    assert "the GPU location check failed (RuntimeError: CL_OUT_OF_RESOURCES)" in caplog.text
     assert files["gpu"].record["traceback"]["relocated"] == files["cpu"].record["traceback"]["relocated"] > 0
     np.testing.assert_array_equal(files["gpu"].column("aligned"), files["cpu"].column("aligned"))

@@ -201,7 +201,7 @@ def test_protein_runs_with_the_bonus_keep_scores_and_move_columns_towards_the_ne
     for amount in (bonus, 0):
         out = tmp_path / f"bonus{amount}.h5"
         run(RunConfig(tree=str(PROTEIN_DATA / "tree.nwk"), alignment=str(PROTEIN_DATA / "ref.phy"),
-                      reads=str(PROTEIN_DATA / "reads.fa"), output=str(out), threads=2, device="cpu", quiet=True,
+                      reads=str(PROTEIN_DATA / "reads.fa"), output=str(out), threads=2, device="cpu",
                       params=ScoringParams(*PRESETS["protein"][:8], nearest_bonus=amount)))
         files[amount] = RunFile(out)
     on, off = files[bonus], files[0]

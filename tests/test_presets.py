@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from papara_py.cli import _penalty_choice, build_parser
+from papara_py.cli import build_parser
 from papara_py.model.params import DEFAULT_PRESET, PRESETS, ScoringParams
+from papara_py.run.options import penalty_choice
 
 
 def _params(argv, default_preset=DEFAULT_PRESET):
     """The penalties of these options for an alphabet whose default preset is `default_preset`."""
-    return _penalty_choice(build_parser().parse_args(["-t", "t", "-s", "s", "-r", "r", *argv])).resolve(default_preset)
+    return penalty_choice(vars(build_parser().parse_args(["-t", "t", "-s", "s", "-r", "r", *argv]))).resolve(default_preset)
 
 
 def test_default_is_the_weighted_preset_of_the_accuracy_study():

@@ -183,7 +183,7 @@ def runs_with_and_without_votes(tmp_path_factory) -> tuple[RunFile, RunFile]:
         out = folder / f"w{window}.h5"
         params = ScoringParams(*PRESETS["protein"][:7], vote_window=window)
         run(RunConfig(tree=str(PROTEIN_DATA / "tree.nwk"), alignment=str(PROTEIN_DATA / "ref.phy"),
-                      reads=str(PROTEIN_DATA / "reads.fa"), output=str(out), threads=2, device="cpu", quiet=True,
+                      reads=str(PROTEIN_DATA / "reads.fa"), output=str(out), threads=2, device="cpu",
                       params=params))
         files.append(RunFile(out))
     yield tuple(files)
