@@ -16,7 +16,7 @@ LAYER = {
     "errors": 0, "kernels": 0,
     "phylo": 1,
     "io": 2,
-    "pairwise": 3,
+    "pairwise": 3, "model": 3,
     "engine": 4, "cluster": 4, "report": 4,
     "pipeline": 5, "run_log": 5, "samples": 5,
     "cli": 6, "__main__": 6,
