@@ -34,7 +34,8 @@
  *
  * Kernels and memory layout (P pairs and L reads in a launch; pair arrays side by side, a
  * pair's cell c at [c][P] + p, so a warp's work-items load and store neighbouring words while
- * their reads have one length: the host sorts the reads by length, longest first):
+ * their reads have one length: the host sorts the pairs by read length, then edge, so that
+ * neighbouring work-items also load one profile's element at one column):
  *   states, near  [profiles][m]          elem_t: each profile's elements and near states
  *   codes         [residues]             elem_t: the launch's reads, read r at
  *                                        codes[offsets[r] .. offsets[r+1]-1]

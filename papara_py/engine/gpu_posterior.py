@@ -8,8 +8,10 @@ between the Forward and the Backward are computed on the host by the CPU's own f
 (`model.posterior.batch_weights`).
 
 Host side: reads without a candidate are settled on the host (every residue inserted, pp 0);
-the others are sorted by length, longest first (the work-items of a warp then step through
-bands of one shape and their interleaved loads coalesce), and cut into launches whose device
+the others are sorted by length, longest first, and a launch's (read, candidate) pairs by read
+length, then edge (the work-items of a warp then step through bands of one shape, load one
+profile's element where their edge is the same, and their interleaved loads, stores and
+atomic adds coalesce), and cut into launches whose device
 memory (each pair's Forward energies of M, the largest share, and each read's pooled
 posteriors and MEA work space) fits `memory_bytes`. A launch: posterior_forward over its
 (read, candidate) pairs, the weights on the host, posterior_backward over the pairs of weight
@@ -111,8 +113,12 @@ class GpuPosterior:
         local_offsets = np.concatenate(([0], np.cumsum(read_lengths))).astype(np.int32)
         gather = np.arange(int(local_offsets[-1])) + np.repeat(batch.offsets[reads] - local_offsets[:-1], read_lengths)
         slots = batch.slots[reads]
-        pair_read, pair_column = np.nonzero(slots >= 0)  # read-major: a read's candidates side by side
+        pair_read, pair_column = np.nonzero(slots >= 0)
         pair_slot = slots[pair_read, pair_column]
+        # pairs by read length, then edge: neighbouring work-items step through the same column
+        # of the same profile (one element load for the warp) and pool into neighbouring reads
+        order = np.lexsort((pair_read, pair_slot, -read_lengths[pair_read]))
+        pair_read, pair_column, pair_slot = pair_read[order], pair_column[order], pair_slot[order]
         n_pairs = pair_read.size
         max_rows, max_width = int(read_lengths.max()), m - int(read_lengths.min()) + 1
         mf = cl.mem_flags
