@@ -16,11 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_gpu_traceback import random_profiles, random_reads
+from test_posterior import TIES, example_each, pooled_matrices
 
 from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
 from papara_py.io.reads import ReadSet
 from papara_py.model.fixed_point import PosteriorTables
-from papara_py.model.posterior import decode_batch
+from papara_py.model.posterior import decode_batch, mea_alignment
 from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.reference_scorer import profile_near, score_one
 from papara_py.phylo.column_costs import column_costs, kernel_costs
@@ -74,6 +75,19 @@ def test_device_posterior_equals_host_posterior(decoders, seed, m, reads, k, val
     cpu = decode_batch(*args, family=family)
     gpu = decoders[3000 if small_launches else 1 << 26].decode_batch(*args, family=family)
     assert_same(cpu, gpu)
+
+
+@settings(max_examples=150, deadline=None)
+@given(pooled_matrices())
+@example_each(TIES)
+def test_device_mea_equals_host_mea_ties_included(decoders, pooled):
+    """posterior_mea on chosen pooled posteriors (a few values, so its tie rule decides often)
+    gives model.posterior.mea's columns, posteriors and objective."""
+    expected = mea_alignment(np.array(pooled, np.int32))
+    got = decoders[1 << 26].mea_alignment(np.array(pooled, np.int32))
+    np.testing.assert_array_equal(got[0], expected[0])
+    np.testing.assert_array_equal(got[1], expected[1])
+    assert got[2] == expected[2]
 
 
 def real_batch(directory, reads: int, candidates: int = 5):

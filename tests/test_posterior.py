@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from posterior_reference import (
     brute_force,
@@ -57,6 +57,15 @@ from papara_py.pairwise.params import ScoringParams
 from papara_py.pairwise.reference_scorer import diagonal_cost, profile_near, score_one
 from papara_py.phylo.column_costs import column_costs, cost_codes, kernel_costs
 from papara_py.phylo.encoding import DNA, PROTEIN, near_states
+
+def example_each(values):
+    """hypothesis @example for each of `values` (the test's one argument)."""
+    def decorate(test):
+        for value in values:
+            test = example(value)(test)
+        return test
+    return decorate
+
 
 def examples(count: int):
     """Hypothesis settings for `count` examples, no deadline (the first call compiles numba)."""
@@ -327,7 +336,8 @@ def pooled_matrices(draw):
     """Integer pooled posteriors of n <= 5 residues over W offsets, from a few values so ties abound."""
     n = draw(st.integers(1, 5))
     width = draw(st.integers(2, 5))
-    value = st.sampled_from([0, 1, 2, 3, PROB_ONE // 4, PROB_ONE // 2])
+    # zeros and halves often: a residue half placed and half inserted ties the two (TIES below)
+    value = st.sampled_from([0, 0, 0, 1, 2, 3, PROB_ONE // 4, PROB_ONE // 2, PROB_ONE // 2])
     rows = []
     for _ in range(n):
         row = draw(st.lists(value, min_size=width, max_size=width))
@@ -337,8 +347,17 @@ def pooled_matrices(draw):
     return rows
 
 
+HALF = PROB_ONE // 2
+#: Pooled posteriors whose MEA is decided by the tie rule: residue 0 half placed in column 0 and
+#: half inserted (placed before none), equal posteriors everywhere (the smallest columns), a
+#: residue placed or inserted at equal posteriors (placed before inserted), nothing placed.
+TIES = ([[HALF, 0], [0, PROB_ONE]], [[HALF, 0, 0], [0, 0, PROB_ONE]], [[HALF, HALF], [HALF, HALF]],
+        [[0, HALF], [HALF, 0], [0, HALF]], [[0, 0], [0, 0]], [[HALF, 0, 0], [0, HALF, 0], [0, 0, HALF]])
+
+
 @examples(400)
 @given(pooled_matrices())
+@example_each(TIES)
 def test_mea_equals_every_assignment_tried_ties_included(pooled):
     """The MEA's objective is the best over every valid assignment and its columns are the one
     the stated tie rule picks (posterior_reference.brute_mea)."""

@@ -30,7 +30,7 @@ from papara_py.engine.opencl_devices import DeviceInfo
 from papara_py.model.fixed_point import PosteriorTables
 from papara_py.model.posterior import INSERTED, SIGN, Batch, batch_weights
 from papara_py.phylo.column_costs import ColumnCosts
-from papara_py.phylo.encoding import alphabet_of
+from papara_py.phylo.encoding import DNA, alphabet_of
 
 #: Work-items per work-group: four NVIDIA warps.
 WORK_GROUP = 128
@@ -80,6 +80,32 @@ class GpuPosterior:
                 lengths = batch.lengths[decoded]
                 self.device_cells += int(((batch.slots[decoded] >= 0).sum(axis=1) * lengths * (m - lengths + 1)).sum())
         return columns, pp, weights, batch.accuracy(objective)
+
+    def mea_alignment(self, pooled: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """`model.posterior.mea_alignment` of one read's pooled posteriors (int32 [n, W]) by the
+        device's posterior_mea: (columns int32 [n], pp int64 [n], objective). For tests: the MEA
+        and its tie rule on chosen posteriors, ties included."""
+        pooled = np.ascontiguousarray(pooled, np.int32)
+        n, width = pooled.shape
+        program = built_program(self.context, self.device.cl_device, "band_posterior.cl",
+                                ("-DPROF_BITS=8", f"-DSTATE_BITS={DNA.n_states}"))  # (the MEA reads no element)
+        mf = cl.mem_flags
+        buffers = (self._upload(np.array([0, n], np.int32)), self._upload(pooled),
+                   cl.Buffer(self.context, mf.READ_WRITE, 4 * n),
+                   cl.Buffer(self.context, mf.READ_WRITE, 8 * n * (width + 1)),
+                   cl.Buffer(self.context, mf.WRITE_ONLY, 4 * n), cl.Buffer(self.context, mf.WRITE_ONLY, 4 * n),
+                   cl.Buffer(self.context, mf.WRITE_ONLY, 8))
+        offsets_buf, pooled_buf, ins_buf, best_buf, columns_buf, pp_buf, objective_buf = buffers
+        kernel = cl.Kernel(program, "posterior_mea")
+        kernel.set_args(offsets_buf, np.int32(1), np.int32(n + width - 1), np.int32(width), pooled_buf, ins_buf,
+                        best_buf, columns_buf, pp_buf, objective_buf)
+        done = cl.enqueue_nd_range_kernel(self.queue, kernel, (WORK_GROUP,), (WORK_GROUP,))
+        wait_sleeping(self.queue, done)
+        columns, pp, objective = np.empty(n, np.int32), np.empty(n, np.int32), np.empty(1, np.int64)
+        for host, buffer in ((columns, columns_buf), (pp, pp_buf), (objective, objective_buf)):
+            cl.enqueue_copy(self.queue, host, buffer)
+        del buffers, offsets_buf, pooled_buf, ins_buf, best_buf, columns_buf, pp_buf, objective_buf
+        return columns, pp.astype(np.int64), int(objective[0])
 
     def _upload(self, array: np.ndarray) -> cl.Buffer:
         return cl.Buffer(self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
