@@ -122,3 +122,9 @@ def test_device_posterior_equals_host_posterior_on_real_data(decoders, name, tem
     cpu = decode_batch(*args, threads=2)
     assert_same(cpu, decoders[1 << 26].decode_batch(*args))
     assert np.all(cpu[2].sum(axis=1) <= 1 << 15) and np.all(cpu[3] > 0.5)  # real reads fit their edges
+
+
+def test_device_posterior_of_an_empty_batch(decoders):
+    args = (np.zeros(0, np.uint8), np.array([0]), np.zeros((0, 3), np.int64), None, np.ones((2, 5), np.uint8), None,
+            ScoringParams().as_array(), None, PosteriorTables.build(1.0))
+    assert_same(decode_batch(*args), decoders[1 << 26].decode_batch(*args))

@@ -405,6 +405,9 @@ def test_batches_are_the_same_read_by_read_and_on_threads():
         assert np.array_equal(single[2][0], one[2][q])
     none = np.all(slots < 0, axis=1)
     assert np.all(np.isnan(one[3][none])) and np.all(one[3][~none] > 0)
+    assert np.all(one[0][np.repeat(none, lengths)] == INSERTED) and np.all(one[1][np.repeat(none, lengths)] == 0)
+    empty = decode_batch(codes[:0], offsets[:1], slots[:0], None, profiles, None, p, None, tables)
+    assert [a.shape for a in empty] == [(0,), (0,), (0, 4), (0,)]
 
 
 def test_decode_refuses_what_it_cannot_do():
