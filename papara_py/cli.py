@@ -94,6 +94,19 @@ def _penalty(text: str) -> int:
     return _bounded_int(0, MAX_PENALTY, " (the kernels' 16- and 32-bit scores must hold them)")(text)
 
 
+def _temperature(text: str) -> float:
+    """An argparse type: the posterior decoding's temperature, a number from 0 to MAX_TEMPERATURE."""
+    from papara_py.model.params import MAX_TEMPERATURE
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not 0 <= value <= MAX_TEMPERATURE:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to {MAX_TEMPERATURE:g} (cost units), got {text!r}")
+    return value
+
+
 def _column_weight(text: str) -> float:
     """An argparse type: the column profile cost's weight, a number from 0 to MAX_COLUMN_WEIGHT."""
     from papara_py.model.column_costs import MAX_COLUMN_WEIGHT
@@ -165,59 +178,31 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
     scoring = parser.add_argument_group(
         "scoring (penalties, minimised; a preset, then any single penalty given overrides it)")
     scoring.add_argument("--preset", choices=list(PRESETS), default=None,
-                         help="; ".join(f"{name}: {'/'.join(f'{v:g}' for v in values)}" for name, values in PRESETS.items())
-                         + f" (mismatch/cgap/gap-open/gap-extend/insertion/near-mismatch/column-weight/vote-window/nearest-bonus/band-margin/location-check/second-model; "
-                         f"default: "
-                         f"{DEFAULT_PRESET} "
-                         "for DNA, protein for protein, both chosen by the accuracy studies in docs/ACCURACY.md; "
-                         "paper: the 2012 paper's)")
-    for k, (flag, meaning) in enumerate([
-            ("--mismatch", "read residue not in the branch's state set"),
-            ("--cgap", "read residue in a column the tree says is a gap"),
-            ("--gap-open", "opening a gap in the read"),
-            ("--gap-extend", "extending a gap in the read"),
-            ("--insertion", "read residue between reference columns"),
-            ("--near-mismatch", ("read residue among the branch's near states: one parsimony step from its "
-                                 "state set (DNA), or scoring 0 or more against one of its states in BLOSUM62 (protein); at "
-                                 "most --mismatch; equal to it is the paper's Eq. 1)"))]):
-        scoring.add_argument(flag, type=_penalty, default=None,
-                             help=f"{meaning} (default: the preset's; {PRESETS[DEFAULT_PRESET][k]} in {DEFAULT_PRESET}, "
-                                  f"{PRESETS['protein'][k]} in protein)")
+                         help="; ".join(f"{preset.name}: {preset.chosen}" for preset in PRESETS.values())
+                         + f" (default: {DEFAULT_PRESET} for DNA, protein for protein)")
+    default, protein = PRESETS[DEFAULT_PRESET], PRESETS["protein"]
+    for name, meaning in [
+            ("mismatch", "read residue not in the branch's state set"),
+            ("cgap", "read residue in a column the tree says is a gap"),
+            ("gap_open", "opening a gap in the read"),
+            ("gap_extend", "extending a gap in the read"),
+            ("insertion", "read residue between reference columns"),
+            ("near_mismatch", ("read residue among the branch's near states: one parsimony step from its "
+                               "state set (DNA), or scoring 0 or more against one of its states in BLOSUM62 (protein); "
+                               "at most --mismatch; equal to it is the paper's Eq. 1)"))]:
+        scoring.add_argument("--" + name.replace("_", "-"), type=_penalty, default=None,
+                             help=f"{meaning} (default: the preset's; {getattr(default, name)} in {DEFAULT_PRESET}, "
+                                  f"{getattr(protein, name)} in protein)")
     scoring.add_argument("--column-weight", type=_column_weight, default=None, metavar="W",
                          help="protein: the column profile cost, W per BLOSUM62 unit by which a read residue's mean "
                               "score against the column's reference residues falls short of 5 (DESIGN.md 4); 0: off, "
-                              f"the paper's model (default: the preset's; {PRESETS['protein'][6]:g} in protein)")
-    def traceback_setting(what: str, index: int) -> str:
-        """Help of a traceback setting (DESIGN.md 5): what it does, then what it leaves alone and
-        the presets' values (`index` into PRESETS' tuples)."""
-        return (f"{what} (DESIGN.md 5; the score, best edge and candidates are unchanged); 0: off (default: the "
-                f"preset's; {PRESETS[DEFAULT_PRESET][index]:g} in {DEFAULT_PRESET}, {PRESETS['protein'][index]:g} in "
-                "protein)")
-
-    scoring.add_argument("--vote-window", type=_penalty, default=None, metavar="D", help=traceback_setting(
-        "a read with at least two candidate edges (--candidates) besides its best scoring within D of it takes "
-        "each residue's column by vote over those edges' alignments, not its best edge's alone", 7))
-    scoring.add_argument("--nearest-bonus", type=_penalty, default=None, metavar="B", help=traceback_setting(
-        "a read whose best-edge alignment shares at least half of its residues with one reference sequence (its "
-        "nearest: the most identities) is traced back again with each residue identical to that sequence's in a "
-        "column costing B less there and its gaps opening free where that sequence has a gap", 8))
-    scoring.add_argument("--band-margin", type=_penalty, default=None, metavar="W", help=traceback_setting(
-        "the traceback may place a read residue up to W offsets outside the scoring band (a read ending at the "
-        "alignment's last column with a deletion before an insertion, or starting at its first with the reverse), "
-        "each time it leaves the band at the cost of one more insertion and gap opening", 9))
-    scoring.add_argument("--location-check", type=_bounded_int(0, 100), default=None, metavar="A",
-                         help=traceback_setting(
-                             "protein: each read is aligned alone to every reference sequence (BLOSUM62, gaps 11 + "
-                             "1 a residue), and where that mapping onto the best-scoring sequence scores at least 1 "
-                             "a residue and fewer than A percent of the read's residues lie within 3 columns of "
-                             "where it puts them, the read takes the mapping's columns (a read placed in the wrong "
-                             "region altogether); reads already sharing half their residues with one sequence are "
-                             "not checked", 10))
-    scoring.add_argument("--second-model", type=_column_weight, default=None, metavar="W", help=traceback_setting(
-        "protein: each read is also aligned under a second model, every penalty, the vote window and the nearest "
-        "bonus doubled and the column weight W, on its candidate edges ranked by that model, and keeps whichever "
-        "of its two alignments the reference alignment's column composition (rows weighted by their identity "
-        "with the read) scores higher", 11))
+                              f"the paper's model (default: the preset's; {protein.column_weight:g} in protein)")
+    scoring.add_argument("--temperature", type=_temperature, default=None, metavar="T",
+                         help="the posterior decoding's temperature in cost units (DESIGN.md 5): each read's "
+                              "columns are the optimal-accuracy alignment of its residues' posteriors over its "
+                              "candidate edges, a path of cost c weighing exp(-c/T); 0: the Viterbi traceback of "
+                              f"Eq. 1 on the best edge (default: the preset's; {default.temperature:g} in "
+                              f"{DEFAULT_PRESET}, {protein.temperature:g} in protein, 0 in paper)")
     engine = parser.add_argument_group("engine")
     engine.add_argument("-j", "--threads", type=_bounded_int(1, MAX_THREADS), default=None,
                         help="threads (default: the CPUs this process may use: its CPU affinity, e.g. "
@@ -322,8 +307,7 @@ def _penalty_choice(args: argparse.Namespace):
     it once the alphabet, whose default preset applies without --preset, is known."""
     from papara_py.model.params import PENALTY_NAMES, PenaltyChoice
 
-    names = (*PENALTY_NAMES, "column_weight", "vote_window", "nearest_bonus", "band_margin", "location_check",
-             "second_model")
+    names = (*PENALTY_NAMES, "column_weight", "temperature")
     given = tuple((name, getattr(args, name)) for name in names if getattr(args, name) is not None)
     return PenaltyChoice(args.preset, given)
 

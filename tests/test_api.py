@@ -18,7 +18,7 @@ from papara_py.errors import InputError
 from papara_py.io.export import oriented_sequence
 from papara_py.io.inputs import read_alignment
 from papara_py.io.run_file import RunFile
-from papara_py.model.paths import place_read
+from papara_py.io.paths import place_read
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
 TREE, REF, READS = EXAMPLE / "tree.nwk", EXAMPLE / "ref.phy", EXAMPLE / "reads.fa"

@@ -14,7 +14,7 @@ from papara_py.errors import InputError
 from papara_py.io.cigar import parse_cigar
 from papara_py.model.column_costs import column_costs, cost_codes
 from papara_py.model.params import PenaltyChoice, ScoringParams
-from papara_py.model.paths import place_read
+from papara_py.io.paths import place_read
 from papara_py.model.reference_scorer import score_reference
 from papara_py.model.traceback import align, align_many
 from papara_py.phylo.encoding import DNA, PROTEIN
