@@ -40,7 +40,7 @@ class Costs:
 def literal_costs(read, profile, penalties, protein=False, family=None, column_rows=None, column_weight=0.0) -> Costs:
     """The step costs of DESIGN 4 for a read (state sets) against a profile (elements), by literal_dp."""
     mismatch, cgap, gap_open, gap_extend, insertion, near_mismatch = penalties
-    _, _, _, _, _, mm_cg, oe, _ = literal_cells(read, profile, mismatch, cgap, gap_open, gap_extend, insertion,
+    _, _, _, _, _, mm_cg, oe = literal_cells(read, profile, mismatch, cgap, gap_open, gap_extend, insertion,
                                                 near_mismatch, protein, family, column_rows, column_weight)
     n, m = len(read), len(profile)
     gap_bit = 1 << 20 if protein else 0x10

@@ -206,19 +206,18 @@ def test_dense_replicates_rebuild_the_study_sets_with_other_seeds(tmp_path):
 
 
 def test_a_study_point_names_every_scoring_field():
-    """A point of --points gives ScoringParams' fields in order, the band margin, the location
-    check and the second model included (the margin was once dropped silently); more values than
-    fields is an error."""
-    from papara_py.model.params import PRESETS, ScoringParams
+    """A point of --points gives ScoringParams' fields in order, the temperature included; more
+    values than fields is an error."""
+    from papara_py.model.params import PARAMETER_NAMES, ScoringParams
 
     study = load_script("accuracy_study")
-    point = study.parse_point("3,6,5,3,16,2,1.0,4,2,1,10,1.75")
-    assert point == PRESETS["protein"] and ScoringParams(*point) == ScoringParams.preset("protein")
-    assert ScoringParams(*study.parse_point("3,6,5,3,16,2,1.0,4,2,1,10")).second_model == 0
+    protein = ScoringParams.preset("protein")
+    point = study.parse_point(",".join(f"{getattr(protein, name):g}" for name in PARAMETER_NAMES))
+    assert ScoringParams(*point) == protein
     assert study.parse_point("3,6,5,3,16") == (3, 6, 5, 3, 16)
-    assert ScoringParams(*study.parse_point("3,6,5,3,16,2,1.0,4,2,1")).location_check == 0
-    with pytest.raises(ValueError, match="at most 12"):
-        study.parse_point("3,6,5,3,16,2,1.0,4,2,1,10,1.75,0")
+    assert ScoringParams(*study.parse_point("3,6,5,3,16,2,1.0")).temperature == 0
+    with pytest.raises(ValueError, match=f"at most {len(PARAMETER_NAMES)}"):
+        study.parse_point(",".join(["1"] * (len(PARAMETER_NAMES) + 1)))
 
 
 def test_nearest_identity_is_the_median_closest_taxon_over_shared_columns():

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_gpu_traceback import random_profiles, random_reads
+from random_data import random_profiles, random_reads
 from test_posterior import TIES, example_each, pooled_matrices
 
 from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
