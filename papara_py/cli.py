@@ -334,7 +334,7 @@ def _export(argv: list[str]) -> int:
                                                  "insertion columns added) or as EPA-ng query FASTA, or "
                                                  "its candidate branches as jplace (version 3) placements.")
     parser.add_argument("run", metavar="RUN.h5")
-    parser.add_argument("--format", choices=["phylip", "fasta", "epa", "jplace"], required=True)
+    parser.add_argument("--format", choices=["phylip", "fasta", "stockholm", "epa", "jplace"], required=True)
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("-o", "--output", metavar="FILE",
                        help="the exported alignment or placements; `-` writes it to standard output")

@@ -64,6 +64,14 @@ class Decoded(NamedTuple):
     weights: np.ndarray    # int32 [reads, K]: each candidate's weight in PROB_ONE units (0: an empty slot)
     on_gpu: bool           # a GPU decoded the batch
 
+    def expected_accuracy(self) -> np.ndarray:
+        """float64 [reads]: each read's mean PP, the expected share of its residues in their right
+        columns under the model (DESIGN 5); NaN at T = 0 (no posteriors)."""
+        if self.pp is None:
+            return np.full(self.offsets.size - 1, np.nan)
+        sums = np.add.reduceat(self.pp.astype(np.int64), self.offsets[:-1]) if self.pp.size else np.zeros(0)
+        return sums / (np.diff(self.offsets) * float(PROB_ONE))
+
 
 @lru_cache(maxsize=4)
 def posterior_tables(temperature: float) -> PosteriorTables:
