@@ -116,6 +116,12 @@
 #ifndef LOOKUP_PLAIN_ADDS
 #define LOOKUP_PLAIN_ADDS 0
 #endif
+#ifndef LOOKUP_TABLE
+#define LOOKUP_TABLE 0
+#endif
+#ifndef BAND_AHEAD
+#define BAND_AHEAD 1
+#endif
 
 #include "elements.cl"
 typedef elem_t code_t;
@@ -444,6 +450,13 @@ inline void load_residues(global const code_t *read, cell_t *B, cell_t *BH)
  *                                                                  row 0: up, the band row)
  * which is S = min(diagonal, D, insertion) of Eq. 1, the insertion chain last.
  *
+ * -DBAND_AHEAD=2 (a variant to measure; default 1): the band cell of the row above is loaded two
+ * columns before its use instead of one. The band is device memory written a stripe earlier (its
+ * rows of a batch are gigabytes: DRAM, not L2), and one column of a warp takes about (warps per
+ * scheduler) x (its integer-pipe instructions) x 2 clocks: at 2 warps per scheduler (198 registers)
+ * a 32-row column is ~540 clocks, near DRAM's latency under load; two columns ahead cost one
+ * register more.
+ *
  * Band edges without per-cell tests: the row above the stripe is +infinity (`up` = inf) from the
  * column where it leaves the band on, so row 0 needs no mask; at head column c (rows entering)
  * only rows 0..c are in the band and only they run, both passes (rows below keep S = D = inf);
@@ -459,24 +472,88 @@ inline void load_residues(global const code_t *read, cell_t *B, cell_t *BH)
  * stripe's last row over its columns is min_i S(i, n - 1), the read's score, and the stripe needs
  * no per-row exit (the element path's last stripe has one). Its columns run up to m + H - h - 2:
  * the lookup words' zero padding. Protein's runs H = 8 or ROWS rows and tracks row h - 1.
+ *
+ * -DLOOKUP_TABLE=1 (a variant to measure; default 0), either alphabet: each cell pair's diagonal
+ * cost is one load from a per-column table of every single state's cost, where the rows above
+ * spend a PRMT (DNA) or two funnel shifts, two ANDs, two multiply-adds and a PRMT (protein with
+ * near states and column costs). Memory layout (kernel lookup_table below builds it per chunk on
+ * the device from the profile, the column cost table and the penalties):
+ *   table [m + ROWS - 1][TABLE_WORDS][units] uint: entry s < STATE_BITS: single state s's
+ *     CG_i + M_ij (+ X(i, s) with COLUMN_COSTS) of lane 2u in the low half, lane 2u+1's in the
+ *     high half (the element path's integers, computed as it does); entry TABLE_ZERO: 0 (the
+ *     virtual rows' cost); TABLE_OPEN, TABLE_EXTEND: OE_i and E_i per half. The last ROWS - 1
+ *     columns are zero.
+ *   SEL[r] = the byte offset of the row's entry (4 units times its state), so a cell pair's cost
+ *   is one load at the column's entry 0 + SEL[r]: a warp's 32 work-items read one 128-byte line
+ *   (they hold one read, so one entry), from L1 after the first of the group's reads. No byte
+ *   limit on the costs (DNA's lookup words need cgap + mismatch <= 127), and the last stripe is
+ *   whole with virtual rows in both alphabets. The cost is memory: a line per cell pair from L1,
+ *   a column's lines per group of reads from L2 (BENCHMARKS.md, "The lookup path on the H200").
  */
-#if !PACKED || (PROF_BITS == 8 && COLUMN_COSTS) || (PROF_BITS != 8 && !SPLIT)
+#if !PACKED || (PROF_BITS == 8 && COLUMN_COSTS && !LOOKUP_TABLE) || (PROF_BITS != 8 && !SPLIT)
 #error "LOOKUP is for packed lanes: 8-bit elements (DNA) without column costs, or split state sets"
 #endif
-#define LOOKUP_VIRTUAL (!SPLIT) /* DNA: virtual rows of cost 0 finish the last stripe */
+/* virtual rows of cost 0 finish the last stripe (DNA; both alphabets with LOOKUP_TABLE), or it
+ * tracks row h - 1 (protein's lookup words) */
+#define LOOKUP_TRACKS_ROW (SPLIT && !LOOKUP_TABLE)
+#define LOOKUP_VIRTUAL (!LOOKUP_TRACKS_ROW)
 
-#if SPLIT
+#if LOOKUP_TABLE
+#define TABLE_ZERO STATE_BITS
+#define TABLE_OPEN (STATE_BITS + 1)
+#define TABLE_EXTEND (STATE_BITS + 2)
+#define TABLE_WORDS (STATE_BITS + 3)
+#define SEL_ZERO (TABLE_ZERO * 4u * (uint)units)
+/* the byte offset of the row's table entry (its one state) from entry 0 */
+inline uint residue_selector(const uint code, const int units) { return (31u - clz(code)) * 4u * (uint)units; }
+typedef struct {
+    uint open, extend;        /* OE_i, E_i per half */
+    global const uint *costs; /* the column's entries of this work-item (entry k at costs[k * units]) */
+} lcol_t;
+#define LCOL_OPEN(c) ((c).open)
+#define LCOL_EXTEND(c) ((c).extend)
+/* A column's table entry `offset` bytes past the work-item's entry 0 (`costs`): one load. With PTX
+ * the address is one 64-bit add of the 32-bit offset (IADD3 and IMAD.X: half of it on the FMA pipe;
+ * C's pointer arithmetic gave LEA and LEA.HI.X, both on the integer pipe the DPX add-mins need),
+ * and the load takes the read-only path (the table does not change while band_score runs). */
+#if USE_PTX
+inline uint table_entry(global const uint *costs, const uint offset)
+{
+    ulong address;
+    uint v;
+    asm("mad.wide.u32 %0, %1, 1, %2;" : "=l"(address) : "r"(offset), "l"((ulong)costs));
+    asm("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(address));
+    return v;
+}
+#else
+inline uint table_entry(global const uint *costs, const uint offset)
+{
+    return *(global const uint *)((global const uchar *)costs + offset);
+}
+#endif
+#elif SPLIT
 #define SEL_ZERO 0u /* rows past the read's end: any state (never read) */
-inline uint residue_selector(const uint code)
+inline uint residue_selector(const uint code, const int units)
 {
     const uint s = 31u - clz(code);         /* the residue's one state */
     return s < LOW_BITS ? s : s + LOW_BITS; /* lane 2u's bit of it in (.y:.x) */
 }
-/* Both lanes' bit k of the 64-bit (hi:lo) in bits 0 and 16: [state in the set] per half */
+/* Both lanes' bit k of the 64-bit (hi:lo) in bits 0 and 16: [state in the set] per half. With PTX
+ * the shift is PTX's shr.b64, whose amount needs no mask (k < 36 here; OpenCL C's `>>` masks it to
+ * 6 bits, an AND per cell pair that ptxas did not hoist out of the column loop). */
+#if USE_PTX
+inline uint state_hits(const uint lo, const uint hi, const uint k)
+{
+    ulong r;
+    asm("shr.b64 %0, %1, %2;" : "=l"(r) : "l"(((ulong)hi << 32) | lo), "r"(k));
+    return (uint)r & SPLAT(1);
+}
+#else
 inline uint state_hits(const uint lo, const uint hi, const uint k)
 {
     return (uint)((((ulong)hi << 32) | lo) >> k) & SPLAT(1);
 }
+#endif
 typedef struct {
     column_t col; /* the element path's column (load_column) */
 #if COLUMN_COSTS
@@ -487,7 +564,7 @@ typedef struct {
 #define LCOL_EXTEND(c) ((c).col.extend)
 #elif USE_PTX
 #define SEL_ZERO 0x8888u /* every byte the sign of byte 0 (a cost, bit 7 clear): 0 */
-inline uint residue_selector(const uint code)
+inline uint residue_selector(const uint code, const int units)
 {
     const uint k = 31u - clz(code); /* A, C, G, T -> 0, 1, 2, 3 */
     return k * 0x1111u + 0xC480u;   /* nibbles k, 8 + k, 4 + k, 12 + k */
@@ -500,7 +577,7 @@ inline uint look_cost(const uint4 w, const uint sel)
 }
 #else
 #define SEL_ZERO 0u /* shift 0, mask 0 */
-inline uint residue_selector(const uint code)
+inline uint residue_selector(const uint code, const int units)
 {
     return 8u * (31u - clz(code)) | 0xFF00u; /* shift, byte mask << 8 */
 }
@@ -510,7 +587,7 @@ inline uint look_cost(const uint4 w, const uint sel)
     return ((w.x >> shift) & mask) | (((w.y >> shift) & mask) << 16);
 }
 #endif
-#if !SPLIT
+#if !SPLIT && !LOOKUP_TABLE
 typedef uint4 lcol_t; /* the lookup word */
 #define LCOL_OPEN(c) ((c).z)
 #define LCOL_EXTEND(c) ((c).w)
@@ -518,14 +595,14 @@ typedef uint4 lcol_t; /* the lookup word */
 
 /* The selectors of a stripe's rows from its `count` residues (rows past them: SEL_ZERO); true
  * when every residue is a single state, i.e. the stripe can take the lookup path. */
-inline bool load_selectors(global const code_t *read, const int count, cell_t *SEL)
+inline bool load_selectors(global const code_t *read, const int count, cell_t *SEL, const int units)
 {
     bool single = true;
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
         const uint code = r < count ? read[r] : 0u;
         single = single && (r >= count || (code != 0u && (code & (code - 1u)) == 0u));
-        SEL[r] = r < count ? residue_selector(code | (code == 0u)) : SEL_ZERO;
+        SEL[r] = r < count ? residue_selector(code | (code == 0u), units) : SEL_ZERO;
     }
     return single;
 }
@@ -555,7 +632,9 @@ inline void lookup_column(cell_t *S, cell_t *D, const cell_t *SEL, const lcol_t 
         /* S[r] + OE is a plain add (no half carries, see Overflow): ptxas may issue it as an IMAD
          * on the FMA pipe, beside the integer pipe that runs the DPX add-mins */
         const cell_t d = lane_min(S[r] + LCOL_OPEN(lc), LOOKUP_ADD(D[r], LCOL_EXTEND(lc)));
-#if SPLIT
+#if LOOKUP_TABLE
+        const cell_t cost = table_entry(lc.costs, SEL[r]);
+#elif SPLIT
         const cell_t hit = state_hits(lc.col.states, lc.col.states_hi, SEL[r]);
 #if NEAR
         const cell_t hit_near = state_hits(lc.col.states_near, lc.col.states_near_hi, SEL[r]);
@@ -588,7 +667,7 @@ inline void lookup_column(cell_t *S, cell_t *D, const cell_t *SEL, const lcol_t 
     }
 }
 
-#if SPLIT
+#if LOOKUP_TRACKS_ROW
 /* S[r] for a run-time r (the warp's): one indirect branch, not a select per row */
 inline cell_t row_of(const cell_t *S, const int r)
 {
@@ -611,7 +690,7 @@ inline cell_t row_of(const cell_t *S, const int r)
 /* One lookup stripe, rows j0 .. j0+H-1 (H compile-time at every call) of which h are the read's.
  * The last stripe (`track`) follows the minimum of row H - 1 (DNA: the virtual rows' last) or
  * h - 1 (protein) instead of writing the band. profile, xcol: the element path's (protein). */
-inline void lookup_stripe(global const uint4 *look, global const prof_t *profile, global const uint4 *xcol,
+inline void lookup_stripe(global const uint *look, global const prof_t *profile, global const uint4 *xcol,
                           const int units, global cell_t *band, const size_t stride, cell_t *S, cell_t *D,
                           const cell_t *SEL, const int j0, const int H, const int h, const int width,
                           const bool first, const penalties_t *pen, const bool track, cell_t *best)
@@ -622,11 +701,17 @@ inline void lookup_stripe(global const uint4 *look, global const prof_t *profile
         D[r] = pen->inf;
     }
     const int ncols = (LOOKUP_VIRTUAL ? H : h) - 1 + width;
-#if SPLIT
+#if LOOKUP_TABLE
+    const size_t pstep = (size_t)TABLE_WORDS * units; /* one column of the table */
+    global const uint *p = look + (size_t)j0 * pstep;
+    uint open_next = p[TABLE_OPEN * units], extend_next = p[TABLE_EXTEND * units];
+#elif SPLIT
+    const int pstep = units;
     global const prof_t *p = profile + (size_t)j0 * units;
     prof_t element_next = *p;
 #else
-    global const uint4 *p = look + (size_t)j0 * units;
+    const int pstep = units;
+    global const uint4 *p = (global const uint4 *)look + (size_t)j0 * units;
     uint4 w_next = *p;
 #endif
     global cell_t *bp = band + (size_t)(j0 + 1) * stride;
@@ -634,9 +719,21 @@ inline void lookup_stripe(global const uint4 *look, global const prof_t *profile
      * dsrc at column c is up at c - 1 (column -1: the band's first cell, or the boundary 0) */
     cell_t dsrc = first ? 0 : bp[-(ptrdiff_t)stride];
     cell_t up_next = width >= 2 ? (first ? 0 : *bp) : pen->inf;
+#if BAND_AHEAD == 2
+    cell_t up_after = width >= 3 ? (first ? 0 : bp[stride]) : pen->inf; /* `up` two columns on */
+#endif
     int c = 0;
 
-#if SPLIT && COLUMN_COSTS
+#if LOOKUP_TABLE
+#define LOOKUP_LOAD(lc)                                                                          \
+    lc.open = open_next;                                                                         \
+    lc.extend = extend_next;                                                                     \
+    lc.costs = p;                                                                                \
+    if (c + 1 < ncols) {                                                                         \
+        open_next = p[pstep + TABLE_OPEN * units];                                               \
+        extend_next = p[pstep + TABLE_EXTEND * units];                                           \
+    }
+#elif SPLIT && COLUMN_COSTS
 #define LOOKUP_LOAD(lc)                                                                          \
     lc.col = load_column(element_next, pen);                                                     \
     lc.xb = *xcol;                                                                               \
@@ -658,9 +755,7 @@ inline void lookup_stripe(global const uint4 *look, global const prof_t *profile
         lcol_t lc;                                                                               \
         LOOKUP_LOAD(lc)                                                                          \
         const cell_t up = up_next;                                                               \
-        up_next = pen->inf;                                                                      \
-        if (c + 1 <= width - 2)                                                                  \
-            up_next = first ? 0 : bp[stride];                                                    \
+        LOOKUP_BAND_AHEAD                                                                        \
         lookup_column(S, D, SEL, lc, dsrc, up, H, P1_LAST, CH_FIRST, CH_LAST, pen);              \
         if (!track)                                                                              \
             *bp = S[H - 1];                                                                      \
@@ -669,11 +764,23 @@ inline void lookup_stripe(global const uint4 *look, global const prof_t *profile
         else                                                                                     \
             LOOKUP_TRACK_ROW                                                                     \
         dsrc = up;                                                                               \
-        p += units;                                                                              \
+        p += pstep;                                                                              \
         bp += stride;                                                                            \
         xcol += 1;                                                                               \
     }
-#if SPLIT
+#if BAND_AHEAD == 2
+#define LOOKUP_BAND_AHEAD                                                                        \
+    up_next = up_after;                                                                          \
+    up_after = pen->inf;                                                                         \
+    if (c + 2 <= width - 2)                                                                      \
+        up_after = first ? 0 : bp[2 * stride];
+#else
+#define LOOKUP_BAND_AHEAD                                                                        \
+    up_next = pen->inf;                                                                          \
+    if (c + 1 <= width - 2)                                                                      \
+        up_next = first ? 0 : bp[stride];
+#endif
+#if LOOKUP_TRACKS_ROW
 #define LOOKUP_TRACK_ROW *best = lane_min(*best, row_of(S, h - 1));
 #else
 #define LOOKUP_TRACK_ROW ;
@@ -690,13 +797,14 @@ inline void lookup_stripe(global const uint4 *look, global const prof_t *profile
         LOOKUP_COLUMN(H - 1, c - width + 2, H - 1)
 #undef LOOKUP_COLUMN
 #undef LOOKUP_LOAD
+#undef LOOKUP_BAND_AHEAD
 #undef LOOKUP_TRACK_ROW
 }
 
-/* The last stripe in H = h rounded up to 8 rows (at most ROWS; protein: 8 or ROWS), each height
- * compiled once. */
+/* The last stripe in H = h rounded up to 8 rows (at most ROWS; protein's lookup words: 8 or
+ * ROWS), each height compiled once. */
 #define LOOKUP_HEIGHT(x) ((x) < ROWS ? (x) : ROWS)
-inline void lookup_last_stripe(global const uint4 *look, global const prof_t *profile, global const uint4 *xcol,
+inline void lookup_last_stripe(global const uint *look, global const prof_t *profile, global const uint4 *xcol,
                                const int units, global cell_t *band, const size_t stride, cell_t *S, cell_t *D,
                                const cell_t *SEL, const int j0, const int h, const int width, const bool first,
                                const penalties_t *pen, cell_t *best)
@@ -705,17 +813,26 @@ inline void lookup_last_stripe(global const uint4 *look, global const prof_t *pr
     lookup_stripe(look, profile, xcol, units, band, stride, S, D, SEL, j0, HEIGHT, h, width, first, pen, true, best)
     if (h <= LOOKUP_HEIGHT(8))
         LOOKUP_LAST(LOOKUP_HEIGHT(8));
-#if ROWS > 8 && !SPLIT
+#if ROWS > 8 && LOOKUP_TRACKS_ROW
+    else
+        LOOKUP_LAST(ROWS);
+#else
+#if ROWS > 8
     else if (h <= LOOKUP_HEIGHT(16))
         LOOKUP_LAST(LOOKUP_HEIGHT(16));
 #endif
-#if ROWS > 16 && !SPLIT
+#if ROWS > 16
     else if (h <= LOOKUP_HEIGHT(24))
         LOOKUP_LAST(LOOKUP_HEIGHT(24));
 #endif
-#if ROWS > 8 && (ROWS > 24 || SPLIT)
+#if ROWS > 32
+    else if (h <= 32)
+        LOOKUP_LAST(32);
+#endif
+#if ROWS > 24
     else
         LOOKUP_LAST(ROWS);
+#endif
 #endif
 #undef LOOKUP_LAST
 }
@@ -727,7 +844,7 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
                        global int *scores, const uint mismatch, const uint cgap,
                        const uint open_extend, const uint extend, const uint insertion,
                        const uint inf, const uint near_mismatch, global const uint4 *read_costs,
-                       global const uint *cost_start, global const uint4 *lookup)
+                       global const uint *cost_start, global const uint *lookup)
 {
     const int u = get_global_id(0);
     const int q = get_global_id(1);
@@ -760,10 +877,11 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
     int j0 = 0;
 #if LOOKUP
     /* a stripe of single bases takes the lookup path, one with an ambiguity code the element path */
-    global const uint4 *my_lookup = lookup + u;
+    /* the work-item's lookup words (uint4s) or table entries (uints); NULL for protein's words */
+    global const uint *my_lookup = lookup + (LOOKUP_TABLE ? 1 : 4) * u;
     cell_t SEL[ROWS];
     for (; j0 + ROWS < n; j0 += ROWS) {
-        if (load_selectors(read + j0, ROWS, SEL)) {
+        if (load_selectors(read + j0, ROWS, SEL, units)) {
             lookup_stripe(my_lookup, my_profile, STRIPE_COSTS(j0), units, my_band, stride, S, D, SEL, j0, ROWS, ROWS,
                           width, j0 == 0, &pen, false, &best);
         } else {
@@ -772,7 +890,7 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
                          j0 == 0, &pen, false, &best);
         }
     }
-    if (load_selectors(read + j0, n - j0, SEL)) {
+    if (load_selectors(read + j0, n - j0, SEL, units)) {
         lookup_last_stripe(my_lookup, my_profile, STRIPE_COSTS(j0), units, my_band, stride, S, D, SEL, j0, n - j0,
                            width, j0 == 0, &pen, &best);
     } else {
@@ -803,6 +921,62 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
     out[0] = (int)best;
 #endif
 }
+
+#if LOOKUP && LOOKUP_TABLE
+/* The lookup table of LOOKUP_TABLE (above) from a chunk's profile: one work-item per work-item
+ * unit u and column i < columns (m + ROWS - 1; columns from m on are zero). Each single state's
+ * diagonal cost as the element path computes it (column_step: the hit of the state set, with NEAR
+ * of the wider set too, a multiply-add each, and with COLUMN_COSTS the column's cost of the
+ * state's row of the cost table, cost_table[i][state_rows[s]]). */
+kernel void lookup_table(global const prof_t *profile, const int m, const int units, const int columns,
+                         const uint mismatch, const uint cgap, const uint open_extend, const uint extend,
+                         const uint near_mismatch, global const uchar *cost_table, const int n_costs,
+                         global const uchar *state_rows, global uint *table)
+{
+    const int u = get_global_id(0);
+    const int i = get_global_id(1);
+    if (u >= units || i >= columns)
+        return;
+    global uint *out = table + (size_t)i * TABLE_WORDS * units + u;
+    if (i >= m) {
+        for (int k = 0; k < TABLE_WORDS; ++k)
+            out[(size_t)k * units] = 0u;
+        return;
+    }
+    const penalties_t pen = {mismatch, 0u - mismatch, cgap, open_extend, extend,
+                             0u - near_mismatch, 0u - (mismatch - near_mismatch), 0u, 0u};
+    const column_t col = load_column(profile[(size_t)i * units + u], &pen);
+    for (int state = 0; state < STATE_BITS; ++state) {
+        const uint code = 1u << state;
+#if SPLIT
+        const cell_t b = low_part(code), bh = high_part(code);
+        const cell_t meet = (col.states & b) | (col.states_hi & bh);
+#else
+        const cell_t b = SPLAT(code);
+        const cell_t meet = col.states & b;
+#endif
+        const cell_t hit = lane_min(meet, SPLAT(1));
+#if NEAR
+#if SPLIT
+        const cell_t meet_near = (col.states_near & b) | (col.states_near_hi & bh);
+#else
+        const cell_t meet_near = col.states_near & b;
+#endif
+        const cell_t hit_near = lane_min(meet_near, SPLAT(1));
+        cell_t cost = col.diag + hit_near * pen.neg_step + hit * pen.neg_near;
+#else
+        cell_t cost = col.diag + hit * pen.neg_mismatch;
+#endif
+#if COLUMN_COSTS
+        cost += SPLAT(cost_table[(size_t)i * n_costs + state_rows[state]]);
+#endif
+        out[(size_t)state * units] = cost;
+    }
+    out[(size_t)TABLE_ZERO * units] = 0u;
+    out[(size_t)TABLE_OPEN * units] = col.open;
+    out[(size_t)TABLE_EXTEND * units] = col.extend;
+}
+#endif
 
 #if COLUMN_COSTS
 /* The reads' cost profiles (read_costs above) from the column cost table: one work-item per

@@ -24,7 +24,7 @@ import tempfile
 __version__ = "0.11.0"
 
 #: Subpackages whose numba functions are cached (cache=True); numba writes beside their sources.
-_CACHED_SUBPACKAGES = ("engine", "model")
+_CACHED_SUBPACKAGES = ("engine", "model", "phylo", "io")
 
 
 def _writable(directory: str) -> bool:

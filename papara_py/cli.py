@@ -9,6 +9,7 @@ with status 130, SIGTERM and SIGHUP (a batch system's time limit or preemption) 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shlex
 import signal
@@ -27,12 +28,12 @@ EXIT_INTERRUPTED = 130
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 _DESCRIPTION = """\
-Align short reads (FASTA/FASTQ, optionally gzipped) to a reference alignment (PHYLIP or FASTA)
-the phylogeny-aware way (PaPaRa): every read is aligned against the ancestral parsimony profile of
-every branch of the reference tree (Newick) and the best branch wins. The result is an HDF5 file
-with each read's alignment in reference columns, its best branch and score, and its next-best
-candidate branches; `papara-py export` turns it into an extended PHYLIP/FASTA alignment, an
-EPA-ng query file or a jplace placement file.
+Align short reads (FASTA/FASTQ, plain, gzip, bzip2 or xz) to a reference alignment (PHYLIP, FASTA,
+Stockholm or Clustal) the phylogeny-aware way (PaPaRa): every read is aligned against the ancestral
+parsimony profile of every branch of the reference tree (Newick) and the best branch wins. The
+result is an HDF5 file with each read's alignment in reference columns, its best branch and score,
+and its next-best candidate branches; `papara-py export` turns it into an extended PHYLIP/FASTA
+alignment, an EPA-ng query file or a jplace placement file.
 
 Other commands:
   papara-py export RUN.h5 --format phylip|fasta|epa|jplace -o FILE   (epa: or --outdir DIR, EPA-ng's pair)
@@ -40,6 +41,8 @@ Other commands:
   papara-py prepare -t TREE -s REF -o PROFILES.h5      edge profiles once, for every shard (--profiles)
   papara-py merge SHARD.h5... -o RUN.h5                 shards of an array job -> one run file
   papara-py report RUN.h5 -o REPORT.html [--png DIR]    the run at a glance: tree, coverage, fit
+  papara-py example DIR      write the bundled examples to DIR/example (DNA) and DIR/protein
+  papara-py warm-up          compile numba's kernels for this CPU ahead of the first run
 """
 
 _EPILOG = """\
@@ -145,7 +148,7 @@ def _add_reference(group) -> None:
     group.add_argument("-t", "--tree", required=True, metavar="TREE.nwk",
                        help="reference tree (Newick); its tips must all be in the alignment")
     group.add_argument("-s", "--alignment", required=True, metavar="REF.phy",
-                       help="reference alignment (PHYLIP or FASTA, detected from the content)")
+                       help="reference alignment (PHYLIP, FASTA, Stockholm or Clustal, detected from the content)")
     group.add_argument("--alphabet", choices=ALPHABET_CHOICES, default="auto",
                        help=f"dna (nucleotides, IUPAC codes) or protein (amino acids); auto: protein when fewer "
                             f"than {NUCLEOTIDE_SHARE * 100:.0f}%% of the alignment's residues are A, C, G, T, U or N "
@@ -167,7 +170,7 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
     inputs = parser.add_argument_group("inputs and output")
     _add_reference(inputs)
     inputs.add_argument("-r", "--reads", required=True, nargs="+", metavar="READS.fa",
-                        help="reads to align (FASTA or FASTQ, plain or gzipped); several files (samples) are "
+                        help="reads to align (FASTA or FASTQ, plain, gzip, bzip2 or xz); several files (samples) are "
                              "aligned in one run, each into its own run file in --outdir")
     inputs.add_argument("-o", "--output", default=None, metavar="RUN.h5",
                         help="HDF5 output file; written atomically (default: papara.h5)")
@@ -263,9 +266,10 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
 
 
 def _main_job(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)  # --help answers before the pipeline (numba, h5py) is imported
     from papara_py.run.runner import run
 
-    run(main_job_config(build_parser().parse_args(argv), shlex.join(["papara-py", *argv])))
+    run(main_job_config(args, shlex.join(["papara-py", *argv])))
     return 0
 
 
@@ -363,8 +367,6 @@ def _devices(argv: list[str]) -> int:
 
 
 def _prepare(argv: list[str]) -> int:
-    from papara_py.cluster.prepared import prepare
-
     parser = argparse.ArgumentParser(
         prog="papara-py prepare",
         description="Compute the edge profiles of a tree and alignment once, for every shard of an array job "
@@ -372,6 +374,8 @@ def _prepare(argv: list[str]) -> int:
     _add_reference(parser)
     _add_output(parser, "PROFILES.h5", "the edge profiles (HDF5)")
     args = parser.parse_args(argv)
+    from papara_py.cluster.prepared import prepare  # after --help: dendropy, h5py
+
     _check_roles("prepare", {"profiles": args.output}, {"tree": args.tree, "alignment": args.alignment})
     edges = prepare(args.tree, args.alignment, args.output, shlex.join(["papara-py", "prepare", *argv]),
                     args.alphabet)
@@ -418,9 +422,34 @@ def _report(argv: list[str]) -> int:
     return 0
 
 
+def _example(argv: list[str]) -> int:
+    from papara_py import examples
+
+    parser = argparse.ArgumentParser(prog="papara-py example", description=(
+        "Write the bundled examples (simulated DNA and protein sets: tree, alignment, reads, the truth) into "
+        "DIR/example and DIR/protein, as the repository's data/ folder holds them."))
+    parser.add_argument("directory", metavar="DIR", help="where DIR/example (DNA) and DIR/protein go")
+    for path in examples.write(parser.parse_args(argv).directory):
+        print(path)
+    return 0
+
+
+def _warm_up(argv: list[str]) -> int:
+    from papara_py.run.warmup import warm_up
+
+    argparse.ArgumentParser(prog="papara-py warm-up", description=(
+        "Compile numba's kernels for this CPU now (a DNA and a protein run's, by aligning the bundled examples), "
+        "so that the first real run does not wait for them; a container build runs this.")).parse_args(argv)
+    done = warm_up()
+    print(f"papara-py: kernels ready for this CPU in {done.total:.1f} s "
+          + (f"({done.compiled} functions compiled)" if done.compiled else "(all from numba's cache)"), file=sys.stderr)
+    return 0
+
+
 SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {"export": _export, "devices": _devices,
                                                       "prepare": _prepare, "merge": _merge,
-                                                      "report": _report}
+                                                      "report": _report, "example": _example,
+                                                      "warm-up": _warm_up}
 
 
 @contextmanager
@@ -472,9 +501,38 @@ def _kept(error: BaseException) -> list[str]:
     return getattr(error, "papara_kept", [])
 
 
+class _StderrHandler(logging.StreamHandler):
+    """A handler writing to whatever sys.stderr is when a record comes (a caller may redirect it)."""
+
+    papara_cli = True
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
+def _log_to_stderr(argv: list[str]) -> None:
+    """The library's notices (logger "papara_py": engine/compile_watch.py's compile notice) on stderr as
+    "papara-py: ..." lines, unless -q/--quiet; once per process."""
+    logger = logging.getLogger("papara_py")
+    if not any(isinstance(handler, _StderrHandler) for handler in logger.handlers):
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("papara-py: %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.WARNING if {"-q", "--quiet"} & set(argv) else logging.INFO)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line `argv`; returns the exit status (README: Exit statuses)."""
     argv = sys.argv[1:] if argv is None else argv
+    _log_to_stderr(argv)
     command = SUBCOMMANDS.get(argv[0]) if argv else None
     try:
         with _terminating_signals_raise():

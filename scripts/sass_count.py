@@ -1,14 +1,18 @@
 """Count the machine instructions of band_score's column loops, offline: no GPU, no OpenCL driver.
 
     python3 scripts/sass_count.py [--alphabet dna|protein] [--near 0|1] [--costs 0|1] [--rows R]
-                                  [--lookup 0|1] [--edges 0|1] [--dump DIR] [--arch sm_90]
+                                  [--extra=-DLOOKUP=1] [--registers N ...] [--dump DIR] [--arch sm_90]
+    python3 scripts/sass_count.py --ptx FILE.ptx --registers 0 168 128 [--lookup 1]   (a driver's PTX)
 
 NVIDIA's OpenCL compiler and CUDA's nvcc both lower to PTX through NVVM and end in the same
 ptxas, so the kernel source compiled as CUDA through a thin shim (`SHIM`: OpenCL's address-space
 qualifiers and `kernel` mapped to CUDA's, get_global_id, the vector types the kernel uses; its
 inline PTX stays as it is) gives SASS close to what the driver makes of the OpenCL build: a close
 proxy for instruction counts, not the driver's exact code (scripts/bench_kernel_variants.py reads
-the driver's own PTX on the device, and its SASS where cuobjdump is there).
+the driver's own PTX on the device, and its SASS where cuobjdump is there; `--ptx` reads such a
+PTX file here). A register limit (`--registers N`, or NVIDIA's OpenCL option
+-cl-nv-maxrregcount=N among the options) goes to ptxas as --maxrregcount: the driver's PTX does not
+record it, so its SASS must be assembled with it to be the build that ran.
 
 Needs `nvcc` (CUDA 12.8+ for sm_90 DPX) and `cuobjdump` with `nvdisasm` on PATH; where the CUDA
 install lacks the two, PyPI's `nvidia-cuda-cuobjdump` and `nvidia-cuda-nvdisasm` wheels carry
@@ -21,14 +25,15 @@ instructions per cell, in total and on the integer ALU pipe (Hopper: LOP3, IADD3
 SHF, PRMT, LEA, the DPX add-min and min, MOV; IMAD and its MOV/IADD/SHL forms issue on the FMA
 pipe; loads, stores and branches on their own units). The ALU pipe issues 64 lanes per clock per
 SM, so the kernel's ceiling is 132 SMs x 64 x 1.98 GHz / (ALU instructions per cell) on an H100
-or H200 (BENCHMARKS.md, "Instructions per cell and the ceiling").
+or H200 (BENCHMARKS.md, "Instructions per cell and the ceiling"). Also printed: the spill bytes
+(ptxas -v), local-memory loads and stores (LDL/STL) in the hot loop and in the lookup path's other
+loops, and the warps per SM the registers leave (`warps_per_sm`: sm_90's rules, 4 warps a group).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
-import os
 import re
 import shutil
 import subprocess
@@ -67,6 +72,9 @@ ALU = {"LOP3", "IADD3", "ISETP", "SEL", "SHF", "PRMT", "LEA", "VIADDMNMX", "VIMN
 FMA = {"IMAD", "IMUL", "FFMA", "FADD", "FMUL"}
 MEMORY = {"LDG", "STG", "LD", "ST", "LDS", "STS", "LDL", "STL", "LDC", "ULDC", "CCTL"}
 SM_COUNT, ALU_LANES, CLOCK_HZ = 132, 64, 1.98e9
+#: sm_90's register file: 65,536 per SM in 4 sub-partitions (one per warp scheduler), allocated per
+#: warp in units of 256 (8 per thread); at most 64 warps per SM.
+SM_REGISTERS, SUB_PARTITIONS, WARP_ALLOCATION, MAX_WARPS = 65536, 4, 256, 64
 
 
 def cuda_source(text: str) -> str:
@@ -75,7 +83,7 @@ def cuda_source(text: str) -> str:
     make_* calls."""
     text = re.sub(r"\((u?(?:int|char|short))([248])\)\(", r"make_\1\2(", text)
     text = re.sub(r"\b(?:__)?kernel\s+void\b", 'extern "C" __global__ void', text)
-    text = re.sub(r"\b(?:__)?global\b", "", text)
+    text = re.sub(r"(?<!\.)\b(?:__)?global\b", "", text)  # not PTX's state space (ld.global) in inline asm
     text = re.sub(r"\binline\b", "__device__ __forceinline__", text)
     # an "n" (immediate) asm operand must be a constant expression to CUDA's front end before
     # unrolling (OpenCL's takes the unrolled constant): pass it in a register, which ptxas folds
@@ -84,13 +92,44 @@ def cuda_source(text: str) -> str:
     return SHIM + text
 
 
+def register_limit(options) -> int | None:
+    """The register limit among OpenCL build options (NVIDIA's -cl-nv-maxrregcount=N; the last one
+    given), or None."""
+    limit = None
+    for option in options:
+        if option.startswith("-cl-nv-maxrregcount="):
+            limit = int(option.split("=", 1)[1])
+    return limit
+
+
+def ptxas_options(options) -> list[str]:
+    """ptxas flags that make an offline assembly of the driver's PTX the build the OpenCL options
+    asked for (the PTX does not record a register limit)."""
+    limit = register_limit(options)
+    return ["--maxrregcount", str(limit)] if limit else []
+
+
+def warps_per_sm(registers: int | None, group_warps: int = 4) -> int | None:
+    """Resident warps per SM (sm_90) for a kernel of `registers` per thread in groups of
+    `group_warps` warps, as far as registers limit it: each sub-partition holds
+    floor(16,384 / (registers x 32 rounded up to 256)) warps, and whole groups fit."""
+    if not registers:
+        return None
+    per_warp = -(-registers * 32 // WARP_ALLOCATION) * WARP_ALLOCATION
+    warps = SM_REGISTERS // SUB_PARTITIONS // per_warp * SUB_PARTITIONS
+    return min(MAX_WARPS, warps // group_warps * group_warps)
+
+
 def build_cubin(options: list[str], workdir: Path, arch: str = "sm_90", source: str = "band_score.cl") -> Path:
-    """nvcc -cubin of the kernel source with OpenCL build options `options` (-D...)."""
+    """nvcc -cubin of the kernel source with OpenCL build options `options` (-D..., and a register
+    limit as -cl-nv-maxrregcount=N)."""
     cu = workdir / "kernel.cu"
     cu.write_text(cuda_source(kernels.source(source)))
     cubin = workdir / "kernel.cubin"
     defines = [o for o in options if o.startswith("-D")]
-    cmd = ["nvcc", f"-arch={arch}", "-cubin", "-O3", "-Xptxas", "-v", "-o", str(cubin), str(cu), *defines]
+    limit = register_limit(options)
+    cmd = ["nvcc", f"-arch={arch}", "-cubin", "-O3", "-Xptxas", "-v", *([f"-maxrregcount={limit}"] if limit else []),
+           "-o", str(cubin), str(cu), *defines]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(f"{' '.join(cmd)}\n{done.stderr}")
@@ -210,15 +249,62 @@ def summary(loop: Loop, lanes: int) -> dict:
             "ceiling_tcups": SM_COUNT * ALU_LANES * CLOCK_HZ / (ports["alu"] / cells) / 1e12 if cells else None}
 
 
-def registers(log: str, function: str = "band_score") -> int | None:
+def _function_lines(log: str, function: str) -> list[str]:
+    """The lines of a ptxas -v log about `function` (its 'Compiling entry function' line and the
+    few after it)."""
     lines = log.splitlines()
     for k, line in enumerate(lines):
-        if f"'{function}'" in line:
-            for follow in lines[k:k + 4]:
-                hit = re.search(r"Used (\d+) registers", follow)
-                if hit:
-                    return int(hit.group(1))
+        if f"entry function '{function}'" in line:
+            return lines[k:k + 5]
+    return []
+
+
+def registers(log: str, function: str = "band_score") -> int | None:
+    for line in _function_lines(log, function):
+        hit = re.search(r"Used (\d+) registers", line)
+        if hit:
+            return int(hit.group(1))
     return None
+
+
+def spills(log: str, function: str = "band_score") -> tuple[int, int] | None:
+    """(spill store bytes, spill load bytes) of `function` in a ptxas -v log."""
+    for line in _function_lines(log, function):
+        hit = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if hit:
+            return int(hit.group(1)), int(hit.group(2))
+    return None
+
+
+def local_ops(loop: dict) -> int:
+    """Local-memory loads and stores (spilled registers) in a loop's histogram."""
+    return sum(n for op, n in loop["ops"].items() if op.split(".")[0] in ("LDL", "STL"))
+
+
+def is_lookup_loop(loop: dict) -> bool:
+    """A loop of the lookup path: DNA's PRMT per cell pair (and no min of a hit test), protein's
+    funnel shifts, or LOOKUP_TABLE's read-only load per cell pair."""
+    cells, ops = loop["cells"], loop["ops"]
+    return bool(ops.get("SHF.R.U64", 0) or ops.get("LDG.E.CONSTANT", 0) >= cells // 2 or (
+        ops.get("PRMT", 0) >= cells // 2 and (ops.get("VIMNMX.U16x2", 0) < cells // 4
+                                              or not ops.get("VIADDMNMX.U16x2", 0))))
+
+
+def machine_summary(sass: str, log: str, lanes: int = 2, lookup: bool = False, group_warps: int = 4) -> dict:
+    """What both scripts report of one build's SASS and ptxas log: registers, spill bytes, warps per
+    SM, the number of cell loops, the hot loop (with its local-memory operations) and the local
+    operations in the lookup path's loops."""
+    code = functions(sass).get("band_score", [])
+    loops = [summary(loop, lanes) | {"start": hex(loop.start)} for loop in innermost_loops(code)]
+    loops = [loop for loop in loops if loop["cells"]]
+    regs = registers(log)
+    spilled = spills(log)
+    hot = hot_loop({"loops": loops}, lookup)
+    return {"registers": regs, "spill_bytes": None if spilled is None else {"stores": spilled[0], "loads": spilled[1]},
+            "warps_per_sm": warps_per_sm(regs, group_warps), "hot": hot, "loops": len(loops),
+            "hot_local_ops": None if hot is None else local_ops(hot),
+            "lookup_loop_local_ops": sum(local_ops(loop) for loop in loops if is_lookup_loop(loop)),
+            "local_ops": sum(1 for _, text in code if mnemonic(text).split(".")[0] in ("LDL", "STL"))}
 
 
 def analyse(options: list[str], arch: str = "sm_90", dump: Path | None = None, lanes: int = 2) -> dict:
@@ -234,10 +320,30 @@ def analyse(options: list[str], arch: str = "sm_90", dump: Path | None = None, l
             (dump / f"{tag}.sass").write_text(sass)
             (dump / f"{tag}.cu").write_text((work / "kernel.cu").read_text())
             (dump / f"{tag}.ptxas.log").write_text(log)
+    return _result(options, sass, log, lanes)
+
+
+def _result(options, sass: str, log: str, lanes: int) -> dict:
     code = functions(sass).get("band_score", [])
     loops = [summary(loop, lanes) | {"start": hex(loop.start)} for loop in innermost_loops(code)]
     loops = [loop for loop in loops if loop["cells"]]
-    return {"options": options, "registers": registers(log), "loops": loops, "total_instructions": len(code)}
+    return {"options": list(options), "registers": registers(log), "loops": loops, "total_instructions": len(code),
+            "summary": machine_summary(sass, log, lanes, "-DLOOKUP=1" in options)}
+
+
+def sass_of_ptx(ptx: bytes, arch: str, flags: list[str], ptxas: str = "ptxas",
+                cuobjdump: str = "cuobjdump") -> tuple[str, str]:
+    """(cuobjdump -sass listing, ptxas -v log) of PTX (a driver's program binary) assembled for
+    `arch` with ptxas `flags` (`ptxas_options` of the build's OpenCL options)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        source, cubin = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
+        source.write_bytes(ptx)
+        done = subprocess.run([ptxas, f"-arch={arch}", "-v", *flags, "-o", str(cubin), str(source)],
+                              capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"ptxas failed: {done.stderr}")
+        sass = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True).stdout
+    return sass, done.stderr
 
 
 def hot_loop(result: dict, lookup: bool = False) -> dict | None:
@@ -251,15 +357,33 @@ def hot_loop(result: dict, lookup: bool = False) -> dict | None:
     most = max(loop["cells"] for loop in loops)
     candidates = [loop for loop in loops if loop["cells"] == most]
     if lookup:  # DNA: a PRMT per cell pair and no min of a hit; protein: the funnel shifts
-        candidates = [loop for loop in candidates if loop["ops"].get("SHF.R.U64", 0) or (
-            loop["ops"].get("PRMT", 0) >= most // 2 and (loop["ops"].get("VIMNMX.U16x2", 0) < most // 4
-                                                         or not loop["ops"].get("VIADDMNMX.U16x2", 0)))] or candidates
+        candidates = [loop for loop in candidates if is_lookup_loop(loop)] or candidates
 
     def tests(loop: dict) -> int:
         return sum(n for op, n in loop["ops"].items() if op.startswith(("ISETP", "SEL")))
 
     return min(candidates, key=lambda loop: (tests(loop) > most // 4, "STG.E" not in loop["ops"],
                                              loop["instructions"]))
+
+
+def describe(result: dict, all_loops: bool = False) -> str:
+    """The printed report of one `analyse` result."""
+    summ = result["summary"]
+    spilled = summ["spill_bytes"] or {"stores": "?", "loads": "?"}
+    lines = [f"options: {' '.join(result['options'])}",
+             f"registers: {result['registers']} ({summ['warps_per_sm']} warps per SM in groups of 4), spills: "
+             f"{spilled['stores']} bytes stored / {spilled['loads']} loaded, local loads+stores: {summ['local_ops']} "
+             f"in band_score, {summ['hot_local_ops']} in the hot loop, {summ['lookup_loop_local_ops']} in the lookup "
+             f"loops; instructions in band_score: {result['total_instructions']}"]
+    loops = result["loops"] if all_loops else [summ["hot"]]
+    for loop in loops:
+        if loop is None:
+            continue
+        lines.append(f"loop at {loop['start']}: {loop['instructions']} instructions, {loop['cells']} cells, "
+                     f"{loop['per_cell']:.3f} per cell, ALU {loop['alu_per_cell']:.3f} per cell, "
+                     f"FMA {loop['fma_per_cell']:.3f}; ALU ceiling {loop['ceiling_tcups']:.2f} TCUPS")
+        lines.append("    " + ", ".join(f"{op} {n}" for op, n in loop["ops"].items()))
+    return "\n".join(lines)
 
 
 def main() -> int:
@@ -269,17 +393,24 @@ def main() -> int:
     parser.add_argument("--rows", type=int)
     parser.add_argument("--near", type=int, default=1)
     parser.add_argument("--costs", type=int, default=0)
-    parser.add_argument("--ptx", type=int, default=1)
+    parser.add_argument("--ptx", type=int, default=1, help="1: the PTX build (USE_PTX)")
+    parser.add_argument("--ptx-file", type=Path, help="a driver's PTX (program binary) to assemble instead of nvcc")
+    parser.add_argument("--lookup", type=int, default=None, help="with --ptx-file: 1 if it is a LOOKUP build")
+    parser.add_argument("--lanes", type=int, default=2)
     parser.add_argument("--extra", action="append", default=[],
                         help="one more -D option (the kernel's variant switches), as --extra=-DLOOKUP=1; repeatable")
+    parser.add_argument("--registers", type=int, nargs="*", default=[],
+                        help="register limits to build with, one report each (0: none; default: the options')")
     parser.add_argument("--arch", default="sm_90")
     parser.add_argument("--dump", type=Path)
     parser.add_argument("--all-loops", action="store_true")
     args = parser.parse_args()
-    for tool in ("nvcc", "cuobjdump"):
+    for tool in ("ptxas", "cuobjdump") if args.ptx_file else ("nvcc", "cuobjdump"):
         if shutil.which(tool) is None:
             parser.error(f"{tool} is not on PATH (see the docstring)")
-    if args.options:
+    if args.ptx_file:
+        options = ["-DLOOKUP=1"] if args.lookup else []
+    elif args.options:
         options = args.options
     else:
         from papara_py.engine.gpu import Variant
@@ -289,17 +420,15 @@ def main() -> int:
         variant = base.of(ALPHABETS[args.alphabet], bool(args.near), bool(args.costs))
         options = list(variant.options())
     options += args.extra
-    result = analyse(options, args.arch, args.dump)
-    print(f"options: {' '.join(options)}\nregisters: {result['registers']}, "
-          f"instructions in band_score: {result['total_instructions']}")
-    loops = result["loops"] if args.all_loops else [hot_loop(result, "-DLOOKUP=1" in options)]
-    for loop in loops:
-        if loop is None:
-            continue
-        print(f"loop at {loop['start']}: {loop['instructions']} instructions, {loop['cells']} cells, "
-              f"{loop['per_cell']:.3f} per cell, ALU {loop['alu_per_cell']:.3f} per cell, "
-              f"FMA {loop['fma_per_cell']:.3f}; ALU ceiling {loop['ceiling_tcups']:.2f} TCUPS")
-        print("   ", ", ".join(f"{op} {n}" for op, n in loop["ops"].items()))
+    for limit in args.registers or [None]:
+        built = options if limit is None else [o for o in options if not o.startswith("-cl-nv-maxrregcount=")] + (
+            [f"-cl-nv-maxrregcount={limit}"] if limit else [])
+        if args.ptx_file:
+            sass, log = sass_of_ptx(args.ptx_file.read_bytes(), args.arch, ptxas_options(built))
+            result = _result(built, sass, log, args.lanes)
+        else:
+            result = analyse(built, args.arch, args.dump, args.lanes)
+        print(describe(result, args.all_loops), flush=True)
     return 0
 
 

@@ -89,9 +89,14 @@ def opencl_device():
     extra, so with it installed a missing device is a failure, never a skip, and the failure says
     what each device answered and what to install: PyPI's PoCL (3.0, LLVM 14) cannot compile for
     CPUs newer than LLVM 14 knows (AMD Zen 4 and 5: "unknown target CPU 'generic'"), and a PoCL on
-    a newer LLVM (Debian's pocl-opencl-icd) can. Without the extra (a user who installed only
-    `.[test]`), the kernel tests skip and say how to run them.
+    a newer LLVM (Debian's pocl-opencl-icd) can. Without pyopencl (a user who installed only
+    `.[test]`: the CPU engine needs no OpenCL) the kernel tests skip and say how to run them; with
+    pyopencl but without the extra, they skip where no device builds the kernels.
     """
+    from papara_py.engine.opencl_devices import PYOPENCL_MISSING, opencl_installed
+
+    if not opencl_installed():  # the only reason to skip: `pip install '.[test]'` without gpu or pocl
+        pytest.skip(f"{PYOPENCL_MISSING} (or 'papara-py[pocl]' to run the kernel tests on PoCL)")
     device, problem = opencl_for_tests()
     if device is not None:
         return device

@@ -497,8 +497,11 @@ SINGLE_BASES = np.array([1, 2, 4, 8], np.uint8)
 @pytest.fixture(scope="module")
 def lookup_scorers(device) -> dict:
     """Packed scorers with the lookup path at stripe heights 6 (the last stripe's height is 6 for
-    every read), 20 (last stripes of 8, 16 and 20 rows) and 32 (8, 16, 24, 32)."""
-    return {rows: GpuScorer(device, rows=rows) for rows in (6, 20, 32)}
+    every read), 20 (last stripes of 8, 16 and 20 rows), 32 (8, 16, 24, 32) and 40 (8, 16, 24, 32,
+    40); ("table", rows): the same path with LOOKUP_TABLE's per-column table."""
+    scorers: dict = {rows: GpuScorer(device, rows=rows) for rows in (6, 20, 32, 40)}
+    scorers.update({("table", rows): GpuScorer(device, rows=rows, lookup_table=True) for rows in (6, 32)})
+    return scorers
 
 
 def mixed_reads(rng: np.random.Generator, lengths, ambiguous: float) -> list[np.ndarray]:
@@ -515,12 +518,13 @@ def mixed_reads(rng: np.random.Generator, lengths, ambiguous: float) -> list[np.
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(instances(), st.sampled_from([6, 20, 32]), st.sampled_from([0.0, 0.0, 0.02, 0.2]))
+@given(instances(), st.sampled_from([6, 20, 32, 40, ("table", 6), ("table", 32)]),
+       st.sampled_from([0.0, 0.0, 0.02, 0.2]))
 def test_lookup_path_matches_reference(lookup_scorers, case, rows, ambiguous) -> None:
     """Random chunks through the lookup path: reads of 1..m-1 single bases (bands as narrow as
-    two columns, so head and tail columns overlap), stripes of 6, 20 and 32 rows with last stripes
-    of every height class and their virtual rows, stripes with ambiguity codes on the element path
-    beside them, Eq. 1 and near states cheaper."""
+    two columns, so head and tail columns overlap), stripes of 6, 20, 32 and 40 rows with last
+    stripes of every height class and their virtual rows, the lookup words and the table, stripes
+    with ambiguity codes on the element path beside them, Eq. 1 and near states cheaper."""
     rng = np.random.default_rng(case["seed"])
     profiles = random_profiles(rng, case["n_edges"], case["m"])
     reads = mixed_reads(rng, case["lengths"], ambiguous)
@@ -529,12 +533,12 @@ def test_lookup_path_matches_reference(lookup_scorers, case, rows, ambiguous) ->
     assert scorer.stats.lookup_reads == scorer.stats.packed_reads == len(reads)
 
 
-@pytest.mark.parametrize("rows", [6, 20, 32])
+@pytest.mark.parametrize("rows", [6, 20, 32, 40, ("table", 6), ("table", 32)])
 def test_lookup_path_covers_every_read_length_and_height(lookup_scorers, rows) -> None:
-    """Reads of 1..70 single bases against 77 columns: every last-stripe height (1..rows real rows
-    in stripes of 8, 16, 24 or 32 with virtual rows below), head-only, body and tail columns,
-    and bands narrower than the stripe (reads of 46..70 against stripes of 32)."""
-    rng = np.random.default_rng(100 + rows)
+    """Reads of 1..76 single bases against 77 columns: every last-stripe height (1..rows real rows
+    in stripes of 8, 16, 24, 32 or 40 with virtual rows below), head-only, body and tail columns,
+    and bands narrower than the stripe (reads of 46..76 against stripes of 32)."""
+    rng = np.random.default_rng(100 + (rows if isinstance(rows, int) else 1000 + rows[1]))
     profiles = random_profiles(rng, 37, 77)
     reads = [rng.choice(SINGLE_BASES, size=n) for n in range(1, 77)]
     scorer = lookup_scorers[rows]
@@ -543,7 +547,8 @@ def test_lookup_path_covers_every_read_length_and_height(lookup_scorers, rows) -
 
 
 def test_lookup_path_is_left_where_costs_exceed_a_byte(lookup_scorers) -> None:
-    """cgap + mismatch above 127: no lookup path (the element path gives the same scores)."""
+    """cgap + mismatch above 127: no lookup path with the lookup words (the element path gives the
+    same scores); the table holds 16-bit costs and keeps it."""
     rng = np.random.default_rng(9)
     profiles = random_profiles(rng, 19, 40)
     reads = [rng.choice(SINGLE_BASES, size=n) for n in (3, 20, 39)]
@@ -553,6 +558,9 @@ def test_lookup_path_is_left_where_costs_exceed_a_byte(lookup_scorers) -> None:
     assert scorer.stats.lookup_reads == 0 and scorer.stats.packed_reads == 3
     check(scorer, profiles, reads, replace(params, cgap=27), k=4, width=8)
     assert scorer.stats.lookup_reads == 3
+    table = lookup_scorers["table", 32]
+    check(table, profiles, reads, params, k=4, width=8)
+    assert table.stats.lookup_reads == 3
 
 
 def test_lookup_words_hold_the_reference_costs() -> None:
@@ -589,11 +597,14 @@ def test_lookup_words_hold_the_reference_costs() -> None:
 @pytest.mark.parametrize("rows", [6, 16])
 @pytest.mark.parametrize("near_mismatch", [3, 1])
 @pytest.mark.parametrize("costs", [False, True])
-def test_protein_lookup_path_matches_reference(device, rows, near_mismatch, costs) -> None:
+@pytest.mark.parametrize("table", [False, True])
+def test_protein_lookup_path_matches_reference(device, rows, near_mismatch, costs, table) -> None:
     """Protein stripes of single amino acids on the lookup path (a 64-bit funnel shift tests each
-    state in both lanes), with and without column costs and near states, every read length from 1
-    to m - 1 (last stripes of 8 rows or the full height tracking row h - 1, narrow bands), and reads
-    with B, Z, J, X on the element path beside them."""
+    state in both lanes; with `table` each cost is an entry of the per-column table, column costs
+    included), with and without column costs and near states, every read length from 1 to m - 1
+    (last stripes of 8 rows or the full height tracking row h - 1, or with the table heights of 8
+    and 16 with virtual rows, narrow bands), and reads with B, Z, J, X on the element path beside
+    them."""
     rng = np.random.default_rng(40 + rows + near_mismatch + costs)
     m = 45
     profiles = random_profiles(rng, 23, m, PROTEIN)
@@ -609,6 +620,63 @@ def test_protein_lookup_path_matches_reference(device, rows, near_mismatch, cost
         column_costs = random_column_costs(rng, m, 39)
         assert set(single) | set(odd) <= set(column_costs.codes.tolist())
     family = protein_states(rng, m) if params.weighted else None
-    scorer = GpuScorer(device, rows=rows)
+    scorer = GpuScorer(device, rows=rows, lookup_table=table)
     check(scorer, profiles, reads, params, k=4, width=8, first_edge=1, family=family, costs=column_costs)
     assert scorer.stats.lookup_reads == scorer.stats.packed_reads == len(reads)
+
+
+@pytest.mark.parametrize("table", [False, True])
+def test_band_two_columns_ahead_gives_the_same_scores(device, table) -> None:
+    """-DBAND_AHEAD=2 (the lookup path loads the band cell two columns before its use): every read
+    length against 77 columns and bands of two and three columns (m = 3, 4), DNA with the lookup
+    words or the table, and protein with column costs on the table."""
+    rng = np.random.default_rng(77 + table)
+    scorer = GpuScorer(device, rows=32, lookup_table=table, extra_options=("-DBAND_AHEAD=2",))
+    for m in (77, 4, 3):
+        profiles = random_profiles(rng, 21, m)
+        check(scorer, profiles, mixed_reads(rng, range(1, m), 0.02), ScoringParams.preset("weighted"), k=3, width=8)
+    if table:
+        m = 40
+        params = ScoringParams(**COST_PARAMS, near_mismatch=1)
+        single = PROTEIN.read_code[np.frombuffer(PROTEIN.letters.encode(), np.uint8)]
+        reads = [rng.choice(single, size=n) for n in range(1, m)]
+        protein = GpuScorer(device, rows=16, lookup_table=True, extra_options=("-DBAND_AHEAD=2",))
+        check(protein, random_profiles(rng, 19, m, PROTEIN), reads, params, k=3, width=8,
+              family=protein_states(rng, m), costs=random_column_costs(rng, m, 39))
+        assert protein.stats.lookup_reads == len(reads)
+
+
+def test_register_limits_are_build_options_of_ptx_builds_only() -> None:
+    """DNA's lookup builds on NVIDIA (PTX) take LOOKUP_REGISTERS as -cl-nv-maxrregcount, protein's
+    PROTEIN_LOOKUP_REGISTERS; max_registers overrides (0: none); portable builds never get the
+    option (other compilers refuse it); LOOKUP_TABLE is a build option of lookup builds only."""
+    from papara_py.engine.gpu import LOOKUP_REGISTERS, PROTEIN_LOOKUP_REGISTERS
+
+    ptx, portable = Variant(packed=True, ptx=True, rows=32), Variant(packed=True, ptx=False, rows=32)
+
+    def limits(variant: Variant) -> list[str]:
+        return [o for o in variant.options() if o.startswith("-cl-nv-maxrregcount=")]
+
+    assert limits(ptx.of(DNA, near=True, lookup=True)) == [f"-cl-nv-maxrregcount={LOOKUP_REGISTERS}"]
+    assert limits(ptx.of(DNA, near=True)) == limits(portable.of(DNA, near=True, lookup=True)) == []
+    assert ptx.of(PROTEIN, costs=True, lookup=True).registers == PROTEIN_LOOKUP_REGISTERS
+    assert limits(replace(ptx, max_registers=128).of(PROTEIN, lookup=True)) == ["-cl-nv-maxrregcount=128"]
+    assert limits(replace(ptx, max_registers=0).of(DNA, lookup=True)) == []
+    assert limits(replace(portable, max_registers=128).of(DNA, lookup=True)) == []
+    table = replace(portable, table=True)
+    assert "-DLOOKUP_TABLE=1" in table.of(PROTEIN, costs=True, lookup=True).options()
+    assert "-DLOOKUP_TABLE=1" not in table.of(PROTEIN, costs=True).options()
+    assert replace(portable, group_reads=8).of(DNA).wg_reads == 8
+
+
+def test_lookup_table_entries_of_single_states_follow_the_cost_table() -> None:
+    """With column costs each single state's table entry adds its row of the cost table
+    (engine/gpu.state_rows); a state without a row gets row 0 (no read may hold it)."""
+    from papara_py.engine.gpu import state_rows
+    from papara_py.model.column_costs import ColumnCosts
+
+    codes = np.array([1 << 3, 1 << 0, 0xFFFFF, 1 << 19], np.uint32)
+    costs = ColumnCosts(table=np.zeros((4, 5), np.uint8), codes=codes)
+    rows = state_rows(costs, PROTEIN)
+    assert rows.dtype == np.uint8 and rows.size == PROTEIN.n_states
+    assert rows[3] == 0 and rows[0] == 1 and rows[19] == 3 and not rows[[1, 2, 4, 18]].any()

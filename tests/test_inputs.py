@@ -405,3 +405,115 @@ def test_bulk_and_line_parsers_agree(tmp_path: Path, monkeypatch, name: str, blo
     if name in ("fasta", "fastq", "crlf"):  # well-formed: the bulk path takes every block
         monkeypatch.setattr(inputs, "_line_path", None)
         assert _both_parsers(path) == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# Stockholm and Clustal references (Bio.AlignIO), compressed reads by their first bytes
+
+PFAM_RRM = Path(__file__).resolve().parent / "data" / "pfam_rrm"
+
+
+@pytest.mark.parametrize("name", ["seed.sto", "ref.sto", "ref.aln"])
+def test_stockholm_and_clustal_read_as_the_fasta(name: str) -> None:
+    """The Pfam RRM_1 seed as HMMER's test suite holds it (seed.sto: Pfam's Stockholm, names with
+    '/' and '-', '.' gaps, #=GR/#=GC lines), the same alignment laid out as hmmalign writes
+    Stockholm (ref.sto: interleaved blocks, PP lines, lowercase insert columns) and as Clustal
+    (ref.aln) read as ref.fasta does: same rows (the seed's names made Newick-safe as ref.fasta's
+    were), detected from their content."""
+    fasta = read_alignment(PFAM_RRM / "ref.fasta")
+    other = read_alignment(PFAM_RRM / name)
+    names = [n.replace("/", "_").replace("-", "_") for n in other.names]
+    assert names == fasta.names and other.alphabet.name == "protein"
+    assert np.array_equal(np.where(other.rows == ord("."), ord("-"), other.rows), fasta.rows)
+
+
+def test_stockholm_errors_are_input_errors_with_lines(tmp_path: Path) -> None:
+    text = (PFAM_RRM / "ref.sto").read_text()
+    lines = text.splitlines()
+    # a bad character in the second block: its file line and column, as for PHYLIP
+    at = next(i for i, line in enumerate(lines) if line.startswith("ROC3_NICSY_99_170") and i > 200)
+    name, _, sequence = lines[at].partition(" ")
+    offset = len(lines[at]) - len(sequence.lstrip())
+    lines[at] = lines[at][:offset + 3] + "!" + lines[at][offset + 4:]
+    bad = _write(tmp_path, "bad.sto", "\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=rf"bad\.sto, line {at + 1}: invalid character '!' in row 'ROC3_NICSY_99_170' "
+                                         rf"at alignment column 54 \(column {offset + 4} of the line\)"):
+        read_alignment(bad)
+    twice = _write(tmp_path, "two.sto", text + text)
+    with pytest.raises(InputError, match="two.sto: the Stockholm file holds 2 alignments; give a file of one"):
+        read_alignment(twice)
+    short = text.replace("ROC3_NICSY_99_170            LFVGNL..PYDIDSEG", "ROC3_NICSY_99_170            LFVGNL..PYD", 1)
+    with pytest.raises(InputError, match=r"short.sto: malformed Stockholm alignment \(Biopython's reader: "):
+        read_alignment(_write(tmp_path, "short.sto", short))
+    clustal = (PFAM_RRM / "ref.aln").read_text().replace("GBP2_YEAST_221_291 ", "GBP2_YEAST_221_291X", 1)
+    with pytest.raises(InputError, match=r"bad.aln: malformed Clustal alignment|bad.aln: .*row"):
+        read_alignment(_write(tmp_path, "bad.aln", clustal))
+
+
+def test_stockholm_through_a_fifo_is_read_once_and_hashed(tmp_path: Path) -> None:
+    import hashlib
+    import os
+    import threading
+
+    from papara_py.io.checksums import Digest
+
+    data = (PFAM_RRM / "ref.sto").read_bytes()
+    fifo = tmp_path / "ref.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_bytes, args=(data,))
+    writer.start()
+    digest = Digest()
+    alignment = read_alignment(fifo, digest)
+    writer.join(timeout=10)
+    assert alignment.rows.shape == (79, 80) and digest.hexdigest() == hashlib.sha256(data).hexdigest()
+
+
+def test_a_run_on_stockholm_and_clustal_equals_the_fasta_run(tmp_path: Path) -> None:
+    """The same reads aligned to ref.fasta, ref.sto and ref.aln give the same alignments; the run
+    record keeps the Stockholm file's own sha256."""
+    import hashlib
+
+    from papara_py.api import align
+
+    fasta = read_alignment(PFAM_RRM / "ref.fasta")
+    reads = {f"r{i}": fasta.rows[i][fasta.rows[i] != ord("-")].tobytes().decode()[5:45] for i in (3, 17, 40, 66)}
+    runs = {name: align(str(PFAM_RRM / "tree.nwk"), str(PFAM_RRM / name), reads, output=tmp_path / f"{name}.h5",
+                        device="cpu", threads=1, quiet=True)
+            for name in ("ref.fasta", "ref.sto", "ref.aln")}
+    results = {name: [(r.name, r.edge, r.start, r.cigar) for r in run] for name, run in runs.items()}
+    assert results["ref.sto"] == results["ref.fasta"] == results["ref.aln"] and len(results["ref.sto"]) == 4
+    recorded = runs["ref.sto"].record["checksums_sha256"]["alignment"]
+    assert recorded == hashlib.sha256((PFAM_RRM / "ref.sto").read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("kind", ["gzip", "bzip2", "xz"])
+def test_compressed_reads_are_detected_by_content(tmp_path: Path, kind: str) -> None:
+    """gzip, bzip2 and xz reads are read whatever their names (Python's gzip, bz2, lzma), their
+    digest the compressed bytes; concatenated streams are read whole."""
+    import bz2
+    import hashlib
+    import lzma
+
+    from papara_py.io.checksums import Digest
+
+    compress = {"gzip": gzip.compress, "bzip2": bz2.compress, "xz": lzma.compress}[kind]
+    text = _reads_fasta(30).encode()
+    half = text.index(b">", len(text) // 2)
+    data = compress(text[:half]) + compress(text[half:])  # two streams, as `cat a.gz b.gz` makes
+    path = _write(tmp_path, "reads.fasta", data)
+    digest = Digest()
+    assert list(iter_reads(path, digest)) == list(iter_reads(_write(tmp_path, "plain.fa", text)))
+    assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
+    broken = _write(tmp_path, "broken", data[: len(data) // 2])
+    with pytest.raises(InputError, match=f"broken, after line \\d+: the {kind} data is corrupt or truncated"):
+        list(iter_reads(broken))
+
+
+def test_zstd_and_zip_reads_are_refused_by_name(tmp_path: Path) -> None:
+    zstd = _write(tmp_path, "reads.fa.zst", b"(\xb5/\xfd\x04XA\x00\x00>a\nACGT\n\x05\x97\x86)")  # `zstd` of >a ACGT
+    with pytest.raises(InputError, match="reads.fa.zst: zstd-compressed reads are not supported: decompress with "
+                                         "zstd -d"):
+        list(iter_reads(zstd))
+    archive = _write(tmp_path, "reads.zip", b"PK\x03\x04" + bytes(40))
+    with pytest.raises(InputError, match="reads.zip: a zip archive is not a reads file: unzip it"):
+        list(iter_reads(archive))

@@ -13,12 +13,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "papara_py"
 
 #: A module may import from its own layer or a lower one. The subpackages' docstrings say the same.
 LAYER = {
-    "errors": 0, "kernels": 0,
+    "errors": 0, "kernels": 0, "examples": 0,
     "phylo": 1,
     "io": 2,
     "model": 3,
     "engine": 4, "cluster": 4, "report": 4,
-    "run": 5,
+    "run": 5, "warmup": 5,
     "cli": 6, "__main__": 6,
     "api": 7,  # the Python API parses its options with the CLI's parser (one definition)
     "__init__": 8,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -113,3 +114,27 @@ def test_papara_py_devices_says_which_device_builds(opencl_device):
     lines = result.stdout.splitlines()
     at = next(i for i, line in enumerate(lines) if opencl_device.name.strip() in line)
     assert lines[at + 1].strip().startswith("builds and runs papara-py's kernels")
+
+
+def test_without_pyopencl_the_cpu_engine_runs_and_gpus_are_refused(monkeypatch, tmp_path):
+    """pyopencl is an extra (`gpu`): without it `devices` says so, --device auto runs on the CPU
+    (the GPU engine's modules are not imported) and --device gpu|hybrid are refused naming the
+    extra. (.ci/package runs the CPU tests in a venv that has no pyopencl at all.)"""
+    from papara_py.api import align
+    from papara_py.errors import InputError
+    from papara_py.run.devices import resolve_scorers
+    from papara_py.run.log import Reporter
+
+    monkeypatch.setattr(opencl_devices, "opencl_installed", lambda: False)
+    monkeypatch.setattr(opencl_devices, "discover_devices", lambda *a, **k: pytest.fail("OpenCL was asked"))
+    text = opencl_devices.describe_devices()
+    assert "Pyopencl is not installed" in text and "papara-py[gpu]" in text and "CPU engine only" in text
+    quiet = Reporter(quiet=True, verbose=False)
+    assert resolve_scorers(SimpleNamespace(device="auto"), quiet) == (True, [], {})
+    example = Path(__file__).resolve().parents[1] / "data" / "example"
+    inputs = [str(example / name) for name in ("tree.nwk", "ref.phy", "reads.fa")]
+    for device in ("gpu", "hybrid"):
+        with pytest.raises(InputError, match=f"--device: --device {device} needs an OpenCL GPU: pyopencl is not "
+                                             r"installed.*papara-py\[gpu\]"):
+            align(*inputs, output=tmp_path / f"{device}.h5", device=device, quiet=True)
+        assert not (tmp_path / f"{device}.h5").exists()

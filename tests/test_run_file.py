@@ -171,6 +171,7 @@ def test_string_checksums_are_zlibs_crc32_of_each_strings_utf8(values):
     equal zlib.crc32 of each value's UTF-8 bytes, whatever mix of text, bytes and non-ASCII."""
     import zlib
 
+    import papara_py.io.jit  # noqa: F401  (numba imported: the one-pass kernel, not zlib's loop)
     from papara_py.io.checksums import string_crc32
 
     expected = [zlib.crc32(v.encode("utf-8") if isinstance(v, str) else v) for v in values]

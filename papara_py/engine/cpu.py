@@ -67,14 +67,10 @@ from numba.core import config as numba_config
 from numba.extending import intrinsic
 
 from papara_py.errors import InputError
-from papara_py.model.column_costs import (
-    ColumnCosts,
-    cell_cost,
-    kernel_costs,
-    read_cost_row,
-)
+from papara_py.model.column_costs import ColumnCosts, kernel_costs
 from papara_py.model.params import ScoringParams
-from papara_py.phylo.encoding import alphabet_of, cgap_bit_of, near_states
+from papara_py.phylo.encoding import alphabet_of, near_states
+from papara_py.phylo.jit import cell_cost, cgap_bit_of, read_cost_row
 
 INT32_MAX = 2**31 - 1
 
@@ -181,8 +177,6 @@ def score_block(
         longest = int(lengths[~use_int16].max())
         if params.cell_bound(longest) >= _infinity(params, np.int32):
             raise ValueError(f"scores of a {longest}-residue read could overflow int32 with {params}")
-    k16 = _lane_costs(params, np.int16) if use_int16.any() else np.zeros(7, np.int16)
-    k32 = _lane_costs(params, np.int32) if not use_int16.all() else np.zeros(7, np.int32)
 
     group = max(native_lane_width(), _MIN_LANE_GROUP)
     padded = -(-width // group) * group
@@ -191,7 +185,11 @@ def score_block(
     out = np.empty((lengths.size, padded), dtype=np.int32)
     # near states only where they cost less than a mismatch: Eq. 1 compiles without them
     near = near_states(lanes, family=None if family is None else family[:, None]) if params.weighted else None
-    _score_reads(lanes, near, kernel_costs(costs), codes, offsets, use_int16, k16, k32, strip, out, (0,) * padded)
+    # one call per lane width used: numba compiles the int32 kernel only for a run whose reads need it
+    for chosen, dtype in ((use_int16, np.int16), (~use_int16, np.int32)):
+        if chosen.any():
+            _score_reads(lanes, near, kernel_costs(costs), codes, offsets, chosen, _lane_costs(params, dtype), strip,
+                         out, (0,) * padded)
     return out[:, :width]
 
 
@@ -301,17 +299,16 @@ def _score_read(lanes, near, costs, read, k, strip, carry, out, lane_token):
 
 
 @njit(cache=True, nogil=True)
-def _score_reads(lanes, near, costs, codes, offsets, use_int16, k16, k32, strip, out, lane_token):
-    """Loop over the reads of one block. W = len(lane_token), a compile-time constant."""
+def _score_reads(lanes, near, costs, codes, offsets, chosen, k, strip, out, lane_token):
+    """Score the reads q with chosen[q] of one block in lanes of k's dtype (int16 or int32: one
+    compiled kernel each, the other compiled only when a run calls it). W = len(lane_token), a
+    compile-time constant."""
     W = len(lane_token)
     longest = 0
     for q in range(offsets.shape[0] - 1):
-        longest = max(longest, offsets[q + 1] - offsets[q])
-    carry16 = np.empty((longest, 2, W), np.int16)
-    carry32 = np.empty((longest, 2, W), np.int32)
+        if chosen[q]:
+            longest = max(longest, offsets[q + 1] - offsets[q])
+    carry = np.empty((longest, 2, W), k.dtype)
     for q in range(offsets.shape[0] - 1):
-        read = codes[offsets[q]:offsets[q + 1]]
-        if use_int16[q]:
-            _score_read(lanes, near, costs, read, k16, strip, carry16, out[q], lane_token)
-        else:
-            _score_read(lanes, near, costs, read, k32, strip, carry32, out[q], lane_token)
+        if chosen[q]:
+            _score_read(lanes, near, costs, codes[offsets[q]:offsets[q + 1]], k, strip, carry, out[q], lane_token)

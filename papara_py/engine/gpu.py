@@ -26,8 +26,8 @@ Why the host side looks the way it does:
   own cost profile, X(i, b_j) as bytes ([stripes][m], a stripe's column of costs in 16 bytes,
   `read_cost_profile`): every work-item of a read adds the same costs, so band_score loads a
   stripe's column of them in one broadcast load, where looking each one up cost it 16%
-  (BENCHMARKS.md). The traceback (engine/gpu_trace.py), whose work-items each hold their own
-  read, reads the table.
+  (BENCHMARKS.md). The posterior step (engine/gpu_posterior.py), whose work-items each hold their
+  own read, reads the table.
 - On NVIDIA sm_90+ the 16-bit lane arithmetic is inline PTX (add/min.u16x2, fused into DPX
   instructions); elsewhere portable OpenCL C. Tests hold the two against each other.
 - Stripes of single-state residues take the kernel's lookup path in packed lanes (LOOKUP, on by
@@ -36,7 +36,11 @@ Why the host side looks the way it does:
   pair the four bases' cost bytes of both lanes and their gap terms, where the penalties keep
   each cost under 128, `lookup_fits`), one byte permutation per cell pair on NVIDIA; protein's
   state tests are a 64-bit funnel shift of the element words. Stripes with an ambiguity code
-  keep the element path; the results are the same (the kernel's comment has the layout).
+  keep the element path; the results are the same (the kernel's comment has the layout). On
+  NVIDIA DNA's lookup build is limited to LOOKUP_REGISTERS (more warps per SM hide the band's
+  memory latency). `GpuScorer(lookup_table=True)` (a variant to measure) takes each diagonal cost
+  from a per-column table of every single state's cost instead, built on the device per chunk
+  (`_enqueue_table`, the kernel's lookup_table), column costs included.
 - Waiting for the device sleeps in short steps between status queries: NVIDIA's blocking waits
   and completion callbacks spin a CPU core, which the hybrid engine's CPU workers need.
 - Two chunks may be on the device at once (`queue_depth`): the next one's kernels wait in the
@@ -92,12 +96,17 @@ SPLIT_ROWS = 13
 #: 15, 2,984 / 2,556 at 16; the 32-bit lane, 5,000 reads of the 'large' shape: 1,187 with 32
 #: rows, 1,556 with 16.
 COST_ROWS = 16
-#: More build options for DNA's lookup path on NVIDIA (PTX) builds. At 32 rows ptxas takes 202
-#: registers for it, so 2 groups of 4 reads fit an SM; with "-cl-nv-maxrregcount=168" 3 do, and
-#: the lookup loops stay free of spills (the element path's head loop spills; ptxas 13.0 through
-#: scripts/sass_count.py). Empty until scripts/bench_kernel_variants.py has measured it on the
-#: device ("dna-lookup-reg168" against "dna-lookup").
-LOOKUP_PTX_OPTIONS: tuple[str, ...] = ()
+#: Register limit of DNA's lookup builds on NVIDIA (PTX), as -cl-nv-maxrregcount: without one
+#: ptxas takes 198 registers for the 32-row build, so 2 groups of 4 reads (8 warps) fit an SM;
+#: at 168, 3 groups (12 warps), and the column loop of a full stripe stays free of spills (the
+#: last stripe's loops reload one word a column; the element path's head loop, run only by stripes
+#: with an ambiguity code, spills 12). H200, kernel GCUPS on the 'large' shape: 4,778 without, 6,548
+#: with (BENCHMARKS.md, "The lookup path on the H200").
+LOOKUP_REGISTERS = 168
+#: Register limit of protein's lookup builds on NVIDIA (None: ptxas's choice, 154 registers for the
+#: 16-row build with column costs, 12 warps per SM; 128 gives 16 warps with 4 bytes spilled outside
+#: the loops, offline: scripts/bench_kernel_variants.py's "protein-lookup-reg128" measures it).
+PROTEIN_LOOKUP_REGISTERS: int | None = None
 #: Split state sets (kernels/band_score.cl, SPLIT): states 0..15 in the low 16-bit part, the
 #: rest with the CGAP bit in the high part, so each part of a read code is its low or high 16
 #: bits (one byte permutation on NVIDIA).
@@ -118,7 +127,14 @@ class Variant:
     near: bool = False
     costs: bool = False
     lookup: bool = False
-    #: more build options (scripts/bench_kernel_variants.py tries register limits this way)
+    #: the lookup path's diagonal costs from a per-column table of every single state's cost, one
+    #: load per cell pair (kernels/band_score.cl LOOKUP_TABLE; built on the device per chunk)
+    table: bool = False
+    #: register limit of a PTX build: None the path's default (`registers`), 0 none
+    max_registers: int | None = None
+    #: reads per work-group instead of `wg_reads`'s rule (scripts/bench_kernel_variants.py)
+    group_reads: int | None = None
+    #: more build options (scripts/bench_kernel_variants.py tries kernel switches this way)
     extra: tuple[str, ...] = ()
 
     @property
@@ -133,8 +149,22 @@ class Variant:
                 f"-DPROF_BITS={self.alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={self.alphabet.n_states}",
                 f"-DNEAR={int(self.near)}", *(("-DCOLUMN_COSTS=1",) if self.costs else ()),
                 *(("-DLOOKUP=1",) if self.lookup else ()),
-                *(LOOKUP_PTX_OPTIONS if self.lookup and self.packed and self.ptx and not self.split else ()),
+                *(("-DLOOKUP_TABLE=1",) if self.lookup and self.table else ()),
+                *((f"-cl-nv-maxrregcount={self.registers}",) if self.registers else ()),
                 *self.extra)
+
+    @property
+    def registers(self) -> int | None:
+        """The register limit of this build (NVIDIA's PTX builds only; None: ptxas's choice):
+        `max_registers` where given (0: none), else LOOKUP_REGISTERS for DNA's lookup path and
+        PROTEIN_LOOKUP_REGISTERS for protein's."""
+        if not (self.packed and self.ptx):
+            return None
+        if self.max_registers is not None:
+            return self.max_registers or None
+        if self.lookup:
+            return PROTEIN_LOOKUP_REGISTERS if self.split else LOOKUP_REGISTERS
+        return None
 
     @property
     def split(self) -> bool:
@@ -148,18 +178,22 @@ class Variant:
         groups of 256 still fit an SM (H100, protein preset, T1: 2,623 kernel GCUPS against 2,556
         with 4; large: 2,962 against 2,984). 4 otherwise: DNA's 168-register builds fit only one
         group of 8 reads per SM (2,419 against 3,723), and so would the lookup path's protein build
-        (152 registers, ptxas 13.0 through scripts/sass_count.py; not yet measured)."""
+        (154 registers on the H200: 3 groups of 4 reads, 12 warps, ran at 3,062 kernel GCUPS against
+        the element path's 2,966). `group_reads` overrides the rule."""
+        if self.group_reads:
+            return self.group_reads
         return 8 if self.split and self.costs and not self.lookup else 4
 
     def of(self, alphabet: Alphabet, near: bool = False, costs: bool = False, lookup: bool = False) -> "Variant":
         """This variant for `alphabet`'s elements, with near states or not, with column profile
         costs or not, with stripes of single-state residues on the lookup path (`lookup`,
         kernels/band_score.cl LOOKUP: packed lanes only, DNA's diagonal costs looked up by residue,
-        protein's state tests by a funnel shift; the 32-bit lane drops it). With
+        protein's state tests by a funnel shift, or with `table` either's from a per-column table;
+        the 32-bit lane drops it). With
         column profile costs stripes are at most COST_ROWS rows high; without them split state
         sets in packed lanes, which keep each residue in two registers, at most SPLIT_ROWS."""
         split = self.packed and alphabet.dtype.itemsize > 1
-        lookup = lookup and self.packed and (split or not costs)
+        lookup = lookup and self.packed and (split or not costs or self.table)
         variant = replace(self, alphabet=alphabet, near=near, costs=costs, lookup=lookup)
         if costs:
             return replace(variant, rows=min(self.rows, COST_ROWS))
@@ -341,6 +375,19 @@ def _lookup_costs(elements: np.ndarray, near: np.ndarray, alphabet: Alphabet, pa
     return out
 
 
+def state_rows(costs: ColumnCosts, alphabet: Alphabet) -> np.ndarray:
+    """Each single state's row of the column cost table, uint8 [states] (kernels/band_score.cl
+    lookup_table); 0 for a state without one (no read holds it: `ColumnCosts.rows_of` refuses the
+    batch's codes first)."""
+    rows = np.zeros(alphabet.n_states, np.uint8)
+    for state in range(alphabet.n_states):
+        try:
+            rows[state] = costs.rows_of(np.array([1 << state], np.uint32))[0]
+        except ValueError:
+            pass
+    return rows
+
+
 @functools.lru_cache(maxsize=16)
 def _pair_table(alphabet: Alphabet, values: tuple[int, ...]) -> np.ndarray:
     """The lookup words of every lane pair of element bytes, uint32 [65536, 4] indexed by
@@ -396,6 +443,10 @@ class _ChunkPlan:
     cost_table: np.ndarray | None = None  # uint8 [m][K] (`device_table`)
     profiles: dict[bool, np.ndarray] = field(default_factory=dict)  # packed? -> padded profile bytes
     lookup: np.ndarray | None = None  # the lookup words (`lookup_words`), where a batch takes that path
+    #: the variant whose lookup table (kernels/band_score.cl LOOKUP_TABLE) the device builds for the
+    #: chunk, and with column costs each single state's row of the cost table (uint8 [states])
+    table: Variant | None = None
+    state_rows: np.ndarray | None = None
     batches: list[_KernelBatch] = field(default_factory=list)
 
 
@@ -408,6 +459,7 @@ class _ChunkBuffers:
     tables: list[tuple[cl.Buffer, cl.Buffer, cl.Buffer | None]]  # per batch: (starts, lengths, cost_starts)
     costs: tuple[cl.Buffer, cl.Buffer, int] | None  # (cost rows, cost table, K), or None (NULLs, K 0)
     lookup: cl.Buffer | None = None      # the lookup words, or None (NULL: no batch takes that path)
+    state_rows: cl.Buffer | None = None  # `_ChunkPlan.state_rows` (a lookup table with column costs)
 
 
 class GpuScorer:
@@ -423,7 +475,8 @@ class GpuScorer:
 
     def __init__(self, device: DeviceInfo, *, narrow: bool = True, ptx: bool | None = None,
                  rows: int = 32, memory_fraction: float = 0.5,
-                 profiling: bool = False, queue_depth: int = 2, lookup: bool = True,
+                 profiling: bool = False, queue_depth: int = 2, lookup: bool = True, lookup_table: bool = False,
+                 max_registers: int | None = None, group_reads: int | None = None,
                  extra_options: tuple[str, ...] = ()) -> None:
         if ptx is None:
             ptx = device.is_nvidia and (device.nv_compute_capability or (0, 0)) >= (9, 0)
@@ -432,7 +485,10 @@ class GpuScorer:
         #: packed DNA lanes look each diagonal cost up by the read's residue (kernels/band_score.cl
         #: LOOKUP) where the penalties fit its bytes (`lookup_fits`); False: the element path only
         self.lookup = lookup
-        self.packed_variant = Variant(packed=True, ptx=ptx, rows=rows, extra=tuple(extra_options))
+        #: lookup_table, max_registers, group_reads: the packed builds' Variant.table, .max_registers
+        #: and .group_reads (build variants scripts/bench_kernel_variants.py measures)
+        self.packed_variant = Variant(packed=True, ptx=ptx, rows=rows, table=lookup_table, max_registers=max_registers,
+                                      group_reads=group_reads, extra=tuple(extra_options))
         self.wide_variant = Variant(packed=False, ptx=False, rows=rows, extra=tuple(extra_options))
         #: verification only (scripts/bench_kernel_variants.py): a word every output and scratch
         #: buffer is filled with before the kernels run, so a score never written shows
@@ -521,7 +577,11 @@ class GpuScorer:
         for variant, slots in self._batches(order, lengths, m, n_edges, params, alphabet, costs is not None):
             if variant.packed not in plan.profiles:
                 plan.profiles[variant.packed] = _padded_profile(lanes, variant, family)
-            if variant.lookup and not variant.split and plan.lookup is None:
+            if variant.lookup and variant.table and plan.table is None:
+                plan.table = variant
+                if costs is not None:
+                    plan.state_rows = state_rows(costs, alphabet)
+            elif variant.lookup and not variant.split and plan.lookup is None:
                 plan.lookup = lookup_words(lanes, variant, params, family)
             reads = order[slots]
             plan.batches.append(_KernelBatch(variant, reads, starts[slots].astype(np.int32),
@@ -539,16 +599,19 @@ class GpuScorer:
                              costs=None if plan.cost_table is None else (
                                  self._upload(plan.cost_rows), self._upload(plan.cost_table),
                                  plan.cost_table.shape[1]),
-                             lookup=None if plan.lookup is None else self._upload(plan.lookup))
+                             lookup=None if plan.lookup is None else self._upload(plan.lookup),
+                             state_rows=None if plan.state_rows is None else self._upload(plan.state_rows))
 
     def _enqueue(self, plan: _ChunkPlan, inputs: _ChunkBuffers, first_edge, n_edges, params, k) -> list["_Launch"]:
         """Queue the kernels of a chunk's batches (called under the lock: they share the band rows)."""
         launches = []
+        table = None if plan.table is None else self._enqueue_table(plan, inputs, n_edges, params, k)
         for batch, batch_tables in zip(plan.batches, inputs.tables):
             variant = batch.variant
             units = _units(n_edges, variant)
             launches.append(self._enqueue_batch(batch, inputs.profiles[variant.packed], units, plan.n_columns,
-                                                n_edges, first_edge, inputs.codes, batch_tables, params, k, inputs))
+                                                n_edges, first_edge, inputs.codes, batch_tables, params, k, inputs,
+                                                table))
         self.queue.flush()
         return launches
 
@@ -589,7 +652,7 @@ class GpuScorer:
         # narrow_ok is a suffix: reads are sorted by decreasing length
         first_narrow = int(np.argmax(narrow_ok)) if narrow_ok.any() else order.size
         near = params.weighted
-        lookup = self.lookup and (alphabet.dtype.itemsize > 1 or lookup_fits(params))
+        lookup = self.lookup and (alphabet.dtype.itemsize > 1 or self.packed_variant.table or lookup_fits(params))
         for variant, lo, hi in ((self.wide_variant.of(alphabet, near, costs), 0, first_narrow),
                                 (self.packed_variant.of(alphabet, near, costs, lookup), first_narrow, order.size)):
             if lo == hi:
@@ -621,8 +684,26 @@ class GpuScorer:
                                                        max(nbytes, min(left, nbytes * 5 // 4)))
         return buffer
 
+    def _enqueue_table(self, plan: _ChunkPlan, inputs: _ChunkBuffers, n_edges, params, k) -> cl.Buffer:
+        """Queue lookup_table (kernels/band_score.cl LOOKUP_TABLE): the chunk's table of every single
+        state's diagonal cost per column and work-item, [m + rows - 1][states + 3][units] uint32, from
+        the packed profile, the penalties and the column costs (scratch memory: the in-order queue
+        runs it after the last chunk's band kernels)."""
+        variant, m = plan.table, plan.n_columns
+        units = _units(n_edges, variant)
+        columns = m + variant.rows - 1
+        table_buf = self._scratch("lookup_table", columns * (variant.alphabet.n_states + 3) * units * 4)
+        kernel = cl.Kernel(self.build(variant, k)[0], "lookup_table")
+        u32 = np.uint32
+        cost_table, n_costs = (None, 0) if inputs.costs is None else (inputs.costs[1], inputs.costs[2])
+        kernel.set_args(inputs.profiles[True], np.int32(m), np.int32(units), np.int32(columns), u32(params.mismatch),
+                        u32(params.cgap), u32(params.gap_open + params.gap_extend), u32(params.gap_extend),
+                        u32(params.near_mismatch), cost_table, np.int32(n_costs), inputs.state_rows, table_buf)
+        cl.enqueue_nd_range_kernel(self.queue, kernel, (units, _round_up(columns, 8)), (WG_UNITS, 8))
+        return table_buf
+
     def _enqueue_batch(self, batch: _KernelBatch, profile_buf, units, m, n_edges, first_edge, codes_buf,
-                       batch_tables, params, k, inputs: _ChunkBuffers) -> "_Launch":
+                       batch_tables, params, k, inputs: _ChunkBuffers, table: cl.Buffer | None = None) -> "_Launch":
         """Queue band_score and top_k for one batch (its read table already on the device), with
         column profile costs read_cost_profile before them.
 
@@ -658,7 +739,8 @@ class GpuScorer:
                       np.int32(n_batch), band_buf, scores_buf, u32(params.mismatch), u32(params.cgap),
                       u32(params.gap_open + params.gap_extend), u32(params.gap_extend),
                       u32(params.insertion), u32(inf), u32(params.near_mismatch), read_costs_buf,
-                      cost_starts_buf, inputs.lookup if variant.lookup and not variant.split else None)
+                      cost_starts_buf, table if variant.lookup and variant.table else (
+                          inputs.lookup if variant.lookup and not variant.split else None))
         group_reads = self._group_reads.get(variant)
         if group_reads is None:
             group_reads = self._group_reads[variant] = _reads_per_group(band, self.device.cl_device, variant)
@@ -668,8 +750,8 @@ class GpuScorer:
         topk.set_args(scores_buf, np.int32(row_lanes), np.int32(n_edges), np.int32(first_edge),
                       np.int32(k), np.int32(n_batch), top_score_buf, top_edge_buf)
         topk_done = cl.enqueue_nd_range_kernel(self.queue, topk, (_round_up(n_batch, 64),), None)
-        return _Launch(reads, variant.packed, variant.lookup, band_done, topk_done, (n_batch, k), top_score_buf, top_edge_buf,
-                       (inputs, band_buf, read_costs_buf, expand, scores_buf, band, topk))
+        return _Launch(reads, variant.packed, variant.lookup, band_done, topk_done, (n_batch, k), top_score_buf,
+                       top_edge_buf, (inputs, band_buf, read_costs_buf, expand, scores_buf, band, topk, table))
 
     def _wait(self, event: cl.Event) -> None:
         wait_sleeping(self.queue, event)

@@ -27,9 +27,10 @@ import pyopencl as cl
 
 from papara_py.engine.gpu import built_program, shared_context, wait_sleeping
 from papara_py.engine.opencl_devices import DeviceInfo
-from papara_py.model.fixed_point import PosteriorTables
-from papara_py.model.posterior import INSERTED, SIGN, Batch, batch_weights
+from papara_py.io.paths import INSERTED
 from papara_py.model.column_costs import ColumnCosts
+from papara_py.model.fixed_point import PosteriorTables
+from papara_py.model.posterior import SIGN, Batch, batch_weights
 from papara_py.phylo.encoding import DNA, alphabet_of
 
 #: Work-items per work-group: four NVIDIA warps.

@@ -168,6 +168,8 @@ def _enumerate() -> tuple[list[DeviceInfo], list[str]]:
     """Every device of every platform, plus notes on registration and on platforms that failed."""
     global _loader_initialised
     notes = []
+    if not opencl_installed():
+        return [], [PYOPENCL_MISSING]
     registered = register_nvidia_icd()
     if registered:
         notes.append(registered)
@@ -191,6 +193,18 @@ def _enumerate() -> tuple[list[DeviceInfo], list[str]]:
                      f"(OCL_ICD_VENDORS={os.environ.get('OCL_ICD_VENDORS', 'unset')}); "
                      f"check nvidia-smi, and that no other code enumerated OpenCL platforms first")
     return devices, notes
+
+
+#: Why no OpenCL device is listed when pyopencl is missing (an optional dependency: the `gpu` extra).
+PYOPENCL_MISSING = ("pyopencl is not installed, so papara-py sees no OpenCL device (the CPU engine needs none); "
+                    "`pip install 'papara-py[gpu]'` adds it for a GPU's OpenCL driver")
+
+
+def opencl_installed() -> bool:
+    """Whether pyopencl can be imported (the `gpu` extra): the GPU engine's one Python dependency."""
+    import importlib.util
+
+    return importlib.util.find_spec("pyopencl") is not None
 
 
 def _usable(devices: list[DeviceInfo], kind: str) -> list[DeviceInfo]:
@@ -292,6 +306,8 @@ def _compiler_answer(error: Exception) -> str:
 
 def check_device(device: DeviceInfo) -> DeviceCheck:
     """Compile papara-py's kernels (CHECK_BUILDS) and run PROBE_KERNEL on `device`."""
+    if not opencl_installed():
+        return DeviceCheck(device, PYOPENCL_MISSING)
     import numpy as np
     import pyopencl as cl
 
@@ -339,6 +355,8 @@ def diagnose(devices: list[DeviceInfo] | None = None) -> tuple[list[DeviceCheck]
     """Check every device (all of them when `devices` is None). Returns the checks and, when no
     device works, one paragraph saying what each answered and what to install."""
     notes: list[str] = []
+    if devices is None and not opencl_installed():
+        return [], f"{PYOPENCL_MISSING[0].upper()}{PYOPENCL_MISSING[1:]}."
     if devices is None:
         devices, notes = _enumerate()
     checks = [check_device(d) for d in devices]
@@ -357,6 +375,9 @@ def diagnose(devices: list[DeviceInfo] | None = None) -> tuple[list[DeviceCheck]
 def describe_devices() -> str:
     """Human-readable report for `papara-py devices`: every platform/device, whether it compiles
     papara-py's kernels (and why not), and which the GPU engine would use."""
+    if not opencl_installed():
+        return f"OpenCL devices: none seen. {PYOPENCL_MISSING[0].upper()}{PYOPENCL_MISSING[1:]}.\n" \
+               "Alignment will run on the CPU engine only."
     devices, notes = _enumerate()
     gpus = _usable(devices, "gpu")
     checks, problem = diagnose(devices)

@@ -1,7 +1,8 @@
 """Files in and out: parsing and validating the inputs, the HDF5 run file, and the exports.
 
-- `inputs`: tree (Newick), alignment (PHYLIP, FASTA) and reads (FASTA, FASTQ, gzip) readers that
-  report bad input as `InputError` (file, line or sequence, what is wrong).
+- `inputs`: tree (Newick), alignment (PHYLIP, FASTA, Stockholm, Clustal) and reads (FASTA, FASTQ;
+  plain, gzip, bzip2, xz) readers that report bad input as `InputError` (file, line or sequence,
+  what is wrong).
 - `reads`: `ReadSet`, the compact in-memory read store, and the read statuses.
 - `read_stream`: `ReadStream`, the reads parsed on a thread of their own and handed out in
   stretches of input rows (each one batch of the engine) while the rest of the file is read.

@@ -19,7 +19,6 @@ import zlib
 from typing import BinaryIO
 
 import numpy as np
-from numba import njit
 
 
 class Digest:
@@ -91,6 +90,10 @@ def sha256_file(path: str) -> str:
     return digest.hexdigest()
 
 
+#: Strings from which `string_crc32` imports numba for its one-pass kernel (io/jit.py).
+_JIT_STRINGS = 100_000
+
+
 def string_crc32(values) -> np.ndarray:
     """CRC-32 of each string's UTF-8 bytes (uint32, one per value; a scalar string gives shape ()).
 
@@ -101,18 +104,22 @@ def string_crc32(values) -> np.ndarray:
     Strings that are all str (or all bytes) and ASCII are joined and checked in one GIL-free
     numba pass, zlib's CRC-32 bit for bit (others one by one): the writer thread computes these
     for five string fields of every read, and one zlib call per string held the GIL for most of
-    that time (BENCHMARKS.md, "Streaming the reads").
+    that time (BENCHMARKS.md, "Streaming the reads"). Fewer than _JIT_STRINGS strings in a process
+    that has not imported numba (an export, a merge, the report reading a small run file) take
+    zlib one by one instead: numba's import alone would cost more.
     """
     if isinstance(values, (str, bytes)):
         return np.uint32(zlib.crc32(values.encode("utf-8") if isinstance(values, str) else values))
     values = list(values)
     joined = _joined_ascii(values)
-    if joined is None:
+    if joined is None or len(values) < _JIT_STRINGS and "numba" not in sys.modules:
         return np.fromiter((zlib.crc32(v.encode("utf-8") if isinstance(v, str) else v) for v in values),
                            dtype=np.uint32, count=len(values))
+    from papara_py.io.jit import crc32_pieces
+
     lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
     ends = np.cumsum(lengths)
-    return _crc32_pieces(np.frombuffer(joined, np.uint8), ends - lengths, ends, _CRC_TABLE)
+    return crc32_pieces(np.frombuffer(joined, np.uint8), ends - lengths, ends, _CRC_TABLE)
 
 
 def _joined_ascii(values: list) -> bytes | None:
@@ -138,18 +145,6 @@ def _crc_table() -> np.ndarray:
 
 
 _CRC_TABLE = _crc_table()
-
-
-@njit(cache=True, nogil=True)
-def _crc32_pieces(data, starts, ends, table):
-    """zlib.crc32 of data[starts[i]:ends[i]] for each i."""
-    out = np.empty(starts.shape[0], np.uint32)
-    for i in range(starts.shape[0]):
-        crc = np.uint32(0xFFFFFFFF)
-        for j in range(starts[i], ends[i]):
-            crc = table[(crc ^ data[j]) & 0xFF] ^ (crc >> np.uint32(8))
-        out[i] = crc ^ np.uint32(0xFFFFFFFF)
-    return out
 
 
 def attributes_crc32(attrs) -> int:

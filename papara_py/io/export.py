@@ -35,13 +35,11 @@ import sys
 from pathlib import Path
 from typing import IO, Iterator
 
-import dendropy
 import numpy as np
 
 from papara_py.errors import InputError
 from papara_py.io.cigar import parse_cigar
 from papara_py.io.export_names import exported_name
-from papara_py.io.jplace import write_jplace
 from papara_py.io.outputs import atomic_path, check_output, is_direct, output_stream
 from papara_py.io.paths import read_columns
 from papara_py.io.reads import STATUS_ALIGNED
@@ -103,6 +101,8 @@ def export(run_path: str, fmt: str, output: str) -> None:
     renaming listed in OUTPUT.names.tsv beside the export.
     """
     if fmt == "jplace":
+        from papara_py.io.jplace import write_jplace
+
         with RunFile(run_path) as run, output_stream(output) as out:
             text = io.TextIOWrapper(out, encoding="utf-8")
             skipped = write_jplace(run, text)
@@ -197,6 +197,8 @@ def export_outputs(output: str | None, outdir: str | None) -> dict[str, str | No
 
 def _tip_names(run: RunFile) -> set[str]:
     """Tip labels of the run's tree (its `{n}` edge numbers removed)."""
+    import dendropy  # a quarter of a second to import: only the EPA pair needs it
+
     newick = re.sub(r"\{\d+\}", "", run.newick_numbered)
     tree = dendropy.Tree.get(data=newick, schema="newick", preserve_underscores=True)
     return {leaf.taxon.label for leaf in tree.leaf_node_iter()}

@@ -7,15 +7,19 @@ gzip errors, dendropy's errors) escapes for malformed content.
 
 - `read_tree`: one Newick tree via dendropy, tips labelled, unique, at least three, of any depth.
 - `read_alignment`: FASTA or PHYLIP (strict, relaxed, interleaved, sequential with rows wrapped
-  over lines), told apart by content.
-- `iter_reads`: FASTA or FASTQ, plain or gzip, streamed record by record.
+  over lines), Stockholm or Clustal (through Bio.AlignIO), told apart by content.
+- `iter_reads`: FASTA or FASTQ, plain or compressed (gzip, bzip2, xz; told apart by their first
+  bytes), streamed record by record.
 - `match_tips`: the alignment rows in tree-tip order, plus the rows that are not tips.
 """
 
 from __future__ import annotations
 
+import bz2
 import codecs
 import gzip
+import io
+import lzma
 import os
 import re
 import sys
@@ -44,7 +48,10 @@ from papara_py.phylo.encoding import (
 
 PathLike = str | os.PathLike
 
-_GZIP_MAGIC = b"\x1f\x8b"
+#: What compressed files start with (what `_compression` tells them apart by).
+_COMPRESSION_MAGIC = (("gzip", b"\x1f\x8b"), ("bzip2", b"BZh"), ("xz", b"\xfd7zXZ\x00"),
+                      ("zstd", b"\x28\xb5\x2f\xfd"), ("zip", b"PK\x03\x04"))
+_MAGIC_BYTES = max(len(magic) for _, magic in _COMPRESSION_MAGIC)
 _UTF8_BOM = codecs.BOM_UTF8
 _STRICT_NAME_WIDTH = 10
 _MAX_LISTED_MISSING = 5
@@ -263,10 +270,20 @@ class _Row:
         return positions[column]
 
 
-def read_alignment(path: PathLike, digest: Digest | None = None, alphabet: str = "auto") -> Alignment:
-    """Read a FASTA or PHYLIP (strict, relaxed, interleaved) alignment and validate it.
+#: First words of a Clustal file's header line, as the programs that write the format put them
+#: (Biopython's Clustal reader takes the same).
+_CLUSTAL_HEADERS = (b"CLUSTAL", b"MUSCLE", b"PROBCONS", b"MSAPROBS", b"Kalign")
 
-    FASTA when the first non-blank line starts with '>', PHYLIP otherwise. `alphabet` is
+
+def read_alignment(path: PathLike, digest: Digest | None = None, alphabet: str = "auto") -> Alignment:
+    """Read a FASTA, PHYLIP (strict, relaxed, interleaved), Stockholm or Clustal alignment and
+    validate it.
+
+    Told apart by content: Stockholm when the first non-blank line is its `# STOCKHOLM` header
+    (hmmalign's and Pfam's format), Clustal when it is a Clustal header (`CLUSTAL ...`, `MUSCLE
+    ...`), FASTA when it starts with '>', PHYLIP otherwise. Stockholm and Clustal are read by
+    Bio.AlignIO (one alignment per file; the annotation lines are left out, '.' gaps are gaps);
+    FASTA and PHYLIP by this module's parsers, whose errors name the line. `alphabet` is
     --alphabet: dna, protein, or auto (detected from the rows, DESIGN.md section 2); characters
     must be the alphabet's letters or the gap characters '-.?'. The file is read once; its bytes
     go into `digest`.
@@ -275,8 +292,14 @@ def read_alignment(path: PathLike, digest: Digest | None = None, alphabet: str =
     lines = _read_bytes(source, digest).removeprefix(_UTF8_BOM).splitlines()
     numbered = [(number, line) for number, line in enumerate(lines, 1) if line.strip()]
     if not numbered:
-        raise InputError(source, "the file is empty; expected a PHYLIP or FASTA alignment")
-    if numbered[0][1].startswith(b">"):
+        raise InputError(source, "the file is empty; expected a PHYLIP, FASTA, Stockholm or Clustal alignment")
+    first = numbered[0][1].lstrip()
+    if first.startswith(b"# STOCKHOLM") or first.startswith(_CLUSTAL_HEADERS):
+        fmt = "stockholm" if first.startswith(b"#") else "clustal"
+        rows = _alignio_rows(lines, fmt, source)
+        expected_length = len(rows[0].sequence())
+        described = f"row '{rows[0].name.decode('utf-8', 'replace')}' (line {rows[0].line}) has"
+    elif numbered[0][1].startswith(b">"):
         rows = _fasta_rows(numbered, source)
         expected_length = len(rows[0].sequence())
         described = f"row '{rows[0].name.decode('utf-8', 'replace')}' (line {rows[0].line}) has"
@@ -286,6 +309,55 @@ def read_alignment(path: PathLike, digest: Digest | None = None, alphabet: str =
         rows = _phylip_rows(lines, header_line, n_rows, expected_length, source)
         described = f"the PHYLIP header (line {header_line}) gives"
     return _build_alignment(rows, expected_length, described, source, alphabet)
+
+
+def _alignio_rows(lines: list[bytes], fmt: str, source: str) -> list[_Row]:
+    """The rows of a Stockholm or Clustal alignment (`fmt`, Bio.AlignIO's name) as Bio.AlignIO
+    reads them, each located in the file (its lines and columns) for the checks' messages."""
+    from Bio import AlignIO  # Biopython's readers: a tenth of a second to import, for these formats only
+
+    label = {"stockholm": "Stockholm", "clustal": "Clustal"}[fmt]
+    try:
+        text = b"\n".join(lines).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = b"\n".join(lines)[: exc.start].count(b"\n") + 1
+        raise InputError(source, f"the {label} file is not UTF-8 text", f"line {line}") from None
+    try:
+        alignments = list(AlignIO.parse(io.StringIO(text), fmt))
+    except Exception as exc:  # noqa: BLE001 - Bio's readers raise ValueError, but also assertions and index errors
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(source, f"malformed {label} alignment (Biopython's reader: {detail})") from None
+    if len(alignments) != 1:
+        raise InputError(source, f"the {label} file holds {len(alignments)} alignments; give a file of one")
+    return [_located_row(record.id.encode("utf-8"), str(record.seq).encode("utf-8"), lines)
+            for record in alignments[0]]
+
+
+def _located_row(name: bytes, sequence: bytes, lines: list[bytes]) -> _Row:
+    """A row read by Bio.AlignIO, its pieces found again in the file: the lines whose first word
+    is the name (annotation lines start with '#', a Clustal conservation line with a space), each
+    one's second word; where those do not spell the row's characters (Bio.AlignIO turned '.'
+    into '-'), its first line stands for all of them."""
+    pieces = []
+    for number, line in enumerate(lines, 1):
+        words = line.split()
+        if len(words) >= 2 and words[0] == name and not line[:1].isspace():
+            pieces.append((number, line.index(words[1], len(words[0])), words[1]))
+    if not pieces:
+        return _Row(name, 0, [(0, 0, sequence)])
+    if b"".join(raw for _, _, raw in pieces).replace(b".", b"-") != sequence.replace(b".", b"-"):
+        return _Row(name, pieces[0][0], [(pieces[0][0], 0, sequence)])
+    return _Row(name, pieces[0][0], [(number, offset, sequence[at:at + len(raw)]) for (number, offset, raw), at in
+                                     zip(pieces, _starts(pieces))])
+
+
+def _starts(pieces: list[tuple[int, int, bytes]]) -> list[int]:
+    """Where each piece starts in the row's characters."""
+    starts, at = [], 0
+    for _, _, raw in pieces:
+        starts.append(at)
+        at += len(raw)
+    return starts
 
 
 def _fasta_rows(numbered: list[tuple[int, bytes]], source: str) -> list[_Row]:
@@ -515,7 +587,8 @@ def iter_reads(path: PathLike, digest: Digest | None = None, alphabet: Alphabet 
 
 
 def iter_read_chunks(path: PathLike, digest: Digest | None = None, alphabet: Alphabet = DNA) -> Iterator[ReadChunk]:
-    """Stream reads from FASTA or FASTQ, plain or gzip (told apart by content, not by name).
+    """Stream reads from FASTA or FASTQ, plain, gzip, bzip2 or xz (told apart by content, not by
+    name; zstd and zip are refused by name).
 
     Residues are validated as they are read (letters of `alphabet`, the reference alignment's;
     no gaps, DESIGN.md section 2); read names must be unique. An empty read has length 0, for
@@ -666,13 +739,42 @@ def _fastq_block(lines: list[bytes], number: int, names: dict[str, int], alphabe
 _BULK_PARSERS = {b">": _fasta_block, b"@": _fastq_block}
 
 
+def _compression(head: bytes, source: str) -> str | None:
+    """The compression `head` (a file's first bytes) starts with: "gzip", "bzip2", "xz" (read
+    through Python's gzip, bz2 and lzma), None for none; InputError for one that is not read."""
+    for name, magic in _COMPRESSION_MAGIC:
+        if head.startswith(magic):
+            if name == "zstd":
+                raise InputError(source, "zstd-compressed reads are not supported: decompress with zstd -d "
+                                         "(or recompress with gzip)")
+            if name == "zip":
+                raise InputError(source, "a zip archive is not a reads file: unzip it and give the FASTA/FASTQ "
+                                         "file inside")
+            return name
+    return None
+
+
+def _decompressed(raw, kind: str | None):
+    """The stream of decompressed bytes of `raw` (a buffered reader) for compression `kind`."""
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=raw)
+    if kind == "bzip2":
+        return bz2.BZ2File(raw)
+    if kind == "xz":
+        return lzma.LZMAFile(raw)
+    return raw
+
+
 def _line_blocks(source: str, digest: Digest | None = None) -> Iterator[list[bytes]]:
-    """Lines (without CR/LF, the first without a BOM) of a plain or gzipped file, READ_BLOCK_BYTES
-    at a time, read once into `digest` (to its very end, bytes after a gzip stream included)."""
+    """Lines (without CR/LF, the first without a BOM) of a plain, gzip, bzip2 or xz file (told
+    apart by its first bytes, not its name), READ_BLOCK_BYTES at a time, read once into `digest`
+    (to its very end, bytes after a compressed stream included)."""
     count = 0
+    kind = None
     try:
         with open_input(source, digest) as raw:
-            stream = gzip.GzipFile(fileobj=raw) if raw.peek(2)[:2] == _GZIP_MAGIC else raw
+            kind = _compression(raw.peek(_MAGIC_BYTES)[:_MAGIC_BYTES], source)
+            stream = _decompressed(raw, kind)
             tail = b""
             first = True
             while True:
@@ -693,11 +795,13 @@ def _line_blocks(source: str, digest: Digest | None = None) -> Iterator[list[byt
             if tail:
                 yield [(tail.removeprefix(_UTF8_BOM) if first else tail).rstrip(b"\r")]
             drain(raw)
-    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+    except (gzip.BadGzipFile, EOFError, zlib.error, lzma.LZMAError) as exc:
         raise InputError(
-            source, f"the gzip data is corrupt or truncated ({exc})", f"after line {count}"
+            source, f"the {kind or 'gzip'} data is corrupt or truncated ({exc})", f"after line {count}"
         ) from None
     except OSError as exc:
+        if kind == "bzip2" and exc.errno is None:  # bz2 says "Invalid data stream" as a bare OSError
+            raise InputError(source, f"the bzip2 data is corrupt or truncated ({exc})", f"after line {count}") from None
         raise InputError(source, f"cannot read the file: {exc.strerror or exc}") from None
 
 

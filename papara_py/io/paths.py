@@ -151,7 +151,7 @@ def _forms(columns, offsets, residues, starts, rows, cigar_bytes, cigar_ends):
     """`alignment_forms` inside numba: read q's path from columns[offsets[q]:offsets[q + 1]]."""
     m = rows.shape[1]
     ops = np.empty(int((offsets[1:] - offsets[:-1]).max()) + m if offsets.shape[0] > 1 else 0, np.uint8)
-    pos = 0
+    pos = np.int64(0)  # not a literal 0: numba would compile encode_cigar for that type as well
     for q in range(offsets.shape[0] - 1):
         a, b = offsets[q], offsets[q + 1]
         start, count = path_ops(columns[a:b], ops)
@@ -196,5 +196,6 @@ def place_read(residues: bytes, start: int, cigar: str, m: int, gap: int = ord("
     """
     ops = np.array([_OP_CODE[op] for length, op in parse_cigar(cigar) for _ in range(length)], np.uint8)
     row = np.full(m, gap, dtype=np.uint8)
-    place_ops(ops, start, np.frombuffer(residues, np.uint8), row)
+    # a writable array, as the kernels pass: a read-only one would compile place_ops once more
+    place_ops(ops, start, np.frombuffer(bytearray(residues), np.uint8), row)
     return row

@@ -14,7 +14,6 @@ from functools import cached_property
 from typing import Iterable
 
 import numpy as np
-from numba import njit
 
 from papara_py.phylo.encoding import COMPLEMENT_ASCII, DNA, Alphabet
 
@@ -137,26 +136,6 @@ class ReadSet:
         flips = np.zeros(len(indices), np.bool_) if reverse is None else np.asarray(reverse, dtype=np.bool_)
         if flips.any() and not self.alphabet.stranded:
             raise ValueError(f"{self.alphabet.name} reads have no reverse complement")
-        return _gather_oriented(self.residues, self.offsets, indices, flips, COMPLEMENT_ASCII)
+        from papara_py.io.jit import gather_oriented
 
-
-@njit(cache=True, nogil=True)
-def _gather_oriented(residues, offsets, indices, reverse, complement):
-    """Reads `indices` of (residues, offsets) one after another, read s reverse-complemented
-    (`complement`: ASCII -> its complement) where reverse[s]; returns (residues, offsets [S+1])."""
-    n = indices.shape[0]
-    out_offsets = np.zeros(n + 1, np.int64)
-    for s in range(n):
-        q = indices[s]
-        out_offsets[s + 1] = out_offsets[s] + offsets[q + 1] - offsets[q]
-    out = np.empty(out_offsets[n], np.uint8)
-    for s in range(n):
-        q = indices[s]
-        first, at = offsets[q], out_offsets[s]
-        length = offsets[q + 1] - first
-        if reverse[s]:
-            for i in range(length):
-                out[at + i] = complement[residues[first + length - 1 - i]]
-        else:
-            out[at:at + length] = residues[first:first + length]
-    return out, out_offsets
+        return gather_oriented(self.residues, self.offsets, indices, flips, COMPLEMENT_ASCII)

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 
 import numpy as np
-from numba import njit
 
 from papara_py.phylo.encoding import Alphabet
 
@@ -144,33 +143,20 @@ def column_costs(tip_rows: np.ndarray, alphabet: Alphabet, weight: float) -> Col
     return ColumnCosts(table=table, codes=codes)
 
 
-@njit(cache=True, nogil=True)
-def cost_row(code, codes) -> int:
-    """The row of read code `code` in a cost table with row codes `codes` (a read residue's
-    codes are the alphabet's, so it is always there; anything else is a caller's error)."""
-    for k in range(codes.shape[0]):
-        if codes[k] == code:
-            return k
-    raise ValueError("a read code has no row in the column cost table")
-
-
 def kernel_costs(costs: ColumnCosts | None) -> tuple[np.ndarray, np.ndarray] | None:
     """`costs` as numba kernels take it: (table, codes), or None (the term off: numba then
     compiles the kernels without it, `read_cost_row` and `cell_cost` fold to 0)."""
     return None if costs is None else (costs.table, costs.codes)
 
 
-@njit(cache=True, nogil=True)
-def read_cost_row(costs, code):
-    """The cost table row of a read residue (`kernel_costs`' form; 0 without a table)."""
-    if costs is None:
-        return 0
-    return cost_row(code, costs[1])
+#: The kernels' lookups (numba functions), kept in phylo/jit.py so that importing this module does
+#: not import numba; `from papara_py.model.column_costs import cell_cost` still finds them.
+_KERNEL_NAMES = ("cost_row", "read_cost_row", "cell_cost")
 
 
-@njit(cache=True, nogil=True)
-def cell_cost(costs, row, column):
-    """X of table row `row` at `column` (0 without a table)."""
-    if costs is None:
-        return 0
-    return costs[0][row, column]
+def __getattr__(name: str):
+    if name in _KERNEL_NAMES:
+        from papara_py.phylo import jit
+
+        return getattr(jit, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -54,13 +54,12 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from papara_py.io.paths import INSERTED
+from papara_py.model.column_costs import ColumnCosts, kernel_costs
 from papara_py.model.fixed_point import PROB_BITS, PROB_ONE, SENTINEL, PosteriorTables, check_fixed_point
 from papara_py.model.reference_scorer import column_penalties, profile_near
-from papara_py.model.column_costs import ColumnCosts, cell_cost, kernel_costs, read_cost_row
-from papara_py.phylo.encoding import state_mask_of
+from papara_py.phylo.jit import cell_cost, read_cost_row, state_mask_of
 
-#: A residue's column when it is inserted (placed in no reference column).
-INSERTED = -1
 #: Stand-in for minus infinity in the MEA's int64 sums (far below any sum of n posteriors).
 NEG64 = -(np.int64(1) << 40)
 #: Reads per numba call in `decode_batch` (each call reuses its buffers for all its reads).

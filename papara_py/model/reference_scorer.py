@@ -18,14 +18,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from papara_py.model.column_costs import (
-    ColumnCosts,
-    cell_cost,
-    kernel_costs,
-    read_cost_row,
-)
+from papara_py.model.column_costs import ColumnCosts, kernel_costs
 from papara_py.model.params import ScoringParams
-from papara_py.phylo.encoding import cgap_bit_of, near_states, state_mask_of
+from papara_py.phylo.encoding import near_states
+from papara_py.phylo.jit import cell_cost, cgap_bit_of, read_cost_row, state_mask_of
 
 #: Stand-in for +infinity in int64: far above any score, far below wrap-around.
 INF64 = np.int64(1) << 40

@@ -9,7 +9,7 @@ reaching the minimum of the last row.
 
 `align` gives one read's path as a start column and a CIGAR (M = a column holding a read residue,
 D = a column without one, I = a read residue between columns); `align_many`, the runner's call,
-gives a batch's reads as each residue's column (model/posterior.INSERTED where inserted): the
+gives a batch's reads as each residue's column (io/paths.INSERTED where inserted): the
 one form the model hands on, which the writers turn into CIGARs and rows (io/paths.py).
 """
 
@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from papara_py.io.paths import INSERTED, OP_D, OP_I, OP_M, cigar_string
-from papara_py.model.column_costs import ColumnCosts, kernel_costs, read_cost_row
+from papara_py.model.column_costs import ColumnCosts, kernel_costs
 from papara_py.model.params import ScoringParams
 from papara_py.model.reference_scorer import (
     INF64,
@@ -30,7 +30,7 @@ from papara_py.model.reference_scorer import (
     fill_band_into,
     profile_near,
 )
-from papara_py.phylo.encoding import state_mask_of
+from papara_py.phylo.jit import read_cost_row, state_mask_of
 
 
 @dataclass(frozen=True)

@@ -40,9 +40,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba.core import types
-from numba.extending import overload
-from numba.np.numpy_support import as_dtype
 
 from papara_py.errors import InputError
 
@@ -220,7 +217,7 @@ def detect_alphabet(ascii_rows: np.ndarray) -> Alphabet:
 def cgap_bit_of(elements: np.ndarray) -> int:
     """The CGAP bit of profile elements of this dtype (`Alphabet.cgap_bit`). In numba code it is
     a compile-time constant of the array's type, so each element type gets its own machine code
-    from one source."""
+    from one source (phylo/jit.py registers it with numba: a kernel module imports that first)."""
     return alphabet_of(elements).cgap_bit
 
 
@@ -279,21 +276,6 @@ def encode_near_states(states: np.ndarray, near: np.ndarray, alphabet: Alphabet)
         rank += lacking.astype(alphabet.dtype)
     return field
 
-
-def _numba_constant(of_alphabet):
-    """An overload body returning `of_alphabet(alphabet of the array's dtype)` as a constant."""
-
-    def typer(elements):
-        if not isinstance(elements, types.Array):
-            return None
-        value = of_alphabet(_BY_DTYPE[np.dtype(as_dtype(elements.dtype))])
-        return lambda elements: value
-
-    return typer
-
-
-overload(cgap_bit_of)(_numba_constant(lambda alphabet: alphabet.cgap_bit))
-overload(state_mask_of)(_numba_constant(lambda alphabet: alphabet.state_mask))
 
 #: DNA profile element -> its near states (`near_states`).
 NEAR_STATES_DNA = _near_table(DNA)

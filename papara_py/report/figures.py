@@ -10,6 +10,7 @@ and lab notebooks without the page around them.
 from __future__ import annotations
 
 import io
+import re
 
 import matplotlib
 import matplotlib.ticker
@@ -33,19 +34,38 @@ TIE_COLOUR, CLOSE_COLOUR, CLEAR_COLOUR = "#d62728", "#ff9f1c", "#2ca02c"
 DPI = 110
 
 
-def png_bytes(figure: Figure) -> bytes:
-    """The figure as PNG, cropped to its content (tree labels may reach past the axes)."""
+def png_bytes(figure: Figure, tight: bool = True) -> bytes:
+    """The figure as PNG; `tight`: cropped to its content (the tree's labels may reach past the
+    axes), which draws it twice; the other figures place their axes themselves (`_margins`) and
+    are drawn once (a third faster)."""
     buffer = io.BytesIO()
     FigureCanvasAgg(figure)
-    figure.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight", pad_inches=0.15)
+    figure.savefig(buffer, format="png", dpi=DPI, **({"bbox_inches": "tight", "pad_inches": 0.15} if tight else {}))
     return buffer.getvalue()
 
 
-def _reads_colour(norm: LogNorm, reads: int) -> str:
-    """Branch colour for `reads` placed reads; the low end of the map is skipped (too pale)."""
+def _margins(figure: Figure) -> None:
+    """Fixed room around a figure's axes for its two-line title, axis labels and ticks, in
+    inches (what a tight crop would leave), so it needs no crop."""
+    width, height = figure.get_size_inches()
+    figure.subplots_adjust(left=0.8 / width, right=1 - 0.2 / width, bottom=0.55 / height, top=1 - 0.6 / height)
+
+
+def _reads_colour(norm: LogNorm, reads: float) -> str:
+    """Branch colour for a best-branch count of `reads`; the low end of the map is skipped (too
+    pale)."""
     if reads <= 0:
         return NO_READS
-    return to_hex(READS_CMAP(0.3 + 0.7 * float(norm(reads))))
+    return to_hex(READS_CMAP(0.3 + 0.7 * float(np.clip(norm(reads), 0.0, 1.0))))
+
+
+def count_text(reads: float) -> str:
+    """A best-branch count as the figure and the page write it: whole counts as integers, shares
+    of tied reads to one decimal (0.3, 2.5)."""
+    return f"{round(reads):d}" if abs(reads - round(reads)) < 0.05 else f"{reads:.1f}"
+
+
+_COUNT_LABEL = re.compile(r"\d+(\.\d)?")
 
 
 def _layout(display: DisplayTree) -> tuple[dict, dict, dict]:
@@ -78,20 +98,22 @@ def _count_ticks(most: int) -> list[int]:
 
 
 def tree_figure(display: DisplayTree, edge_reads: np.ndarray, n_outliers: int = 0) -> Figure:
-    """The reference tree with each branch coloured and labelled by the reads placed on it.
+    """The reference tree with each branch coloured and labelled by its best-branch count.
 
-    `edge_reads[e]` counts the reads whose best edge is e (outliers, `n_outliers` of them, left
-    out by the caller). Collapsed subtrees (see `NumberedTree.display`) are one row each, marked
+    `edge_reads[e]` is edge e's best-branch count (report/page.best_branch_counts: the reads
+    whose best score is on e, a read tied between n branches counting 1/n on each; outliers,
+    `n_outliers` of them, left out by the caller). These are not placements (EPA-ng's likelihood
+    weights): only where papara-py's best score lies. Collapsed subtrees (see `NumberedTree.display`) are one row each, marked
     with a triangle coloured by the reads on the branches inside them. A count goes on its branch
     unless the branch is too short to hold it; then, for a row's own branch, after the row label.
     Bio.Phylo gives the vertical connector of a node the colour of the branch into it, which
     reads as if that branch spread over its children, so connectors are redrawn thin and grey.
     Sets the colour and width of `display`'s clades (a copy made for drawing).
     """
-    drawn = {clade: int(edge_reads[edge]) for clade, edge in display.edge_of.items()}
+    drawn = {clade: float(edge_reads[edge]) for clade, edge in display.edge_of.items()}
     inside = {clade: reads for clade, (_, reads) in display.hidden.items()}
-    most = max([1, *drawn.values(), *inside.values()])
-    norm = LogNorm(vmin=1, vmax=max(2, most))
+    most = max([1.0, *drawn.values(), *inside.values()])
+    norm = LogNorm(vmin=1, vmax=max(2, most))  # shares below 1 take the palest colour
     x, y, length = _layout(display)
     span = max(x.values()) or 1.0
     on_branch = {clade for clade, reads in drawn.items() if reads and (clade.clades or length[clade] >= 0.06 * span)}
@@ -117,7 +139,7 @@ def tree_figure(display: DisplayTree, edge_reads: np.ndarray, n_outliers: int = 
     with matplotlib.rc_context({"font.size": 7.5, "lines.linewidth": 1.2}):
         Phylo.draw(display.tree, do_show=False, axes=axes, show_confidence=False,
                    label_func=label_of.get, label_colors=label_colour,
-                   branch_labels=lambda clade: str(drawn[clade]) if clade in on_branch else None)
+                   branch_labels=lambda clade: count_text(drawn[clade]) if clade in on_branch else None)
     for collection in axes.collections:
         (start, end), *_ = collection.get_segments()
         if start[0] == end[0]:  # a vertical connector
@@ -127,7 +149,7 @@ def tree_figure(display: DisplayTree, edge_reads: np.ndarray, n_outliers: int = 
         else:
             collection.set_zorder(2)
     for text in axes.texts:  # read counts (Bio.Phylo puts a space before row labels, never digits)
-        if text.get_text().isdigit():
+        if _COUNT_LABEL.fullmatch(text.get_text()):
             text.set_verticalalignment("bottom")
             text.set_y(text.get_position()[1] - 0.12)  # y grows downwards: lift it off the line
             text.set_fontweight("bold")
@@ -146,26 +168,28 @@ def tree_figure(display: DisplayTree, edge_reads: np.ndarray, n_outliers: int = 
     axes.set_xlabel("branch length (drawn from the tree's top node; the tree is unrooted)")
     for side in ("top", "right", "left"):
         axes.spines[side].set_visible(False)
-    n_reads, n_used = int(edge_reads.sum()), int(np.count_nonzero(edge_reads))
-    lines = [f"{n_reads} placed reads on {n_used} of {len(edge_reads)} branches"
+    n_reads, n_used = round(float(edge_reads.sum())), int(np.count_nonzero(edge_reads))
+    lines = [f"best branches of {n_reads} reads, on {n_used} of {len(edge_reads)} branches"
              + (f" ({n_outliers} outliers not counted)" if n_outliers else ""),
-             "number and colour: reads whose best branch it is; grey: none"]
+             "number and colour: best-branch counts, not placements (a read tied between n branches "
+             "counts 1/n on each); grey: none"]
     if display.hidden:
         lines.append(f"{display.n_tips} taxa in {rows} rows: triangles are collapsed subtrees, "
                      f"coloured by the reads on branches inside them")
-    axes.set_title("Where did the sample land?\n" + "\n".join(lines), loc="left", fontsize=9)
+    axes.set_title("On which branches do the reads score best?\n" + "\n".join(lines), loc="left", fontsize=9)
     height = figure.get_figheight()
     colour_bar = axes.inset_axes([0.7, 1.0 + 0.55 / height, 0.28, 0.1 / height])
     bar = figure.colorbar(ScalarMappable(norm=norm, cmap=_visible_cmap()), cax=colour_bar, orientation="horizontal")
-    bar.set_ticks(_count_ticks(max(2, most)), labels=[str(t) for t in _count_ticks(max(2, most))])
+    ticks = _count_ticks(max(2, int(np.ceil(most))))
+    bar.set_ticks(ticks, labels=[str(t) for t in ticks])
     bar.ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     bar.ax.tick_params(labelsize=7)
-    bar.set_label("reads on the branch (log scale)", fontsize=7.5)
+    bar.set_label("best-branch count (log scale)", fontsize=7.5)
     return figure
 
 
-def _reads(n: int) -> str:
-    return f"{n} read" if n == 1 else f"{n} reads"
+def _reads(n: float) -> str:
+    return f"{count_text(n)} read" if count_text(n) == "1" else f"{count_text(n)} reads"
 
 
 def _visible_cmap() -> matplotlib.colors.Colormap:
@@ -186,6 +210,7 @@ def coverage_figure(residues: np.ndarray, spans: np.ndarray, occupancy: np.ndarr
     columns = np.arange(1, residues.shape[1] + 1)
     fits, outliers = spans
     figure = Figure(figsize=(11, 4.2))
+    _margins(figure)
     top, bottom = figure.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1], "hspace": 0.08})
     top.fill_between(columns, fits, step="mid", color=SPAN_COLOUR, linewidth=0, label="reads spanning the column")
     top.fill_between(columns, residues[0], step="mid", color=FIT_COLOUR, linewidth=0,
@@ -223,6 +248,7 @@ def score_figure(per_residue: np.ndarray, lengths: np.ndarray, outlier: np.ndarr
     `threshold` (the outlier rule of `report.find_outliers`) are drawn in red.
     """
     figure = Figure(figsize=(11, 4.0))
+    _margins(figure)
     histogram, scatter = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1.3, 1], "wspace": 0.25})
     high = max(float(per_residue.max(initial=0.0)), threshold) * 1.08 or 1.0
     bins = np.linspace(0.0, high, 50)
@@ -265,6 +291,7 @@ def confidence_figure(gap: np.ndarray, n_close: np.ndarray, connected: np.ndarra
     whether those branches are neighbours (`connected`) or in different parts of the tree.
     """
     figure = Figure(figsize=(11, 3.9))
+    _margins(figure)
     left, right = figure.subplots(1, 2, gridspec_kw={"wspace": 0.25})
     known = gap[gap >= 0]
     top = 3 * margin + 1

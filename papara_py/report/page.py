@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import os
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,8 +26,9 @@ from papara_py.errors import InputError
 from papara_py.io.outputs import atomic_path
 from papara_py.io.run_file import RunFile
 from papara_py.phylo.encoding import IS_GAP
-from papara_py.report import figures
-from papara_py.report.tree_drawing import NumberedTree
+
+if TYPE_CHECKING:  # matplotlib and Bio.Phylo are imported when a report is built, not with this module
+    from papara_py.report.tree_drawing import NumberedTree
 
 #: Rows of the tree drawing; larger trees are collapsed to this many (see NumberedTree.display).
 DEFAULT_MAX_TIPS = 150
@@ -192,6 +193,20 @@ def find_outliers(score: np.ndarray, length: np.ndarray, aligned: np.ndarray, mi
     return Outliers(per_residue, threshold, median, robust_sd, floor, ceiling, flagged)
 
 
+def best_branch_counts(candidate_edge: np.ndarray, candidate_score: np.ndarray, n_edges: int) -> np.ndarray:
+    """float64 [n_edges]: each branch's best-branch count over the given reads (rows): a read adds
+    1 to the branch of its best score, or 1/n to each of the n stored candidates that tie for it
+    (none goes to the lowest branch number, as /reads/best_edge's tie-break would). With K = 1 a
+    tie cannot be seen and the best edge takes the read. These are counts of where papara-py's
+    scores are best, not placements: EPA-ng's likelihood weights are another measure."""
+    if not len(candidate_edge):
+        return np.zeros(n_edges)
+    present = candidate_edge >= 0
+    tied = present & (candidate_score == candidate_score[:, :1])
+    share = tied / np.maximum(tied.sum(axis=1, keepdims=True), 1)
+    return np.bincount(candidate_edge[tied], weights=share[tied], minlength=n_edges)
+
+
 @dataclass
 class PlacementConfidence:
     """How clearly the best branch wins, per placed read (only when K >= 2 candidates are kept).
@@ -275,6 +290,9 @@ def build_report(path: str | os.PathLike, max_tips: int = DEFAULT_MAX_TIPS) -> R
     Outliers are left out of the tree, the coverage's main series and the confidence figure:
     their best branch and alignment say little when the read fits no branch well.
     """
+    from papara_py.report import figures
+    from papara_py.report.tree_drawing import NumberedTree
+
     run = load_run(path)
     tree = NumberedTree(run.newick_numbered, run.path)
     aligned = run.aligned
@@ -285,7 +303,7 @@ def build_report(path: str | os.PathLike, max_tips: int = DEFAULT_MAX_TIPS) -> R
     group = np.where(aligned, 0, -1)
     group[outliers.indices] = 1
     placed = group == 0
-    edge_reads = np.bincount(run.best_edge[placed], minlength=tree.n_edges)
+    edge_reads = best_branch_counts(run.candidate_edge[placed], run.candidate_score[placed], tree.n_edges)
     confidence = placement_confidence(run.candidate_edge[placed], run.candidate_score[placed],
                                       tree.edge_ends, mismatch)
     display = tree.display(edge_reads, max(max_tips, 3))
@@ -299,8 +317,8 @@ def build_report(path: str | os.PathLike, max_tips: int = DEFAULT_MAX_TIPS) -> R
         drawn["confidence"] = figures.confidence_figure(confidence.gap, confidence.n_close, confidence.connected,
                                                         confidence.margin, confidence.k)
     assert set(drawn) <= set(FIGURES), "a figure missing from FIGURES escapes the output checks (cli)"
-    report = Report({name: figures.png_bytes(figure) for name, figure in drawn.items()})
-    outlier_reads = np.bincount(run.best_edge[group == 1], minlength=tree.n_edges)
+    report = Report({name: figures.png_bytes(figure, tight=name == "tree") for name, figure in drawn.items()})
+    outlier_reads = best_branch_counts(run.candidate_edge[group == 1], run.candidate_score[group == 1], tree.n_edges)
     report.html = _html(run, tree, edge_reads, outlier_reads, display.hidden, outliers, confidence, report.figures)
     return report
 
@@ -377,7 +395,7 @@ def _image(data: bytes, alt: str) -> str:
     return f'<img src="data:image/png;base64,{base64.b64encode(data).decode("ascii")}" alt="{_e(alt)}">'
 
 
-def _percent(part: int, whole: int) -> str:
+def _percent(part: float, whole: float) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
@@ -406,29 +424,35 @@ def _html(run: RunView, tree: NumberedTree, edge_reads: np.ndarray, outlier_read
 
 def _tree_section(tree: NumberedTree, edge_reads: np.ndarray, outlier_reads: np.ndarray, hidden: dict,
                   figure: bytes) -> list[str]:
-    placed = int(edge_reads.sum())
+    from papara_py.report.figures import count_text
+
+    placed = float(edge_reads.sum())
     top = np.argsort(-edge_reads, kind="stable")[:TOP_BRANCHES]
     top = top[edge_reads[top] > 0]
-    rows = [[int(e), int(edge_reads[e]), _percent(int(edge_reads[e]), placed), int(outlier_reads[e]),
+    rows = [[int(e), count_text(edge_reads[e]), _percent(edge_reads[e], placed), count_text(outlier_reads[e]),
              tree.beyond(int(e))] for e in top]
     collapsed = (f" The tree has {tree.n_tips} taxa, too many for one row each: {len(hidden)} subtrees are "
                  f"collapsed into one row each (triangles), those holding the most reads opened first; a "
-                 f"triangle's colour and label give the reads placed on branches inside it."
+                 f"triangle's colour and label give the best-branch counts of the branches inside it."
                  if hidden else "")
-    return ["<h2>Where did the sample land?</h2>",
-            "<p>The reference tree, each branch coloured and labelled with the number of reads whose best "
-            "branch it is (lowest score; ties go to the lower branch number); grey branches received no "
-            "read. Where a tip's branch is too short to hold its number, the number follows the tip's name. "
-            "Outliers (next sections) are not counted: a read that fits no branch well has no meaningful "
-            "best branch. The tree is unrooted and drawn from the node written outermost in the Newick." +
-            collapsed + "</p>",
-            _image(figure, "reference tree coloured by reads per branch"),
-            "<h3>Branches with the most reads</h3>"
+    return ["<h2>On which branches do the reads score best?</h2>",
+            "<p>The reference tree, each branch coloured and labelled with its <b>best-branch count</b>: the "
+            "reads whose best alignment score is on that branch. A read whose best score is shared by several "
+            "of its candidate branches (a tie) counts an equal share on each (1/2, 1/3, ...), so counts may "
+            "be fractions; grey branches are no read's best. These are counts of where papara-py's scores "
+            "are best, <b>not placements</b>: a placement program (EPA-ng, pplacer) weighs every branch by "
+            "likelihood and may put a read elsewhere. Where a tip's branch is too short to hold its count, "
+            "the count follows the tip's name. Outliers (next sections) are not counted: a read that fits "
+            "no branch well has no meaningful best branch. The tree is unrooted and drawn from the node "
+            "written outermost in the Newick." + collapsed + "</p>",
+            _image(figure, "reference tree coloured by best-branch counts"),
+            "<h3>Branches with the highest best-branch counts</h3>"
             "<p class=\"muted\">Branch numbers are the <code>{n}</code> edge numbers of "
             "<code>/tree/newick_numbered</code> (jplace convention); a branch leads to the taxa listed, "
             "as seen from the top of the Newick.</p>",
-            _table(["branch", "reads", "of placed", "outliers also there", "leads to"], rows, {0, 1, 2, 3})
-            if rows else "<p>No read was placed.</p>"]
+            _table(["branch", "best-branch count", "of the reads counted", "outliers' count there", "leads to"],
+                   rows, {0, 1, 2, 3})
+            if rows else "<p>No read was aligned.</p>"]
 
 
 def _coverage_section(figure: bytes) -> list[str]:
@@ -470,7 +494,7 @@ def _score_section(run: RunView, outliers: Outliers, figure: bytes) -> list[str]
 
 
 def _confidence_section(confidence: PlacementConfidence | None, figure: bytes | None) -> list[str]:
-    head = "<h2>How sure is the placement?</h2>"
+    head = "<h2>How sure is the best branch?</h2>"
     if confidence is None or figure is None:
         return [head, "<p>Only the best branch was kept per read (<code>--candidates 1</code>), so ties and "
                       "near-ties cannot be shown.</p>"]
@@ -492,47 +516,186 @@ def _confidence_section(confidence: PlacementConfidence | None, figure: bytes | 
             _image(figure, "placement confidence: score gap to the second-best branch")]
 
 
-_TIMING_ORDER = ("input", "strand", "profiles", "build_blocks", "scoring", "traceback", "output", "total")
+def _plain(value: object) -> str:
+    """A run-record value in words for a table cell: floats to 3 places, integers grouped,
+    mappings as "key value; key value" and lists comma-separated (never JSON)."""
+    if isinstance(value, bool) or value is None:
+        return {True: "yes", False: "no", None: "-"}[value]
+    if isinstance(value, float):
+        return f"{value:,.3f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, dict):
+        return "; ".join(f"{key} {_plain(item)}" for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_plain(item) for item in value)
+    return str(value)
+
+
+#: The run's stages in the order a run goes through them (DESIGN 8; README "/run attrs"):
+#: timings_seconds' keys, each with what it measured. Keys not listed follow, then the total.
+_TIMINGS = (("input", "reading the tree and the alignment"),
+            ("reads", "parsing the reads (on a thread of its own, beside the rest)"),
+            ("reads_wait", "waiting for the reads"),
+            ("jit_wait", "waiting for numba's kernels (compiled on the first run, else loaded)"),
+            ("profiles", "edge profiles"),
+            ("devices_wait", "waiting for the GPUs to start"),
+            ("build_blocks", "building the blocks of edge profiles"),
+            ("strand", "deciding each read's strand"),
+            ("scoring", "scoring every read against the edges"),
+            ("run_scoring", "scoring, the run's engine until this sample's last batch"),
+            ("traceback", "tracing back the alignments"),
+            ("output", "writing the run file"),
+            ("merge", "merging the shards"))
+
+#: The scoring parameters in the order DESIGN 4 introduces them: (key, label, option).
+_PARAMETERS = (("preset", "preset the penalties equal", "--preset"),
+               ("mismatch", "mismatch", "--mismatch"),
+               ("near_mismatch", "near mismatch (a near state)", "--near-mismatch"),
+               ("cgap", "residue in a column the tree says is a gap", "--cgap"),
+               ("gap_open", "gap opening in the read", "--gap-open"),
+               ("gap_extend", "gap extension in the read", "--gap-extend"),
+               ("insertion", "residue between reference columns", "--insertion"),
+               ("column_weight", "column profile cost weight", "--column-weight"),
+               ("vote_window", "vote window", "--vote-window"),
+               ("nearest_bonus", "nearest-sequence bonus", "--nearest-bonus"),
+               ("band_margin", "band margin", "--band-margin"),
+               ("location_check", "location check", "--location-check"),
+               ("second_model", "second model's column weight", "--second-model"))
+
+
+def _count(value: object) -> str:
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else _plain(value)
+
+
+def _seconds(value: object) -> str:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return _plain(value)
+    return f"{float(value):.3f} s" if value < 10 else f"{float(value):,.1f} s"
+
+
+def _strand_counts(counts: dict) -> str:
+    return (f"{counts.get('+', 0):,} as given (+), {counts.get('-', 0):,} reverse-complemented (−); "
+            f"{counts.get('scored_both', 0):,} scored both ways")
+
+
+def _threads(threads: object) -> str:
+    if isinstance(threads, dict):
+        return f"{threads.get('count', '?')} ({threads.get('source', 'source not recorded')})"
+    return _plain(threads)
+
+
+def _traceback(traced: object) -> str:
+    if not isinstance(traced, dict):
+        return _plain(traced)
+    batches = traced.get("batches") or {}
+    parts = [f"on {traced.get('device', '?')}",
+             "batches: " + ", ".join(f"{n:,} on {where}" for where, n in batches.items() if n) if batches else "",
+             f"{traced.get('alignments', 0):,} alignments traced back"]
+    moved = [(traced.get(key, 0), what) for key, what in
+             (("voted", "took their columns by vote"), ("nearest", "traced again with the nearest bonus"),
+              ("relocated", "moved by the location check"), ("second", "took the second model's alignment"),
+              ("profile", "took the reference profile's alignment")) if traced.get(key)]
+    parts += [f"{n:,} reads {what}" for n, what in moved]
+    return "; ".join(p for p in parts if p)
+
+
+def _gpcu(value: object) -> str:
+    return f"{float(value):.2f} GCUPS (10⁹ DP cells a second, while scoring)" if isinstance(value, (int, float)) \
+        else _plain(value)
+
+
+#: The run record's other attributes, in the order a reader asks about them: (key, label, format).
+_RUN_ROWS = (("alphabet", "alphabet", _plain),
+             ("n_columns", "reference alignment columns", _count),
+             ("n_edges", "tree branches (edges)", _count),
+             ("candidates_k", "candidate branches kept per read (K)", _count),
+             ("near_states", "near states", _plain),
+             ("strand", "strand mode (--strand)", _plain),
+             ("strand_counts", "reads by strand", lambda v: _strand_counts(v) if isinstance(v, dict) else _plain(v)),
+             ("device", "device asked for (--device)", _plain),
+             ("device_choice", "why --device auto ran on the CPU", _plain),
+             ("unusable_gpus", "GPUs that could not be used", _plain),
+             ("threads", "threads (and why that many)", _threads),
+             ("lanes", "CPU lanes: edges per block", _count),
+             ("cells", "DP cells computed", lambda v: f"{_count(v)} cells"),
+             ("gcups", "scoring speed", _gpcu),
+             ("gpu_device_seconds", "GPU device time (--gpu-profile)", _plain),
+             ("traceback", "traceback", _traceback),
+             ("sample", "sample of a run of several", _plain),
+             ("shard", "shard of an array job", _plain),
+             ("n_shards", "shards merged", _count),
+             ("merged_shards", "merged shards", _plain),
+             ("profiles", "edge profiles from", _plain))
 _RECORD_SHOWN = {"parameters", "checksums_sha256", "inputs", "timings_seconds", "consumers", "status_counts",
                  "search", "edges_scored_fraction"}
+#: The consumers' statistics, as columns: (key, heading).
+_CONSUMER_COLUMNS = (("blocks", "blocks"), ("edges", "edges"), ("cells", "DP cells"), ("calls", "calls"),
+                     ("busy_seconds", "busy (s)"))
 
 
 def _record_section(run: RunView) -> list[str]:
+    """The run record (/run attributes) as labelled rows with their units, in the order a reader
+    asks about them: what ran on what inputs, with which parameters, on which engine, how long
+    each stage took, which device did what, and the reads by status."""
     attrs, record = run.file_attrs, run.run_attrs
     parts = ["<h2>Run record</h2>",
              f"<p>papara-py {_e(attrs.get('version', '?'))} (file format {_e(attrs.get('format_version', '?'))})"
              f"</p><p><code>{_e(attrs.get('command_line', ''))}</code></p>"]
     inputs, sums = record.get("inputs") or {}, record.get("checksums_sha256") or {}
     if inputs or sums:
+        order = [k for k in ("tree", "alignment", "reads") if k in inputs or k in sums]
+        order += sorted((set(inputs) | set(sums)) - set(order))
         parts.append("<h3>Inputs</h3>" + _table(["input", "path", "sha256"],
-                                                [[k, inputs.get(k, ""), sums.get(k, "")]
-                                                 for k in sorted(set(inputs) | set(sums))]))
+                                                [[k, inputs.get(k, ""), sums.get(k, "")] for k in order]))
     parameters = record.get("parameters") or {}
     if parameters:
-        parts.append("<h3>Scoring parameters</h3>" + _table(list(parameters), [list(parameters.values())],
-                                                            set(range(len(parameters)))))
-    overview = {key: value for key, value in record.items() if key not in _RECORD_SHOWN}
-    if overview:
-        parts.append("<h3>Engine and run</h3>" + _table(
-            ["what", "value", "attribute"],
-            [[_RECORD_LABELS.get(k, k), _fmt(v), k] for k, v in sorted(overview.items())]))
+        def value(v: object) -> str:
+            return "(none: another set)" if v is None else f"{v:g}" if isinstance(v, float) else _plain(v)
+
+        known = [(label, value(parameters[key]), option) for key, label, option in _PARAMETERS if key in parameters]
+        known += [(key, value(v), "") for key, v in sorted(parameters.items())
+                  if key not in {k for k, _, _ in _PARAMETERS}]
+        parts.append("<h3>Scoring parameters</h3><p class=\"muted\">Penalties in score units (a read's score is "
+                     "their sum along its alignment; lower is better); 0 turns a setting off.</p>"
+                     + _table(["parameter", "value", "option"], [list(row) for row in known], {1}))
+    shown_elsewhere = {"cells"} if record.get("search") else set()  # the search's table has them
+    rows = [[label, fmt(record[key])] for key, label, fmt in _RUN_ROWS if key in record and key not in shown_elsewhere]
+    listed = {key for key, _, _ in _RUN_ROWS} | _RECORD_SHOWN
+    rows += [[key, _plain(value)] for key, value in sorted(record.items()) if key not in listed]
+    if rows:
+        parts.append("<h3>Engine and run</h3>" + _table(["what", "value"], rows))
     parts += _search_section(record)
     timings = record.get("timings_seconds") or {}
     if timings:
-        ordered = [k for k in _TIMING_ORDER if k in timings] + sorted(set(timings) - set(_TIMING_ORDER))
-        parts.append("<h3>Timings</h3><p class=\"muted\">Stages overlap (tracing back one batch of reads "
-                     "runs while the next is scored); total is the wall time of the run.</p>"
-                     + _table(["stage", "seconds"], [[k, f"{float(timings[k]):.3f}"] for k in ordered], {1}))
+        known = dict(_TIMINGS)
+        ordered = [(known[key], timings[key]) for key, _ in _TIMINGS if key in timings]
+        ordered += [(key, value) for key, value in timings.items() if key not in known and key != "total"]
+        if "total" in timings:
+            ordered.append(("total: the run from start to its file complete (wall time)", timings["total"]))
+        parts.append("<h3>Timings</h3><p class=\"muted\">In the order of the run's stages. Stages overlap "
+                     "(the reads are parsed while the rest runs; one batch is traced back while the next is "
+                     "scored), so they do not add up to the total.</p>"
+                     + _table(["stage", "time"], [[what, _seconds(value)] for what, value in ordered], {1}))
     consumers = record.get("consumers") or {}
     if consumers:
-        columns = sorted({key for stats in consumers.values() for key in stats})
-        parts.append("<h3>Devices (work each consumer took)</h3>" + _table(
-            ["consumer", *columns], [[name, *[_fmt(stats.get(c, "")) for c in columns]]
-                                     for name, stats in sorted(consumers.items())],
-            set(range(1, len(columns) + 1))))
+        present = {key for stats in consumers.values() for key in stats}
+        columns = [(key, head) for key, head in _CONSUMER_COLUMNS if key in present]
+        columns += [(key, key) for key in sorted(present - {k for k, _ in _CONSUMER_COLUMNS})]
+        parts.append("<h3>Devices: the work each consumer took</h3><p class=\"muted\">A CPU worker thread "
+                     "(cpu-N) or a GPU's feeder thread (gpu-N:NAME/feeder-F); calls are kernel launches or CPU "
+                     "work items.</p>" + _table(
+                         ["consumer", *[head for _, head in columns]],
+                         [[name, *[(f"{float(stats[key]):.2f}" if key == "busy_seconds" else _count(stats[key]))
+                                   if key in stats else "" for key, _ in columns]]
+                          for name, stats in sorted(consumers.items())],
+                         set(range(1, len(columns) + 1))))
     counts = record.get("status_counts") or {}
     if counts:
-        parts.append("<h3>Reads by status</h3>" + _table(["status", "reads"], sorted(counts.items()), {1}))
+        parts.append("<h3>Reads by status</h3>" + _table(
+            ["status", "reads"], [[status, _count(n)] for status, n in sorted(counts.items(),
+                                                                              key=lambda item: item[0] != "aligned")],
+            {1}))
     return parts
 
 
@@ -543,32 +706,12 @@ def _search_section(record: dict) -> list[str]:
     if not search:  # run files written before --search existed: every edge
         return []
     fraction = record.get("edges_scored_fraction") or {}
-    settings = ", ".join(f"{key} {_fmt(value)}" for key, value in sorted(search.items()) if key != "mode")
+    settings = ", ".join(f"{key} {_plain(value)}" for key, value in sorted(search.items()) if key != "mode")
     rows = [["mode", search.get("mode", "?") + (f" ({settings})" if settings else "")],
-            ["DP cells computed", _fmt(record.get("cells", ""))]]
+            ["DP cells computed", _plain(record.get("cells", ""))]]
     rows += [[f"edges scored per read, {key}", f"{float(fraction[key]):.1%}"]
              for key in ("mean", "min", "max") if key in fraction]
     return ["<h3>Search</h3><p class=\"muted\">exhaustive scores every read against every edge; guided scores "
             "each read against the central edges of clusters of the tree, then inside the best clusters, "
             "widening until its best edges are surrounded by scored edges (exact DP for every edge "
-            "scored).</p>" + _table(["what", "value"], rows)]
-
-
-#: Plain words for the /run attributes of the "Engine and run" table (others appear by name).
-_RECORD_LABELS = {"candidates_k": "candidate branches kept per read (K)", "cells": "DP cells scored",
-                  "device": "device choice", "gcups": "GCUPS (scoring)", "lanes": "lanes (edges per block)",
-                  "n_columns": "reference columns", "n_edges": "branches (edges)", "strand": "strand mode",
-                  "strand_counts": "reads by strand"}
-
-
-def _fmt(value: object) -> str:
-    """A run-record value for a table cell: floats to 3 places, big integers grouped, JSON for the rest."""
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, sort_keys=True)
-    return str(value)
+            "scored).</p>" + _table(["search", "value"], rows)]

@@ -73,13 +73,13 @@ class DisplayTree:
 
     tree:        the (possibly collapsed) tree; its clades are those of the full tree.
     edge_of:     drawn clade -> edge number (every drawn clade but the top).
-    hidden:      collapsed clade -> (taxa it stands for, reads placed on branches inside it).
+    hidden:      collapsed clade -> (taxa it stands for, best-branch count of the branches inside it).
     n_tips:      taxa in the full tree.
     """
 
     tree: Tree
     edge_of: dict[Clade, int]
-    hidden: dict[Clade, tuple[int, int]]
+    hidden: dict[Clade, tuple[int, float]]
     n_tips: int
 
     @property
@@ -154,14 +154,15 @@ class NumberedTree:
     def display(self, edge_reads: np.ndarray, max_tips: int) -> DisplayTree:
         """A copy of the tree with subtrees collapsed until at most `max_tips` rows remain.
 
-        `edge_reads[e]` is the number of reads whose best edge is e. Subtrees are opened in
-        order of the reads placed inside them, then of their size, so placements stay visible
-        and empty parts of the tree fold into one row each. The top node is always open, so a
-        tree never has fewer rows than the top's degree.
+        `edge_reads[e]` is edge e's best-branch count (report/page.best_branch_counts: a read
+        tied between branches counts a share on each, so counts may be fractions). Subtrees are
+        opened in order of the reads inside them, then of their size, so the sample's branches
+        stay visible and empty parts of the tree fold into one row each. The top node is always
+        open, so a tree never has fewer rows than the top's degree.
         """
-        below: dict[Clade, int] = {}  # reads on branches strictly inside the clade's subtree
+        below: dict[Clade, float] = {}  # reads on branches strictly inside the clade's subtree
         for clade in self._order:
-            below[clade] = sum(below[c] + int(edge_reads[self.edge_of[c]]) for c in clade.clades)
+            below[clade] = sum(below[c] + float(edge_reads[self.edge_of[c]]) for c in clade.clades)
         rank = self._rank
 
         def entry(clade: Clade) -> tuple:
@@ -184,7 +185,7 @@ class NumberedTree:
         top = Clade(branch_length=root.branch_length, name=root.name)
         copy_of = {root: top}
         edge_of: dict[Clade, int] = {}
-        hidden: dict[Clade, tuple[int, int]] = {}
+        hidden: dict[Clade, tuple[int, float]] = {}
         stack = [root]
         while stack:
             clade = stack.pop()

@@ -29,9 +29,15 @@ def resolve_scorers(config: RunConfig, reporter: Reporter) -> tuple[bool, list, 
     auto|cpu|gpu|hybrid and --gpus."""
     if config.device == "cpu":
         return True, [], {}
+    from papara_py.engine.opencl_devices import PYOPENCL_MISSING, discover_devices, opencl_installed
+
+    if not opencl_installed():  # an optional dependency (the `gpu` extra)
+        if config.device == "auto":
+            reporter.detail(f"{PYOPENCL_MISSING}; running on the CPU")
+            return True, [], {}
+        raise InputError("--device", f"--device {config.device} needs an OpenCL GPU: {PYOPENCL_MISSING}")
     from papara_py.engine.consumers import GpuChunkScorer
     from papara_py.engine.gpu import GpuScorer
-    from papara_py.engine.opencl_devices import discover_devices
 
     try:
         devices = discover_devices("gpu")

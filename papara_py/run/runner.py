@@ -19,6 +19,7 @@ from papara_py import __version__
 from papara_py.engine.candidates import load_merges
 from papara_py.engine.strand import check_mode
 from papara_py.model.decode import warm_up
+from papara_py.engine.compile_watch import watch_compiles
 from papara_py.run.config import RunConfig, RunSummary
 from papara_py.run.devices import choose_devices
 from papara_py.run.inputs import edge_profiles, plan_work, read_inputs
@@ -46,7 +47,8 @@ def run(config: RunConfig) -> list[RunSummary]:
     samples: list[SampleRun] = []
     try:
         log.check()  # a log that cannot be written (--log /dev/full) stops the run before any work
-        summaries = _run(config, reporter, samples)
+        with watch_compiles():  # a run that must compile numba's kernels says so (engine/compile_watch.py)
+            summaries = _run(config, reporter, samples)
         log.check()
         return summaries
     except BaseException as error:  # the log says how the run ended, whatever ended it

@@ -1,0 +1,94 @@
+"""`warm_up` (`papara-py warm-up`): numba's kernels compiled ahead, before the first run.
+
+numba compiles the kernels for the CPU it runs on the first time a run calls them (about
+engine/compile_watch.COMPILE_ESTIMATE_SECONDS of one core for a DNA or a protein run on the
+2-core development machine) and caches them; `warm_up` pays that once, ahead: the container
+definitions (Dockerfile, recipe/papara-py.def) run it at build time, and a user may after an
+install. A run that still has to compile says so (engine/compile_watch.py).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from papara_py.engine.compile_watch import COMPILE_ESTIMATE_SECONDS, _warming, logger, watch_compiles
+
+#: The alphabets `warm_up` compiles for, by default both.
+ALPHABETS = ("dna", "protein")
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    """What `warm_up` did: seconds per alphabet, and the compilations of papara-py functions it
+    saw (`CompileWatch.functions`; 0: everything came from numba's cache)."""
+
+    seconds: dict[str, float]
+    compiled: int
+
+    @property
+    def total(self) -> float:
+        return sum(self.seconds.values())
+
+
+def warm_up(alphabets: tuple[str, ...] = ALPHABETS) -> WarmUp:
+    """Compile (or load from numba's cache) the kernels a run calls, for each of `alphabets`
+    ("dna", "protein"): the bundled example of that alphabet (papara_py/examples.py) aligned with
+    the default preset on the CPU into a temporary folder, then the CPU kernel's 32-bit variant,
+    which only reads too long for 16-bit lanes call. Other presets' variants (Eq. 1's, without
+    near states) and other lane counts (--lanes) still compile on first use, with the notice.
+    Progress goes to the "papara_py" logger."""
+    from papara_py import examples
+
+    unknown = [a for a in alphabets if a not in ALPHABETS]
+    if unknown:
+        raise ValueError(f"warm_up: no alphabet {unknown[0]!r}; there are {', '.join(ALPHABETS)}")
+    seconds: dict[str, float] = {}
+    logger.info(f"warm-up: compiling the kernels of a {' and a '.join(alphabets)} run for this CPU, or loading them "
+                f"from numba's cache (up to ~{COMPILE_ESTIMATE_SECONDS} s each)")
+    _warming.active += 1
+    try:
+        with tempfile.TemporaryDirectory(prefix="papara-py-warm-up-") as folder, watch_compiles(notice=False) as watch:
+            for alphabet in alphabets:
+                name = "example" if alphabet == "dna" else "protein"
+                examples.write(folder, (name,))
+                started = time.perf_counter()
+                _align_example(Path(folder) / name, Path(folder) / f"{name}.h5")
+                _wide_lanes(Path(folder) / name / "ref.phy")
+                seconds[alphabet] = time.perf_counter() - started
+                logger.info(f"warm-up: the {alphabet} kernels are ready ({seconds[alphabet]:.1f} s)")
+    finally:
+        _warming.active -= 1
+    return WarmUp(seconds, watch.functions)
+
+
+def _align_example(example: Path, output: Path) -> None:
+    """The example in `example` aligned as `papara-py -t tree.nwk -s ref.phy -r reads.fa` would,
+    on the CPU (one thread: the kernels are the same for any count), quietly, into `output`."""
+    from papara_py.run.config import RunConfig
+    from papara_py.run.runner import run
+
+    run(RunConfig(tree=str(example / "tree.nwk"), alignment=str(example / "ref.phy"), reads=str(example / "reads.fa"),
+                  output=str(output), device="cpu", quiet=True, command_line="papara-py warm-up"))
+
+
+def _wide_lanes(alignment_path: Path) -> None:
+    """The CPU kernel in 32-bit lanes for the alignment's alphabet and default preset, with the
+    column terms a run of it uses (the example's reads all fit 16-bit lanes)."""
+    import numpy as np
+
+    from papara_py.engine.cpu import default_lane_width, score_block
+    from papara_py.io.inputs import read_alignment
+    from papara_py.model.params import PenaltyChoice
+    from papara_py.model.column_terms import ColumnTerms
+
+    alignment = read_alignment(alignment_path)
+    alphabet = alignment.alphabet
+    params = PenaltyChoice(None, ()).resolve(alphabet.default_preset)
+    terms = ColumnTerms.of(alignment.rows, alphabet, params.column_weight)
+    lanes = np.zeros((alignment.rows.shape[1], default_lane_width()), alphabet.dtype)
+    read = alphabet.read_code[np.frombuffer(b"ACA", np.uint8)]
+    score_block(lanes, read, np.array([0, read.size], np.int64), params, family=terms.family, costs=terms.costs,
+                force_int32=True)
