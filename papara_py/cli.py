@@ -223,9 +223,9 @@ def build_parser(raising: bool = False) -> argparse.ArgumentParser:
                              "sum per GPU in the run record (gpu_device_seconds); against the scoring time it "
                              "shows how long the device waited for the host")
     engine.add_argument("--traceback", choices=["auto", "cpu"], default="auto",
-                        help="where each read's alignment to its best edge is computed: auto: on the "
-                             "first GPU when the run scores on one, else on the CPU; cpu: always on the "
-                             "CPU threads (the results are the same)")
+                        help="where each read's posterior step (DESIGN.md 5) runs: auto: on the run's GPUs "
+                             "when it scores on any, else on the CPU; cpu: always on the CPU threads (the "
+                             "results are the same)")
     engine.add_argument("--lanes", type=_lanes, default=None,
                         help="edges per block, 1 to 256 (default: the CPU's int16 vector width, or "
                              "PAPARA_LANES)")
