@@ -448,6 +448,10 @@ def test_stockholm_errors_are_input_errors_with_lines(tmp_path: Path) -> None:
     clustal = (PFAM_RRM / "ref.aln").read_text().replace("GBP2_YEAST_221_291 ", "GBP2_YEAST_221_291X", 1)
     with pytest.raises(InputError, match=r"bad.aln: malformed Clustal alignment|bad.aln: .*row"):
         read_alignment(_write(tmp_path, "bad.aln", clustal))
+    # a header alone (Biopython's Clustal reader would wait for a block forever; found by the fuzz test)
+    for name, header in (("empty.aln", "CLUSTAL W\n\n\n"), ("empty.sto", "# STOCKHOLM 1.0\n")):
+        with pytest.raises(InputError, match=rf"{name}: the (Clustal|Stockholm) file holds a header and no rows"):
+            read_alignment(_write(tmp_path, name, header))
 
 
 def test_stockholm_through_a_fifo_is_read_once_and_hashed(tmp_path: Path) -> None:

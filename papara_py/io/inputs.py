@@ -317,6 +317,8 @@ def _alignio_rows(lines: list[bytes], fmt: str, source: str) -> list[_Row]:
     from Bio import AlignIO  # Biopython's readers: a tenth of a second to import, for these formats only
 
     label = {"stockholm": "Stockholm", "clustal": "Clustal"}[fmt]
+    if sum(1 for line in lines if line.strip()) < 2:  # Biopython's Clustal reader waits forever for a first block
+        raise InputError(source, f"the {label} file holds a header and no rows")
     try:
         text = b"\n".join(lines).decode("utf-8")
     except UnicodeDecodeError as exc:
