@@ -7,7 +7,9 @@ The Python API (papara_py/api.py):
     run = papara_py.open_run("run.h5")                          # a run file written before
     runs = papara_py.align_samples("tree.nwk", "ref.phy", ["S1.fa", "S2.fa"], "out/")  # one Run each
 
-`help(papara_py.align)` and `help(papara_py.Run)` document them. The algorithm, encodings,
+`help(papara_py.align)` and `help(papara_py.Run)` document them. Errors: `PaparaError`, and
+below it `InputError` (a ValueError; `OptionError` for options) and `OutputError` (an OSError).
+Nothing is printed: notices go to the logging logger "papara_py". The algorithm, encodings,
 tie-breaking and output contract are specified in docs/DESIGN.md (docstrings cite its sections as
 "DESIGN.md N"); docs/ARCHITECTURE.md maps that specification onto the modules.
 The API is loaded on first use, so `import papara_py` (and the CLI's start) stay light.
@@ -16,6 +18,7 @@ Importing the package first finds a place for numba's kernel cache (`_place_kern
 install in a read-only location with an unwritable home directory still imports and runs.
 """
 
+import logging
 import os
 import stat
 import sys
@@ -91,8 +94,14 @@ def _place_kernel_cache() -> None:
 
 _place_kernel_cache()
 
+# The library prints nothing: its messages go to this logger, whose handlers the caller chooses
+# (the command line attaches stderr's: papara_py/run/log.py); without any, they are dropped.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+from papara_py.errors import InputError, OptionError, OutputError, PaparaError  # noqa: E402 - after __version__
+
 _API = ("align", "align_samples", "open_run", "Run", "ReadResult")
-__all__ = ["__version__", *_API]
+__all__ = ["__version__", *_API, "PaparaError", "InputError", "OptionError", "OutputError"]
 
 
 def __getattr__(name: str):

@@ -2,26 +2,32 @@
 
     import papara_py
 
-    run = papara_py.align("tree.nwk", "ref.phy", "reads.fa", candidates=3)
-    for read in run:                      # per-read results, in input order
-        print(read.name, read.edge, read.score, read.cigar)
-    msa = run.to_alignment()              # Bio.Align.MultipleSeqAlignment (extended alignment)
-    table = run.to_pandas()               # one row per read (pandas, when installed)
-    same = papara_py.open_run(run.path)   # any run file written by the CLI or the API
+    with papara_py.align("tree.nwk", "ref.phy", "reads.fa", candidates=3) as run:
+        for read in run:                  # per-read results, in input order
+            print(read.name, read.edge, read.score, read.cigar)
+        first, named = run[0], run["read_17"]  # by position or by read name
+        msa = run.to_alignment()          # Bio.Align.MultipleSeqAlignment (extended alignment)
+        table = run.to_pandas()           # one row per read (pip install 'papara-py[pandas]')
+    same = papara_py.open_run("run.h5")   # any run file written by the CLI or the API
 
-`align` takes the command line's options as keywords (`--gap-open 2` is `gap_open=2`), with the
-same defaults and the same checks: it parses them with the CLI's own parser, so the two cannot
-drift apart. Inputs are file paths, or sequences held in memory (a Newick string or a dendropy
-tree; a dict of name -> sequence, Biopython records or a MultipleSeqAlignment, or (name, sequence)
-pairs), which are written to a temporary directory first. Without `output` the run file lives in
-a temporary directory that is removed when the `Run` is garbage-collected or closed.
+`align` takes the main job's options as keywords (`--gap-open 2` is `gap_open=2`), with the same
+defaults and the same range checks: both come from one table, papara_py/run/options.py. Inputs
+are file paths, open file handles, or sequences held in memory: a Newick string, a dendropy tree
+or a Bio.Phylo tree; a dict of name -> sequence, a Biopython SeqRecord, a list of them or a
+MultipleSeqAlignment, or (name, sequence) pairs; these are written to a temporary directory
+first. Without `output` the run file lives in a temporary directory that is removed when the
+`Run` is closed (or leaves its `with` block, or is garbage-collected).
 
-Errors in the inputs or options raise `InputError` (`OptionError` for options) with the message
-the CLI would print. The run file's layout is specified in docs/DESIGN.md section 7.
+Nothing is printed: notices go to the logging logger "papara_py" (`logging.basicConfig(level=
+logging.INFO)` shows them). Errors in the inputs raise `InputError` (a ValueError), in the options
+`OptionError` (an InputError), an output that cannot be written `OutputError` (an OSError), each
+with the message the CLI would print; an input of a type the API does not take raises TypeError.
+All are exported by `papara_py`. The run file's layout is specified in docs/DESIGN.md section 7.
 """
 
 from __future__ import annotations
 
+import operator
 import os
 import shutil
 import tempfile
@@ -32,17 +38,16 @@ from typing import Any
 
 import numpy as np
 
-from papara_py.cli import build_parser, main_job_config
 from papara_py.errors import InputError
 from papara_py.io.export import extended_rows
 from papara_py.io.reads import STATUS_ALIGNED
 from papara_py.io.run_file import RunFile
+from papara_py.run.options import option_values, run_config
 
 #: Reads per chunk when a run is iterated (their columns are read from the file a chunk at a time).
 ITERATION_CHUNK = 4096
-
-#: Keywords of `align` that name its inputs and output, not options.
-_RESERVED = {"tree", "alignment", "reads", "output", "help", "version"}
+#: What Run.to_pandas and Run.candidates_to_pandas say without pandas (papara-py's `pandas` extra).
+_NEEDS_PANDAS = "{} needs pandas, papara-py's pandas extra: pip install 'papara-py[pandas]'"
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,10 @@ class Run:
     `reference_names`, `alphabet` ("dna" or "protein"), `record` (the run record: parameters,
     timings, checksums, ...), and `command_line` (the CLI call, or the `align(...)` call, that
     wrote it).
+
+    A sequence of `ReadResult`s in input order: `len(run)`, `for read in run`, `run[i]` (negative
+    from the end), `run[i:j]` (a list), `run["name"]` (by read name; KeyError if absent) and
+    `"name" in run`. A context manager: leaving the `with` block closes it (`close`).
     """
 
     def __init__(self, path: str | os.PathLike, _owned_directory: str | None = None) -> None:
@@ -82,6 +91,7 @@ class Run:
             self.tree = run.newick_numbered
             self.reference_names = run.reference_names
             self.alphabet = run.alphabet.name
+        self._rows_by_name: dict[str, int] | None = None
         self._cleanup = (weakref.finalize(self, shutil.rmtree, _owned_directory, True)
                          if _owned_directory else None)
 
@@ -100,6 +110,12 @@ class Run:
         if self._cleanup is not None:
             self._cleanup()
 
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
     def __len__(self) -> int:
         return self.n_reads
 
@@ -107,6 +123,41 @@ class Run:
         with RunFile(self.path) as run:
             for lo in range(0, run.n_reads, ITERATION_CHUNK):
                 yield from _chunk_results(run, slice(lo, min(run.n_reads, lo + ITERATION_CHUNK)))
+
+    def __getitem__(self, key: int | slice | str) -> ReadResult | list[ReadResult]:
+        """The read at position `key` (an int, negative from the end), the reads of a slice (a
+        list), or the read named `key` (a str)."""
+        if isinstance(key, str):
+            position = self._row_of(key)
+            if position is None:
+                raise KeyError(key)
+        elif isinstance(key, slice):
+            rows = range(*key.indices(self.n_reads))
+            if rows.step == 1:
+                with RunFile(self.path) as run:
+                    return list(_chunk_results(run, slice(rows.start, max(rows.start, rows.stop))))
+            return [self[row] for row in rows]
+        else:
+            try:
+                position = operator.index(key)
+            except TypeError:
+                raise TypeError(f"a Run is indexed by position (int), a slice or a read name (str), "
+                                f"not {type(key).__name__}") from None
+            if position < 0:
+                position += self.n_reads
+            if not 0 <= position < self.n_reads:
+                raise IndexError(f"read {key} of a run of {self.n_reads} reads")
+        with RunFile(self.path) as run:
+            return next(_chunk_results(run, slice(position, position + 1)))
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._row_of(name) is not None
+
+    def _row_of(self, name: str) -> int | None:
+        if self._rows_by_name is None:  # read once, at the first lookup by name
+            with RunFile(self.path) as run:
+                self._rows_by_name = {str(read): q for q, read in enumerate(run.names())}
+        return self._rows_by_name.get(name)
 
     def __repr__(self) -> str:
         return f"Run({self.path!r}: {self.n_reads} reads, {self.n_columns} columns)"
@@ -141,11 +192,11 @@ class Run:
     def to_pandas(self):
         """One row per read: name, status, edge, score, start, cigar, strand, length (pandas.DataFrame).
 
-        Requires pandas (not a dependency of papara-py: `pip install pandas`)."""
+        Requires pandas, papara-py's `pandas` extra: `pip install 'papara-py[pandas]'`."""
         try:
             import pandas
         except ImportError:
-            raise ImportError("Run.to_pandas needs pandas: pip install pandas") from None
+            raise ImportError(_NEEDS_PANDAS.format("Run.to_pandas")) from None
         with RunFile(self.path) as run:
             status = run.column("status")
             aligned = status == STATUS_ALIGNED
@@ -160,11 +211,12 @@ class Run:
         return frame
 
     def candidates_to_pandas(self):
-        """One row per read and candidate edge: name, rank (0 = best), edge, score (aligned reads only)."""
+        """One row per read and candidate edge: name, rank (0 = best), edge, score (aligned reads
+        only; pandas, as `to_pandas`)."""
         try:
             import pandas
         except ImportError:
-            raise ImportError("Run.candidates_to_pandas needs pandas: pip install pandas") from None
+            raise ImportError(_NEEDS_PANDAS.format("Run.candidates_to_pandas")) from None
         with RunFile(self.path) as run:
             edge, score = run.column("candidates/edge"), run.column("candidates/score")
             read, rank = np.nonzero(edge >= 0)
@@ -200,30 +252,32 @@ def align(tree: Any, alignment: Any, reads: Any, output: str | os.PathLike | Non
           **options: Any) -> Run:
     """Align `reads` to the reference `alignment` and `tree`, the phylogeny-aware way (PaPaRa).
 
-    tree: a Newick file path, a Newick string, or a dendropy.Tree.
-    alignment: a PHYLIP/FASTA file path, a dict of name -> aligned sequence, Biopython SeqRecords or
-        a MultipleSeqAlignment, or (name, sequence) pairs.
-    reads: a FASTA/FASTQ(.gz) file path, or in memory like the alignment (unaligned sequences).
+    tree: a Newick file path, a Newick string, a dendropy.Tree, a Bio.Phylo tree, or an open file.
+    alignment: a PHYLIP/FASTA file path or open file, a dict of name -> aligned sequence, Biopython
+        SeqRecords (a list, or a MultipleSeqAlignment), or (name, sequence) pairs.
+    reads: a FASTA/FASTQ(.gz) file path or open file, or in memory like the alignment (unaligned
+        sequences; a single SeqRecord too). Bare Seq objects and strings have no name: TypeError.
     output: the run file to write (HDF5); None: a temporary file, removed with the returned Run.
-    options: the command line's options by their long names, `-` as `_` (mismatch=2,
-        gap_open=2, device="cpu", threads=4, candidates=3, strand="forward", quiet=True, ...);
-        same defaults as `papara-py --help` shows. Flags take True.
-    Returns the `Run`. Raises InputError (bad input) or OptionError (bad option), as the CLI reports.
+    options: the main job's options by their long names, `-` as `_` (mismatch=2, gap_open=2,
+        device="cpu", threads=4, candidates=3, strand="forward", gpus=[0, 1], log="run.log", ...);
+        the defaults and ranges of `papara-py --help-all`. Switches take True. Nothing is printed:
+        notices go to the logging logger "papara_py".
+    Returns the `Run`. Raises InputError (bad input), OptionError (bad option), OutputError (an
+    output that cannot be written) or TypeError (an input of a type not taken).
     """
-    _refuse_reserved(options, "papara_py.align")
+    values = option_values(options, "papara_py.align")
     owned = None if output is not None else tempfile.mkdtemp(prefix="papara-py-run-")
     try:
         with tempfile.TemporaryDirectory(prefix="papara-py-inputs-") as scratch:
             paths = [_tree_file(tree, scratch), _sequence_file(alignment, scratch, "alignment"),
                      _sequence_file(reads, scratch, "reads")]
             target = str(output) if output is not None else os.path.join(owned, "run.h5")
-            argv = ["-t", paths[0], "-s", paths[1], "-r", paths[2], "-o", target, *_option_words(options)]
-            args = build_parser(raising=True).parse_args(argv)
             from papara_py.run.runner import run as run_pipeline
 
             shown = ", ".join([_shown(tree, "tree"), _shown(alignment, "alignment"), _shown(reads, "reads")]
                               + [f"{key}={value!r}" for key, value in options.items()])
-            run_pipeline(main_job_config(args, f"papara_py.align({shown})"))
+            run_pipeline(run_config(values, tree=paths[0], alignment=paths[1], reads=[paths[2]], output=target,
+                                    outdir=None, command_line=f"papara_py.align({shown})"))
         return Run(target, owned)
     except BaseException:
         if owned:
@@ -240,10 +294,10 @@ def align_samples(tree: Any, alignment: Any, samples: Sequence[str | os.PathLike
     samples: reads file paths, each written to `outdir`/NAME.h5 (`S1.fastq.gz` -> `S1.h5`); or a
         dict of NAME -> reads held in memory (as `align` takes them), written to NAME.h5.
     outdir: an existing directory. tree, alignment and options: as for `align`.
-    Returns one `Run` per sample, in order. Raises InputError or OptionError as `align` does;
-    bad reads in one sample keep the run files of the samples before it.
+    Returns one `Run` per sample, in order. Raises as `align` does; bad reads in one sample keep
+    the run files of the samples before it.
     """
-    _refuse_reserved(options, "papara_py.align_samples")
+    values = option_values(options, "papara_py.align_samples")
     with tempfile.TemporaryDirectory(prefix="papara-py-inputs-") as scratch:
         if isinstance(samples, Mapping):
             reads = []
@@ -255,35 +309,19 @@ def align_samples(tree: Any, alignment: Any, samples: Sequence[str | os.PathLike
                                                                 f"as a list of paths (named after their files)")
                 os.makedirs(os.path.join(scratch, name))
                 reads.append(_sequence_file(sequences, os.path.join(scratch, name), name))
+        elif isinstance(samples, (str, os.PathLike)):
+            raise TypeError("samples must be a list of reads files or a dict of sample name -> reads, not one path "
+                            "(papara_py.align takes one reads file)")
         else:
             reads = [os.fspath(path) for path in samples]
-        argv = ["-t", _tree_file(tree, scratch), "-s", _sequence_file(alignment, scratch, "alignment"),
-                "-r", *reads, "--outdir", os.fspath(outdir), *_option_words(options)]
-        args = build_parser(raising=True).parse_args(argv)
         from papara_py.run.runner import run as run_pipeline
 
         shown = ", ".join([_shown(tree, "tree"), _shown(alignment, "alignment"), f"samples=<{len(reads)}>",
                            f"outdir={os.fspath(outdir)!r}"] + [f"{key}={value!r}" for key, value in options.items()])
-        summaries = run_pipeline(main_job_config(args, f"papara_py.align_samples({shown})"))
+        summaries = run_pipeline(run_config(
+            values, tree=_tree_file(tree, scratch), alignment=_sequence_file(alignment, scratch, "alignment"),
+            reads=reads, output=None, outdir=os.fspath(outdir), command_line=f"papara_py.align_samples({shown})"))
     return [Run(summary.output) for summary in summaries]
-
-
-def _refuse_reserved(options: Mapping[str, Any], where: str) -> None:
-    """Inputs and outputs are arguments of their own, never options (InputError)."""
-    unknown = _RESERVED & set(options)
-    if unknown:
-        raise InputError(where, f"{min(unknown)!r} is not an option here")
-
-
-def _option_words(options: Mapping[str, Any]) -> list[str]:
-    words: list[str] = []
-    for key, value in options.items():
-        flag = "--" + key.replace("_", "-")
-        if value is True:
-            words.append(flag)
-        elif value is not None and value is not False:
-            words += [flag, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
-    return words
 
 
 def _shown(value: Any, what: str) -> str:
@@ -293,38 +331,81 @@ def _shown(value: Any, what: str) -> str:
     return f"{what}=<in memory>"
 
 
+def _is_handle(value: Any) -> bool:
+    """An open file (or anything read like one: read and readline)."""
+    return callable(getattr(value, "read", None)) and callable(getattr(value, "readline", None))
+
+
+def _copy_handle(handle: Any, path: str) -> str:
+    """An open file's content (text or bytes, from where it stands) into `path`."""
+    first = handle.read(1 << 20)
+    with open(path, "wb" if isinstance(first, bytes) else "w", **({} if isinstance(first, bytes) else
+                                                                   {"encoding": "utf-8"})) as out:
+        while first:
+            out.write(first)
+            first = handle.read(1 << 20)
+    return path
+
+
 def _tree_file(tree: Any, scratch: str) -> str:
     if isinstance(tree, os.PathLike) or (isinstance(tree, str) and not tree.lstrip().startswith("(")):
         return os.fspath(tree)
+    path = os.path.join(scratch, "tree.nwk")
     if isinstance(tree, str):
         text = tree
     elif hasattr(tree, "as_string"):  # a dendropy.Tree
         text = tree.as_string(schema="newick", suppress_rooting=True)
+    elif _is_handle(tree):
+        return _copy_handle(tree, path)
+    elif _is_phylo_tree(tree):
+        import io
+
+        from Bio import Phylo
+
+        buffer = io.StringIO()
+        Phylo.write(tree, buffer, "newick")
+        text = buffer.getvalue()
     else:
-        raise InputError("papara_py.align", f"tree must be a path, a Newick string or a dendropy.Tree, "
-                                            f"not {type(tree).__name__}")
-    path = os.path.join(scratch, "tree.nwk")
+        raise TypeError(f"tree must be a path, a Newick string, a dendropy.Tree, a Bio.Phylo tree or an open file, "
+                        f"not {type(tree).__name__}")
     with open(path, "w") as handle:
         handle.write(text)
     return path
 
 
-def _records(sequences: Any, what: str) -> Iterable[tuple[str, str]]:
+def _is_phylo_tree(tree: Any) -> bool:
+    from Bio.Phylo.BaseTree import Tree
+
+    return isinstance(tree, Tree)
+
+
+def _records(sequences: Any, what: str) -> Iterator[tuple[str, str]]:
+    """(name, sequence) of each record `sequences` holds, TypeError for what names none."""
     if isinstance(sequences, Mapping):
-        return ((str(name), str(seq)) for name, seq in sequences.items())
-    try:
-        items = iter(sequences)
-    except TypeError:
-        raise InputError("papara_py.align", f"{what} must be a path, a dict of name -> sequence, "
-                                            f"Biopython records or (name, sequence) pairs") from None
-    return ((str(item.id), str(item.seq)) if hasattr(item, "seq") else (str(item[0]), str(item[1]))
-            for item in items)
+        yield from ((str(name), str(seq)) for name, seq in sequences.items())
+        return
+    if hasattr(sequences, "seq") and hasattr(sequences, "id"):  # one SeqRecord
+        sequences = [sequences]
+    if not isinstance(sequences, Iterable) or isinstance(sequences, (bytes, str)):
+        raise TypeError(f"{what} must be a path, an open file, a dict of name -> sequence, Biopython SeqRecords or "
+                        f"(name, sequence) pairs, not {type(sequences).__name__}")
+    for k, item in enumerate(sequences):
+        if hasattr(item, "seq") and hasattr(item, "id"):  # a SeqRecord
+            yield str(item.id), str(item.seq)
+        elif isinstance(item, Sequence) and not isinstance(item, (str, bytes)) and len(item) == 2 \
+                and isinstance(item[0], str):
+            yield item[0], str(item[1])
+        else:
+            raise TypeError(f"{what}[{k}] is a {type(item).__name__}, which names no sequence: give SeqRecords "
+                            f"(SeqRecord(seq, id=NAME)), (name, sequence) pairs or a dict of name -> sequence")
 
 
 def _sequence_file(sequences: Any, scratch: str, what: str) -> str:
     if isinstance(sequences, (str, os.PathLike)):
         return os.fspath(sequences)
     path = os.path.join(scratch, f"{what}.fasta")
+    if _is_handle(sequences):
+        return _copy_handle(sequences, path)
     with open(path, "w") as handle:
         for name, seq in _records(sequences, what):
             if not name or any(ch.isspace() for ch in name):

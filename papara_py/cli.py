@@ -1,15 +1,22 @@
-"""Command line: `papara-py -t tree -s alignment -r reads` and the subcommands around it.
+"""Command line: `papara-py -t tree -s alignment -r reads` and the commands around it
+(`papara-py export|devices|prepare|merge|report|example|warm-up`, argparse subparsers; a misspelt command is an
+error naming the commands).
 
-Every user mistake ends as one paragraph on stderr and exit status 2 (DESIGN 9); an output that
-cannot be written (no space, an I/O error, no permission) as one paragraph and status 3; Ctrl-C
-with status 130, SIGTERM and SIGHUP (a batch system's time limit or preemption) like Ctrl-C with
-128 + the signal's number. None leaves an output or a temporary file behind (io/outputs.py).
+The main job's options come from one table, papara_py/run/options.py, which the Python API's
+keywords come from too. `--help` shows the common ones, `--help-all` every one. PaPaRa 2.x's own
+options (`-q READS`, `-a`, `-n NAME`, ...) are answered with one line naming the option to use.
+
+Messages: the library logs (logger "papara_py"); the command line attaches the stderr handler
+(notices, `--quiet` and `--verbose`) and the progress bars. Every user mistake ends as one
+paragraph on stderr and exit status 2 (DESIGN 9); an output that cannot be written (no space, an
+I/O error, no permission) as one paragraph and status 3; Ctrl-C with status 130, SIGTERM and
+SIGHUP (a batch system's time limit or preemption) like Ctrl-C with 128 + the signal's number.
+None leaves an output or a temporary file behind (io/outputs.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import shlex
 import signal
@@ -19,7 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from papara_py import __version__
-from papara_py.errors import InputError, OutputError, Terminated
+from papara_py.errors import InputError, OptionError, OutputError, Terminated
 
 EXIT_INPUT_ERROR = 2
 EXIT_OUTPUT_ERROR = 3
@@ -27,325 +34,136 @@ EXIT_INTERRUPTED = 130
 #: Signals handled like Ctrl-C: the run stops promptly, cleans up and exits with 128 + the number.
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
+_USAGE = """papara-py -t TREE.nwk -s REF.phy -r READS.fa [-o RUN.h5] [options]
+       papara-py {export,devices,prepare,merge,report,example,warm-up} ..."""
+
 _DESCRIPTION = """\
 Align short reads (FASTA/FASTQ, plain, gzip, bzip2 or xz) to a reference alignment (PHYLIP, FASTA,
 Stockholm or Clustal) the phylogeny-aware way (PaPaRa): every read is aligned against the ancestral
 parsimony profile of every branch of the reference tree (Newick) and the best branch wins. The
-result is an HDF5 file with each read's alignment in reference columns, its best branch and score,
-and its next-best candidate branches; `papara-py export` turns it into an extended PHYLIP/FASTA
-alignment, an EPA-ng query file or a jplace placement file.
-
-Other commands:
-  papara-py export RUN.h5 --format phylip|fasta|epa|jplace -o FILE   (epa: or --outdir DIR, EPA-ng's pair)
-  papara-py devices          list the OpenCL devices papara-py sees
-  papara-py prepare -t TREE -s REF -o PROFILES.h5      edge profiles once, for every shard (--profiles)
-  papara-py merge SHARD.h5... -o RUN.h5                 shards of an array job -> one run file
-  papara-py report RUN.h5 -o REPORT.html [--png DIR]    the run at a glance: tree, coverage, fit
-  papara-py example DIR      write the bundled examples to DIR/example (DNA) and DIR/protein
-  papara-py warm-up          compile numba's kernels for this CPU ahead of the first run
+result is an HDF5 run file with each read's alignment in reference columns, its best branch and
+score, and its next-best candidate branches; `papara-py export` turns it into an extended
+PHYLIP/FASTA alignment, an EPA-ng query file or a jplace placement file.
 """
 
-_EPILOG = """\
+_COMMANDS_TEXT = """\
+commands (papara-py COMMAND --help explains each):
+  export RUN.h5 --format phylip|fasta|stockholm|epa|jplace -o FILE   the run as an alignment or placements
+  devices                                                  the OpenCL devices papara-py sees
+  prepare -t TREE -s REF -o PROFILES.h5                    edge profiles once, for every shard (--profiles)
+  merge SHARD.h5... -o RUN.h5                              shards of an array job -> one run file
+  report RUN.h5 -o REPORT.html [--png DIR]                 the run at a glance: tree, coverage, fit
+  example DIR                                              the bundled examples into DIR/example, DIR/protein
+  warm-up                                                  numba's kernels compiled ahead of the first run
+"""
+
+_EXAMPLE = """\
 example:
   papara-py -t data/example/tree.nwk -s data/example/ref.phy -r data/example/reads.fa -o run.h5
   papara-py export run.h5 --format fasta -o extended.fasta
 """
 
-
-def _gpu_list(text: str) -> tuple[int, ...] | None:
-    """--gpus: distinct GPU numbers, comma-separated ("all" for every one: the default)."""
-    if text.strip().lower() == "all":
-        return None
-    try:
-        numbers = tuple(int(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be GPU numbers such as 0 or 0,1 (papara-py devices), got {text!r}") from None
-    if any(n < 0 for n in numbers) or len(set(numbers)) != len(numbers):
-        raise argparse.ArgumentTypeError(f"must be distinct GPU numbers from 0, got {text!r}")
-    return numbers
-
-
-def _bounded_int(low: int, high: int, why: str = "") -> Callable[[str], int]:
-    """An argparse type: an integer in low..high (argparse names the option in its message)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be an integer from {low} to {high}{why}, got {value}")
-        return value
-
-    return parse
+#: PaPaRa 2.x's options that papara-py does not share (its -t, -s, -j and -h mean the same here),
+#: each answered with the option to use (PaPaRa's -r, "no reference gaps", is papara-py's reads).
+PAPARA_OPTIONS = {
+    "-q": "PaPaRa's query file; papara-py takes reads with -r (--quiet has no short form)",
+    "-a": "PaPaRa's protein switch; papara-py detects it, or give --alphabet protein",
+    "-n": "PaPaRa's run name; papara-py writes one run file: name it with -o RUN.h5",
+    "-p": "PaPaRa's scores; papara-py takes --gap-open, --gap-extend, --mismatch, --cgap",
+    "-c": "PaPaRa's CGAP model switch; papara-py always uses it (--cgap: its penalty)",
+    "-f": "PaPaRa's overwrite switch; papara-py replaces the -o file without one",
+    "-g": "PaPaRa's FASTA switch; papara-py export RUN.h5 --format fasta writes one",
+    "-b": "PaPaRa's testbench switch; papara-py has none (--log FILE records a run)",
+}
 
 
-#: Most CPU threads -j takes (far more than any node has; a typo such as -j 80000 is refused).
-MAX_THREADS = 4096
-#: Most reads per batch and edge blocks per GPU launch; beyond these a batch's arrays alone need
-#: hundreds of GiB.
-MAX_BATCH_READS = 10_000_000
-MAX_GPU_CHUNK = 100_000
-#: A count with no natural bound (--candidates is capped at the tree's edge count later).
-_positive_int = _bounded_int(1, 2**31 - 1)
+class _PaparaOption(argparse.Action):
+    """A PaPaRa 2.x option: refused with the one line that names papara-py's (`PAPARA_OPTIONS`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        raise OptionError(option_string, PAPARA_OPTIONS[option_string])
 
 
-def _penalty(text: str) -> int:
-    from papara_py.model.params import MAX_PENALTY
+class _Help(argparse.Action):
+    """-h/--help: the common options and the commands; --help-all: every option."""
 
-    return _bounded_int(0, MAX_PENALTY, " (the kernels' 16- and 32-bit scores must hold them)")(text)
+    def __init__(self, option_strings, dest, full: bool = False, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+        self.full = full
 
-
-def _temperature(text: str) -> float:
-    """An argparse type: the posterior decoding's temperature, a number from 0 to MAX_TEMPERATURE."""
-    from papara_py.model.params import MAX_TEMPERATURE
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
-    if not 0 <= value <= MAX_TEMPERATURE:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"must be a number from 0 to {MAX_TEMPERATURE:g} (cost units), got {text!r}")
-    return value
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(build_parser(full=self.full).format_help(), end="")
+        parser.exit()
 
 
-def _column_weight(text: str) -> float:
-    """An argparse type: the column profile cost's weight, a number from 0 to MAX_COLUMN_WEIGHT."""
-    from papara_py.model.column_costs import MAX_COLUMN_WEIGHT
+def build_parser(full: bool = True) -> argparse.ArgumentParser:
+    """The main job's parser, from the options table (run/options.py); `full` False: the common
+    options alone (what --help shows)."""
+    from papara_py.run.options import add_options, main_options
 
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
-    if not 0 <= value <= MAX_COLUMN_WEIGHT:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"must be a number from 0 to {MAX_COLUMN_WEIGHT:g} (the kernels read "
-                                         f"each column cost as one byte), got {text!r}")
-    return value
-
-
-def _lanes(text: str) -> int:
-    from papara_py.engine.cpu import MAX_LANES
-
-    return _bounded_int(1, MAX_LANES, " (each CPU worker keeps a lane-wide DP strip on its stack)")(text)
-
-
-class OptionError(InputError):
-    """A command-line option (or a keyword of the Python API, which parses its options here) is wrong."""
-
-
-class _RaisingParser(argparse.ArgumentParser):
-    """A parser that raises OptionError instead of printing usage and exiting (for the Python API)."""
-
-    def error(self, message: str):
-        raise OptionError("options", message)
-
-
-def _add_reference(group) -> None:
-    """-t, -s and --alphabet: the main job's and `prepare`'s reference (one definition for both)."""
-    from papara_py.phylo.encoding import ALPHABET_CHOICES, NUCLEOTIDE_SHARE
-
-    group.add_argument("-t", "--tree", required=True, metavar="TREE.nwk",
-                       help="reference tree (Newick); its tips must all be in the alignment")
-    group.add_argument("-s", "--alignment", required=True, metavar="REF.phy",
-                       help="reference alignment (PHYLIP, FASTA, Stockholm or Clustal, detected from the content)")
-    group.add_argument("--alphabet", choices=ALPHABET_CHOICES, default="auto",
-                       help=f"dna (nucleotides, IUPAC codes) or protein (amino acids); auto: protein when fewer "
-                            f"than {NUCLEOTIDE_SHARE * 100:.0f}%% of the alignment's residues are A, C, G, T, U or N "
-                            f"(default: %(default)s). Reads must be of the alignment's alphabet")
-
-
-def _add_output(group, metavar: str, what: str) -> None:
-    """-o: the output file (atomic) of a command that needs one (the main job's is optional: its
-    default, papara.h5, or --outdir)."""
-    group.add_argument("-o", "--output", required=True, metavar=metavar, help=f"{what}; written atomically")
-
-
-def build_parser(raising: bool = False) -> argparse.ArgumentParser:
-    """The main job's options. `raising`: errors raise OptionError instead of exiting (the API)."""
-    parser = (_RaisingParser if raising else argparse.ArgumentParser)(
-        prog="papara-py", description=_DESCRIPTION, epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    pointer = "" if full else "\nevery option, and what each does: papara-py --help-all\n"
+    parser = argparse.ArgumentParser(
+        prog="papara-py", usage=_USAGE, description=_DESCRIPTION, epilog=_COMMANDS_TEXT + "\n" + _EXAMPLE + pointer,
+        formatter_class=argparse.RawDescriptionHelpFormatter, add_help=False)
+    parser.add_argument("-h", "--help", action=_Help, help="the common options and the commands")
+    parser.add_argument("--help-all", action=_Help, full=True, help="every option")
     parser.add_argument("--version", action="version", version=f"papara-py {__version__}")
-    inputs = parser.add_argument_group("inputs and output")
-    _add_reference(inputs)
-    inputs.add_argument("-r", "--reads", required=True, nargs="+", metavar="READS.fa",
-                        help="reads to align (FASTA or FASTQ, plain, gzip, bzip2 or xz); several files (samples) are "
-                             "aligned in one run, each into its own run file in --outdir")
-    inputs.add_argument("-o", "--output", default=None, metavar="RUN.h5",
-                        help="HDF5 output file; written atomically (default: papara.h5)")
-    inputs.add_argument("--outdir", default=None, metavar="DIR",
-                        help="write each reads file's run file into the existing directory DIR, named after it "
-                             "(S1.fastq.gz -> DIR/S1.h5); needed with several reads files")
-    from papara_py.model.params import DEFAULT_PRESET, PRESETS
-    scoring = parser.add_argument_group(
-        "scoring (penalties, minimised; a preset, then any single penalty given overrides it)")
-    scoring.add_argument("--preset", choices=list(PRESETS), default=None,
-                         help="; ".join(f"{preset.name}: {preset.chosen}" for preset in PRESETS.values())
-                         + f" (default: {DEFAULT_PRESET} for DNA, protein for protein)")
-    default, protein = PRESETS[DEFAULT_PRESET], PRESETS["protein"]
-    for name, meaning in [
-            ("mismatch", "read residue not in the branch's state set"),
-            ("cgap", "read residue in a column the tree says is a gap"),
-            ("gap_open", "opening a gap in the read"),
-            ("gap_extend", "extending a gap in the read"),
-            ("insertion", "read residue between reference columns"),
-            ("near_mismatch", ("read residue among the branch's near states: one parsimony step from its "
-                               "state set (DNA), or scoring 0 or more against one of its states in BLOSUM62 (protein); "
-                               "at most --mismatch; equal to it is the paper's Eq. 1)"))]:
-        scoring.add_argument("--" + name.replace("_", "-"), type=_penalty, default=None,
-                             help=f"{meaning} (default: the preset's; {getattr(default, name)} in {DEFAULT_PRESET}, "
-                                  f"{getattr(protein, name)} in protein)")
-    scoring.add_argument("--column-weight", type=_column_weight, default=None, metavar="W",
-                         help="protein: the column profile cost, W per BLOSUM62 unit by which a read residue's mean "
-                              "score against the column's reference residues falls short of 5 (DESIGN.md 4); 0: off, "
-                              f"the paper's model (default: the preset's; {protein.column_weight:g} in protein)")
-    scoring.add_argument("--temperature", type=_temperature, default=None, metavar="T",
-                         help="the posterior decoding's temperature in cost units (DESIGN.md 5): each read's "
-                              "columns are the optimal-accuracy alignment of its residues' posteriors over its "
-                              "candidate edges, a path of cost c weighing exp(-c/T); 0: the Viterbi traceback of "
-                              f"Eq. 1 on the best edge (default: the preset's; {default.temperature:g} in "
-                              f"{DEFAULT_PRESET}, {protein.temperature:g} in protein, 0 in paper)")
-    engine = parser.add_argument_group("engine")
-    engine.add_argument("-j", "--threads", type=_bounded_int(1, MAX_THREADS), default=None,
-                        help="threads (default: the CPUs this process may use: its CPU affinity, e.g. "
-                             "taskset or a SLURM allocation, capped by a cgroup CPU quota)")
-    engine.add_argument("--device", choices=["auto", "cpu", "gpu", "hybrid"], default="auto",
-                        help="auto: the GPUs when an OpenCL GPU is present and the run is large enough to repay its "
-                             "start-up, else the CPU (default); hybrid: CPU workers beside the GPUs")
-    engine.add_argument("--gpus", type=_gpu_list, default=None, metavar="LIST",
-                        help="which OpenCL GPUs to use, by the numbers `papara-py devices` shows, e.g. 0 or 0,1 "
-                             "(default: all usable GPUs)")
-    engine.add_argument("--gpu-chunk", type=_bounded_int(1, MAX_GPU_CHUNK), default=40, metavar="BLOCKS",
-                        help="edge blocks the GPU takes per kernel launch (default: %(default)s)")
-    engine.add_argument("--gpu-profile", action="store_true",
-                        help="time each GPU launch on the device (OpenCL profiling events) and store the "
-                             "sum per GPU in the run record (gpu_device_seconds); against the scoring time it "
-                             "shows how long the device waited for the host")
-    engine.add_argument("--traceback", choices=["auto", "cpu"], default="auto",
-                        help="where each read's posterior step (DESIGN.md 5) runs: auto: on the run's GPUs "
-                             "when it scores on any, else on the CPU; cpu: always on the CPU threads (the "
-                             "results are the same)")
-    engine.add_argument("--lanes", type=_lanes, default=None,
-                        help="edges per block, 1 to 256 (default: the CPU's int16 vector width, or "
-                             "PAPARA_LANES)")
-    engine.add_argument("--candidates", type=_positive_int, default=5, metavar="K",
-                        help="best K branches kept per read, for placement tools; at most the tree's "
-                             "edge count (default: %(default)s)")
-    engine.add_argument("--search", choices=["exhaustive", "guided"], default="exhaustive",
-                        help="exhaustive scores every read against every edge (the reference); guided scores "
-                             "each read against the central edges of clusters of the tree, then inside the best "
-                             "clusters, widening until its best edges are surrounded by scored edges: exact DP on "
-                             "a few percent of the edges of a large tree (default: %(default)s)")
-    engine.add_argument("--guided-clusters", type=_positive_int, default=None, metavar="N",
-                        help="--search guided: the clusters, by their centres' scores, whose edges every read is "
-                             "scored against before the widening (more: closer to exhaustive, more cells; "
-                             "default: 16)")
-    engine.add_argument("--strand", choices=["auto", "both", "forward"], default="auto",
-                        help="read orientation: auto decides from shared k-mers with the reference and scores "
-                             "both orientations where that evidence is weak; both always scores both and keeps "
-                             "the better (ties: forward); forward takes reads as given (default: %(default)s). "
-                             "Protein reads have no reverse strand: auto means forward, both is refused")
-    engine.add_argument("--batch-reads", type=_bounded_int(1, MAX_BATCH_READS), default=12_500, metavar="N",
-                        help="reads scored per batch; bounds memory (default: %(default)s)")
-    cluster = parser.add_argument_group("cluster array jobs (README: Running at cluster scale)")
-    cluster.add_argument("--shard", metavar="K/N", default=None,
-                         help="align slice K of N (0 <= K < N; read q is in slice q mod N) into a self-contained "
-                              "shard file for `papara-py merge`; when absent, taken from SLURM_ARRAY_TASK_* or "
-                              "SGE_TASK_* in an array job; `none` ignores those variables")
-    cluster.add_argument("--profiles", metavar="PROFILES.h5", default=None,
-                         help="edge profiles made by `papara-py prepare` from the same tree and alignment "
-                              "(checked by sha256), instead of computing them")
-    chatter = parser.add_mutually_exclusive_group()
-    chatter.add_argument("-q", "--quiet", action="store_true", help="no notices, no progress bars")
-    chatter.add_argument("-v", "--verbose", action="store_true", help="more detail on stderr")
-    parser.add_argument("--log", metavar="FILE", default=None,
-                        help="append time-stamped lines of what the run did (inputs and their sha256, threads, "
-                             "devices, batches, phases, warnings, the result or the error) to FILE")
+    add_options(parser, [option for option in main_options() if full or option.common], brief=not full)
+    for flag in PAPARA_OPTIONS:
+        parser.add_argument(flag, nargs="?", action=_PaparaOption, help=argparse.SUPPRESS)
     return parser
 
 
 def _main_job(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)  # --help answers before the pipeline (numba, h5py) is imported
+    from papara_py.run.log import messages_on_stderr
+    from papara_py.run.options import keyword_options, run_config
+
+    args = build_parser().parse_args(argv)
+    values = {name: getattr(args, name) for name in keyword_options()}
     from papara_py.run.runner import run
 
-    run(main_job_config(args, shlex.join(["papara-py", *argv])))
+    with messages_on_stderr(quiet=args.quiet, verbose=args.verbose):
+        run(run_config(values, tree=args.tree, alignment=args.alignment, reads=args.reads, output=args.output,
+                       outdir=args.outdir, command_line=shlex.join(["papara-py", *argv]), progress=not args.quiet))
     return 0
 
 
-def main_job_config(args: argparse.Namespace, command_line: str):
-    """The run's RunConfig (run/config.py) from parsed main-job options (the CLI's and the Python API's), after
-    the checks that come before any work (output policy, PAPARA_LANES)."""
-    from papara_py.cluster.shards import resolve_shard
-    from papara_py.engine.cpus import available_cpus
-    from papara_py.engine.guided import INITIAL_CLUSTERS, GuidedOptions
-    from papara_py.run.config import RunConfig
-    from papara_py.run.samples import samples_in
-
-    if args.lanes is None:  # PAPARA_LANES is checked now, not after the inputs are read
-        from papara_py.engine.cpu import default_lane_width
-
-        default_lane_width()
-    samples = samples_in(args.reads, args.output, args.outdir)
-    runs = {sample.reads: sample.output for sample in samples}
-    _check_roles("papara-py", {"run": None if args.outdir else samples[0].output,
-                               "samples": runs if args.outdir else None, "log": args.log},
-                 {"tree": args.tree, "alignment": args.alignment, "profiles": args.profiles,
-                  "reads": {reads: reads for reads in runs}}, quiet=args.quiet)
-    threads, threads_source = (args.threads, "--threads") if args.threads else available_cpus()
-    return RunConfig(
-        tree=args.tree, alignment=args.alignment, reads=samples[0].reads, output=samples[0].output,
-        more_samples=tuple(samples[1:]),
-        params=_penalty_choice(args), alphabet=args.alphabet,
-        threads=threads, threads_source=threads_source, log=args.log, device=args.device, gpus=args.gpus,
-        gpu_chunk=args.gpu_chunk, gpu_profile=args.gpu_profile, traceback=args.traceback,
-        candidates=args.candidates, search=args.search,
-        guided=GuidedOptions(initial=args.guided_clusters or INITIAL_CLUSTERS),
-        strand=args.strand, lanes=args.lanes, batch_reads=args.batch_reads, quiet=args.quiet, verbose=args.verbose,
-        command_line=command_line, shard=resolve_shard(args.shard), profiles=args.profiles,
-    )
-
-
-def _penalty_choice(args: argparse.Namespace):
-    """--preset and the single penalties given (model/params.py PenaltyChoice); the run resolves
-    it once the alphabet, whose default preset applies without --preset, is known."""
-    from papara_py.model.params import PENALTY_NAMES, PenaltyChoice
-
-    names = (*PENALTY_NAMES, "column_weight", "temperature")
-    given = tuple((name, getattr(args, name)) for name in names if getattr(args, name) is not None)
-    return PenaltyChoice(args.preset, given)
-
-
-def _check_roles(command: str, outputs: dict, inputs: dict, quiet: bool = False) -> None:
+def _check_roles(command: str, outputs: dict, inputs: dict) -> None:
     """The output policy (io/outputs.py, io/output_roles.py), before any work: every output
     writable, not a directory, not an input and not another output; temporaries of killed runs to
-    the outputs removed (named unless `quiet`)."""
+    the outputs removed (with a notice)."""
     from papara_py.io.output_roles import check_roles
+    from papara_py.io.outputs import log_notice
 
-    check_roles(command, outputs, inputs, notice=(lambda message: None) if quiet else _notice)
-
-
-def _notice(message: str) -> None:
-    print(textwrap.fill(f"papara-py: {message}", width=100, break_long_words=False, break_on_hyphens=False),
-          file=sys.stderr)
+    check_roles(command, outputs, inputs, notice=log_notice)
 
 
-def _export(argv: list[str]) -> int:
-    from papara_py.io.export import export, export_epa_pair, export_outputs
+# ------------------------------------------------------------------------------------------------
+# The commands: each a function that adds its arguments to its subparser, and one that runs it
 
-    parser = argparse.ArgumentParser(prog="papara-py export",
-                                     description="Write a run's alignment as PHYLIP/FASTA (reference + reads, "
-                                                 "insertion columns added) or as EPA-ng query FASTA, or "
-                                                 "its candidate branches as jplace (version 3) placements.")
-    parser.add_argument("run", metavar="RUN.h5")
-    parser.add_argument("--format", choices=["phylip", "fasta", "stockholm", "epa", "jplace"], required=True)
+
+def _export_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", metavar="RUN.h5", help="the run file to export (written by papara-py, "
+                                                      "papara-py merge or papara_py.align)")
+    parser.add_argument("--format", choices=["phylip", "fasta", "stockholm", "epa", "jplace"], required=True,
+                        help="phylip or fasta: the extended alignment, the reference rows then every aligned read, "
+                             "with insertion columns added where reads insert residues (PaPaRa's output); "
+                             "stockholm: the same with each read's posterior probabilities as hmmalign writes them "
+                             "(#=GR PP lines); epa: the aligned reads alone in reference columns, insertions left "
+                             "out (EPA-ng's query file: --outdir writes it with its reference); jplace: each aligned "
+                             "read's candidate branches as placements (jplace version 3, weights from the posterior)")
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("-o", "--output", metavar="FILE",
-                       help="the exported alignment or placements; `-` writes it to standard output")
+                       help="the exported alignment or placements, written atomically; `-` writes it to "
+                            "standard output")
     where.add_argument("--outdir", metavar="DIR", help="with --format epa: write DIR/reference.fasta (the "
                                                        "reference rows of the tree's taxa) and DIR/query.fasta, "
                                                        "the pair epa-ng --split writes")
-    args = parser.parse_args(argv)
+
+
+def _export(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    from papara_py.io.export import export, export_epa_pair, export_outputs
+
     if args.outdir is not None and args.format != "epa":
         parser.error("--outdir writes the reference + query pair of --format epa")
     _check_roles("export", export_outputs(args.output, args.outdir), {"run": args.run})
@@ -357,63 +175,66 @@ def _export(argv: list[str]) -> int:
     return 0
 
 
-def _devices(argv: list[str]) -> int:
+def _devices_arguments(parser: argparse.ArgumentParser) -> None:
+    """None: `papara-py devices` takes no arguments."""
+
+
+def _devices(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: list[str]) -> int:
     from papara_py.engine.opencl_devices import describe_devices
 
-    argparse.ArgumentParser(prog="papara-py devices",
-                            description="List the OpenCL platforms and devices papara-py sees.").parse_args(argv)
     print(describe_devices())
     return 0
 
 
-def _prepare(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="papara-py prepare",
-        description="Compute the edge profiles of a tree and alignment once, for every shard of an array job "
-                    "to load with --profiles (each shard checks they come from its tree and alignment).")
-    _add_reference(parser)
-    _add_output(parser, "PROFILES.h5", "the edge profiles (HDF5)")
-    args = parser.parse_args(argv)
-    from papara_py.cluster.prepared import prepare  # after --help: dendropy, h5py
+def _prepare_arguments(parser: argparse.ArgumentParser) -> None:
+    from papara_py.run.options import add_options, reference_options
+
+    add_options(parser, reference_options())
+    parser.add_argument("-o", "--output", required=True, metavar="PROFILES.h5",
+                        help="the edge profiles (HDF5), for --profiles; written atomically")
+
+
+def _prepare(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    from papara_py.cluster.prepared import prepare
 
     _check_roles("prepare", {"profiles": args.output}, {"tree": args.tree, "alignment": args.alignment})
-    edges = prepare(args.tree, args.alignment, args.output, shlex.join(["papara-py", "prepare", *argv]),
-                    args.alphabet)
+    edges = prepare(args.tree, args.alignment, args.output, shlex.join(["papara-py", *argv]), args.alphabet)
     print(f"papara-py: {edges} edge profiles written to {args.output}", file=sys.stderr)
     return 0
 
 
-def _merge(argv: list[str]) -> int:
+def _merge_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("shards", nargs="+", metavar="SHARD.h5",
+                        help="the shard files of one array job (--shard K/N, one per slice), in any order")
+    parser.add_argument("-o", "--output", required=True, metavar="RUN.h5",
+                        help="the merged run file; written atomically")
+
+
+def _merge(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: list[str]) -> int:
     from papara_py.cluster.merge import merge
 
-    parser = argparse.ArgumentParser(
-        prog="papara-py merge",
-        description="Merge the shard files of an array job (--shard K/N) into one run file equal to a "
-                    "single-machine run; refuses shards of different inputs, settings or versions, and "
-                    "missing or duplicated slices.")
-    parser.add_argument("shards", nargs="+", metavar="SHARD.h5")
-    _add_output(parser, "RUN.h5", "the merged run file")
-    args = parser.parse_args(argv)
     _check_roles("merge", {"run": args.output}, {"shards": dict(zip(args.shards, args.shards))})
-    reads = merge(args.shards, args.output, shlex.join(["papara-py", "merge", *argv]))
+    reads = merge(args.shards, args.output, shlex.join(["papara-py", *argv]))
     print(f"papara-py: merged {len(args.shards)} shards, {reads} reads, into {args.output}", file=sys.stderr)
     return 0
 
 
-def _report(argv: list[str]) -> int:
-    from papara_py.report.page import DEFAULT_MAX_TIPS, FIGURES, write_report
+def _report_arguments(parser: argparse.ArgumentParser) -> None:
+    from papara_py.report.page import DEFAULT_MAX_TIPS
+    from papara_py.run.options import MAX_COUNT, Option
 
-    parser = argparse.ArgumentParser(
-        prog="papara-py report",
-        description="Draw a run at a glance: where on the tree the reads landed, which reference columns "
-                    "they cover, how well they fit (outliers listed), how sure the best branch is, and the "
-                    "run record; as one self-contained HTML file (-o) and/or PNG figures (--png DIR).")
-    parser.add_argument("run", metavar="RUN.h5")
-    parser.add_argument("-o", "--output", metavar="REPORT.html", help="the HTML report (images embedded)")
+    parser.add_argument("run", metavar="RUN.h5", help="the run file to draw")
+    parser.add_argument("-o", "--output", metavar="REPORT.html",
+                        help="the HTML report (images embedded); written atomically")
     parser.add_argument("--png", metavar="DIR", help="write the figures as DIR/tree.png, coverage.png, ...")
-    parser.add_argument("--max-tips", type=_positive_int, default=DEFAULT_MAX_TIPS, metavar="N",
+    max_tips = Option("max_tips", "", "", kind="int", low=1, high=MAX_COUNT)
+    parser.add_argument("--max-tips", type=max_tips.parse, default=DEFAULT_MAX_TIPS, metavar="N",
                         help="rows of the tree drawing; larger trees are collapsed (default: %(default)s)")
-    args = parser.parse_args(argv)
+
+
+def _report(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    from papara_py.report.page import FIGURES, write_report
+
     if args.output is None and args.png is None:
         parser.error("give -o REPORT.html, --png DIR, or both")
     _check_roles("report", {"html": args.output, "figures": None if args.png is None else {
@@ -422,34 +243,97 @@ def _report(argv: list[str]) -> int:
     return 0
 
 
-def _example(argv: list[str]) -> int:
+def _example_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("directory", metavar="DIR", help="where DIR/example (DNA) and DIR/protein go")
+
+
+def _example(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: list[str]) -> int:
     from papara_py import examples
 
-    parser = argparse.ArgumentParser(prog="papara-py example", description=(
-        "Write the bundled examples (simulated DNA and protein sets: tree, alignment, reads, the truth) into "
-        "DIR/example and DIR/protein, as the repository's data/ folder holds them."))
-    parser.add_argument("directory", metavar="DIR", help="where DIR/example (DNA) and DIR/protein go")
-    for path in examples.write(parser.parse_args(argv).directory):
+    for path in examples.write(args.directory):
         print(path)
     return 0
 
 
-def _warm_up(argv: list[str]) -> int:
+def _warm_up_arguments(parser: argparse.ArgumentParser) -> None:
+    """None: `papara-py warm-up` takes no arguments."""
+
+
+def _warm_up(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: list[str]) -> int:
     from papara_py.run.warmup import warm_up
 
-    argparse.ArgumentParser(prog="papara-py warm-up", description=(
-        "Compile numba's kernels for this CPU now (a DNA and a protein run's, by aligning the bundled examples), "
-        "so that the first real run does not wait for them; a container build runs this.")).parse_args(argv)
     done = warm_up()
     print(f"papara-py: kernels ready for this CPU in {done.total:.1f} s "
           + (f"({done.compiled} functions compiled)" if done.compiled else "(all from numba's cache)"), file=sys.stderr)
     return 0
 
 
-SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {"export": _export, "devices": _devices,
-                                                      "prepare": _prepare, "merge": _merge,
-                                                      "report": _report, "example": _example,
-                                                      "warm-up": _warm_up}
+_Command = tuple[str, str, Callable[[argparse.ArgumentParser], None],
+                 Callable[[argparse.Namespace, argparse.ArgumentParser, list[str]], int]]
+#: name -> (its line in the commands list, its description, its arguments, what it runs)
+COMMANDS: dict[str, _Command] = {
+    "export": ("the run as an alignment (PHYLIP, FASTA, Stockholm), EPA-ng queries or jplace placements",
+               "Write a run's alignment as PHYLIP/FASTA/Stockholm (reference + reads, insertion columns added; "
+               "Stockholm with each read's posterior probabilities) or as EPA-ng query FASTA, or its candidate "
+               "branches as jplace (version 3) placements.",
+               _export_arguments, _export),
+    "devices": ("the OpenCL devices papara-py sees", "List the OpenCL platforms and devices papara-py sees, "
+                "numbered as --gpus takes them.", _devices_arguments, _devices),
+    "prepare": ("edge profiles once, for every shard of an array job (--profiles)",
+                "Compute the edge profiles of a tree and alignment once, for every shard of an array job to load "
+                "with --profiles (each shard checks they come from its tree and alignment).",
+                _prepare_arguments, _prepare),
+    "merge": ("shards of an array job -> one run file",
+              "Merge the shard files of an array job (--shard K/N) into one run file equal to a single-machine "
+              "run; refuses shards of different inputs, settings or versions, and missing or duplicated slices.",
+              _merge_arguments, _merge),
+    "report": ("the run at a glance: tree, coverage, fit (HTML, PNG)",
+               "Draw a run at a glance: where on the tree the reads landed, which reference columns they cover, how "
+               "well they fit (outliers listed), how sure the best branch is, and the run record; as one "
+               "self-contained HTML file (-o) and/or PNG figures (--png DIR).", _report_arguments, _report),
+    "example": ("the bundled examples (DNA and protein) into a folder",
+                "Write the bundled examples (simulated DNA and protein sets: tree, alignment, reads, the truth) into "
+                "DIR/example and DIR/protein, as the repository's data/ folder holds them.",
+                _example_arguments, _example),
+    "warm-up": ("numba's kernels compiled for this CPU ahead of the first run",
+                "Compile numba's kernels for this CPU now (a DNA and a protein run's, by aligning the bundled "
+                "examples), so that the first real run does not wait for them; a container build runs this.",
+                _warm_up_arguments, _warm_up),
+}
+
+
+class _CommandsParser(argparse.ArgumentParser):
+    """`papara-py COMMAND ...`: a word that is no command is refused naming the commands, and
+    saying that the main job takes none."""
+
+    def error(self, message: str):
+        if "invalid choice" in message:
+            message += ("; the main job takes no command word: papara-py -t TREE.nwk -s REF.phy -r READS.fa "
+                        "(papara-py --help)")
+        super().error(message)
+
+
+def commands_parser(command: str | None = None) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The commands' parser and each command's subparser; only `command`'s arguments are added
+    (the others' would import what that command never needs)."""
+    parser = _CommandsParser(prog="papara-py", description="The commands beside the main job (papara-py --help).")
+    parser.add_argument("--version", action="version", version=f"papara-py {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands", required=True)
+    made = {}
+    for name, (line, description, arguments, _) in COMMANDS.items():
+        made[name] = subparsers.add_parser(name, help=line, description=description)
+        if name == command:
+            arguments(made[name])
+    return parser, made
+
+
+def _command(argv: list[str]) -> int:
+    parser, subparsers = commands_parser(argv[0])
+    args = parser.parse_args(argv)
+    from papara_py.run.log import messages_on_stderr
+
+    with messages_on_stderr():
+        return COMMANDS[args.command][3](args, subparsers[args.command], argv)
 
 
 @contextmanager
@@ -501,42 +385,13 @@ def _kept(error: BaseException) -> list[str]:
     return getattr(error, "papara_kept", [])
 
 
-class _StderrHandler(logging.StreamHandler):
-    """A handler writing to whatever sys.stderr is when a record comes (a caller may redirect it)."""
-
-    papara_cli = True
-
-    def __init__(self) -> None:
-        super().__init__(sys.stderr)
-
-    @property
-    def stream(self):
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, _value) -> None:
-        pass
-
-
-def _log_to_stderr(argv: list[str]) -> None:
-    """The library's notices (logger "papara_py": engine/compile_watch.py's compile notice) on stderr as
-    "papara-py: ..." lines, unless -q/--quiet; once per process."""
-    logger = logging.getLogger("papara_py")
-    if not any(isinstance(handler, _StderrHandler) for handler in logger.handlers):
-        handler = _StderrHandler()
-        handler.setFormatter(logging.Formatter("papara-py: %(message)s"))
-        logger.addHandler(handler)
-    logger.setLevel(logging.WARNING if {"-q", "--quiet"} & set(argv) else logging.INFO)
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line `argv`; returns the exit status (README: Exit statuses)."""
+    """Run the command line `argv`; returns the exit status (README: Exit statuses). A first word
+    that is not an option is a command (`papara-py export ...`); otherwise the main job."""
     argv = sys.argv[1:] if argv is None else argv
-    _log_to_stderr(argv)
-    command = SUBCOMMANDS.get(argv[0]) if argv else None
     try:
         with _terminating_signals_raise():
-            return command(argv[1:]) if command else _main_job(argv)
+            return _command(argv) if argv and not argv[0].startswith("-") else _main_job(argv)
     except InputError as error:
         _paragraph(f"papara-py: error: {error}")
         return EXIT_INPUT_ERROR

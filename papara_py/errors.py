@@ -1,14 +1,24 @@
-"""The one exception type that user-facing input problems travel in.
+"""papara-py's exceptions, one hierarchy (exported by `papara_py`):
 
-Everything a user can get wrong (a file, a line, a sequence) is raised as `InputError`; the CLI
-turns it into a single paragraph on stderr and exit status 2 (DESIGN.md section 9). Any other
-exception escaping to the CLI is a bug in papara-py, not in the user's data.
+    PaparaError                       anything papara-py itself refuses or cannot do
+    ├── InputError (a ValueError)     a problem with the user's input: a file, a line, a sequence
+    │   └── OptionError               an option (command line) or keyword (Python API) is wrong
+    └── OutputError (an OSError)      an output could not be written after the work began
+    Terminated (a KeyboardInterrupt)  SIGTERM or SIGHUP arrived
+
+Everything a user can get wrong is raised as `InputError`; the CLI turns it into a single
+paragraph on stderr and exit status 2 (DESIGN.md section 9). Any other exception escaping to the
+CLI is a bug in papara-py, not in the user's data.
 """
 
 from __future__ import annotations
 
 
-class InputError(Exception):
+class PaparaError(Exception):
+    """The base of papara-py's own errors: catch it to catch any of them."""
+
+
+class InputError(PaparaError, ValueError):
     """A problem with the user's input, described well enough to fix it without a debugger.
 
     `source` names the file (or option), `where` pinpoints the line, record or sequence and
@@ -23,7 +33,11 @@ class InputError(Exception):
         super().__init__(f"{location}: {problem}")
 
 
-class OutputError(Exception):
+class OptionError(InputError):
+    """An option is wrong: a command-line option, or a keyword of the Python API (`source` names it)."""
+
+
+class OutputError(PaparaError, OSError):
     """An output could not be written (no space, an I/O error, no permission) after the work began.
 
     `target` is the output the user named (never the temporary file behind it), `what` says which

@@ -564,7 +564,7 @@ def run_papara_inprocess(data: Data, work: Path, params=PAPER, threads: int = 2)
     out.unlink(missing_ok=True)
     penalties = {} if params is None else {"params": ScoringParams(*params)}  # none: the alphabet's preset
     config = RunConfig(tree=str(data.tree), alignment=str(data.alignment), reads=str(data.reads),
-                       output=str(out), threads=threads, device="cpu", quiet=True, alphabet=data.alphabet,
+                       output=str(out), threads=threads, device="cpu", alphabet=data.alphabet,
                        **penalties)
     t0 = time.perf_counter()
     run(config)

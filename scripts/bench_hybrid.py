@@ -95,7 +95,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     records = {}
     for device in args.devices.split(","):
-        record = run_device(args.data, device, args.threads, args.out, ["-q", *args.extra])
+        record = run_device(args.data, device, args.threads, args.out, ["--quiet", *args.extra])
         records[device] = record
         t = record["timings_seconds"]
         total = t.get("total", sum(t.values()))

@@ -78,7 +78,7 @@ def main() -> int:
         names, residues = repeated_reads(base / "reads.fa", reads, count)
         output = args.out / f"run_{count}.h5"
         rss, wall = peak_rss([sys.executable, "-m", "papara_py", "-t", str(base / "tree.nwk"),
-                              "-s", str(base / "ref.phy"), "-r", str(reads), "-o", str(output), "-q", *args.extra])
+                              "-s", str(base / "ref.phy"), "-r", str(reads), "-o", str(output), "--quiet", *args.extra])
         # names as Python str (~49 bytes + length each), residues 1 byte, offsets 8 bytes
         compact = names + 49 * count + residues + 8 * (count + 1)
         size = output.stat().st_size

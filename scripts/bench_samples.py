@@ -69,7 +69,7 @@ def main() -> int:
     if not samples:
         raise SystemExit(f"no *.fa samples in {args.data}")
     base = [sys.executable, "-m", "papara_py", "-t", str(args.data / "tree.nwk"), "-s", str(reference),
-            "--device", args.device, "-j", str(args.threads), "-q", *extra]
+            "--device", args.device, "-j", str(args.threads), "--quiet", *extra]
     outputs: dict[str, list[Path]] = {}
     for mode in args.mode.split(","):
         directory = args.out / mode

@@ -48,7 +48,7 @@ def residue_columns(start: int, cigar: str) -> list[int]:
 def measure(tmp_path: Path) -> tuple[float, float]:
     out = tmp_path / "example.h5"
     run(RunConfig(tree=str(EXAMPLE / "tree.nwk"), alignment=str(EXAMPLE / "ref.phy"),
-                  reads=str(EXAMPLE / "reads.fa"), output=str(out), threads=2, quiet=True))
+                  reads=str(EXAMPLE / "reads.fa"), output=str(out), threads=2))
     truth = read_truth(EXAMPLE / "truth.tsv")
     edge_tree = EdgeTree.from_dendropy(read_tree(str(EXAMPLE / "tree.nwk")))
     all_tips = frozenset(edge_tree.tip_names)

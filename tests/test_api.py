@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import re
 import subprocess
 import sys
 from dataclasses import asdict, replace
@@ -12,10 +14,10 @@ import numpy as np
 import pandas
 import pytest
 from Bio import SeqIO
+from Bio.Seq import Seq
 
 import papara_py
-from papara_py.cli import OptionError
-from papara_py.errors import InputError
+from papara_py.errors import InputError, OptionError
 from papara_py.io.export import oriented_sequence
 from papara_py.io.inputs import read_alignment
 from papara_py.io.run_file import RunFile
@@ -25,7 +27,7 @@ from papara_py.model.params import DEFAULT_PRESET, PRESETS, ScoringParams
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
 TREE, REF, READS = EXAMPLE / "tree.nwk", EXAMPLE / "ref.phy", EXAMPLE / "reads.fa"
 #: A fixed setting so the API and CLI runs compare like for like on any machine.
-OPTIONS = dict(device="cpu", threads=1, candidates=3, quiet=True)
+OPTIONS = dict(device="cpu", threads=1, candidates=3)
 PER_READ = ("names", "status", "best_edge", "score", "start", "cigar", "strand", "candidates/edge",
             "candidates/score")
 
@@ -48,7 +50,7 @@ def _assert_same_results(a, b) -> None:
 def cli_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("cli") / "run.h5"
     subprocess.run([sys.executable, "-m", "papara_py", "-t", str(TREE), "-s", str(REF), "-r", str(READS),
-                    "-o", str(out), "--device", "cpu", "-j", "1", "--candidates", "3", "-q"], check=True)
+                    "-o", str(out), "--device", "cpu", "-j", "1", "--candidates", "3", "--quiet"], check=True)
     return out
 
 
@@ -120,12 +122,16 @@ def test_options_are_the_clis(tmp_path):
     assert run.parameters == asdict(replace(default, mismatch=2, gap_open=2, near_mismatch=min(2, default.near_mismatch))) | {"preset": None}
     paper = papara_py.align(TREE, REF, READS, output=tmp_path / "p.h5", preset="paper", **OPTIONS)
     assert paper.parameters == PRESETS["paper"].values() | {"preset": "paper"}
-    with pytest.raises(OptionError, match="--lanes"):
+    with pytest.raises(OptionError, match="lanes: must be an integer from 1 to 256"):
         papara_py.align(TREE, REF, READS, lanes=0)
-    with pytest.raises(OptionError, match="unrecognized arguments: --colour"):
+    with pytest.raises(OptionError, match="'colour' is not an option"):
         papara_py.align(TREE, REF, READS, colour="red")
+    with pytest.raises(OptionError, match="'candidate' is not an option; did you mean 'candidates'"):
+        papara_py.align(TREE, REF, READS, candidate=3)
     with pytest.raises(InputError, match="'help' is not an option"):
         papara_py.align(TREE, REF, READS, help=True)
+    with pytest.raises(OptionError, match="'quiet' is a command-line switch; the Python API prints nothing"):
+        papara_py.align(TREE, REF, READS, quiet=True)
     with pytest.raises(InputError, match="white space"):
         papara_py.align(TREE, REF, {"bad name": "ACGT"})
     with pytest.raises(InputError, match="no such file|does not exist|cannot"):
@@ -206,3 +212,77 @@ def test_the_api_is_documented():
     assert set(papara_py.__all__) >= {"align", "open_run", "Run"}
     with pytest.raises(AttributeError):
         papara_py.no_such_thing  # noqa: B018
+
+
+def test_inputs_as_biopython_users_hold_them(tmp_path, cli_run):
+    """A Bio.Phylo tree, open file handles and SeqRecords are taken as the files they hold."""
+    from Bio import Phylo
+
+    phylo_tree = Phylo.read(TREE, "newick")
+    with open(REF) as alignment, open(READS, "rb") as reads:
+        run = papara_py.align(phylo_tree, alignment, reads, output=tmp_path / "handles.h5", **OPTIONS)
+    _assert_same_results(run.path, cli_run)
+    records = list(SeqIO.parse(READS, "fasta"))
+    with open(TREE) as tree:
+        one = papara_py.align(tree, REF, records[0], output=tmp_path / "one.h5", **OPTIONS)
+    assert len(one) == 1 and one[0].name == records[0].id
+    assert one[0].edge == api_result(cli_run, records[0].id)
+
+
+def api_result(path, name):
+    with papara_py.open_run(path) as run:
+        return run[name].edge
+
+
+@pytest.mark.parametrize("reads", [[Seq("ACGTACGTAC")], ["ACGTACGTAC"], Seq("ACGT"), 42],
+                         ids=["seq-list", "str-list", "seq", "int"])
+def test_reads_without_names_are_refused_with_a_type_error(reads, tmp_path):
+    with pytest.raises(TypeError, match="SeqRecord|names no sequence"):
+        papara_py.align(TREE, REF, reads, output=tmp_path / "x.h5", **OPTIONS)
+    with pytest.raises(TypeError, match="tree must be"):
+        papara_py.align(42, REF, READS, output=tmp_path / "x.h5", **OPTIONS)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_is_indexed_by_position_and_name(api_run):
+    reads = list(api_run)
+    assert api_run[0] == reads[0] and api_run[-1] == reads[-1] and api_run[len(reads) - 1] == reads[-1]
+    assert api_run[reads[7].name] == reads[7] and reads[7].name in api_run and "no such read" not in api_run
+    assert api_run[3:6] == reads[3:6] and api_run[::50] == reads[::50] and api_run[5:2] == []
+    with pytest.raises(IndexError):
+        api_run[len(reads)]
+    with pytest.raises(KeyError):
+        api_run["no such read"]
+    with pytest.raises(TypeError, match="indexed by position"):
+        api_run[1.5]
+
+
+def test_a_run_is_a_context_manager():
+    with papara_py.align(TREE, REF, READS, **OPTIONS) as run:
+        path = Path(run.path)
+        assert path.is_file() and run[0].name
+    assert not path.exists()
+
+
+def test_one_exception_hierarchy_is_exported():
+    assert issubclass(papara_py.InputError, (papara_py.PaparaError, ValueError))
+    assert issubclass(papara_py.OptionError, papara_py.InputError)
+    assert issubclass(papara_py.OutputError, (papara_py.PaparaError, OSError))
+    assert papara_py.InputError is InputError and papara_py.OptionError is OptionError
+    assert {"PaparaError", "InputError", "OptionError", "OutputError"} <= set(papara_py.__all__)
+
+
+def test_library_calls_print_nothing_and_log_instead(tmp_path, capfd, caplog):
+    with caplog.at_level(logging.INFO, logger="papara_py"):
+        run = papara_py.align(TREE, REF, READS, output=tmp_path / "run.h5", device="cpu", threads=1)
+    assert capfd.readouterr() == ("", "")
+    assert any("200 of 200 reads aligned" in record.getMessage() for record in caplog.records)
+    assert len(run) == 200
+
+
+def test_pandas_is_the_named_extra(api_run, monkeypatch):
+    pyproject = (EXAMPLE.parents[1] / "pyproject.toml").read_text()
+    assert re.search(r'^pandas = \["pandas>=[0-9.]+"\]', pyproject, re.MULTILINE)
+    monkeypatch.setitem(sys.modules, "pandas", None)  # as if not installed
+    with pytest.raises(ImportError, match=r"papara-py\[pandas\]"):
+        api_run.to_pandas()

@@ -162,7 +162,7 @@ def test_streamed_batches_give_one_result_on_every_device(opencl_device, monkeyp
         out = tmp_path / f"{device}-{batch_reads}.h5"
         run(RunConfig(tree=str(example / "tree.nwk"), alignment=str(example / "ref.phy"),
                       reads=str(example / "reads.fa"), output=str(out), threads=2, batch_reads=batch_reads,
-                      device=device, quiet=True))
+                      device=device))
         with RunFile(out) as handle:
             results[device, batch_reads] = {path: dataset[()] for path, dataset in handle.read_datasets().items()}
             if batch_reads == 7:  # 200 reads: full batches of 7 while 56 were left, then 8 equal ones

@@ -1,4 +1,5 @@
-"""The command line as a user meets it: bad input, the example run, exports, --version."""
+"""The command line as a user meets it: bad input, the example run, exports, --version and --help,
+the commands (a word that is none), and PaPaRa 2.x's own options answered with ours."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import pytest
 from bad_inputs import CATALOGUE
 
 from papara_py import __version__
+from papara_py.cli import COMMANDS, build_parser, commands_parser
 from papara_py.io.export import oriented_sequence
 from papara_py.io.run_file import RunFile
+from papara_py.run.options import main_options
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
 
@@ -40,10 +43,63 @@ def test_bad_input_exits_2_with_one_paragraph_and_no_output(case, tmp_path):
 
 def test_version_and_help():
     assert papara("--version").stdout.strip() == f"papara-py {__version__}"
-    help_text = papara("--help").stdout
-    for option in ("--tree", "--alignment", "--reads", "--output", "--mismatch", "--cgap", "--gap-open",
-                   "--gap-extend", "--insertion", "--threads", "--quiet", "--verbose"):
-        assert option in help_text
+    short = papara("--help").stdout
+    for option in ("--tree", "--alignment", "--reads", "--output", "--threads", "--quiet", "--verbose",
+                   "--help-all", "export", "devices", "prepare", "merge", "report"):
+        assert option in short, option
+    assert "--gap-extend" not in short and len(short.splitlines()) < 80
+    full = papara("--help-all").stdout
+    for option in main_options():
+        assert option.flag in full, option.flag
+    for option in ("--mismatch", "--cgap", "--gap-open", "--gap-extend", "--insertion"):
+        assert option in full
+
+
+@pytest.mark.parametrize("command", ["exprot", "help", "reads.fa"])
+def test_a_word_that_is_no_command_is_refused_naming_the_commands(command, tmp_path):
+    result = papara(command, "run.h5", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"invalid choice: '{command}'" in result.stderr
+    for name in ("export", "devices", "prepare", "merge", "report"):
+        assert name in result.stderr
+    assert "the main job takes no command word" in " ".join(result.stderr.split())
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("option, value, answer", [
+    ("-q", "reads.fa", "takes reads with -r"),
+    ("-a", None, "--alphabet protein"),
+    ("-n", "run1", "name it with -o"),
+    ("-p", "-3:-1:2:-3", "--gap-open"),
+    ("-c", None, "--cgap"),
+    ("-f", None, "-o"),
+    ("-g", None, "--format fasta"),
+    ("-b", None, "--log"),
+])
+def test_paparas_own_options_are_answered_with_ours(option, value, answer, tmp_path):
+    """A PaPaRa 2.x command line, one line back naming the option to use (-q is not --quiet)."""
+    args = ["-t", str(EXAMPLE / "tree.nwk"), "-s", str(EXAMPLE / "ref.phy"), option, *([value] if value else [])]
+    result = papara(*args, cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"papara-py: error: {option}: PaPaRa's"), result.stderr
+    assert answer in lines[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_command_explains_each_argument():
+    for name in COMMANDS:
+        _, subparsers = commands_parser(name)
+        parser = subparsers[name]
+        assert parser.description, name
+        for action in parser._actions:
+            assert action.help and action.help.strip(), (name, action.dest)
+    for action in build_parser()._actions:
+        assert action.help, action.dest
+    help_text = " ".join(papara("export", "--help").stdout.split())
+    assert "RUN.h5 the run file to export" in help_text
+    for fmt in ("phylip or fasta:", "epa:", "jplace:"):
+        assert fmt in help_text
 
 
 def test_example_run_and_exports(tmp_path):

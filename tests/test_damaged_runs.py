@@ -30,7 +30,7 @@ from papara_py.io.run_writer import FORMAT_VERSION
 def run_file(tmp_path_factory) -> Path:
     directory = tmp_path_factory.mktemp("valid")
     ws = Workspace(directory)
-    result = papara(*ws.main_job("-q", "--batch-reads", "50", output=str(directory / "run.h5")))
+    result = papara(*ws.main_job("--quiet", "--batch-reads", "50", output=str(directory / "run.h5")))
     assert result.returncode == 0, result.stderr
     return directory / "run.h5"
 

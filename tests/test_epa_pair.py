@@ -23,7 +23,7 @@ def test_pair_holds_the_trees_taxa_and_the_queries(tmp_path):
     fasta.write_text("".join(f">{name}\n{row}\n" for name, row in rows))
     run = tmp_path / "run.h5"
     made = papara("-t", str(EXAMPLE / "tree.nwk"), "-s", str(fasta), "-r", str(EXAMPLE / "reads.fa"),
-                  "-o", str(run), "--device", "cpu", "-q")
+                  "-o", str(run), "--device", "cpu", "--quiet")
     assert made.returncode == 0, made.stderr
     result = papara("export", str(run), "--format", "epa", "--outdir", str(tmp_path / "pair"))
     assert result.returncode == 0, result.stderr
@@ -39,7 +39,7 @@ def test_pair_holds_the_trees_taxa_and_the_queries(tmp_path):
 def test_outdir_only_with_epa_and_not_with_o(tmp_path):
     run = tmp_path / "run.h5"
     assert papara("-t", str(EXAMPLE / "tree.nwk"), "-s", str(EXAMPLE / "ref.phy"), "-r", str(EXAMPLE / "reads.fa"),
-                  "-o", str(run), "--device", "cpu", "-q").returncode == 0
+                  "-o", str(run), "--device", "cpu", "--quiet").returncode == 0
     for args in (["--format", "fasta", "--outdir", str(tmp_path / "d")],
                  ["--format", "epa", "--outdir", str(tmp_path / "d"), "-o", str(tmp_path / "x")],
                  ["--format", "epa", "--outdir", str(tmp_path / "no" / "such" / "d")]):

@@ -39,7 +39,7 @@ def runs(tmp_path_factory) -> dict[str, Path]:
         ws = Workspace(directory)
         if prepare:
             prepare(directory)
-        result = papara(*ws.main_job("-q", output=str(directory / "run.h5")))
+        result = papara(*ws.main_job("--quiet", output=str(directory / "run.h5")))
         assert result.returncode == 0, result.stderr
         found[kind] = directory / "run.h5"
     return found

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from scripts_loader import load_script
 
-from papara_py.cli import build_parser, main_job_config
+from papara_py.cli import build_parser
 from papara_py.engine.guided import INITIAL_CLUSTERS, GuidedOptions, GuidedSearch
 from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch
 from papara_py.io.inputs import read_tree
@@ -53,7 +53,7 @@ def simulated(tmp_path: Path, seed: int, taxa: int = 24, reads: int = 30) -> Pat
 
 def align(data: Path, out: Path, search: str, guided: GuidedOptions = GuidedOptions(), **options) -> RunFile:
     config = RunConfig(tree=str(data / "tree.nwk"), alignment=str(data / "ref.phy"),
-                       reads=str(data / "reads.fa"), output=str(out), device="cpu", quiet=True,
+                       reads=str(data / "reads.fa"), output=str(out), device="cpu",
                        search=search, guided=guided, **({"threads": 2} | options))
     run(config)
     return RunFile(str(out))
@@ -213,17 +213,26 @@ def test_search_over_a_round_merges_into_one_candidate_list(tmp_path):
     assert not search.batch_started
 
 
+def _config(args):
+    """The RunConfig of parsed command-line options, as the CLI makes it."""
+    from papara_py.run.options import keyword_options, run_config
+
+    return run_config({name: getattr(args, name) for name in keyword_options()}, tree=args.tree,
+                      alignment=args.alignment, reads=args.reads, output=args.output, outdir=args.outdir,
+                      command_line="")
+
+
 def test_the_option_parses_and_reaches_the_run_record_and_the_report(tmp_path):
     parser = build_parser()
     args = parser.parse_args(["-t", "t", "-s", "s", "-r", "r", "-o", str(tmp_path / "x.h5")])
     assert args.search == "exhaustive"
     args = parser.parse_args(["-t", "t", "-s", "s", "-r", "r", "-o", str(tmp_path / "x.h5"), "--search", "guided"])
-    assert main_job_config(args, "").search == "guided"
-    assert main_job_config(args, "").guided == GuidedOptions(initial=INITIAL_CLUSTERS)
+    assert _config(args).search == "guided"
+    assert _config(args).guided == GuidedOptions(initial=INITIAL_CLUSTERS)
     assert f"default: {INITIAL_CLUSTERS})" in " ".join(parser.format_help().split())
     args = parser.parse_args(["-t", "t", "-s", "s", "-r", "r", "-o", str(tmp_path / "x.h5"), "--search", "guided",
                               "--guided-clusters", "3"])
-    assert main_job_config(args, "").guided == GuidedOptions(initial=3)
+    assert _config(args).guided == GuidedOptions(initial=3)
     with pytest.raises(SystemExit):
         parser.parse_args(["-t", "t", "-s", "s", "-r", "r", "--guided-clusters", "0"])
     bad = subprocess.run([sys.executable, "-m", "papara_py", "-t", "t", "-s", "s", "-r", "r", "-o",
@@ -232,7 +241,7 @@ def test_the_option_parses_and_reaches_the_run_record_and_the_report(tmp_path):
     out = tmp_path / "run.h5"
     done = subprocess.run([sys.executable, "-m", "papara_py", "-t", str(EXAMPLE / "tree.nwk"), "-s",
                            str(EXAMPLE / "ref.phy"), "-r", str(EXAMPLE / "reads.fa"), "-o", str(out),
-                           "--search", "guided", "--guided-clusters", "2", "--device", "cpu", "-j", "1", "-q"],
+                           "--search", "guided", "--guided-clusters", "2", "--device", "cpu", "-j", "1", "--quiet"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     record = RunFile(str(out)).record

@@ -482,7 +482,7 @@ def test_a_run_on_stockholm_and_clustal_equals_the_fasta_run(tmp_path: Path) -> 
     fasta = read_alignment(PFAM_RRM / "ref.fasta")
     reads = {f"r{i}": fasta.rows[i][fasta.rows[i] != ord("-")].tobytes().decode()[5:45] for i in (3, 17, 40, 66)}
     runs = {name: align(str(PFAM_RRM / "tree.nwk"), str(PFAM_RRM / name), reads, output=tmp_path / f"{name}.h5",
-                        device="cpu", threads=1, quiet=True)
+                        device="cpu", threads=1)
             for name in ("ref.fasta", "ref.sto", "ref.aln")}
     results = {name: [(r.name, r.edge, r.start, r.cigar) for r in run] for name, run in runs.items()}
     assert results["ref.sto"] == results["ref.fasta"] == results["ref.aln"] and len(results["ref.sto"]) == 4

@@ -27,7 +27,7 @@ def main_job(output: Path) -> list[str]:
     # small batches: the run spends its time in many score / trace back / write rounds
     return [sys.executable, "-m", "papara_py", "-t", str(EXAMPLE / "tree.nwk"), "-s", str(EXAMPLE / "ref.phy"),
             "-r", str(EXAMPLE / "reads.fa"), "-o", str(output), "--device", "cpu", "-j", "1",
-            "--batch-reads", "10", "-q"]
+            "--batch-reads", "10", "--quiet"]
 
 
 def digest(path: Path) -> str:

@@ -19,9 +19,8 @@ LAYER = {
     "model": 3,
     "engine": 4, "cluster": 4, "report": 4,
     "run": 5, "warmup": 5,
-    "cli": 6, "__main__": 6,
-    "api": 7,  # the Python API parses its options with the CLI's parser (one definition)
-    "__init__": 8,
+    "cli": 6, "api": 6, "__main__": 6,  # both built on run/options, neither importing the other
+    "__init__": 7,
 }
 
 
@@ -68,6 +67,12 @@ def test_imports_respect_the_layers(module):
         if imported == "papara_py" or imported.startswith("papara_py.__version__"):
             continue  # the version string, defined before anything is imported
         assert _layer(imported) <= _layer(module), f"{module} (layer {_layer(module)}) imports {imported}"
+
+
+def test_the_api_and_the_cli_stand_apart():
+    """Both are built on the options table (run/options.py): neither imports the other."""
+    assert not any(name.startswith("papara_py.cli") for name in _imports("papara_py.api", MODULES["papara_py.api"]))
+    assert not any(name.startswith("papara_py.api") for name in _imports("papara_py.cli", MODULES["papara_py.cli"]))
 
 
 def test_no_import_cycle():

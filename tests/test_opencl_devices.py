@@ -129,12 +129,12 @@ def test_without_pyopencl_the_cpu_engine_runs_and_gpus_are_refused(monkeypatch, 
     monkeypatch.setattr(opencl_devices, "discover_devices", lambda *a, **k: pytest.fail("OpenCL was asked"))
     text = opencl_devices.describe_devices()
     assert "Pyopencl is not installed" in text and "papara-py[gpu]" in text and "CPU engine only" in text
-    quiet = Reporter(quiet=True, verbose=False)
+    quiet = Reporter()
     assert resolve_scorers(SimpleNamespace(device="auto"), quiet) == (True, [], {})
     example = Path(__file__).resolve().parents[1] / "data" / "example"
     inputs = [str(example / name) for name in ("tree.nwk", "ref.phy", "reads.fa")]
     for device in ("gpu", "hybrid"):
         with pytest.raises(InputError, match=f"--device: --device {device} needs an OpenCL GPU: pyopencl is not "
                                              r"installed.*papara-py\[gpu\]"):
-            align(*inputs, output=tmp_path / f"{device}.h5", device=device, quiet=True)
+            align(*inputs, output=tmp_path / f"{device}.h5", device=device)
         assert not (tmp_path / f"{device}.h5").exists()

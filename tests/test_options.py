@@ -1,15 +1,19 @@
 """Every option and environment variable is range-checked when parsed, before any work, with a
 message that names it (issue #28, cause 4). Each case checks the exit status, the message, that
-nothing is left and that the inputs are byte-identical (tests/misuse.py)."""
+nothing is left and that the inputs are byte-identical (tests/misuse.py). The Python API's
+keywords are checked by the same table (papara_py/run/options.py) as the command line's options."""
 
 from __future__ import annotations
 
 import h5py
 import pytest
-from misuse import assert_refused, papara, workspace  # noqa: F401
+from misuse import EXAMPLE, assert_refused, papara, workspace  # noqa: F401
 
-from papara_py.errors import InputError
+import papara_py
+from papara_py.cli import build_parser
+from papara_py.errors import InputError, OptionError
 from papara_py.model.params import INT32_LIMIT, MAX_PENALTY, ScoringParams
+from papara_py.run.options import keyword_options, main_options, option_values
 
 
 @pytest.mark.parametrize("option, value, expect", [
@@ -54,3 +58,30 @@ def test_penalties_that_could_overflow_the_32_bit_kernels_are_refused():
     with pytest.raises(InputError, match="overflow the 32-bit kernels"):
         largest.check_fits_int32(INT32_LIMIT // (2 * MAX_PENALTY))
     assert largest.int16_infinity() > 0  # the int16 kernels' stand-in infinity stays positive
+
+
+@pytest.mark.parametrize("keyword, value, expect", [
+    ("lanes", 0, "lanes: must be an integer from 1 to 256"),
+    ("mismatch", 100000, "mismatch: must be an integer from 0 to 1000"),
+    ("gap_open", "x", "gap_open: must be an integer, got 'x'"),
+    ("threads", True, "threads: must be an integer, got True"),
+    ("column_weight", float("nan"), "column_weight: must be a number from 0 to 10"),
+    ("device", "tpu", "device: must be one of auto, cpu, gpu, hybrid, got 'tpu'"),
+    ("gpu_profile", "yes", "gpu_profile: must be True or False (a switch), got 'yes'"),
+    ("batch_reads", 0, "batch_reads: must be an integer from 1 to 10000000"),
+])
+def test_the_api_checks_its_keywords_as_the_cli_its_options(keyword, value, expect, tmp_path):
+    with pytest.raises(OptionError) as caught:
+        papara_py.align(EXAMPLE / "tree.nwk", EXAMPLE / "ref.phy", EXAMPLE / "reads.fa", output=tmp_path / "x.h5",
+                        **{keyword: value})
+    assert expect in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_one_table_makes_the_parser_and_the_keywords():
+    parser = build_parser()
+    assert {option.name for option in main_options()} <= {action.dest for action in parser._actions}
+    args = parser.parse_args(["-t", "t", "-s", "s", "-r", "r"])
+    assert {name: getattr(args, name) for name in keyword_options()} == option_values({}, "papara_py.align")
+    assert option_values({"gap_open": "2", "column_weight": 1}, "papara_py.align")["gap_open"] == 2
+    assert not {"tree", "alignment", "reads", "output", "outdir", "quiet", "verbose"} & set(keyword_options())

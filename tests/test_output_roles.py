@@ -26,7 +26,7 @@ from papara_py.io import outputs
 from papara_py.io.export_names import exported_name
 from papara_py.io.output_roles import ROLES, check_roles
 from papara_py.report.page import FIGURES
-from papara_py.run.log import RunLog
+from papara_py.run.log import Reporter, RunLog
 
 # ---------------------------------------------------------------------------------------------
 # The issue's four cases
@@ -127,9 +127,10 @@ def test_the_log_keeps_its_first_fault_and_never_raises_on_a_thread(tmp_path, mo
         def close(self):
             raise OSError(errno.ENOSPC, "No space left on device")
 
-    log._file = Full()
-    log.write("INFO", "a line")  # kept, not raised: any of the run's threads may write
-    log.write("INFO", "another")
+    log._handler._file = Full()
+    reporter = Reporter(log=log)
+    reporter.record("a line")  # kept, not raised: any of the run's threads may write
+    reporter.notice("another")
     with pytest.raises(OutputError, match=r"run.log: cannot write the log file: no space left on device"):
         log.check()
     log.close()
@@ -163,7 +164,7 @@ def _variants(command: str, tmp: Path) -> list[tuple[list[str], dict, dict]]:
     join = os.path.join
     if command == "papara-py":
         common = ["-t", f["tree.nwk"], "-s", f["ref.phy"], "--profiles", f["profiles.h5"], "--device", "cpu",
-                  "-j", "1", "-q", "--log", join(tmp, "run.log")]
+                  "-j", "1", "--quiet", "--log", join(tmp, "run.log")]
         inputs = {"tree": {None: f["tree.nwk"]}, "alignment": {None: f["ref.phy"]},
                   "profiles": {None: f["profiles.h5"]}}
         out = join(tmp, "out")
@@ -354,6 +355,6 @@ def test_a_made_directory_is_not_made_when_refused(tmp_path, capsys):
 def test_an_existing_workspace_job_still_runs(tmp_path):
     """A plain run with --log beside -o passes the checks (and the example's names pass the rule)."""
     ws = Workspace(tmp_path)
-    result = papara(*ws.main_job("-q", "--log", "run.log"), cwd=tmp_path)
+    result = papara(*ws.main_job("--quiet", "--log", "run.log"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     ws.assert_untouched("run.h5", "run.log")

@@ -32,7 +32,7 @@ def run_file(tmp_path_factory) -> Path:
     """A complete run of the bundled example."""
     directory = tmp_path_factory.mktemp("run")
     ws = Workspace(directory)
-    result = papara(*ws.main_job("-q", output=str(directory / "run.h5")))
+    result = papara(*ws.main_job("--quiet", output=str(directory / "run.h5")))
     assert result.returncode == 0, result.stderr
     return directory / "run.h5"
 
@@ -99,7 +99,7 @@ def test_bad_output_names_are_refused_before_any_work(workspace, output, expect)
 
 
 def test_main_job_to_dev_null_leaves_the_device_alone(workspace):
-    result = papara(*workspace.main_job("-q", output="/dev/null"))
+    result = papara(*workspace.main_job("--quiet", output="/dev/null"))
     assert result.returncode == 0, result.stderr
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
     workspace.assert_untouched()
@@ -181,7 +181,7 @@ def test_a_full_disk_ends_cleanly_in_every_command(run_file, tmp_path):
     ws = Workspace(tmp_path)
     with small_filesystem(size_kib=256, free_kib=24) as full:
         commands = {
-            "run.h5": ws.main_job("-q", output=str(full / "run.h5")),
+            "run.h5": ws.main_job("--quiet", output=str(full / "run.h5")),
             "out.phylip": ["export", str(run_file), "--format", "phylip", "-o", str(full / "out.phylip")],
             "out.fasta": ["export", str(run_file), "--format", "fasta", "-o", str(full / "out.fasta")],
             "report.html": ["report", str(run_file), "-o", str(full / "report.html")],

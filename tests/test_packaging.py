@@ -84,7 +84,7 @@ def test_metadata_users_expect():
     assert versions and min(versions, key=lambda v: tuple(map(int, v.split(".")))) == "3.10"
     assert "Topic :: Scientific/Engineering :: Bio-Informatics" in project["classifiers"]
     assert project["scripts"] == {"papara-py": "papara_py.cli:main"}
-    assert set(project["optional-dependencies"]) == {"test", "gpu", "pocl", "workflow"}
+    assert set(project["optional-dependencies"]) == {"test", "gpu", "pocl", "workflow", "pandas"}  # pandas: Run.to_pandas
     assert any("10.1093/bioinformatics/btr320" in url for url in project["urls"].values())
 
 

@@ -11,15 +11,16 @@ from dataclasses import replace
 
 import pytest
 
-from papara_py.cli import _penalty_choice, build_parser
+from papara_py.cli import build_parser
 from papara_py.errors import InputError
 from papara_py.model.params import DEFAULT_PRESET, PARAMETER_NAMES, PRESETS, ScoringParams
 from papara_py.phylo.encoding import DNA, PROTEIN
+from papara_py.run.options import penalty_choice
 
 
 def _params(argv, default_preset=DEFAULT_PRESET):
     """The parameters of these options for an alphabet whose default preset is `default_preset`."""
-    return _penalty_choice(build_parser().parse_args(["-t", "t", "-s", "s", "-r", "r", *argv])).resolve(default_preset)
+    return penalty_choice(vars(build_parser().parse_args(["-t", "t", "-s", "s", "-r", "r", *argv]))).resolve(default_preset)
 
 
 @pytest.mark.parametrize("name", list(PRESETS))

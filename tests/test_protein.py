@@ -352,19 +352,19 @@ def test_the_python_api_takes_protein_sequences_in_memory():
 
     alignment = {name: bytes(row).decode() for name, row in zip(*_reference())}
     reads = {"p1": "WLYDCFDWNSMATISDRTNPELGEGR", "p2": "KEHPGCPKARDYFTTS"}
-    run = papara_py.align(str(PROTEIN_DATA / "tree.nwk"), alignment, reads, device="cpu", threads=1, quiet=True)
+    run = papara_py.align(str(PROTEIN_DATA / "tree.nwk"), alignment, reads, device="cpu", threads=1)
     assert run.alphabet == "protein" and run.parameters["preset"] == "protein"
     assert run.parameters["column_weight"] == 1.0
     assert [r.status for r in run] == ["aligned", "aligned"]
     assert len(run.to_alignment()) == 24 + 2
     run.close()
     # the column profile cost is an option like the penalties: off, the run is no longer the preset
-    off = papara_py.align(str(PROTEIN_DATA / "tree.nwk"), alignment, reads, device="cpu", threads=1, quiet=True,
+    off = papara_py.align(str(PROTEIN_DATA / "tree.nwk"), alignment, reads, device="cpu", threads=1,
                           column_weight=0)
     assert off.parameters["column_weight"] == 0 and off.parameters["preset"] is None
     off.close()
     with pytest.raises(InputError, match="no reverse strand"):
-        papara_py.align(str(PROTEIN_DATA / "tree.nwk"), alignment, reads, strand="both", quiet=True)
+        papara_py.align(str(PROTEIN_DATA / "tree.nwk"), alignment, reads, strand="both")
 
 
 def _reference() -> tuple[list[str], np.ndarray]:
@@ -374,7 +374,7 @@ def _reference() -> tuple[list[str], np.ndarray]:
 
 def test_protein_shards_merge_into_the_single_run(protein_run, tmp_path):
     common = ["-t", str(PROTEIN_DATA / "tree.nwk"), "-s", str(PROTEIN_DATA / "ref.phy"), "-r",
-              str(PROTEIN_DATA / "reads.fa"), "--device", "cpu", "-j", "1", "-q"]
+              str(PROTEIN_DATA / "reads.fa"), "--device", "cpu", "-j", "1", "--quiet"]
     shards = [str(tmp_path / f"shard_{k}.h5") for k in range(2)]
     for k, shard in enumerate(shards):
         assert papara(*common, "--shard", f"{k}/2", "-o", shard).returncode == 0

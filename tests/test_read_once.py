@@ -35,7 +35,7 @@ def ws(tmp_path) -> Workspace:
 def test_reads_from_standard_input(ws):
     data = (ws.dir / "reads.fa").read_bytes()
     result = papara("-t", ws.path("tree.nwk"), "-s", ws.path("ref.phy"), "-r", "-", "-o", ws.path("run.h5"),
-                    "--device", "cpu", "-j", "1", "-q", stdin=data)
+                    "--device", "cpu", "-j", "1", "--quiet", stdin=data)
     assert result.returncode == 0, result.stderr
     sums, inputs = recorded(ws.dir / "run.h5")
     assert sums["reads"] == hashlib.sha256(data).hexdigest() and inputs["reads"] == "-"
@@ -50,7 +50,7 @@ def test_a_fifo_is_read_once_and_hashed(ws):
     writer = threading.Thread(target=fifo.write_bytes, args=(data,))
     writer.start()
     result = papara("-t", ws.path("tree.nwk"), "-s", ws.path("ref.phy"), "-r", str(fifo), "-o", ws.path("run.h5"),
-                    "--device", "cpu", "-j", "1", "-q", timeout=120)  # a second open of the FIFO hung forever
+                    "--device", "cpu", "-j", "1", "--quiet", timeout=120)  # a second open of the FIFO hung forever
     writer.join(timeout=10)
     assert result.returncode == 0, result.stderr
     assert recorded(ws.dir / "run.h5")[0]["reads"] == hashlib.sha256(data).hexdigest()
@@ -60,7 +60,7 @@ def test_process_substitution_of_gzipped_reads_and_of_the_alignment(ws):
     gzipped = ws.dir / "reads.fa.gz"
     gzipped.write_bytes(gzip.compress((ws.dir / "reads.fa").read_bytes(), mtime=0))
     command = (f"{sys.executable} -m papara_py -t {ws.path('tree.nwk')} -s <(cat {ws.path('ref.phy')}) "
-               f"-r <(cat {gzipped}) -o {ws.path('run.h5')} --device cpu -j 1 -q")
+               f"-r <(cat {gzipped}) -o {ws.path('run.h5')} --device cpu -j 1 --quiet")
     result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     sums, _ = recorded(ws.dir / "run.h5")
@@ -75,7 +75,7 @@ def test_merge_refuses_shards_of_different_piped_reads(ws):
     for index, data in enumerate((reads, other)):
         shard = ws.dir / f"shard{index}.h5"
         result = papara("-t", ws.path("tree.nwk"), "-s", ws.path("ref.phy"), "-r", "-", "-o", str(shard),
-                        "--shard", f"{index}/2", "--device", "cpu", "-j", "1", "-q", stdin=data)
+                        "--shard", f"{index}/2", "--device", "cpu", "-j", "1", "--quiet", stdin=data)
         assert result.returncode == 0, result.stderr
         shards.append(str(shard))
     ws.snapshot()

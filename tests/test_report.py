@@ -48,7 +48,7 @@ def papara(*args: str) -> subprocess.CompletedProcess:
 def align(tmp: Path, tree: Path, alignment: Path, reads: Path, *extra: str) -> Path:
     out = tmp / "run.h5"
     result = papara("-t", str(tree), "-s", str(alignment), "-r", str(reads), "-o", str(out),
-                    "--device", "cpu", "-j", "1", "-q", *extra)
+                    "--device", "cpu", "-j", "1", "--quiet", *extra)
     assert result.returncode == 0, result.stderr
     return out
 

@@ -53,14 +53,14 @@ def test_quota_caps_the_affinity(monkeypatch):
 
 def test_one_cpu_of_affinity_means_one_thread(tmp_path):
     out = tmp_path / "run.h5"
-    subprocess.run([sys.executable, "-m", "papara_py", *INPUTS, "-o", str(out), "--device", "cpu", "-q"],
+    subprocess.run([sys.executable, "-m", "papara_py", *INPUTS, "-o", str(out), "--device", "cpu", "--quiet"],
                    check=True, preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
     with RunFile(out) as run:
         assert run.record["threads"]["count"] == 1
         assert run.record["threads"]["source"].startswith("CPU affinity: 1 of")
         assert sum(1 for name in run.record["consumers"] if name.startswith("cpu")) == 1
     out2 = tmp_path / "run2.h5"
-    subprocess.run([sys.executable, "-m", "papara_py", *INPUTS, "-o", str(out2), "--device", "cpu", "-q", "-j", "3"],
+    subprocess.run([sys.executable, "-m", "papara_py", *INPUTS, "-o", str(out2), "--device", "cpu", "--quiet", "-j", "3"],
                    check=True)
     with RunFile(out2) as run:
         assert run.record["threads"] == {"count": 3, "source": "--threads"}

@@ -26,7 +26,7 @@ def run_path(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("run") / "run.h5"
     subprocess.run([sys.executable, "-m", "papara_py", "-t", str(EXAMPLE / "tree.nwk"), "-s",
                     str(EXAMPLE / "ref.phy"), "-r", str(EXAMPLE / "reads.fa"), "-o", str(out), "--device", "cpu",
-                    "-j", "1", "--candidates", "2", "-q"], check=True)
+                    "-j", "1", "--candidates", "2", "--quiet"], check=True)
     return out
 
 

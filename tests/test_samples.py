@@ -196,7 +196,7 @@ def test_samples_on_the_gpu_match_the_cpu(opencl_device, monkeypatch, tmp_path):
         samples = [Sample(str(path), str(tmp_path / f"{device}-{n}.h5")) for n, path in enumerate(reads)]
         summaries = run(RunConfig(tree=REFERENCE[1], alignment=REFERENCE[3], reads=samples[0].reads,
                                   output=samples[0].output, more_samples=tuple(samples[1:]), device=device,
-                                  threads=2, quiet=True, batch_reads=40))
+                                  threads=2, batch_reads=40))
         assert [s.output for s in summaries] == [s.output for s in samples]
         outputs[device] = [datasets(Path(s.output)) for s in samples]
         if device != "cpu":
@@ -216,14 +216,13 @@ def test_the_api_aligns_samples_from_files_and_from_memory(tmp_path):
     reads = write_samples(tmp_path)
     outdir = tmp_path / "out"
     outdir.mkdir()
-    runs = papara_py.align_samples(REFERENCE[1], REFERENCE[3], reads[:2], outdir, device="cpu", threads=2,
-                                   quiet=True)
+    runs = papara_py.align_samples(REFERENCE[1], REFERENCE[3], reads[:2], outdir, device="cpu", threads=2)
     assert [run.path for run in runs] == [str(outdir / "S1.h5"), str(outdir / "S2.h5")]
     assert [run.n_reads for run in runs] == [120, 80]
     assert "papara_py.align_samples(" in runs[0].command_line
     in_memory = {"first": dict(example_records(0, 120)), "second": example_records(120, 80)}
-    again = papara_py.align_samples(REFERENCE[1], REFERENCE[3], in_memory, tmp_path, device="cpu", threads=2,
-                                    quiet=True)
+    again = papara_py.align_samples(REFERENCE[1], REFERENCE[3], in_memory, tmp_path, device="cpu",
+                                    threads=2)
     assert [Path(run.path).name for run in again] == ["first.h5", "second.h5"]
     for one, other in zip(runs, again):  # the same reads, from files or from memory: the same results
         assert [(r.name, r.edge, r.score, r.cigar) for r in one] == [(r.name, r.edge, r.score, r.cigar) for r in other]
@@ -238,11 +237,11 @@ def test_shards_of_several_samples_merge_into_each_samples_run(tmp_path):
     reads = [str(path) for path in write_samples(tmp_path)[:2]]
     whole = tmp_path / "whole"
     whole.mkdir()
-    assert papara(*REFERENCE, "-r", *reads, "--outdir", str(whole), "--device", "cpu", "-q").returncode == 0
+    assert papara(*REFERENCE, "-r", *reads, "--outdir", str(whole), "--device", "cpu", "--quiet").returncode == 0
     for k in range(2):
         (tmp_path / f"shard{k}").mkdir()
         result = papara(*REFERENCE, "-r", *reads, "--outdir", str(tmp_path / f"shard{k}"), "--shard", f"{k}/2",
-                        "--device", "cpu", "-q")
+                        "--device", "cpu", "--quiet")
         assert result.returncode == 0, result.stderr
     for name in ("S1.h5", "S2.h5"):
         merged = tmp_path / f"merged-{name}"

@@ -28,7 +28,7 @@ from papara_py.errors import InputError
 from papara_py.io.checksums import attributes_crc32
 from papara_py.phylo.profiles import ProfileBuilder
 
-FAST = ["--device", "cpu", "-j", "1", "-q"]
+FAST = ["--device", "cpu", "-j", "1", "--quiet"]
 
 
 @pytest.fixture(autouse=True)

@@ -203,7 +203,7 @@ def test_sbatch_array_job_merges_to_the_single_machine_run(slurm, tmp_path, monk
     job = submit.stdout.strip().split(";")[0]
 
     # the single-machine run, while the array job runs
-    assert main([*inputs_args(inputs), "-o", str(single), "--device", "cpu", "-j", "1", "-q"]) == 0
+    assert main([*inputs_args(inputs), "-o", str(single), "--device", "cpu", "-j", "1", "--quiet"]) == 0
 
     deadline = time.monotonic() + JOB_TIMEOUT
     while slurm.query(["squeue", "-h", "-j", job, "-o", "%i %T"]).strip():

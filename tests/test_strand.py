@@ -193,7 +193,7 @@ def test_plan_scores_undecided_reads_twice_and_picks_the_better_best_score():
 def align_file(reads_path: Path, output: Path, strand: str, data: Path = EXAMPLE, tree: str = "tree.nwk",
                alignment: str = "ref.phy", **options) -> dict[str, np.ndarray]:
     run(RunConfig(tree=str(data / tree), alignment=str(data / alignment), reads=str(reads_path),
-                  output=str(output), threads=options.pop("threads", 1), device="cpu", quiet=True,
+                  output=str(output), threads=options.pop("threads", 1), device="cpu",
                   strand=strand, **options))
     with RunFile(output) as handle:
         result = {name: handle.column(name) for name in ("best_edge", "score", "start", "strand", "cigar",

@@ -67,16 +67,24 @@ def test_two_opencl_devices_share_the_work_and_agree_with_the_reference():
 
 
 def test_gpus_option_parses_numbers():
-    from papara_py.cli import OptionError, build_parser
+    from papara_py.cli import build_parser
+    from papara_py.errors import OptionError
+    from papara_py.run.options import option_values
 
-    parse = build_parser(raising=True).parse_args
+    parse = build_parser().parse_args
     base = ["-t", "t", "-s", "s", "-r", "r"]
     assert parse(base).gpus is None
     assert parse(base + ["--gpus", "all"]).gpus is None
     assert parse(base + ["--gpus", "1,0"]).gpus == (1, 0)
+    assert option_values({"gpus": [1, 0]}, "align")["gpus"] == option_values({"gpus": "1,0"}, "align")["gpus"] == (1, 0)
     for bad in ("x", "-1", "0,0", ""):
-        with pytest.raises(OptionError, match="--gpus"):
+        with pytest.raises(SystemExit):
             parse(base + ["--gpus", bad])
+        with pytest.raises(OptionError, match="gpus: must be"):
+            option_values({"gpus": bad}, "align")
+    for bad in ([0, 0], [-1], [], True, 1.5):
+        with pytest.raises(OptionError, match="gpus: must be"):
+            option_values({"gpus": bad}, "align")
 
 
 def test_gpus_chooses_among_the_usable_gpus(opencl_device, monkeypatch):
@@ -88,14 +96,14 @@ def test_gpus_chooses_among_the_usable_gpus(opencl_device, monkeypatch):
 
     monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device, opencl_device])
     config = RunConfig(tree="t", alignment="s", reads="r", output="o", device="gpu", gpus=(1,))
-    use_cpu, scorers, unusable = resolve_scorers(config, Reporter(True, False))
+    use_cpu, scorers, unusable = resolve_scorers(config, Reporter())
     assert not use_cpu and [s.name.split(":")[0] for s in scorers] == ["gpu-1"] and unusable == {}
     _, both, _ = resolve_scorers(RunConfig(tree="t", alignment="s", reads="r", output="o", device="hybrid"),
-                              Reporter(True, False))
+                              Reporter())
     assert [s.name.split(":")[0] for s in both] == ["gpu-0", "gpu-1"]
     with pytest.raises(InputError, match="there is no GPU 2: 2 usable"):
         resolve_scorers(RunConfig(tree="t", alignment="s", reads="r", output="o", device="gpu", gpus=(2,)),
-                        Reporter(True, False))
+                        Reporter())
 
 
 def test_auto_keeps_a_run_too_small_for_a_gpu_on_the_cpu(opencl_device, monkeypatch, tmp_path):
@@ -113,7 +121,7 @@ def test_auto_keeps_a_run_too_small_for_a_gpu_on_the_cpu(opencl_device, monkeypa
     def auto_run(name: str) -> dict:
         out = tmp_path / name
         run(RunConfig(tree=str(example / "tree.nwk"), alignment=str(example / "ref.phy"),
-                      reads=str(example / "reads.fa"), output=str(out), device="auto", threads=2, quiet=True))
+                      reads=str(example / "reads.fa"), output=str(out), device="auto", threads=2))
         with RunFile(out) as handle:
             return handle.record
 

@@ -54,7 +54,7 @@ def test_export_and_report_load_only_what_they_use(tmp_path):
     from papara_py.api import align
 
     align(*(str(EXAMPLE / n) for n in ("tree.nwk", "ref.phy", "reads.fa")), output=tmp_path / "run.h5",
-          device="cpu", quiet=True, threads=1)
+          device="cpu", threads=1)
     status, loaded = _loaded_after(["export", str(tmp_path / "run.h5"), "--format", "fasta", "-o",
                                     str(tmp_path / "run.fasta")])
     assert status == 0 and loaded == {"h5py"}, loaded
@@ -140,18 +140,15 @@ def test_warm_up_command(tmp_path):
     assert not list(tmp_path.iterdir())  # its runs went to a temporary folder, removed
 
 
-def test_quiet_silences_the_notices():
-    from papara_py.cli import _log_to_stderr
+def test_quiet_silences_the_notices(capsys):
+    from papara_py.run.log import messages_on_stderr
 
     logger = logging.getLogger("papara_py")
-    level = logger.level
-    try:
-        _log_to_stderr(["-q", "-t", "x"])
-        assert logger.level == logging.WARNING
-        _log_to_stderr(["-t", "x"])
-        assert logger.level == logging.INFO
-        assert sum(getattr(h, "papara_cli", False) for h in logger.handlers) == 1
-    finally:
-        logger.setLevel(level)
-        for handler in [h for h in logger.handlers if getattr(h, "papara_cli", False)]:
-            logger.removeHandler(handler)
+    handlers, level = list(logger.handlers), logger.level
+    with messages_on_stderr(quiet=True):
+        logger.info("compiling kernels for this CPU")
+    with messages_on_stderr():
+        logger.info("a notice")
+        logger.debug("a detail")
+    assert capsys.readouterr().err == "papara-py: a notice\n"
+    assert logger.handlers == handlers and logger.level == level  # the block leaves logging as it was

@@ -142,6 +142,8 @@ def open_prepared(path: str, edge_tree: EdgeTree, n_columns: int, checksums: dic
     with handle:
         try:
             return _checked_profiles(handle, path, edge_tree, n_columns, checksums, alphabet)
+        except InputError:  # a ValueError too: its own message, not "damaged"
+            raise
         except (OSError, KeyError, ValueError, TypeError, AttributeError, RuntimeError) as exc:
             raise InputError(path, f"the prepared profiles are damaged ({type(exc).__name__}: {exc}); run "
                                    f"`papara-py prepare` again") from None

@@ -6,6 +6,7 @@
 - `guided`: `GuidedSearch` (`--search guided`), rounds of the engine over edge subsets that find
   each read's best edges from a fraction of the edges.
 - `consumers`: the CPU and GPU scorers as the scheduler sees them.
+- `limits`: the bounds and defaults the options state (`MAX_LANES`, `INITIAL_CLUSTERS`), importing nothing.
 - `candidates`: `Candidates`, each read's K best (score, edge) pairs, merged deterministically.
 - `strand`: the read orientation of `--strand auto|both|forward` (which orientations a batch is
   scored in, and the better one kept).

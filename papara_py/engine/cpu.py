@@ -66,6 +66,7 @@ from numba.core import cgutils
 from numba.core import config as numba_config
 from numba.extending import intrinsic
 
+from papara_py.engine.limits import MAX_LANES
 from papara_py.errors import InputError
 from papara_py.model.column_costs import ColumnCosts, kernel_costs
 from papara_py.model.params import ScoringParams
@@ -85,11 +86,7 @@ _CARRY_ROWS = 4
 #: vectoriser gives up (0.2 GCUPS); 16 lanes vectorise on every target tried (SSE4.2 5.6,
 #: AVX2 11.4, AVX-512 18 GCUPS per thread), so narrower blocks are padded to 16.
 _MIN_LANE_GROUP = 16
-#: Most lanes (edges per block) a run may ask for (--lanes, PAPARA_LANES). Each CPU worker keeps
-#: (MAX_STRIP + 5) x W x 6 bytes of DP buffers on its thread's stack (int16 and int32 frames): at
-#: W = 680 that passed the usual 8 MiB and crashed, at 1000 numba refused to compile. 256 lanes
-#: take 3.2 MB; the native widths are 8 to 32.
-MAX_LANES = 256
+#: MAX_LANES (engine/limits.py): most lanes (edges per block) a run may ask for.
 
 
 def native_lane_width() -> int:

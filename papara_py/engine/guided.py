@@ -31,13 +31,12 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from papara_py.engine.candidates import Candidates
+from papara_py.engine.limits import INITIAL_CLUSTERS
 from papara_py.engine.scheduler import ConsumerStats, Engine, ReadBatch
 from papara_py.phylo.clusters import cluster_edges
 from papara_py.phylo.tree import EdgeTree
 
-#: Clusters each read is scored in after the centres (`--guided-clusters`): BENCHMARKS.md,
-#: "Guided search", measures agreement and cells against it.
-INITIAL_CLUSTERS = 16
+#: INITIAL_CLUSTERS (engine/limits.py): clusters each read is scored in after the centres.
 
 
 @dataclass(frozen=True)

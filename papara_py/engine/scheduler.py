@@ -53,9 +53,9 @@ retries are counted in the consumer's stats, which the run record holds.
 from __future__ import annotations
 
 import itertools
+import logging
 import queue as stdlib_queue
 import random
-import sys
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -69,6 +69,8 @@ from papara_py.engine.layout import Block, block_count, make_block
 from papara_py.engine.queue import Divider, WorkItem, WorkQueue
 from papara_py.model.column_terms import NO_COLUMN_TERMS, ColumnTerms
 from papara_py.model.params import ScoringParams
+
+_log = logging.getLogger(__name__)  # the run's messages (run/log.py)
 
 
 @dataclass(frozen=True)
@@ -316,11 +318,11 @@ class Engine:
     def _report_faults(self) -> None:
         for record in self._gpu_stats:
             if record.error:
-                print(f"papara-py: GPU consumer {record.name} failed ({record.error}); its blocks were "
-                      f"returned to the queue and finished by the CPU workers", file=sys.stderr)
+                _log.warning(f"GPU consumer {record.name} failed ({record.error}); its blocks were returned to the "
+                             f"queue and finished by the CPU workers")
             elif record.retries:
-                print(f"papara-py: GPU consumer {record.name} ran out of device memory {record.retries} "
-                      f"time(s) and went on after a back-off", file=sys.stderr)
+                _log.info(f"GPU consumer {record.name} ran out of device memory {record.retries} time(s) and went "
+                          f"on after a back-off")
 
     # -- the master ------------------------------------------------------------------------
 

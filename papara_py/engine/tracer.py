@@ -5,10 +5,13 @@ runner as its `GpuDecoder`.
 """
 from __future__ import annotations
 
+import logging
 import threading
 
 #: Batches decoded at once per GPU (run/stages.BatchStages); on the CPU one, which uses every thread.
 GPU_TRACING_THREADS = 2
+
+_log = logging.getLogger(__name__)  # the run's messages (run/log.py)
 
 
 class Tracer:
@@ -22,11 +25,10 @@ class Tracer:
     decoding for the rest of the run, with a notice (the CPU takes over when none is left).
     Either way the results are the same as the CPU's."""
 
-    def __init__(self, devices: list, reporter) -> None:
+    def __init__(self, devices: list) -> None:
         from papara_py.engine.gpu_posterior import GpuPosterior
 
         self.gpus = [GpuPosterior(device) for device in devices]
-        self.reporter = reporter  # the run's notices: anything with `notice` and `detail` (run/log.Reporter)
         self._in_hand = [0] * len(self.gpus)
         self._given = [0] * len(self.gpus)
         self._live = [True] * len(self.gpus)
@@ -64,16 +66,16 @@ class Tracer:
         try:
             done = getattr(self.gpus[chosen], method)(*args, **options)
         except ValueError as error:
-            self.reporter.detail(f"{what} of a batch on the CPU: {error}")
+            _log.debug(f"{what} of a batch on the CPU: {error}")
             done = None
         except Exception as error:  # noqa: BLE001 - any OpenCL fault: the CPU gives the same results
             with self._lock:
                 self._live[chosen] = False
                 others = any(self._live)
             lines = str(error).strip().splitlines()
-            self.reporter.notice(f"the GPU {what} failed ({type(error).__name__}: {lines[-1] if lines else ''}); "
-                                 + (f"{doing} the remaining reads on the other GPUs" if others
-                                    else f"{doing} the remaining reads on the CPU"))
+            _log.info(f"the GPU {what} failed ({type(error).__name__}: {lines[-1] if lines else ''}); "
+                      + (f"{doing} the remaining reads on the other GPUs" if others
+                         else f"{doing} the remaining reads on the CPU"))
             done = None
         with self._lock:
             self._in_hand[chosen] -= 1

@@ -18,7 +18,7 @@ read; /reads/sequence holds the read as given in the input, so its inserted resi
 from its reverse complement for "-" reads (`oriented_sequence`).
 
 Reads without an alignment (status other than "aligned") have no row to export; they are
-counted in a notice on stderr, never dropped silently.
+counted in a notice (logging; the command line shows it on stderr), never dropped silently.
 
 Every export holds each name once and reads back as an alignment (`export`): an alignment taxon
 that is not in the tree appears once, as the read it was aligned as; names with whitespace (from
@@ -29,9 +29,9 @@ strict PHYLIP's 10-character names) are written with '_' and the renaming listed
 from __future__ import annotations
 
 import io
+import logging
 import os
 import re
-import sys
 from pathlib import Path
 from typing import IO, Iterator
 
@@ -45,6 +45,8 @@ from papara_py.io.paths import read_columns
 from papara_py.io.reads import STATUS_ALIGNED
 from papara_py.io.run_file import RunFile
 from papara_py.phylo.encoding import reverse_complement
+
+_log = logging.getLogger(__name__)
 
 GAP = ord("-")
 
@@ -141,15 +143,14 @@ def _write_renaming(output: str, renamed: dict[str, str], fmt: str) -> None:
     with atomic_path(names_file(output)) as tmp:
         tmp.write_text("exported\toriginal\n" + "".join(f"{new}\t{old}\n" for old, new in renamed.items()),
                        encoding="utf-8")
-    print(f"papara-py: {len(renamed)} names hold whitespace, which {fmt} cannot carry; they are written "
-          f"with '_' instead, the renaming listed in {names_file(output)}", file=sys.stderr)
+    _log.info(f"{len(renamed)} names hold whitespace, which {fmt} cannot carry; they are written with '_' "
+              f"instead, the renaming listed in {names_file(output)}")
 
 
 def _notice_skipped(skipped: int, output: str) -> None:
-    """Reads without an alignment are never dropped silently: they are counted on stderr."""
+    """Reads without an alignment are never dropped silently: they are counted in a notice."""
     if skipped:
-        print(f"papara-py: {skipped} reads without an alignment (status other than \"aligned\") "
-              f"are not in {output}", file=sys.stderr)
+        _log.info(f"{skipped} reads without an alignment (status other than \"aligned\") are not in {output}")
 
 
 def export_epa_pair(run_path: str, directory: str) -> tuple[str, str]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import errno
 import itertools
+import logging
 import os
 import re
 import shutil
@@ -59,8 +60,9 @@ Notice = Callable[[str], None]
 _DESCRIPTOR_NAMES = ("/dev/stdout", "/dev/stderr", "/dev/stdin")
 
 
-def _stderr_notice(message: str) -> None:
-    print(f"papara-py: {message}", file=sys.stderr)
+def log_notice(message: str) -> None:
+    """A notice of the output policy, through logging (the command line shows it on stderr)."""
+    logging.getLogger(__name__).info(message)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -153,7 +155,7 @@ def clash(path: str | os.PathLike, other: str | os.PathLike) -> str | None:
 
 
 def check_output(path: str, inputs: Iterable[tuple[str, str | None]] = (), *, option: str = "-o",
-                 allow_stdout: bool = False, notice: Notice | None = _stderr_notice, role: str | None = None,
+                 allow_stdout: bool = False, notice: Notice | None = log_notice, role: str | None = None,
                  directory_made: bool = False) -> None:
     """Refuse (InputError) an output that cannot or must not be written, before any work.
 
@@ -197,7 +199,7 @@ def check_output(path: str, inputs: Iterable[tuple[str, str | None]] = (), *, op
         clear_stale_of(path, notice)
 
 
-def clear_stale_of(path: str, notice: Notice = _stderr_notice) -> None:
+def clear_stale_of(path: str, notice: Notice = log_notice) -> None:
     """`clear_stale` for output `path`, wherever its temporaries are made (`atomic_path`)."""
     if path == STDOUT:
         return
@@ -247,7 +249,7 @@ def stale_temporaries(path: str | os.PathLike) -> list[tuple[Path, int, str | No
     return found
 
 
-def clear_stale(path: str | os.PathLike, notice: Notice = _stderr_notice) -> None:
+def clear_stale(path: str | os.PathLike, notice: Notice = log_notice) -> None:
     """Remove the temporaries that killed runs on this host left for `path`; name the others."""
     for file, pid, host in stale_temporaries(path):
         local = host is None or host == _HOST
@@ -298,7 +300,10 @@ def as_output_error(target: str, error: BaseException, direct: bool = False,
     """An OutputError for `target` (`what` it is: "the log file") if `error` is a write fault, else
     None (a bug or an input error).
 
-    A broken pipe on standard output is not one: the CLI ends quietly then (`| head`)."""
+    A broken pipe on standard output is not one: the CLI ends quietly then (`| head`). An
+    OutputError (an OSError) raised inside is itself."""
+    if isinstance(error, OutputError):
+        return error
     if target == STDOUT and isinstance(error, BrokenPipeError):
         return None
     if isinstance(error, (OSError, RuntimeError)) and fault_errno(error) in WRITE_FAULTS:

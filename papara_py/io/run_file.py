@@ -199,8 +199,11 @@ class RunFile:
         billions, and reading them never ended) or unreadable values make the file damaged."""
         try:
             count = obj.id.get_num_attrs() if hasattr(obj.id, "get_num_attrs") else len(obj.attrs)
-            if count > MAX_ATTRIBUTES:
-                raise self.damaged(f"{what} claim {count} attributes (papara-py writes a few dozen)")
+        except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
+            raise self.damaged(f"{what} cannot be read ({error})") from None
+        if count > MAX_ATTRIBUTES:
+            raise self.damaged(f"{what} claim {count} attributes (papara-py writes a few dozen)")
+        try:
             return {key: decode_attribute(obj.attrs[key]) for key in list(obj.attrs.keys())[:MAX_ATTRIBUTES]}
         except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
             raise self.damaged(f"{what} cannot be read ({error})") from None

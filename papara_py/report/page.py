@@ -544,7 +544,7 @@ _TIMINGS = (("input", "reading the tree and the alignment"),
             ("strand", "deciding each read's strand"),
             ("scoring", "scoring every read against the edges"),
             ("run_scoring", "scoring, the run's engine until this sample's last batch"),
-            ("traceback", "tracing back the alignments"),
+            ("traceback", "decoding the alignments (the posterior step)"),
             ("output", "writing the run file"),
             ("merge", "merging the shards"))
 
@@ -557,11 +557,7 @@ _PARAMETERS = (("preset", "preset the penalties equal", "--preset"),
                ("gap_extend", "gap extension in the read", "--gap-extend"),
                ("insertion", "residue between reference columns", "--insertion"),
                ("column_weight", "column profile cost weight", "--column-weight"),
-               ("vote_window", "vote window", "--vote-window"),
-               ("nearest_bonus", "nearest-sequence bonus", "--nearest-bonus"),
-               ("band_margin", "band margin", "--band-margin"),
-               ("location_check", "location check", "--location-check"),
-               ("second_model", "second model's column weight", "--second-model"))
+               ("temperature", "posterior decoding's temperature (0: Viterbi traceback)", "--temperature"))
 
 
 def _count(value: object) -> str:
@@ -590,13 +586,7 @@ def _traceback(traced: object) -> str:
         return _plain(traced)
     batches = traced.get("batches") or {}
     parts = [f"on {traced.get('device', '?')}",
-             "batches: " + ", ".join(f"{n:,} on {where}" for where, n in batches.items() if n) if batches else "",
-             f"{traced.get('alignments', 0):,} alignments traced back"]
-    moved = [(traced.get(key, 0), what) for key, what in
-             (("voted", "took their columns by vote"), ("nearest", "traced again with the nearest bonus"),
-              ("relocated", "moved by the location check"), ("second", "took the second model's alignment"),
-              ("profile", "took the reference profile's alignment")) if traced.get(key)]
-    parts += [f"{n:,} reads {what}" for n, what in moved]
+             "batches: " + ", ".join(f"{n:,} on {where}" for where, n in batches.items() if n) if batches else ""]
     return "; ".join(p for p in parts if p)
 
 
@@ -621,7 +611,7 @@ _RUN_ROWS = (("alphabet", "alphabet", _plain),
              ("cells", "DP cells computed", lambda v: f"{_count(v)} cells"),
              ("gcups", "scoring speed", _gpcu),
              ("gpu_device_seconds", "GPU device time (--gpu-profile)", _plain),
-             ("traceback", "traceback", _traceback),
+             ("traceback", "posterior step", _traceback),
              ("sample", "sample of a run of several", _plain),
              ("shard", "shard of an array job", _plain),
              ("n_shards", "shards merged", _count),

@@ -13,7 +13,10 @@ engine; it composes neither.
 - `writers`: a stretch's and a batch's rows, a sample's run file committed.
 - `samples`: several reads files in one run: their run file names (`--outdir`), and each
   sample's state on its way through the stages.
-- `log`: `Reporter` (notices on stderr, progress bars) and `RunLog` (`--log FILE`).
+- `options`: the main job's options, one table for the command line and the Python API, and
+  `run_config` (the checks before any work, then the RunConfig).
+- `log`: the run's messages through `logging` (logger "papara_py"): `Reporter`, `RunLog`
+  (`--log FILE`) and the command line's stderr handler (`messages_on_stderr`).
 
 Layer: imports every lower layer (`errors`, `phylo`, `io`, `model`, `engine`, `cluster`).
 """

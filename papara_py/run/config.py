@@ -7,13 +7,15 @@ from dataclasses import dataclass, field, replace
 from papara_py.cluster.shards import Shard
 from papara_py.engine.guided import GuidedOptions
 from papara_py.engine.scheduler import EngineOptions
+from papara_py.engine.strand import check_mode
 from papara_py.model.params import PenaltyChoice, ScoringParams
 from papara_py.run.samples import Sample
 
 
 @dataclass
 class RunConfig:
-    """Everything the main job needs; the CLI fills it from the command line."""
+    """Everything the main job needs; the CLI and the Python API fill it from their options
+    (run/options.run_config). Its messages go to the logging logger "papara_py" (run/log.py)."""
 
     tree: str
     alignment: str
@@ -37,14 +39,16 @@ class RunConfig:
     traceback: str = "auto"  # auto: the posterior step on the run's GPUs where it has any (engine/tracer.py) | cpu
     lanes: int | None = None
     batch_reads: int = 12_500
-    quiet: bool = False
-    verbose: bool = False
+    progress: bool = False  # progress bars on stderr (the command line's; the library prints nothing)
     command_line: str = ""
     engine_options: EngineOptions | None = None
     shard: Shard | None = None  # align only this slice of the reads (papara_py/cluster/shards.py)
     profiles: str | None = None  # edge profiles from `papara-py prepare` (papara_py/cluster/prepared.py)
     #: the reads files after `reads` (-r A B C --outdir DIR), each into a run file of its own (samples.py)
     more_samples: tuple[Sample, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_mode(self.strand)  # a strand mode that is none: refused before any work
 
     @property
     def samples(self) -> list[Sample]:

@@ -115,7 +115,7 @@ def choose_devices(config: RunConfig, reporter: Reporter, inputs: Inputs) -> Fut
         # each GPU keeps a core for its feeder threads (the paper's hybrid: 3 CPU workers + 1 GPU
         # thread on 4 cores); gpu-only runs start CPU workers only if every GPU fails
         options = config.engine_options or EngineOptions(cpu_workers=max(1, config.threads - len(gpu_scorers)))
-        tracer = (Tracer([scorer.gpu.device for scorer in gpu_scorers], reporter)
+        tracer = (Tracer([scorer.gpu.device for scorer in gpu_scorers])
                   if gpu_scorers and config.traceback == "auto" else None)
         width = config.lanes or default_lane_width()
         reporter.detail(f"{width} lanes, device {config.device}")

@@ -17,7 +17,6 @@ import time
 
 from papara_py import __version__
 from papara_py.engine.candidates import load_merges
-from papara_py.engine.strand import check_mode
 from papara_py.model.decode import warm_up
 from papara_py.engine.compile_watch import watch_compiles
 from papara_py.run.config import RunConfig, RunSummary
@@ -39,7 +38,7 @@ def run(config: RunConfig) -> list[RunSummary]:
     several samples: none but those of the samples complete before it failed, which are kept and
     named in a notice). Returns each sample's summary, in order."""
     log = RunLog(config.log)
-    reporter = Reporter(config.quiet, config.verbose, log)
+    reporter = Reporter(config.progress, log)
     reporter.record(f"papara-py {__version__}: {config.command_line or 'papara_py.run.runner.run'}")
     reporter.record(f"threads: {config.threads} ({config.threads_source})")
     switch = sys.getswitchinterval()
@@ -52,7 +51,7 @@ def run(config: RunConfig) -> list[RunSummary]:
         log.check()
         return summaries
     except BaseException as error:  # the log says how the run ended, whatever ended it
-        log.write("ERROR", f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+        log.error(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
         kept = [sample.config.output for sample in samples if sample.complete]
         for sample in samples:
             sample.abandon(error)
@@ -71,7 +70,6 @@ def run(config: RunConfig) -> list[RunSummary]:
 def _run(config: RunConfig, reporter: Reporter, samples: list[SampleRun]) -> list[RunSummary]:
     """The main job as its stages; `timings` collects each stage's seconds for the run record
     (the first sample's: the stages before the scoring are the run's, done once)."""
-    check_mode(config.strand)
     timings: dict[str, float] = {}  # the first sample's (samples.py)
     started = time.perf_counter()
     # numba's JIT starts while the inputs are read, not on a consumer thread (engine/candidates.py, model/decode.py)

@@ -68,10 +68,13 @@ def _align_example(example: Path, output: Path) -> None:
     """The example in `example` aligned as `papara-py -t tree.nwk -s ref.phy -r reads.fa` would,
     on the CPU (one thread: the kernels are the same for any count), quietly, into `output`."""
     from papara_py.run.config import RunConfig
+    from papara_py.run.log import silenced
     from papara_py.run.runner import run
 
-    run(RunConfig(tree=str(example / "tree.nwk"), alignment=str(example / "ref.phy"), reads=str(example / "reads.fa"),
-                  output=str(output), device="cpu", quiet=True, command_line="papara-py warm-up"))
+    with silenced():  # the run's own notices ("200 of 200 reads aligned"): not the warm-up's
+        run(RunConfig(tree=str(example / "tree.nwk"), alignment=str(example / "ref.phy"),
+                      reads=str(example / "reads.fa"), output=str(output), device="cpu",
+                      command_line="papara-py warm-up"))
 
 
 def _wide_lanes(alignment_path: Path) -> None:
