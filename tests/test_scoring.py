@@ -140,6 +140,18 @@ def test_place_read_drops_insertions_and_fills_gaps():
     assert row.tobytes() == b"--A-GT--"
 
 
+def test_alignment_forms_of_reads_with_no_residue_placed():
+    """A path may insert every residue (Eq. 1 allows it where insertions are free): its CIGAR holds
+    each residue once, its row no residue, and its columns read back as all inserted, next to a
+    read that is placed (an extra I op once ran past the batch's last residue)."""
+    columns = np.array([-1, -1, -1, 1, -1], np.int32)
+    offsets = np.array([0, 3, 5], np.int64)
+    starts, cigars, rows = alignment_forms(columns, offsets, np.frombuffer(b"ACGTA", np.uint8), 4)
+    assert cigars == ["3I", "1M1I"] and starts.tolist() == [0, 1]
+    assert rows.tobytes() == b"----" + b"-T--"
+    assert residue_columns(starts, cigars, offsets).tolist() == columns.tolist()
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(cases(), min_size=1, max_size=6), st.integers(0, 2 ** 32 - 1))
 def test_batched_traceback_equals_one_read_at_a_time(batch, seed):

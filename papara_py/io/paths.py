@@ -140,9 +140,10 @@ def path_ops(columns, ops):
         ops[count] = OP_M
         count += 1
         previous = j
-    for _ in range(n - 1 - previous):
-        ops[count] = OP_I
-        count += 1
+    if previous >= 0:  # none placed: every residue is already an I op above
+        for _ in range(n - 1 - previous):
+            ops[count] = OP_I
+            count += 1
     return start, count
 
 
