@@ -351,11 +351,9 @@ def main() -> int:
                    help="table --suite protein, pooled: rank by the worst margin then the mean; first by how many "
                         "margins are >= 0 (sets at or above the peer); or by the worst over the margins some point "
                         "brings to >= 0 (see `pooled`)")
-    p.add_argument("--points", help="explicit points m,c,o,e,i[,near[,weight[,window[,bonus[,margin[,check[,"
-                                    "second]]]]]]];... (near: near_mismatch, default m; weight: the column profile "
-                                    "cost's, default 0; window: the vote window, bonus: the nearest bonus, margin: "
-                                    "the band margin, check: the location check, second: the second model's column "
-                                    "weight, each default 0; instead of --stage)")
+    p.add_argument("--points", help="explicit points m,c,o,e,i[,near[,weight[,T]]];... (near: near_mismatch, "
+                                    "default m; weight: the column profile cost's, default 0; T: the posterior "
+                                    "step's temperature, default 0, the Viterbi traceback; instead of --stage)")
     p.add_argument("--peer", choices=["mafft", "better"], default="mafft",
                    help="table --suite protein: the pooled ranking's margin over MAFFT, or over the better of MAFFT "
                         "and hmmalign on each set and validation row")

@@ -53,12 +53,12 @@ class Preset:
 #: The presets. Each value is a tuned number a run of that preset depends on (docs/accuracy.md
 #: counts them and says which data sets fitted them).
 PRESETS: dict[str, Preset] = {preset.name: preset for preset in (
-    Preset("weighted", 5, 10, 4, 4, 12, 2, 0.0, 2.0,
+    Preset("weighted", 5, 10, 4, 4, 12, 2, 0.0, 0.75,
            "the DNA default: penalties from the leave-taxa-out study with near states, temperature fitted "
            "on the DNA study sets (docs/accuracy.md)"),
-    Preset("protein", 3, 6, 5, 3, 16, 2, 1.0, 2.0,
-           "the protein default: penalties and column weight from the protein study, temperature fitted "
-           "on the protein study sets (docs/accuracy.md)"),
+    Preset("protein", 3, 6, 5, 4, 16, 2, 1.0, 1.25,
+           "the protein default: penalties, column weight and temperature fitted on the protein study "
+           "sets (docs/accuracy.md)"),
     Preset("paper", 3, 3, 3, 1, 3, 3, 0.0, 0.0,
            "the 2012 paper's Equation 1 and its Viterbi traceback, bit for bit"),
 )}

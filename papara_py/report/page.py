@@ -60,6 +60,7 @@ class RunView:
     candidate_edge: np.ndarray   # int32 [Q, K]
     candidate_score: np.ndarray  # int32 [Q, K]
     occupancy: np.ndarray        # float64 [m], share of reference rows with a residue there
+    pp_counts: np.ndarray        # int64 [11], residues per PP code "0".."9", "*" (all 0: no posteriors)
 
     @property
     def aligned(self) -> np.ndarray:
@@ -120,8 +121,10 @@ def load_run(path: str | os.PathLike) -> RunView:
     with RunFile(path) as run:
         length = np.zeros(run.n_reads, dtype=np.int64)
         step = 1 << 16  # strings: a bounded number at a time
+        pp_counts = np.zeros(len(PP_CODES), dtype=np.int64)
         for start in range(0, len(length), step):
             length[start:start + step] = [len(s) for s in run.column("sequence", slice(start, start + step))]
+            pp_counts += pp_histogram(run.column("pp", slice(start, start + step)))
         filled = np.zeros(run.n_columns, dtype=np.int64)
         for block in run.row_blocks("reference/alignment"):
             filled += np.count_nonzero(~IS_GAP[block], axis=0)
@@ -138,7 +141,20 @@ def load_run(path: str | os.PathLike) -> RunView:
             candidate_edge=run.column("candidates/edge"),
             candidate_score=run.column("candidates/score"),
             occupancy=filled / max(1, run.n_reference),
+            pp_counts=pp_counts,
         )
+
+
+#: hmmalign's posterior probability codes, in order (DESIGN 5, /reads/pp).
+PP_CODES = "0123456789*"
+_PP_INDEX = np.full(256, -1, dtype=np.int64)
+_PP_INDEX[np.frombuffer(PP_CODES.encode(), np.uint8)] = np.arange(len(PP_CODES))
+
+
+def pp_histogram(pp: np.ndarray) -> np.ndarray:
+    """int64 [11]: how many residues carry each PP code in the strings `pp` (one per read)."""
+    codes = _PP_INDEX[np.frombuffer("".join(pp).encode("ascii"), np.uint8)]
+    return np.bincount(codes[codes >= 0], minlength=len(PP_CODES))
 
 
 @dataclass
@@ -416,6 +432,7 @@ def _html(run: RunView, tree: NumberedTree, edge_reads: np.ndarray, outlier_read
     parts += _tree_section(tree, edge_reads, outlier_reads, hidden, figures["tree"])
     parts += _coverage_section(figures["coverage"])
     parts += _score_section(run, outliers, figures["scores"])
+    parts += _posterior_section(run.pp_counts, run.parameters.get("temperature"))
     parts += _confidence_section(confidence, figures.get("confidence"))
     parts += _record_section(run)
     parts.append("</body></html>")
@@ -491,6 +508,26 @@ def _score_section(run: RunView, outliers: Outliers, figure: bytes) -> list[str]
     else:
         parts.append("<h3>Outliers: none</h3>")
     return parts
+
+
+def _posterior_section(pp_counts: np.ndarray, temperature: object) -> list[str]:
+    """How sure the residues' columns are: the PP codes' distribution (hmmalign's convention)."""
+    head = "<h2>How sure is each residue's column?</h2>"
+    total = int(pp_counts.sum())
+    if not total:
+        return [head, f"<p>This run has no posterior probabilities (temperature {_e(temperature)}: the "
+                      "Viterbi traceback of the best branch, as the paper's Eq. 1 preset runs it).</p>"]
+    labels = ["below 0.05"] + [f"{d / 10:.1f} ± 0.05" for d in range(1, 10)] + ["0.95 and above"]
+    rows = [[code, label, f"{int(n):,}", _percent(n, total)] for code, label, n in zip(PP_CODES, labels, pp_counts)]
+    expected = float(np.dot(pp_counts, [0.0, *(d / 10 for d in range(1, 10)), 0.975]) / total)
+    return [head,
+            "<p>Each aligned residue's posterior probability (PP): the share of the model's alignments, "
+            "pooled over the read's candidate branches by their weights, that put the residue where "
+            "papara-py put it (DESIGN.md section 5; <code>/reads/pp</code>, and <code>#=GR name PP</code> "
+            "in the Stockholm export, coded as hmmalign codes it). Low values mark residues whose column "
+            "is uncertain: near indels, in variable regions, or in reads that fit the reference badly. "
+            f"{total:,} residues; their PP codes average about {expected:.2f}.</p>",
+            _table(["PP code", "posterior probability", "residues", "share"], rows, {2, 3})]
 
 
 def _confidence_section(confidence: PlacementConfidence | None, figure: bytes | None) -> list[str]:

@@ -257,10 +257,9 @@ def main_options() -> tuple[Option, ...]:
         Option("lanes", f"edges per block, 1 to {MAX_LANES} (default: the CPU's int16 vector width, or PAPARA_LANES)",
                ENGINE, kind="int", low=1, high=MAX_LANES,
                why=" (each CPU worker keeps a lane-wide DP strip on its stack)", metavar="LANES"),
-        Option("candidates", "best K branches kept per read, whose alignments the posterior step pools and weighs "
-                             "(DESIGN.md 5), for placement tools; at most the tree's edge count "
-                             "(default: %(default)s)", ENGINE, kind="int", low=1, high=MAX_COUNT, default=5,
-               metavar="K", common=True),
+        Option("candidates", "best K branches per read, whose alignments the posterior step pools by weight "
+                             "(DESIGN.md 5); at most the tree's edge count (default: %(default)s)", ENGINE, kind="int",
+               low=1, high=MAX_COUNT, default=5, metavar="K", common=True),
         Option("search", "exhaustive scores every read against every edge (the reference); guided scores each read "
                          "against the central edges of clusters of the tree, then inside the best clusters, widening "
                          "until its best edges are surrounded by scored edges: exact DP on a few percent of the edges "
