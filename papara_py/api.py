@@ -64,6 +64,8 @@ class ReadResult:
     sequence: str                           # the read as given in the input
     aligned: str                            # the oriented read in reference columns, insertions left out
     candidates: tuple[tuple[int, int], ...]  # (edge, score) of the best K edges, best first
+    weights: tuple[float, ...]              # each candidate's posterior weight (DESIGN 5), in that order
+    pp: str                                 # each residue's posterior probability, hmmalign's 0-9,* code ("" at T = 0)
 
 
 class Run:
@@ -95,15 +97,12 @@ class Run:
 
     @property
     def parameters(self) -> dict:
-        """The scoring parameters the run used (mismatch, cgap, gap_open, gap_extend, insertion,
-        near_mismatch, column_weight, vote_window, nearest_bonus, band_margin, location_check,
-        second_model, and the preset they equal); runs written before near states were added have no
-        near_mismatch, which was then always the mismatch penalty, runs written before the column
-        profile cost no column_weight, which was then 0, runs written before the column votes
-        (0.5.0) no vote_window, runs written before the nearest bonus (0.6.0) no nearest_bonus, runs
-        written before the band margin (0.8.0) no band_margin, runs written before the location
-        check (0.9.0) no location_check, and runs written before the second model (0.10.0) no
-        second_model, all five then 0."""
+        """The model's parameters the run used (mismatch, cgap, gap_open, gap_extend, insertion,
+        near_mismatch, column_weight, temperature, and the preset they equal); runs written before
+        near states have no near_mismatch (then the mismatch penalty), before the column profile
+        cost no column_weight (then 0), before the posterior decoding (0.12.0) no temperature (then
+        0: the Viterbi traceback), and between 0.5.0 and 0.11.0 the traceback settings of their
+        time (vote_window, nearest_bonus, band_margin, location_check, second_model)."""
         return dict(self.record.get("parameters") or {})
 
     def close(self) -> None:
@@ -176,7 +175,7 @@ class Run:
             aligned_ids = np.flatnonzero(run.column("status") == STATUS_ALIGNED)
             _, rows = extended_rows(run, aligned_ids)
             records = [SeqRecord(Seq(row.decode("ascii")), id=name, description="")
-                       for i, (name, row) in enumerate(rows) if reference or i >= run.n_reference]
+                       for i, (name, row, _) in enumerate(rows) if reference or i >= run.n_reference]
         return MultipleSeqAlignment(records)
 
     def reference_alignment(self):
@@ -230,6 +229,7 @@ def _chunk_results(run: RunFile, rows: slice) -> Iterator[ReadResult]:
     edge, score, start = run.column("best_edge", rows), run.column("score", rows), run.column("start", rows)
     cigar, strand, sequence = run.column("cigar", rows), run.column("strand", rows), run.column("sequence", rows)
     cand_edge, cand_score = run.column("candidates/edge", rows), run.column("candidates/score", rows)
+    cand_weight, pp = run.column("candidates/weight", rows), run.column("pp", rows)
     aligned_ids = np.flatnonzero(status == STATUS_ALIGNED)
     aligned_rows = dict(zip(aligned_ids.tolist(), run.aligned_rows(aligned_ids + rows.start)))
     for i in range(len(names)):
@@ -239,7 +239,8 @@ def _chunk_results(run: RunFile, rows: slice) -> Iterator[ReadResult]:
             edge=int(edge[i]) if ok else None, score=int(score[i]) if ok else None,
             start=int(start[i]) if ok else None, cigar=cigar[i], strand=strand[i], sequence=sequence[i],
             aligned=aligned_rows[i].tobytes().decode("ascii") if ok else "",
-            candidates=tuple((int(e), int(s)) for e, s in zip(cand_edge[i], cand_score[i]) if e >= 0))
+            candidates=tuple((int(e), int(s)) for e, s in zip(cand_edge[i], cand_score[i]) if e >= 0),
+            weights=tuple(float(w) for e, w in zip(cand_edge[i], cand_weight[i]) if e >= 0), pp=pp[i])
 
 
 def open_run(path: str | os.PathLike) -> Run:

@@ -48,7 +48,7 @@ PHYLIP/FASTA alignment, an EPA-ng query file or a jplace placement file.
 
 _COMMANDS_TEXT = """\
 commands (papara-py COMMAND --help explains each):
-  export RUN.h5 --format phylip|fasta|epa|jplace -o FILE   the run as an alignment or placements
+  export RUN.h5 --format phylip|fasta|stockholm|epa|jplace -o FILE   the run as an alignment or placements
   devices                                                  the OpenCL devices papara-py sees
   prepare -t TREE -s REF -o PROFILES.h5                    edge profiles once, for every shard (--profiles)
   merge SHARD.h5... -o RUN.h5                              shards of an array job -> one run file
@@ -145,12 +145,13 @@ def _check_roles(command: str, outputs: dict, inputs: dict) -> None:
 def _export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", metavar="RUN.h5", help="the run file to export (written by papara-py, "
                                                       "papara-py merge or papara_py.align)")
-    parser.add_argument("--format", choices=["phylip", "fasta", "epa", "jplace"], required=True,
+    parser.add_argument("--format", choices=["phylip", "fasta", "stockholm", "epa", "jplace"], required=True,
                         help="phylip or fasta: the extended alignment, the reference rows then every aligned read, "
-                             "with insertion columns added where reads insert residues (PaPaRa's output); epa: the "
-                             "aligned reads alone in reference columns, insertions left out (EPA-ng's query file: "
-                             "--outdir writes it with its reference); jplace: each aligned read's candidate "
-                             "branches as placements (jplace version 3, weights from the scores)")
+                             "with insertion columns added where reads insert residues (PaPaRa's output); "
+                             "stockholm: the same with each read's posterior probabilities as hmmalign writes them "
+                             "(#=GR PP lines); epa: the aligned reads alone in reference columns, insertions left "
+                             "out (EPA-ng's query file: --outdir writes it with its reference); jplace: each aligned "
+                             "read's candidate branches as placements (jplace version 3, weights from the posterior)")
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("-o", "--output", metavar="FILE",
                        help="the exported alignment or placements, written atomically; `-` writes it to "
@@ -271,9 +272,10 @@ _Command = tuple[str, str, Callable[[argparse.ArgumentParser], None],
                  Callable[[argparse.Namespace, argparse.ArgumentParser, list[str]], int]]
 #: name -> (its line in the commands list, its description, its arguments, what it runs)
 COMMANDS: dict[str, _Command] = {
-    "export": ("the run as an alignment (PHYLIP, FASTA), EPA-ng queries or jplace placements",
-               "Write a run's alignment as PHYLIP/FASTA (reference + reads, insertion columns added) or as "
-               "EPA-ng query FASTA, or its candidate branches as jplace (version 3) placements.",
+    "export": ("the run as an alignment (PHYLIP, FASTA, Stockholm), EPA-ng queries or jplace placements",
+               "Write a run's alignment as PHYLIP/FASTA/Stockholm (reference + reads, insertion columns added; "
+               "Stockholm with each read's posterior probabilities) or as EPA-ng query FASTA, or its candidate "
+               "branches as jplace (version 3) placements.",
                _export_arguments, _export),
     "devices": ("the OpenCL devices papara-py sees", "List the OpenCL platforms and devices papara-py sees, "
                 "numbered as --gpus takes them.", _devices_arguments, _devices),

@@ -229,18 +229,15 @@ def protein_refs(data_dir: Path, sources: dict[str, str], ml: bool) -> None:
 
 
 def parse_point(text: str) -> tuple:
-    """A point m,c,o,e,i[,near[,weight[,window[,bonus[,margin[,check[,second]]]]]]]: integer
-    penalties, the column weight (a number), then the vote window, the nearest bonus, the band
-    margin and the location check (integers, DESIGN 5) and the second model's column weight (a
-    number; each 0, off, where not given): `ScoringParams`' fields in order. ValueError for more
-    values."""
-    from papara_py.model.params import PRESETS
+    """A point m,c,o,e,i[,near[,weight[,temperature]]]: integer penalties, the column weight and
+    the temperature (numbers; 0 where not given): `ScoringParams`' fields in order. ValueError for
+    more values."""
+    from papara_py.model.params import PARAMETER_NAMES
 
-    values, fields = text.split(","), len(PRESETS["protein"])
+    values, fields = text.split(","), len(PARAMETER_NAMES)
     if len(values) > fields:
         raise ValueError(f"a point has at most {fields} values, got {text!r}")
-    return (*(int(x) for x in values[:6]), *(float(x) for x in values[6:7]), *(int(x) for x in values[7:11]),
-            *(float(x) for x in values[11:]))
+    return (*(int(x) for x in values[:6]), *(float(x) for x in values[6:]))
 
 
 def grid(stage: str) -> list[tuple[int, int, int, int, int]]:
@@ -354,11 +351,9 @@ def main() -> int:
                    help="table --suite protein, pooled: rank by the worst margin then the mean; first by how many "
                         "margins are >= 0 (sets at or above the peer); or by the worst over the margins some point "
                         "brings to >= 0 (see `pooled`)")
-    p.add_argument("--points", help="explicit points m,c,o,e,i[,near[,weight[,window[,bonus[,margin[,check[,"
-                                    "second]]]]]]];... (near: near_mismatch, default m; weight: the column profile "
-                                    "cost's, default 0; window: the vote window, bonus: the nearest bonus, margin: "
-                                    "the band margin, check: the location check, second: the second model's column "
-                                    "weight, each default 0; instead of --stage)")
+    p.add_argument("--points", help="explicit points m,c,o,e,i[,near[,weight[,T]]];... (near: near_mismatch, "
+                                    "default m; weight: the column profile cost's, default 0; T: the posterior "
+                                    "step's temperature, default 0, the Viterbi traceback; instead of --stage)")
     p.add_argument("--peer", choices=["mafft", "better"], default="mafft",
                    help="table --suite protein: the pooled ranking's margin over MAFFT, or over the better of MAFFT "
                         "and hmmalign on each set and validation row")

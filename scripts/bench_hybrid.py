@@ -24,7 +24,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-COMPARED = ["status", "best_edge", "score", "start", "cigar", "strand", "candidates/edge", "candidates/score"]
+COMPARED = ["status", "best_edge", "score", "start", "cigar", "strand", "pp", "candidates/edge", "candidates/score",
+            "candidates/weight"]
 
 
 #: Runs the main job as its only child and reports that child's peak RSS (KiB) on its last stderr line.

@@ -6,12 +6,8 @@ Elements are DNA's (4 states, CGAP bit 4, near-state field in bits 5-7) unless `
 given (20 states ARNDCQEGHILKMFPSTWYV, CGAP bit 20, near states from BLOSUM62 itself), with
 the columns' family residues (`family`, one state set per column) among the near states, and
 optionally the column profile cost of DESIGN 4 computed from the reference rows themselves
-(`column_rows`, `column_weight`) and the traceback's nearest-sequence bonus of DESIGN 5
-(`nearest_rows`, `nearest_bonus`: a protein read residue of one amino acid that is the letter
-of one of those rows in the column costs the bonus less there, and a read gap opens free in a
-column where one of them has a gap character) and band margin (`band_margin`, `excursion`: cells
-up to that many offsets outside the band, a step from inside the band to outside it costing the
-excursion, and the boundary row beyond the band's right edge the excursion too).
+(`column_rows`, `column_weight`); `literal_align` is DESIGN 5's Viterbi traceback (temperature 0)
+spelled out on the same cells.
 """
 
 from __future__ import annotations
@@ -76,16 +72,6 @@ def literal_column_cost(column_rows: list[str], weight: float, i: int, b: int) -
     return min(costs)
 
 
-def literal_bonus(nearest_rows: list[str] | None, bonus: int, i: int, b: int) -> int:
-    """The nearest-sequence bonus of DESIGN 5 spelled out: `bonus` where read code b is exactly
-    one amino acid and one nearest row's letter in column i (either case; U reads as C, O as K:
-    DESIGN 2) is that amino acid."""
-    if not nearest_rows or b & (b - 1) or not b or b >= 1 << 20:
-        return 0
-    letters = {amino_acid(row[i]) for row in nearest_rows}
-    return bonus if PROTEIN_LETTERS[b.bit_length() - 1] in letters else 0
-
-
 def literal_score(read: list[int], profile: list[int], mismatch: int, cgap: int, gap_open: int,
                   gap_extend: int, insertion: int, near_mismatch: int | None = None, protein: bool = False,
                   family: list[int] | None = None, column_rows: list[str] | None = None,
@@ -97,11 +83,9 @@ def literal_score(read: list[int], profile: list[int], mismatch: int, cgap: int,
 def literal_cells(read: list[int], profile: list[int], mismatch: int, cgap: int, gap_open: int,
                   gap_extend: int, insertion: int, near_mismatch: int | None = None, protein: bool = False,
                   family: list[int] | None = None, column_rows: list[str] | None = None,
-                  column_weight: float = 0.0, nearest_rows: list[str] | None = None, nearest_bonus: int = 0,
-                  band_margin: int = 0, excursion: int = 0):
-    """(score, S, D, s, d, mm_cg, oe, leave): the score, the cell dictionaries, the boundary-aware
-    accessors, the per-cell M_ij + CG_i (+ X_ij, less the nearest bonus), per-column OE_i and the
-    excursion cost of a step between two offsets, for `literal_align`."""
+                  column_weight: float = 0.0):
+    """(score, S, D, s, d, mm_cg, oe): the score, the cell dictionaries, the boundary-aware
+    accessors, the per-cell M_ij + CG_i (+ X_ij) and per-column OE_i, for `literal_align`."""
     n, m = len(read), len(profile)
     assert 0 < n < m
     gap_bit = cgap_bit(protein)
@@ -111,23 +95,15 @@ def literal_cells(read: list[int], profile: list[int], mismatch: int, cgap: int,
     def in_band(i: int, j: int) -> bool:  # DESIGN 4's band
         return j <= i <= j + m - n
 
-    def in_frame(i: int, j: int) -> bool:  # the band widened by the margin, real columns only
-        return 0 <= i < m and j - band_margin <= i <= j + m - n + band_margin
-
-    def leave(k_from: int, k_to: int) -> int:  # a step from offset k_from to k_to (k = i - j)
-        return excursion if 0 <= k_from <= m - n and not 0 <= k_to <= m - n else 0
-
     def s(i: int, j: int) -> float:
         if j == -1:
-            if -1 <= i <= m - n - 1:
-                return 0
-            return excursion if m - n - 1 < i <= m - n - 1 + band_margin else math.inf
-        if not in_frame(i, j):
+            return 0 if -1 <= i <= m - n - 1 else math.inf
+        if not in_band(i, j):
             return math.inf
         return S[i, j]
 
     def d(i: int, j: int) -> float:
-        if not in_frame(i, j):
+        if not in_band(i, j):
             return math.inf
         return D[i, j]
 
@@ -136,42 +112,36 @@ def literal_cells(read: list[int], profile: list[int], mismatch: int, cgap: int,
         column_family = family[i] if family else 0
         column_cost = literal_column_cost(column_rows, column_weight, i, read[j]) if column_weight else 0
         return (literal_mismatch(a, read[j], mismatch, near_mismatch, protein, column_family)
-                + (cgap if a & gap_bit else 0) + column_cost - literal_bonus(nearest_rows, nearest_bonus, i, read[j]))
+                + (cgap if a & gap_bit else 0) + column_cost)
 
     def oe(i: int) -> int:
-        nearest_gap = any(row[i] in "-.?" for row in nearest_rows or ())
-        return 0 if profile[i] & gap_bit or nearest_gap else gap_open + gap_extend
+        return 0 if profile[i] & gap_bit else gap_open + gap_extend
 
     for j in range(n):
-        for i in range(max(0, j - band_margin), min(m, j + m - n + band_margin + 1)):
-            k = i - j
+        for i in range(j, j + m - n + 1):
             e = 0 if profile[i] & gap_bit else gap_extend
-            ins = s(i, j - 1) + insertion + leave(k + 1, k)
-            D[i, j] = min(s(i - 1, j) + oe(i), d(i - 1, j) + e) + leave(k - 1, k)
-            S[i, j] = min(s(i - 1, j - 1) + mm_cg(i, j), D[i, j], ins)
-    assert band_margin or all(in_band(i, j) for i, j in S)
+            D[i, j] = min(s(i - 1, j) + oe(i), d(i - 1, j) + e)
+            S[i, j] = min(s(i - 1, j - 1) + mm_cg(i, j), D[i, j], s(i, j - 1) + insertion)
     score = min(value for (i, j), value in S.items() if j == n - 1)
-    return score, S, D, s, d, mm_cg, oe, leave
+    return score, S, D, s, d, mm_cg, oe
 
 
 def literal_align(read: list[int], profile: list[int], *penalties, protein: bool = False,
                   family: list[int] | None = None, column_rows: list[str] | None = None,
-                  column_weight: float = 0.0, nearest_rows: list[str] | None = None,
-                  nearest_bonus: int = 0, band_margin: int = 0, excursion: int = 0) -> tuple[float, int, str]:
+                  column_weight: float = 0.0) -> tuple[float, int, str]:
     """(score, start column, CIGAR) by DESIGN 5 spelled out on `literal_cells`: the smallest end
     column reaching the score; walking back, the diagonal before D before I; inside D, an
     opening before an extension."""
     n = len(read)
-    score, S, D, s, _, mm_cg, oe, leave = literal_cells(
+    score, S, D, s, _, mm_cg, oe = literal_cells(
         read, profile, *penalties, protein=protein, family=family, column_rows=column_rows,
-        column_weight=column_weight, nearest_rows=nearest_rows, nearest_bonus=nearest_bonus,
-        band_margin=band_margin, excursion=excursion)
+        column_weight=column_weight)
     i = min(i for (i, j), value in S.items() if j == n - 1 and value == score)
     j, ops, in_d = n - 1, [], False
     while j >= 0:
         if in_d:
             ops.append("D")
-            in_d = D[i, j] != s(i - 1, j) + oe(i) + leave(i - 1 - j, i - j)
+            in_d = D[i, j] != s(i - 1, j) + oe(i)
             i -= 1
         elif S[i, j] == s(i - 1, j - 1) + mm_cg(i, j):
             ops.append("M")

@@ -6,6 +6,7 @@ import logging
 import re
 import subprocess
 import sys
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import dendropy
@@ -20,7 +21,8 @@ from papara_py.errors import InputError, OptionError
 from papara_py.io.export import oriented_sequence
 from papara_py.io.inputs import read_alignment
 from papara_py.io.run_file import RunFile
-from papara_py.model.paths import place_read
+from papara_py.io.paths import place_read
+from papara_py.model.params import DEFAULT_PRESET, PRESETS, ScoringParams
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
 TREE, REF, READS = EXAMPLE / "tree.nwk", EXAMPLE / "ref.phy", EXAMPLE / "reads.fa"
@@ -116,13 +118,10 @@ def test_options_are_the_clis(tmp_path):
     run = papara_py.align(TREE, REF, READS, output=tmp_path / "r.h5", gap_open=2, mismatch=2, **OPTIONS)
     # the default preset's values (weighted: 5/10/4/4/12, near 2) where no single penalty is given,
     # as the CLI; near_mismatch stays at or below the mismatch given
-    assert run.parameters == {"mismatch": 2, "cgap": 10, "gap_open": 2, "gap_extend": 4, "insertion": 12,
-                              "near_mismatch": 2, "column_weight": 0.0, "vote_window": 0, "nearest_bonus": 0,
-                              "band_margin": 0, "location_check": 0, "second_model": 0.0, "preset": None}
+    default = ScoringParams.preset(DEFAULT_PRESET)
+    assert run.parameters == asdict(replace(default, mismatch=2, gap_open=2, near_mismatch=min(2, default.near_mismatch))) | {"preset": None}
     paper = papara_py.align(TREE, REF, READS, output=tmp_path / "p.h5", preset="paper", **OPTIONS)
-    assert paper.parameters == {"mismatch": 3, "cgap": 3, "gap_open": 3, "gap_extend": 1, "insertion": 3,
-                                "near_mismatch": 3, "column_weight": 0.0, "vote_window": 0, "nearest_bonus": 0,
-                                "band_margin": 0, "location_check": 0, "second_model": 0.0, "preset": "paper"}
+    assert paper.parameters == PRESETS["paper"].values() | {"preset": "paper"}
     with pytest.raises(OptionError, match="lanes: must be an integer from 1 to 256"):
         papara_py.align(TREE, REF, READS, lanes=0)
     with pytest.raises(OptionError, match="'colour' is not an option"):

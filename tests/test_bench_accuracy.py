@@ -206,19 +206,18 @@ def test_dense_replicates_rebuild_the_study_sets_with_other_seeds(tmp_path):
 
 
 def test_a_study_point_names_every_scoring_field():
-    """A point of --points gives ScoringParams' fields in order, the band margin, the location
-    check and the second model included (the margin was once dropped silently); more values than
-    fields is an error."""
-    from papara_py.model.params import PRESETS, ScoringParams
+    """A point of --points gives ScoringParams' fields in order, the temperature included; more
+    values than fields is an error."""
+    from papara_py.model.params import PARAMETER_NAMES, ScoringParams
 
     study = load_script("accuracy_study")
-    point = study.parse_point("3,6,5,3,16,2,1.0,4,2,1,10,1.75")
-    assert point == PRESETS["protein"] and ScoringParams(*point) == ScoringParams.preset("protein")
-    assert ScoringParams(*study.parse_point("3,6,5,3,16,2,1.0,4,2,1,10")).second_model == 0
+    protein = ScoringParams.preset("protein")
+    point = study.parse_point(",".join(f"{getattr(protein, name):g}" for name in PARAMETER_NAMES))
+    assert ScoringParams(*point) == protein
     assert study.parse_point("3,6,5,3,16") == (3, 6, 5, 3, 16)
-    assert ScoringParams(*study.parse_point("3,6,5,3,16,2,1.0,4,2,1")).location_check == 0
-    with pytest.raises(ValueError, match="at most 12"):
-        study.parse_point("3,6,5,3,16,2,1.0,4,2,1,10,1.75,0")
+    assert ScoringParams(*study.parse_point("3,6,5,3,16,2,1.0")).temperature == 0
+    with pytest.raises(ValueError, match=f"at most {len(PARAMETER_NAMES)}"):
+        study.parse_point(",".join(["1"] * (len(PARAMETER_NAMES) + 1)))
 
 
 def test_nearest_identity_is_the_median_closest_taxon_over_shared_columns():
@@ -267,77 +266,3 @@ def random_protein_profiles(rng: np.random.Generator, n_edges: int, m: int) -> n
             if rng.random() < 0.2:
                 profiles[e, i] |= np.uint32(PROTEIN.cgap_bit)
     return profiles
-
-
-def test_the_prototype_scorers_are_eq1_where_they_vary_nothing():
-    """scripts/proto_gap_open.py's edge scorer and proto_band.py's full matrix (banded, margin 0)
-    with p's gap_open in every column give the reference scorer's scores on random protein
-    profiles; a cheaper opening in some columns lowers no score it should not (both agree)."""
-    from papara_py.model.params import ScoringParams
-    from papara_py.model.reference_scorer import profile_near, score_matrix_reference
-    from papara_py.phylo.encoding import PROTEIN
-
-    gap_open = load_script("proto_gap_open")
-    band = load_script("proto_band")
-    rng = np.random.default_rng(11)
-    m, n_edges = 40, 6
-    profiles = random_protein_profiles(rng, n_edges, m)
-    near = profile_near(profiles)
-    params = ScoringParams(6, 4, 8, 3, 12, near_mismatch=3)
-    p = params.as_array()
-    reads = [np.uint32(1) << rng.integers(0, 20, size=int(rng.integers(5, 30))).astype(np.uint32) for _ in range(12)]
-    expected = score_matrix_reference(reads, profiles, params)
-    eq1 = np.full(m, p[2], np.int64)
-    cheaper = np.where(rng.random(m) < 0.3, 1, p[2]).astype(np.int64)
-    for q, read in enumerate(reads):
-        scores = gap_open.edge_scores(read, profiles, near, PROTEIN.cgap_bit, PROTEIN.state_mask, p, eq1)
-        assert scores.tolist() == expected[q].tolist()
-        varied = gap_open.edge_scores(read, profiles, near, PROTEIN.cgap_bit, PROTEIN.state_mask, p, cheaper)
-        assert (varied <= scores).all()
-        for e in range(n_edges):
-            assert band.full_dp(read, profiles[e], near[e], PROTEIN.cgap_bit, PROTEIN.state_mask, p, 0, eq1)[0] \
-                == expected[q, e]
-            assert band.full_dp(read, profiles[e], near[e], PROTEIN.cgap_bit, PROTEIN.state_mask, p, 0, cheaper)[0] \
-                == varied[e]
-
-
-def test_the_choice_prefers_the_alignment_the_reference_columns_support():
-    """scripts/proto_choose.py: a read whose residues match the reference rows column for column
-    is kept in those columns over the same read shifted past a deletion, whichever run gave which;
-    where the runs agree the first is kept without scoring."""
-    choose = load_script("proto_choose")
-    rows = np.array([list(row.encode()) for row in
-                     ("MKVLAGHWEPRT", "MKVLSGHWEPRT", "MRVLAGHFEPKT", "MKILAGHWDPRT")], np.uint8)
-    read = "KVLAGHWE"
-    true = list(range(1, 9))
-    shifted = [1, 2, 3, 5, 6, 7, 8, 9]  # a deletion after the third residue, the rest one column right
-    assert choose.choose(rows, read, [true, shifted], 10.0) == 0
-    assert choose.choose(rows, read, [shifted, true], 10.0) == 1
-    assert choose.choose(rows, read, [shifted, shifted], 10.0) == 0
-    weights = choose.row_weights(rows, read, true, 10.0)
-    assert weights.sum() == pytest.approx(len(rows)) and weights[0] == weights.max()  # row 0 is identical
-    assert choose.profile_score(rows, weights, read, true) > choose.profile_score(rows, weights, read, shifted)
-
-
-def test_the_choice_between_identical_runs_is_the_run(capsys):
-    """scripts/proto_choose.py end to end on the bundled protein example: two runs with the same
-    penalties place every read alike, so the choice and the oracle are that run's accuracy."""
-    choose = load_script("proto_choose")
-    preset = "3,6,5,3,16,2,1.0,4,2,1,10"
-    choose.main([str(ROOT / "data" / "protein"), "--penalties", preset, "--penalties", preset])
-    line = json.loads(capsys.readouterr().out)
-    assert line["reads_differing"] == 0
-    assert line["runs"][0] == line["runs"][1] == line["chosen"] == line["oracle"]
-    assert 0.9 < line["chosen"] <= 1
-
-
-def test_the_profile_alignment_study_runs_on_the_protein_example(capsys):
-    """scripts/proto_profile_dp.py end to end on the bundled protein example: the oracle is at
-    least either alignment; a gate no alignment passes (none costs less than the best edge's
-    score) gives the choice's accuracy, and one every alignment passes the profile's."""
-    dp = load_script("proto_profile_dp")
-    dp.main([str(ROOT / "data" / "protein"), "--gates=-1/0,1e13/-1e13"])
-    line = json.loads(capsys.readouterr().out)
-    assert line["oracle"] >= max(line["choice"], line["profile"])
-    assert line["gate -1/0"] == line["choice"] and line["gate 1e+13/-1e+13"] == line["profile"]
-    assert line["profile"] != line["choice"] and 0.9 < line["profile"] <= 1

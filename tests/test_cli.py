@@ -108,7 +108,7 @@ def test_example_run_and_exports(tmp_path):
                     str(EXAMPLE / "reads.fa"), "-o", str(out), "--device", "cpu", "-j", "2")
     assert result.returncode == 0, result.stderr
     with h5py.File(out) as run:
-        assert run.attrs["format"] == "papara-py" and run.attrs["format_version"] == 2
+        assert run.attrs["format"] == "papara-py" and run.attrs["format_version"] == 3
         q = run["reads/names"].shape[0]
         m = run["reference/alignment"].shape[1]
         assert q == 200 and run["reads/aligned"].shape == (q, m)

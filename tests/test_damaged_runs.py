@@ -141,7 +141,7 @@ def test_every_command_refuses_a_damaged_run_file_in_one_paragraph(run_file, tmp
 # ---------------------------------------------------------------------------------------------
 # Property: any damage ends in a clean refusal or an export that reads back
 
-PER_READ = [name for name, _, _, rows in _LAYOUT if rows == "reads"]
+PER_READ = [entry[0] for entry in _LAYOUT if entry[3] == "reads"]
 texts = st.text(alphabet=st.sampled_from(list("0123456789MIDX+-ACGTNacgt \n\t\0é")), max_size=12)
 values = st.one_of(st.integers(-2**31, 2**31 - 1), texts)
 mutations = st.one_of(

@@ -24,15 +24,12 @@ from papara_py.io.export import export
 from papara_py.io.jplace import (
     FIELDS,
     edge_lengths,
-    like_weight_ratios,
     placement,
-    weight_scale,
 )
 from papara_py.report.tree_drawing import postorder, split_numbered_newick
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
 K = 3
-LN10 = math.log(10.0)
 
 
 def papara(*args: str) -> subprocess.CompletedProcess:
@@ -71,6 +68,7 @@ def run_data(example):
             "best_edge": run["reads/best_edge"][:],
             "edges": run["reads/candidates/edge"][:],
             "scores": run["reads/candidates/score"][:],
+            "weights": run["reads/candidates/weight"][:],
             "command_line": run.attrs["command_line"],
             "parameters": json.loads(run["run"].attrs["parameters"]),
         }
@@ -130,11 +128,13 @@ def test_rows_follow_the_fields_and_the_readers_rules(document, run_data):
             assert isinstance(row[column["parsimony"]], int)
 
 
-def test_placements_are_the_runs_candidates_with_weights_from_the_scores(document, run_data):
+def test_placements_are_the_runs_weighted_candidates(document, run_data):
+    """Each placement's rows are the run's candidates with a weight (DESIGN 5's posterior
+    weights), with their scores; like_weight_ratio = the stored weight, likelihood its log;
+    weight descending, then score, then edge; a read's weights sum to 1."""
     column = {name: i for i, name in enumerate(document["fields"])}
-    lam = LN10 / run_data["parameters"]["mismatch"]
     index = {name: q for q, name in enumerate(run_data["names"])}
-    ties = 0
+    shared = 0
     for pquery in document["placements"]:
         q = index[pquery["n"][0]]
         rows = pquery["p"]
@@ -142,27 +142,14 @@ def test_placements_are_the_runs_candidates_with_weights_from_the_scores(documen
         weights = [row[column["like_weight_ratio"]] for row in rows]
         scores = [row[column["parsimony"]] for row in rows]
         likelihoods = [row[column["likelihood"]] for row in rows]
-        used = run_data["edges"][q] >= 0
-        assert len(rows) == K == used.sum()
-        assert dict(zip(edges, scores)) == dict(zip(run_data["edges"][q][used].tolist(),
-                                                    run_data["scores"][q][used].tolist()))
-        assert edges[0] == run_data["best_edge"][q]
-        assert math.fsum(weights) == pytest.approx(1.0, abs=1e-12)
-        # weight descending, ties by edge number
-        assert [(-w, e) for w, e in zip(weights, edges)] == sorted((-w, e) for w, e in zip(weights, edges))
-        for i in range(len(rows)):
-            assert likelihoods[i] == pytest.approx(-lam * scores[i], rel=1e-12, abs=1e-12)
-            # one mismatch penalty more = ten times less weight
-            mismatch = run_data["parameters"]["mismatch"]
-            assert weights[i] / weights[0] == pytest.approx(10.0 ** (-(scores[i] - scores[0]) / mismatch),
-                                                            rel=1e-9)
-            for j in range(i):
-                if scores[i] == scores[j]:
-                    ties += 1
-                    assert weights[i] == weights[j]  # exactly equal, not just close
-                else:
-                    assert weights[i] < weights[j]
-    assert ties, "the example has reads whose candidates tie; the tie rule must be exercised"
+        stored = {int(e): (int(s), float(w)) for e, s, w in zip(run_data["edges"][q], run_data["scores"][q],
+                                                                run_data["weights"][q]) if e >= 0 and w > 0}
+        assert {e: (s, w) for e, s, w in zip(edges, scores, weights)} == stored
+        assert math.fsum(weights) == pytest.approx(1.0, abs=K * 2.0 ** -15)
+        assert [(-w, s, e) for w, s, e in zip(weights, scores, edges)] == sorted(zip([-w for w in weights], scores, edges))
+        assert likelihoods == pytest.approx([math.log(w) for w in weights], rel=1e-12)
+        shared += len(rows) > 1
+    assert shared, "the example has reads whose weight is shared by several candidates"
 
 
 def test_aligned_reads_only_in_input_order_with_a_notice(document, run_data, example):
@@ -199,39 +186,19 @@ def test_a_damaged_tree_fails_with_no_output(example, tmp_path):
 
 # -- the pieces, on hand-made input -------------------------------------------------------------
 
-def test_weight_function_on_hand_made_scores():
-    lam = weight_scale(3)
-    assert lam == pytest.approx(LN10 / 3)
-    # one mismatch (3) more = a tenth of the weight; ties share equally
-    assert like_weight_ratios(np.array([5, 5, 8]), lam) == pytest.approx([10 / 21, 10 / 21, 1 / 21], rel=1e-12)
-    assert like_weight_ratios(np.array([12]), lam).tolist() == [1.0]
-    # only differences count: huge scores neither underflow nor change the answer
-    assert like_weight_ratios(np.array([100000, 100006]), lam) == pytest.approx([100 / 101, 1 / 101], rel=1e-12)
-    weights = like_weight_ratios(np.array([7, 7, 7, 7, 7, 7, 7]), lam)
-    assert len(set(weights.tolist())) == 1 and math.fsum(weights) == pytest.approx(1.0, abs=1e-15)
-    # far-off candidates get (nearly) nothing, but the sum stays 1
-    weights = like_weight_ratios(np.array([0, 3000]), lam)
-    assert weights.tolist() == [1.0, 0.0]
-    # mismatch 1 (a stricter scale): one unit more = a tenth
-    assert like_weight_ratios(np.array([0, 1]), weight_scale(1)) == pytest.approx([10 / 11, 1 / 11], rel=1e-12)
-    # no usable mismatch in the run record: one score unit = a factor 10
-    for missing in (None, 0, "3", True):
-        assert weight_scale(missing) == pytest.approx(LN10)
-
-
 def test_placement_orders_rows_and_fills_the_fields():
     distal = np.array([0.5, 0.25, 0.125, 0.0])
-    lam = weight_scale(3)
-    pquery = placement("q", np.array([3, 2, 0, 1]), np.array([9, 6, 9, 6]), lam, distal)
+    weights = np.array([0.25, 0.25, 0.5, 0.0], np.float32)
+    pquery = placement("q", np.array([3, 2, 0, 1]), np.array([9, 6, 9, 6]), weights, distal)
     assert pquery["n"] == ["q"]
     rows = pquery["p"]
-    assert [r[0] for r in rows] == [1, 2, 0, 3]  # score ascending (weight descending), ties by edge
-    assert [r[5] for r in rows] == [6, 6, 9, 9]
-    assert [r[2] for r in rows] == pytest.approx([5 / 11, 5 / 11, 1 / 22, 1 / 22], rel=1e-12)
-    assert [r[3] for r in rows] == [0.25, 0.125, 0.5, 0.0]
-    assert [r[4] for r in rows] == [0.0] * 4
-    assert rows[0][1] == pytest.approx(-6 * lam) and rows[2][1] == pytest.approx(-9 * lam)
-    assert placement("z", np.array([2]), np.array([0]), lam, distal)["p"][0][1] == 0.0  # not -0.0
+    assert [r[0] for r in rows] == [0, 2, 3]  # weight descending, then score, then edge; weight 0 left out
+    assert [r[5] for r in rows] == [9, 6, 9]
+    assert [r[2] for r in rows] == [0.5, 0.25, 0.25]
+    assert [r[3] for r in rows] == [0.5, 0.125, 0.0]
+    assert [r[4] for r in rows] == [0.0] * 3
+    assert [r[1] for r in rows] == pytest.approx([math.log(0.5), math.log(0.25), math.log(0.25)])
+    assert placement("z", np.array([2]), np.array([0]), np.array([1.0]), distal)["p"][0][1] == 0.0
     json.dumps(pquery, allow_nan=False)  # plain JSON numbers only
 
 

@@ -1,124 +1,103 @@
-"""--preset: the named penalty sets, the default, and single penalties overriding a preset."""
+"""--preset: the named parameter sets, the defaults, and single parameters overriding a preset.
+
+Behaviour, not the presets' values (docs/accuracy.md chooses those): every preset resolves to
+parameters that name it back, a given parameter replaces the preset's and nothing else, the
+alphabet picks the default, and `paper` is the 2012 paper's Equation 1 with its Viterbi traceback.
+"""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
 from papara_py.cli import build_parser
-from papara_py.model.params import DEFAULT_PRESET, PRESETS, ScoringParams
+from papara_py.errors import InputError
+from papara_py.model.params import DEFAULT_PRESET, PARAMETER_NAMES, PRESETS, ScoringParams
+from papara_py.phylo.encoding import DNA, PROTEIN
 from papara_py.run.options import penalty_choice
 
 
 def _params(argv, default_preset=DEFAULT_PRESET):
-    """The penalties of these options for an alphabet whose default preset is `default_preset`."""
+    """The parameters of these options for an alphabet whose default preset is `default_preset`."""
     return penalty_choice(vars(build_parser().parse_args(["-t", "t", "-s", "s", "-r", "r", *argv]))).resolve(default_preset)
 
 
-def test_default_is_the_weighted_preset_of_the_accuracy_study():
-    assert DEFAULT_PRESET == "weighted"
-    assert PRESETS["weighted"] == (5, 10, 4, 4, 12, 2, 0.0, 0, 0, 0, 0, 0.0)
-    assert ScoringParams() == ScoringParams(5, 10, 4, 4, 12, near_mismatch=2) == _params([])
-    assert ScoringParams().preset_name() == "weighted" and ScoringParams().weighted
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_every_preset_resolves_to_parameters_that_name_it(name):
+    params = _params(["--preset", name])
+    assert params == ScoringParams.preset(name) and params.preset_name() == name
+    assert {field: getattr(params, field) for field in PARAMETER_NAMES} == PRESETS[name].values()
 
 
-def test_eq1_presets_have_no_cheaper_near_states():
-    """Every preset but weighted (DNA) and protein is Eq. 1 of the paper (near_mismatch = mismatch)."""
-    for name in PRESETS:
-        assert ScoringParams.preset(name).weighted == (name in ("weighted", "protein")), name
-    assert ScoringParams(3, 6, 2, 2, 7).near_mismatch == 3 and ScoringParams(3, 6, 2, 2, 7).preset_name() == "robust"
+def test_the_alphabets_pick_their_default_presets():
+    assert DNA.default_preset == DEFAULT_PRESET and PROTEIN.default_preset in PRESETS
+    assert _params([]) == ScoringParams() == ScoringParams.preset(DEFAULT_PRESET)
+    assert _params([], PROTEIN.default_preset) == ScoringParams.preset(PROTEIN.default_preset)
+    # a preset given applies to either alphabet
+    assert _params(["--preset", "paper"], PROTEIN.default_preset) == ScoringParams.preset("paper")
 
 
-def test_paper_preset_keeps_the_2012_values():
-    assert _params(["--preset", "paper"]) == ScoringParams(mismatch=3, cgap=3, gap_open=3, gap_extend=1, insertion=3)
-    assert ScoringParams.preset("paper").preset_name() == "paper"
+def test_the_defaults_decode_by_posterior_and_paper_is_equation_1():
+    """The default presets run the posterior step (T > 0) with near states; `paper` is Eq. 1 of
+    the 2012 paper (no near states, no column costs) with the Viterbi traceback (T = 0)."""
+    for name in (DEFAULT_PRESET, PROTEIN.default_preset):
+        assert ScoringParams.preset(name).temperature > 0 and ScoringParams.preset(name).weighted
+    paper = ScoringParams.preset("paper")
+    assert paper.values() == (3, 3, 3, 1, 3, 3)  # the paper's Table: mismatch, cgap, open, extend, insertion
+    assert not paper.weighted and paper.column_weight == 0 and paper.temperature == 0
+    assert ScoringParams.preset(DEFAULT_PRESET).column_weight == 0  # DNA has no substitution matrix
 
 
-def test_single_penalties_override_the_preset():
-    assert _params(["--preset", "paper", "--insertion", "5"]) == ScoringParams(3, 3, 3, 1, 5)
-    assert _params(["--preset", "robust", "--mismatch", "2"]) == ScoringParams(2, 6, 2, 2, 7)
-    assert _params(["--mismatch", "2"]).preset_name() is None
-    assert _params(["--near-mismatch", "1"]) == ScoringParams(5, 10, 4, 4, 12, near_mismatch=1)
-    assert _params(["--preset", "paper", "--near-mismatch", "1"]).weighted
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_each_parameter_given_replaces_the_presets_and_nothing_else(name):
+    base = ScoringParams.preset(name)
+    for flag, field, value in [("--cgap", "cgap", 11), ("--gap-open", "gap_open", 9), ("--gap-extend", "gap_extend", 8),
+                               ("--insertion", "insertion", 13), ("--temperature", "temperature", 1.5),
+                               ("--column-weight", "column_weight", 0.5)]:
+        got = _params(["--preset", name, flag, str(value)])
+        assert got == replace(base, **{field: value}), (name, flag)
+        assert got.preset_name() is None or got == base
+
+
+def test_penalties_written_as_the_papers_five_numbers_are_equation_1():
+    """ScoringParams with the penalties given: near_mismatch defaults to mismatch and the
+    temperature to 0, Eq. 1 with its Viterbi traceback; with nothing given, the default preset."""
+    params = ScoringParams(3, 6, 2, 2, 7)
+    assert params.near_mismatch == 3 and params.temperature == 0 and not params.weighted
+    assert ScoringParams(temperature=1.0) == replace(ScoringParams.preset(DEFAULT_PRESET), temperature=1.0)
 
 
 def test_mismatch_alone_keeps_eq1_presets_eq1_and_caps_near_states():
-    """--mismatch without --near-mismatch: an Eq. 1 preset stays Eq. 1; weighted keeps its near
-    penalty unless the new mismatch is smaller."""
-    assert _params(["--preset", "paper", "--mismatch", "5"]) == ScoringParams(5, 3, 3, 1, 3, near_mismatch=5)
-    assert _params(["--mismatch", "7"]).near_mismatch == 2
-    assert _params(["--mismatch", "1"]) == ScoringParams(1, 10, 4, 4, 12, near_mismatch=1)
+    """--mismatch without --near-mismatch: an Eq. 1 preset stays Eq. 1; a preset with near states
+    keeps its near penalty unless the new mismatch is smaller."""
+    paper = _params(["--preset", "paper", "--mismatch", "5"])
+    assert paper.mismatch == paper.near_mismatch == 5
+    near = ScoringParams.preset(DEFAULT_PRESET).near_mismatch
+    assert _params(["--mismatch", str(near + 5)]).near_mismatch == near
+    assert _params(["--mismatch", str(near - 1)]).near_mismatch == near - 1
+    assert _params(["--preset", "paper", "--near-mismatch", "1"]).weighted
 
 
 def test_near_mismatch_above_mismatch_is_refused():
-    from papara_py.errors import InputError
-
+    mismatch = ScoringParams.preset(DEFAULT_PRESET).mismatch
     with pytest.raises(InputError, match="may not exceed the mismatch"):
-        _params(["--near-mismatch", "6"])
+        _params(["--near-mismatch", str(mismatch + 1)])
     with pytest.raises(ValueError, match="may not exceed"):
         ScoringParams(3, 3, 3, 1, 3, near_mismatch=4)
 
 
-def test_unknown_preset_is_refused():
+@pytest.mark.parametrize("argv", [["--preset", "nope"], ["--temperature", "-1"], ["--temperature", "nan"],
+                                  ["--temperature", "101"], ["--temperature", "warm"], ["--column-weight", "10.5"],
+                                  ["--column-weight", "-1"], ["--mismatch", "-1"], ["--mismatch", "1001"]])
+def test_out_of_range_values_are_refused_by_the_parser(argv):
     with pytest.raises(SystemExit):
-        _params(["--preset", "nope"])
+        _params(argv)
+
+
+def test_out_of_range_values_are_refused_by_the_parameters():
     with pytest.raises(ValueError):
         ScoringParams.preset("nope")
-
-
-def test_protein_data_default_to_the_protein_preset_unless_a_preset_is_given():
-    """The protein study's choice (docs/ACCURACY.md, "Dense real protein references and the column
-    profile cost"): near states (similar or common in the column) cost 2 where other mismatches
-    cost 3, plus the column profile cost at weight 1, and columns voted over the edges within 4
-    of the best ("Votes over near-best edges"), traced again with a bonus of 2 towards the nearest
-    reference sequence ("The nearest reference sequence"), reads placed elsewhere altogether
-    moved onto their nearest sequence's columns ("The location check"), and each read's alignment
-    chosen between it and a second model's, every penalty doubled at column weight 1.75 ("A second
-    model and the choice between them"); a single penalty, weight, window, bonus, margin, check or
-    second model given replaces the preset's, and a DNA preset has none of them."""
-    from papara_py.phylo.encoding import PROTEIN
-
-    assert PROTEIN.default_preset == "protein" and PRESETS["protein"] == (3, 6, 5, 3, 16, 2, 1.0, 4, 2, 1, 10, 1.75)
-    assert _params([], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 1.0, 4, 2, 1, 10, 1.75)
-    assert _params(["--insertion", "4"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 4, 2, 1.0, 4, 2, 1, 10, 1.75)
-    assert _params(["--mismatch", "2"], PROTEIN.default_preset) == ScoringParams(2, 6, 5, 3, 16, 2, 1.0, 4, 2, 1, 10, 1.75)
-    assert _params(["--column-weight", "0.5"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 0.5, 4, 2, 1, 10, 1.75)
-    assert _params(["--column-weight", "0"], PROTEIN.default_preset).column_weight == 0
-    assert _params(["--vote-window", "0"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 1.0, 0, 2, 1, 10, 1.75)
-    assert _params(["--vote-window", "0"], PROTEIN.default_preset).preset_name() is None
-    assert _params(["--vote-window", "2"]).vote_window == 2 and ScoringParams().vote_window == 0
-    assert _params(["--nearest-bonus", "0"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 1.0, 4, 0, 1, 10, 1.75)
-    assert _params(["--nearest-bonus", "3"]).nearest_bonus == 3 and ScoringParams().nearest_bonus == 0
-    assert _params(["--band-margin", "0"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 1.0, 4, 2, 0, 10, 1.75)
-    assert _params(["--band-margin", "2"]).band_margin == 2 and ScoringParams().band_margin == 0
-    assert ScoringParams.preset("protein").excursion_cost == 16 + 5 + 3
-    assert _params(["--location-check", "0"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 1.0, 4, 2, 1, 0, 1.75)
-    assert _params(["--location-check", "25"]).location_check == 25 and ScoringParams().location_check == 0
-    assert _params(["--second-model", "0"], PROTEIN.default_preset) == ScoringParams(3, 6, 5, 3, 16, 2, 1.0, 4, 2, 1, 10)
-    assert _params(["--second-model", "1.5"]).second_model == 1.5 and ScoringParams().second_model == 0
-    assert _params(["--preset", "robust"], PROTEIN.default_preset) == ScoringParams(3, 6, 2, 2, 7)
-    assert _params([], PROTEIN.default_preset).weighted is True
-    assert _params([], PROTEIN.default_preset).preset_name() == "protein"
-    for text in ("-1", "10.5", "nan", "one"):
-        with pytest.raises(SystemExit):
-            _params(["--column-weight", text], PROTEIN.default_preset)
-    for text in ("-1", "2.5", "1001"):
-        with pytest.raises(SystemExit):
-            _params(["--vote-window", text], PROTEIN.default_preset)
-    for text in ("-1", "2.5", "1001"):
-        with pytest.raises(SystemExit):
-            _params(["--nearest-bonus", text], PROTEIN.default_preset)
-        with pytest.raises(SystemExit):
-            _params(["--band-margin", text], PROTEIN.default_preset)
-    for text in ("-1", "2.5", "101"):
-        with pytest.raises(SystemExit):
-            _params(["--location-check", text], PROTEIN.default_preset)
-    for text in ("-1", "10.5", "nan"):
-        with pytest.raises(SystemExit):
-            _params(["--second-model", text], PROTEIN.default_preset)
-    for window in (-1, 1.5, True, 1001):
-        with pytest.raises(ValueError, match="vote_window"):
-            ScoringParams(vote_window=window)
-        with pytest.raises(ValueError, match="nearest_bonus"):
-            ScoringParams(nearest_bonus=window)
-        with pytest.raises(ValueError, match="band_margin"):
-            ScoringParams(band_margin=window)
+    for value in (-0.5, 100.5, True, "2"):
+        with pytest.raises(ValueError, match="temperature"):
+            ScoringParams(temperature=value)

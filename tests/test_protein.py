@@ -6,7 +6,6 @@ against the reference scorer."""
 from __future__ import annotations
 
 import json
-import re
 from itertools import pairwise
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from papara_py.io.reads import ReadSet
 from papara_py.io.run_file import RunFile
 from papara_py.model.column_costs import column_costs
 from papara_py.model.family import column_family
-from papara_py.model.params import PENALTY_NAMES, PRESETS, ScoringParams
+from papara_py.model.params import PRESETS, ScoringParams
 from papara_py.model.reference_scorer import profile_near, score_matrix_reference
 from papara_py.model.traceback import align_many
 from papara_py.phylo.encoding import DNA, PROTEIN, detect_alphabet, near_states
@@ -48,9 +47,7 @@ def test_the_run_records_the_alphabet_the_protein_preset_and_forward_reads(prote
         assert run.alphabet is PROTEIN and run.record["alphabet"] == "protein"
         assert run.record["near_states"] == ("similarity: 46 substitution pairs; column family residues: at least "
                                              "10% of the column")
-        names = (*PENALTY_NAMES, "column_weight", "vote_window", "nearest_bonus", "band_margin", "location_check",
-                 "second_model")
-        assert run.record["parameters"] == dict(zip(names, PRESETS["protein"])) | {"preset": "protein"}
+        assert run.record["parameters"] == PRESETS["protein"].values() | {"preset": "protein"}
         assert run.record["strand"] == "forward" and set(run.column("strand")) == {"+"}
         assert (run.column("status") == "aligned").all() and run.n_reads == 120
         # the aligned rows hold the reads' own letters in reference columns
@@ -345,8 +342,8 @@ def test_hybrid_engine_on_protein_profiles_matches_the_reference(opencl_device):
     np.testing.assert_array_equal(result.candidates.score, want_score)
     np.testing.assert_array_equal(result.candidates.edge, want_edge)
     assert any(c.name.startswith("gpu") and c.blocks for c in result.consumers)
-    scores, *_ = align_many(codes, reads.residues, offsets, np.arange(len(raw)),
-                            profiles[want_edge[:, 0]], params, family, costs=costs)
+    scores, _ = align_many(codes, offsets, np.arange(len(raw)), profiles[want_edge[:, 0]], params, family,
+                           costs=costs)
     np.testing.assert_array_equal(scores, want_score[:, 0])
 
 
@@ -368,32 +365,6 @@ def test_the_python_api_takes_protein_sequences_in_memory():
     off.close()
     with pytest.raises(InputError, match="no reverse strand"):
         papara_py.align(str(PROTEIN_DATA / "tree.nwk"), alignment, reads, strand="both")
-
-
-@pytest.mark.parametrize("bonus", [0, 2])
-def test_the_band_margin_lets_a_read_delete_then_insert_at_the_end_and_keeps_the_engines_score(bonus):
-    """A read of data/protein's last 60 columns of r0023 (its two gaps, one more residue deleted
-    and a W inserted further on) ends at the last column with three deletions before an
-    insertion: outside DESIGN 4's band. With the preset's band margin its alignment takes them
-    (D ... I), without it it cannot; /reads/score is the engine's best score either way (the
-    margin's path costs less than the band's best, which is not what a run reports)."""
-    import papara_py
-
-    names, rows = _reference()
-    alignment = {name: bytes(row).decode() for name, row in zip(names, rows)}
-    tail = bytes(rows[names.index("r0023")][-60:]).decode()
-    read = (tail[:20] + tail[21:50] + "W" + tail[50:]).replace("-", "")
-    runs = {margin: papara_py.align(str(PROTEIN_DATA / "tree.nwk"), alignment, {"r": read}, device="cpu",
-                                    threads=1, nearest_bonus=bonus, band_margin=margin)
-            for margin in (0, 1)}
-    (plain,), (wide,) = list(runs[0]), list(runs[1])
-    assert runs[1].parameters["band_margin"] == 1 and runs[0].parameters["band_margin"] == 0
-    assert (wide.score, wide.edge) == (plain.score, plain.edge)
-    ops = "".join(op * int(count) for count, op in re.findall(r"(\d+)([MDI])", wide.cigar))
-    assert ops.endswith("M") and "I" in ops and ops.rindex("D") < ops.rindex("I")
-    assert "I" not in plain.cigar and wide.start + ops.count("M") + ops.count("D") == rows.shape[1]
-    for run in runs.values():
-        run.close()
 
 
 def _reference() -> tuple[list[str], np.ndarray]:

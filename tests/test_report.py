@@ -294,7 +294,9 @@ def synthetic_run(path: Path, n_tips: int, n_reads: int, columns: int, rng: np.r
                                "best_edge": best, "score": cand_score[:, 0], "start": start,
                                "cigar": ["100M"] * n_reads, "strand": ["+"] * n_reads,
                                "sequence": ["A" * 100] * n_reads, "aligned": aligned,
-                               "candidates/edge": candidates, "candidates/score": cand_score})
+                               "pp": ["9" * 100] * n_reads, "candidates/edge": candidates,
+                               "candidates/score": cand_score,
+                               "candidates/weight": np.full((n_reads, k), 1 / k, np.float32)})
         writer.write_run_record({"parameters": {"mismatch": 3}, "device": "cpu", "gcups": 1.0})
 
 
@@ -352,7 +354,7 @@ def test_run_record_is_labelled_rows_with_units_in_order(example_run):
     assert what["reads by strand"].startswith("200 as given (+), 0 reverse-complemented")
     assert what["device asked for (--device)"] == "cpu" and what["CPU lanes: edges per block"].isdigit()
     assert what["scoring speed"].endswith("GCUPS (10⁹ DP cells a second, while scoring)")
-    assert what["traceback"].startswith("on cpu; batches: 1 on cpu; 200 alignments traced back")
+    assert what["posterior step"].startswith("on cpu; batches: 1 on cpu")
     engine = labels[labels.index("what"):labels.index("stage")]
     assert len(engine) == len(set(engine))  # no two rows called alike ("device choice" twice, before)
     parameters = {row[0]: row[1:] for row in rows if len(row) == 3 and row[2].startswith("--")}
@@ -360,7 +362,7 @@ def test_run_record_is_labelled_rows_with_units_in_order(example_run):
     stages = [row[0] for row in rows[labels.index("stage") + 1:] if row[1].endswith(" s")]
     expected = ["reading the tree and the alignment", "parsing the reads", "waiting for the reads",
                 "waiting for numba's kernels", "edge profiles", "waiting for the GPUs", "building the blocks",
-                "deciding each read's strand", "scoring every read", "tracing back", "writing the run file",
+                "deciding each read's strand", "scoring every read", "decoding the alignments", "writing the run file",
                 "total"]
     assert [next(i for i, stage in enumerate(stages) if stage.startswith(e)) for e in expected] == \
         list(range(len(expected)))
@@ -376,3 +378,24 @@ def test_a_small_run_reports_in_a_few_seconds(example_run):
     started = time.process_time()
     build_report(example_run)
     assert time.process_time() - started < 5
+
+
+def _pp_section(html: str) -> str:
+    return html[html.index("<h2>How sure is each residue's column?</h2>"):].split("<h2>", 2)[1]
+
+
+def test_the_posterior_probabilities_distribution_counts_every_aligned_residue(example_run):
+    """The PP section counts each residue of /reads/pp once, by its code, and its shares add up."""
+    with h5py.File(example_run) as handle:
+        pp = "".join(x.decode() for x in handle["reads/pp"][()])
+    section = _pp_section(build_report(example_run).html)
+    rows = re.findall(r"<tr><td>([0-9*])</td><td>[^<]*</td><td class=\"num\">([\d,]+)</td>", section)
+    assert [code for code, _ in rows] == list("0123456789*")
+    assert {code: int(n.replace(",", "")) for code, n in rows} == {c: pp.count(c) for c in "0123456789*"}
+    assert sum(int(n.replace(",", "")) for _, n in rows) == len(pp) > 0
+
+
+def test_a_viterbi_run_says_it_has_no_posterior_probabilities(tmp_path):
+    run = align(tmp_path, EXAMPLE / "tree.nwk", EXAMPLE / "ref.phy", EXAMPLE / "reads.fa", "--preset", "paper")
+    section = _pp_section(build_report(run).html)
+    assert "no posterior probabilities" in section and "<table>" not in section

@@ -14,7 +14,7 @@ from papara_py.errors import InputError
 from papara_py.io.cigar import parse_cigar
 from papara_py.model.column_costs import column_costs, cost_codes
 from papara_py.model.params import PenaltyChoice, ScoringParams
-from papara_py.model.paths import place_read
+from papara_py.io.paths import alignment_forms, place_read, read_columns, residue_columns
 from papara_py.model.reference_scorer import score_reference
 from papara_py.model.traceback import align, align_many
 from papara_py.phylo.encoding import DNA, PROTEIN
@@ -83,62 +83,6 @@ def test_traceback_equals_design_5_spelled_out(case):
     assert (result.score, result.start, result.cigar) == literal_align(read, profile, *params.as_array().tolist())
 
 
-def band_exits(start: int, cigar: list[tuple[int, str]], n: int, m: int) -> int:
-    """How often a path leaves DESIGN 4's band (offsets i - j in [0, m - n]), from its cells: the
-    boundary cell (start - 1, -1) first (outside: the path starts out of the band), then M to
-    (i + 1, j + 1), D to (i + 1, j), I to (i, j + 1)."""
-    i, j = start - 1, -1
-    inside = 0 <= i - j <= m - n
-    exits = 0 if inside else 1
-    for length, op in cigar:
-        for _ in range(length):
-            i, j = i + (op in "MD"), j + (op in "MI")
-            now = 0 <= i - j <= m - n
-            exits += inside and not now
-            inside = now
-    return exits
-
-
-@settings(max_examples=1500, deadline=None)
-@given(cases(), st.integers(1, 3))
-def test_traceback_with_a_band_margin_equals_design_5_spelled_out(case, margin):
-    """DESIGN 5's band margin: the path (ties included) of the recurrence widened by `margin`
-    offsets at the excursion cost; its score is at most the band's and is the path's DESIGN 4 cost
-    plus one excursion each time it leaves the band."""
-    read, profile, params = case
-    params = replace(params, band_margin=margin)
-    penalties = params.as_array().tolist()
-    result = align(*as_arrays(read, profile), params)
-    assert (result.score, result.start, result.cigar) == literal_align(
-        read, profile, *penalties, band_margin=margin, excursion=params.excursion_cost)
-    assert result.score <= literal_score(read, profile, *penalties)
-    ops = parse_cigar(result.cigar)
-    assert 0 <= result.start and result.start + sum(length for length, op in ops if op in "MD") <= len(profile)
-    exits = band_exits(result.start, ops, len(read), len(profile))
-    assert rescore_cigar(read, profile, result.start, ops, *penalties) + exits * params.excursion_cost == result.score
-
-
-def test_a_band_margin_lets_a_read_at_the_last_column_delete_then_insert():
-    """A read ending at the alignment's last column with a deletion before an insertion leaves
-    DESIGN 4's band: at margin 0 it is placed without them, at margin 1 with them where that saves
-    more than the excursion (insertion + gap opening), and not where the excursion costs more."""
-    a, c, g, t = 1, 2, 4, 8
-    profile = [a, a, g, t, c, a, g, t, c, a]                # m = 10
-    read = [g, c, a, g, t, g, c, a]                         # n = 8: ends at column 9, skips t, adds g
-    arrays = as_arrays(read, profile)
-    plain = ScoringParams(6, 0, 1, 1, 1)                    # excursion 3: cheaper than the mismatches
-    assert align(*arrays, plain).cigar != "1M1D4M1I2M"
-    wide = align(*arrays, replace(plain, band_margin=1))
-    assert (wide.start, wide.cigar) == (2, "1M1D4M1I2M") and wide.score == 3 + 3
-    costly = ScoringParams(6, 0, 1, 1, 40, band_margin=1)   # excursion 42: the band's path again
-    assert align(*arrays, costly).cigar == align(*arrays, replace(costly, band_margin=0)).cigar
-    # a start beyond the band's right edge (column 3 > m - n = 2) is an excursion from the outset
-    profile = [t, t, t, c, a, g, t, c, a, g]
-    read = [c, a, g, t, g, c, a, g]                         # inserts the second g, ends at column 9
-    started = align(*as_arrays(read, profile), replace(plain, band_margin=1))
-    assert (started.start, started.cigar, started.score) == (3, "4M1I3M", 1 + 3)
-
-
 @st.composite
 def protein_cases(draw):
     """Amino-acid profiles (uint32: 20 states, CGAP bit 20) and reads: mostly single residues, so
@@ -196,11 +140,24 @@ def test_place_read_drops_insertions_and_fills_gaps():
     assert row.tobytes() == b"--A-GT--"
 
 
+def test_alignment_forms_of_reads_with_no_residue_placed():
+    """A path may insert every residue (Eq. 1 allows it where insertions are free): its CIGAR holds
+    each residue once, its row no residue, and its columns read back as all inserted, next to a
+    read that is placed (an extra I op once ran past the batch's last residue)."""
+    columns = np.array([-1, -1, -1, 1, -1], np.int32)
+    offsets = np.array([0, 3, 5], np.int64)
+    starts, cigars, rows = alignment_forms(columns, offsets, np.frombuffer(b"ACGTA", np.uint8), 4)
+    assert cigars == ["3I", "1M1I"] and starts.tolist() == [0, 1]
+    assert rows.tobytes() == b"----" + b"-T--"
+    assert residue_columns(starts, cigars, offsets).tolist() == columns.tolist()
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(cases(), min_size=1, max_size=6), st.integers(0, 2 ** 32 - 1))
 def test_batched_traceback_equals_one_read_at_a_time(batch, seed):
-    """align_many (the pipeline's GIL-free batch path) gives align's score, start, CIGAR and the
-    row place_read builds, read for read; reads of different lengths share one profile stack."""
+    """align_many (the runner's GIL-free batch path at temperature 0) gives align's score and
+    each residue's column, read for read, and the writers' forms of those columns place the
+    residues as align's path does; reads of different lengths share one profile stack."""
     m = max(len(profile) for _, profile, _ in batch)
     params = batch[0][2]
     rng = np.random.default_rng(seed)
@@ -211,12 +168,16 @@ def test_batched_traceback_equals_one_read_at_a_time(batch, seed):
     residues = [letters[rng.integers(0, letters.size, len(r))] for r in reads]
     offsets = np.concatenate(([0], np.cumsum([len(r) for r in reads]))).astype(np.int64)
     slots = rng.permutation(len(batch))
-    scores, starts, cigars, rows = align_many(np.concatenate(reads), np.concatenate(residues), offsets, slots,
-                                              profiles, params)
+    scores, columns = align_many(np.concatenate(reads), offsets, slots, profiles, params)
+    starts, cigars, rows = alignment_forms(columns, offsets, np.concatenate(residues), m)
     for q, read in enumerate(reads):
         one = align(read, profiles[slots[q]], params)
-        assert (scores[q], starts[q], cigars[q]) == (one.score, one.start, one.cigar)
+        expected = np.empty(len(read), np.int64)
+        read_columns(np.frombuffer(one.cigar.encode(), np.uint8), 0, len(one.cigar), one.start, expected)
+        assert scores[q] == one.score and np.array_equal(columns[offsets[q]:offsets[q + 1]], expected)
+        # the writers' forms of those columns: the same residues in the same columns
         assert np.array_equal(rows[q], place_read(residues[q].tobytes(), one.start, one.cigar, m))
+        assert np.array_equal(residue_columns([starts[q]], [cigars[q]], np.array([0, len(read)])), expected)
 
 
 @st.composite
@@ -262,20 +223,10 @@ def test_column_costs_are_off_at_weight_0_and_for_dna():
     with pytest.raises(InputError, match="--column-weight.*protein data"):
         resolve_params(ScoringParams(column_weight=1.0), DNA)
     with pytest.raises(InputError, match="--column-weight.*protein data"):
-        resolve_params(PenaltyChoice("robust", (("column_weight", 0.5),)), DNA)
-    with pytest.raises(InputError, match="--preset protein.*give --column-weight 0 and --location-check 0 and "
-                                         "--second-model 0 with it"):
+        resolve_params(PenaltyChoice("paper", (("column_weight", 0.5),)), DNA)
+    with pytest.raises(InputError, match="--preset protein.*give --column-weight 0 with it"):
         resolve_params(PenaltyChoice("protein"), DNA)
-    with pytest.raises(InputError, match="--preset protein: the location check .10%.*give --location-check 0 and "
-                                         "--second-model 0 with"):
-        resolve_params(PenaltyChoice("protein", (("column_weight", 0.0),)), DNA)
-    with pytest.raises(InputError, match="--second-model: the second model .column weight 1.5.*leave --second-model "
-                                         "out"):
-        resolve_params(PenaltyChoice("robust", (("second_model", 1.5),)), DNA)
-    with pytest.raises(InputError, match="--location-check: the location check .5%.*leave --location-check out"):
-        resolve_params(PenaltyChoice("robust", (("location_check", 5),)), DNA)
-    without = (("column_weight", 0.0), ("location_check", 0), ("second_model", 0.0))
-    assert resolve_params(PenaltyChoice("protein", without), DNA).column_weight == 0
+    assert resolve_params(PenaltyChoice("protein", (("column_weight", 0.0),)), DNA).column_weight == 0
     with pytest.raises(ValueError, match="column_weight must be a number from 0 to 10"):
         ScoringParams(column_weight=11)
 

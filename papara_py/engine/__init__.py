@@ -10,9 +10,9 @@
 - `candidates`: `Candidates`, each read's K best (score, edge) pairs, merged deterministically.
 - `strand`: the read orientation of `--strand auto|both|forward` (which orientations a batch is
   scored in, and the better one kept).
-- `cpu`: the numba lane-parallel kernel; `gpu`: the OpenCL kernels' host side; `gpu_trace`: the
-  traceback (DESIGN 5) on an OpenCL device, equal to model.traceback's; `gpu_location`: the
-  location check's scoring pass (DESIGN 5) on an OpenCL device, equal to model.location's;
+- `cpu`: the numba lane-parallel kernel; `gpu`: the scoring kernels' OpenCL host side;
+  `gpu_posterior`: the posterior step (DESIGN 5) on an OpenCL device, equal to model.posterior's;
+  `tracer`: a run's batches over its GPUs' posterior steps, failing over to the CPU;
   `opencl_devices`: discovery and probing of OpenCL devices.
 
 Layer: imports `papara_py.errors`, `papara_py.phylo`, `papara_py.io` and `papara_py.model`.

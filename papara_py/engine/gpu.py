@@ -26,8 +26,8 @@ Why the host side looks the way it does:
   own cost profile, X(i, b_j) as bytes ([stripes][m], a stripe's column of costs in 16 bytes,
   `read_cost_profile`): every work-item of a read adds the same costs, so band_score loads a
   stripe's column of them in one broadcast load, where looking each one up cost it 16%
-  (BENCHMARKS.md). The traceback (engine/gpu_trace.py), whose work-items each hold their own
-  read, reads the table.
+  (BENCHMARKS.md). The posterior step (engine/gpu_posterior.py), whose work-items each hold their
+  own read, reads the table.
 - On NVIDIA sm_90+ the 16-bit lane arithmetic is inline PTX (add/min.u16x2, fused into DPX
   instructions); elsewhere portable OpenCL C. Tests hold the two against each other.
 - Stripes of single-state residues take the kernel's lookup path in packed lanes (LOOKUP, on by

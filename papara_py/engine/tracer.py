@@ -1,33 +1,34 @@
-"""The traceback's GPUs for a run (`--traceback auto` with GPUs): `Tracer` hands each batch to the
-least busy of them (engine/gpu_trace.GpuTracer) and fails over to the CPU where a GPU cannot take
-it. The model's decoder (model/decode.py) receives it from the runner as its `GpuDecoder`.
+"""The decoding's GPUs for a run (`--traceback auto` with GPUs): `Tracer` hands each batch's
+posterior step to the least busy of them (engine/gpu_posterior.GpuPosterior) and fails over to
+the CPU where a GPU cannot take it. The model's decoder (model/decode.py) receives it from the
+runner as its `GpuDecoder`.
 """
 from __future__ import annotations
 
 import logging
 import threading
 
-#: Batches traced back at once per GPU (run/stages.BatchStages); on the CPU one, which uses every thread.
+#: Batches decoded at once per GPU (run/stages.BatchStages); on the CPU one, which uses every thread.
 GPU_TRACING_THREADS = 2
 
 _log = logging.getLogger(__name__)  # the run's messages (run/log.py)
 
 
 class Tracer:
-    """`--traceback auto` with GPUs: each batch traced back on one of the run's GPUs
-    (engine/gpu_trace.py), the one with the fewest batches in hand (of those, the one given the
-    fewest so far). A batch's traceback mostly waits for the scoring launches queued before it on
+    """`--traceback auto` with GPUs: each batch's posterior step on one of the run's GPUs
+    (engine/gpu_posterior.py), the one with the fewest batches in hand (of those, the one given
+    the fewest so far). A batch's step mostly waits for the scoring launches queued before it on
     its GPU; on the first GPU alone, two GPUs' batches kept its threads so busy that the engine
-    waited for them (BENCHMARKS.md, "Two GPUs after the streaming work").
+    waited for them (docs/performance.md).
 
-    A batch the device cannot take (scores beyond its int range) is traced back on the CPU; a
-    device fault takes that GPU out of the traceback for the rest of the run, with a notice (the
-    CPU takes over when none is left). Either way the results are the same as the CPU's."""
+    A batch the device cannot take is decoded on the CPU; a device fault takes that GPU out of the
+    decoding for the rest of the run, with a notice (the CPU takes over when none is left).
+    Either way the results are the same as the CPU's."""
 
     def __init__(self, devices: list) -> None:
-        from papara_py.engine.gpu_trace import GpuTracer
+        from papara_py.engine.gpu_posterior import GpuPosterior
 
-        self.gpus = [GpuTracer(device) for device in devices]
+        self.gpus = [GpuPosterior(device) for device in devices]
         self._in_hand = [0] * len(self.gpus)
         self._given = [0] * len(self.gpus)
         self._live = [True] * len(self.gpus)
@@ -39,25 +40,20 @@ class Tracer:
 
     @property
     def threads(self) -> int:
-        """Traceback threads the run needs: GPU_TRACING_THREADS per GPU (one batch's wait for the
+        """Decoding threads the run needs: GPU_TRACING_THREADS per GPU (one batch's wait for the
         device overlaps the next's)."""
         return GPU_TRACING_THREADS * len(self.gpus)
 
     def describe(self) -> str:
-        """The traceback's devices for the run record: the GPUs' names."""
+        """The decoding's devices for the run record: the GPUs' names."""
         return ", ".join(gpu.device.name for gpu in self.gpus)
 
-    def align_many(self, *args, **options):
-        """GpuTracer.align_many on the least busy live GPU, or None where the CPU must do it."""
-        return self._on_a_gpu("align_many", "traceback", "tracing back", *args, **options)
-
-    def location_scores(self, *args):
-        """GpuTracer.location_scores (the location check's scoring pass) on the least busy live
-        GPU, or None where the CPU must do it (model/location.relocate's `device_scores`)."""
-        return self._on_a_gpu("location_scores", "location check", "checking", *args)
+    def decode_batch(self, *args, **options):
+        """GpuPosterior.decode_batch on the least busy live GPU, or None where the CPU must do it."""
+        return self._on_a_gpu("decode_batch", "posterior step", "decoding", *args, **options)
 
     def _on_a_gpu(self, method: str, what: str, doing: str, *args, **options):
-        """GpuTracer's `method` on the least busy live GPU, or None where the CPU must do it: no
+        """GpuPosterior's `method` on the least busy live GPU, or None where the CPU must do it: no
         GPU left, a batch the device cannot take (ValueError), or a device fault, which takes that
         GPU out for the rest of the run with a notice."""
         with self._lock:

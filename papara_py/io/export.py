@@ -3,6 +3,9 @@
 phylip / fasta: reference rows then read rows. Wherever any read inserts residues between two
 reference columns, insertion columns are added (as many as the longest insertion there); they are
 gaps in every other row, and each read's inserted residues fill them from the left.
+stockholm: the same extended alignment as Stockholm 1.0 (one block), each read followed by its
+residues' posterior probabilities as hmmalign writes them (`#=GR <read> PP`: '0'-'9' and '*', DESIGN
+5; '.' where the read has no residue; runs decoded at temperature 0 have none and get no PP line).
 epa: the aligned reads only, in reference columns (insertions removed), as EPA-ng expects queries.
 jplace: each aligned read's candidate edges as a jplace v3 placement document (`papara_py.io.jplace`).
 
@@ -38,6 +41,7 @@ from papara_py.errors import InputError
 from papara_py.io.cigar import parse_cigar
 from papara_py.io.export_names import exported_name
 from papara_py.io.outputs import atomic_path, check_output, is_direct, output_stream
+from papara_py.io.paths import read_columns
 from papara_py.io.reads import STATUS_ALIGNED
 from papara_py.io.run_file import RunFile
 from papara_py.phylo.encoding import reverse_complement
@@ -67,20 +71,30 @@ def oriented_sequence(sequence: str, strand: str) -> np.ndarray:
     return reverse_complement(residues) if strand == "-" else residues
 
 
-def _rows(named_rows: Iterator[tuple[str, bytes]], fmt: str, n_rows: int, width: int, out: IO[bytes],
+def _rows(named_rows: Iterator[tuple[str, bytes, bytes | None]], fmt: str, n_rows: int, width: int, out: IO[bytes],
           renamed: dict[str, str] | None = None) -> None:
     renamed = renamed or {}
+    if fmt == "stockholm":
+        rows = [(renamed.get(name, name), row, pp) for name, row, pp in named_rows]
+        pad = max([len(name) for name, _, _ in rows] + [len("#=GR  PP") + max((len(n) for n, _, _ in rows), default=0)])
+        out.write(b"# STOCKHOLM 1.0\n")
+        for name, row, pp in rows:
+            out.write(name.encode().ljust(pad + 1) + row + b"\n")
+            if pp is not None:
+                out.write(f"#=GR {name} PP".encode().ljust(pad + 1) + pp + b"\n")
+        out.write(b"//\n")
+        return
     if fmt == "phylip":
         out.write(f"{n_rows} {width}\n".encode())
-        for name, row in named_rows:
+        for name, row, _ in named_rows:
             out.write(renamed.get(name, name).encode() + b" " + row + b"\n")
     else:
-        for name, row in named_rows:
+        for name, row, _ in named_rows:
             out.write(b">" + renamed.get(name, name).encode() + b"\n" + row + b"\n")
 
 
 def export(run_path: str, fmt: str, output: str) -> None:
-    """Write `run_path` in `fmt` ("phylip", "fasta", "epa" or "jplace") to `output`: atomically to a
+    """Write `run_path` in `fmt` ("phylip", "fasta", "stockholm", "epa" or "jplace") to `output`: atomically to a
     regular file, directly to `-` (standard output), a device or a FIFO (io/outputs.py).
 
     Every row has its own name and the file reads back as an alignment (`exported_names`): the
@@ -112,11 +126,12 @@ def export(run_path: str, fmt: str, output: str) -> None:
                                      f"and the renaming is listed beside it")
         with output_stream(output) as out:
             if fmt == "epa":
-                rows = zip(read_names, (_check_row(run, row, "an aligned row").tobytes()
-                                        for row in run.aligned_rows(aligned_ids)))
+                rows = ((name, _check_row(run, row, "an aligned row").tobytes(), None)
+                        for name, row in zip(read_names, run.aligned_rows(aligned_ids)))
                 _rows(rows, "fasta", len(aligned_ids), run.n_columns, out, renamed)
             else:
-                width, named_rows = extended_rows(run, aligned_ids, skip_reference=replaced)
+                width, named_rows = extended_rows(run, aligned_ids, skip_reference=replaced,
+                                                  posteriors=fmt == "stockholm")
                 _rows(named_rows, fmt, len(names), width, out, renamed)
         if renamed:
             _write_renaming(output, renamed, fmt)
@@ -154,7 +169,7 @@ def export_epa_pair(run_path: str, directory: str) -> tuple[str, str]:
     target.mkdir(exist_ok=True)
     with RunFile(run_path) as run:
         tips = _tip_names(run)
-        rows = ((name, row.tobytes()) for name, row in zip(run.reference_names, run.reference_alignment())
+        rows = ((name, row.tobytes(), None) for name, row in zip(run.reference_names, run.reference_alignment())
                 if name in tips)
         renamed = exported_names([name for name in run.reference_names if name in tips], run)
         with atomic_path(reference_path) as tmp, open(tmp, "wb") as out:
@@ -253,10 +268,26 @@ def _checked_residues(run: RunFile, q: int, sequence: str, strand: str, cigar: s
     return residues
 
 
-def extended_rows(run: RunFile, aligned_ids: np.ndarray,
-                  skip_reference: set[str] | frozenset[str] = frozenset()) -> tuple[int, Iterator[tuple[str, bytes]]]:
-    """The extended alignment: its width and (name, row) for the reference (less the taxa named in
-    `skip_reference`), then reads `aligned_ids`.
+def _pp_row(run: RunFile, q: int, placed: np.ndarray, width: int) -> bytes | None:
+    """Read q's PP line in the extended alignment: its residues' PP code (/reads/pp) at their
+    extended columns `placed`, '.' elsewhere; None where the run has no posteriors."""
+    pp = str(run.column("pp", q))
+    if not pp:
+        return None
+    if len(pp) != placed.size:
+        raise run.damaged(f"read {q}'s posterior probabilities (/reads/pp) hold {len(pp)} values for "
+                          f"{placed.size} residues")
+    row = np.full(width, ord("."), np.uint8)
+    row[placed] = np.frombuffer(pp.encode("ascii"), np.uint8)
+    return row.tobytes()
+
+
+def extended_rows(run: RunFile, aligned_ids: np.ndarray, skip_reference: set[str] | frozenset[str] = frozenset(),
+                  posteriors: bool = False) -> tuple[int, Iterator[tuple[str, bytes, bytes | None]]]:
+    """The extended alignment: its width and (name, row, PP row) for the reference (less the taxa
+    named in `skip_reference`; PP row None), then reads `aligned_ids` (with `posteriors`, each
+    read's PP code at its residues' columns and '.' elsewhere, where the run has posteriors;
+    else None).
 
     Insertion columns are added wherever a read inserts residues (module docstring); rows are
     produced one at a time, so only the reference and the per-read columns are held in memory.
@@ -284,15 +315,19 @@ def extended_rows(run: RunFile, aligned_ids: np.ndarray,
             _check_row(run, row, f"reference row {name[:40]!r}")
             extended = np.full(width, GAP, dtype=np.uint8)
             extended[column_at] = row
-            yield name, extended.tobytes()
+            yield name, extended.tobytes(), None
         for q, aligned in zip(aligned_ids, run.aligned_rows(aligned_ids)):
             _check_row(run, aligned, f"the aligned row of read {int(q)}")
             extended = np.full(width, GAP, dtype=np.uint8)
             extended[column_at] = aligned
             residues = _checked_residues(run, int(q), run.column("sequence", int(q)), strands[q], cigars[q])
+            placed = np.full(residues.size, -1, np.int64)  # each residue's extended column
+            read_columns(np.frombuffer(cigars[q].encode(), np.uint8), 0, len(cigars[q]), int(starts[q]), placed)
+            placed = np.where(placed >= 0, column_at[np.maximum(placed, 0)], -1)
             for position, offset, length in insertion_runs(int(starts[q]), cigars[q]):
                 first = insert_at[position]
                 extended[first:first + length] = residues[offset:offset + length]
-            yield read_names[q], extended.tobytes()
+                placed[offset:offset + length] = np.arange(first, first + length)
+            yield read_names[q], extended.tobytes(), _pp_row(run, int(q), placed, width) if posteriors else None
 
     return width, rows()

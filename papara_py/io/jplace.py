@@ -8,31 +8,33 @@ JSON object with
   number `{n}` after every branch (after its length, or after the label where it has none),
   edges numbered 0..E-1 in post-order of that string (DESIGN 3);
 - "placements": one object per aligned read, `{"p": [row, ...], "n": [read name]}`, one row per
-  candidate edge of `/reads/candidates` (the K best by (score, edge); -1 slots skipped), best
-  first: rows are ordered by like_weight_ratio descending, ties by edge number, so the first row
-  is the read's `best_edge`;
+  candidate edge of `/reads/candidates` with a weight (the K best by (score, edge); -1 slots
+  skipped), best first (below);
 - "fields": the meaning of each row's values, `FIELDS`;
 - "metadata": `invocation` (the command line of the run), the papara-py version that wrote the
   run and the one that exported it, and these rules in words;
 - "version": 3.
 
-papara-py places by parsimony, not by likelihood, so the likelihood fields hold values derived
-from the alignment scores (PaPaRa's penalty of the read against the branch's ancestral profile,
-DESIGN 4; lower is better). With `lam` = ln(10) / mismatch (the run's mismatch penalty from the
-run record's "parameters"; ln(10) if that is missing or 0):
+papara-py places by its alignment model, not by a substitution model's likelihood. Each read's
+candidates carry the weights of the posterior decoding (DESIGN 5, `/reads/candidates/weight`):
+w_e = exp(-(F_e - F_min) / T) normalised over the read's candidates, where F_e = -T ln Z_e is the
+free energy of all of the read's alignments to edge e at the run's temperature T (at T = 0, the
+Viterbi traceback: the candidates tied at the best score share the weight). So:
 
-- "like_weight_ratio": w_i = exp(-lam * (s_i - s_min)) / sum_j exp(-lam * (s_j - s_min)) over the
-  read's candidates i (scores s_i, best s_min). One mismatch more costs a factor 10 in weight;
-  equal scores get exactly equal weights; the weights of a read sum to 1. They are normalised
-  over the K candidates stored in the run, not over every edge of the tree: raise
-  `--candidates` for a fuller spread.
-- "likelihood": -lam * s_i, a pseudo log-likelihood (a number, as the format's readers require),
-  chosen so that like_weight_ratio relates to it exactly as ML placement tools relate theirs:
-  w_i = exp(L_i) / sum_j exp(L_j). It is not comparable with likelihoods of EPA-ng or pplacer.
-- "parsimony": s_i itself (the integer score; a field name the jplace readers know).
+- "like_weight_ratio": w_e. The weights of a read sum to 1 (to the fixed-point resolution,
+  2^-15). They are normalised over the K candidates stored in the run, not over every edge of the
+  tree: raise `--candidates` for a fuller spread. Candidates whose weight is below that resolution
+  (0 in the run file) carry none and are left out of the placement.
+- "likelihood": ln w_e, the log of the normalised weight (a number, as the format's readers
+  require), so that w_i = exp(L_i) / sum_j exp(L_j) as ML placement tools relate theirs. It is not
+  comparable with likelihoods of EPA-ng or pplacer.
+- "parsimony": the integer alignment score s_e of DESIGN 4 (a field name the jplace readers know).
 - "distal_length": half the branch's length in the tree (0 where the branch has none), i.e. the
   read sits at the middle of the branch; papara-py estimates no branch positions.
 - "pendant_length": 0 (papara-py estimates no pendant branch).
+
+Rows are ordered by weight descending, then score, then edge number, so the first row is the
+read's best-weighted edge.
 
 The document is written atomically (`atomic_path`) and streamed: reads are taken from the run
 file in blocks and each placement is JSON-encoded and written on its own, so a run of millions
@@ -66,32 +68,10 @@ READ_BLOCK = 1 << 16
 _NEWICK_TOKEN = re.compile(r"'(?:[^']|'')*'|\[[^\]]*\]|(?::([^\s,;:()\[\]{}']+))?\{(\d+)\}")
 
 #: The weight rule in words, for the document's metadata.
-WEIGHT_RULE = ("like_weight_ratio = exp(-lam * (score - best score)) normalised over the read's candidate "
-               "edges (the run's K best), lam = ln(10) / mismatch penalty (one mismatch more = ten times "
-               "less weight); likelihood = -lam * score (a pseudo log-likelihood, not a model likelihood); "
-               "parsimony = papara-py's alignment score (lower is better); distal_length = half the branch "
-               "length; pendant_length = 0")
-
-
-def weight_scale(mismatch: object) -> float:
-    """lam of the module docstring: ln(10) / mismatch, or ln(10) if `mismatch` is not a positive number."""
-    if isinstance(mismatch, bool) or not isinstance(mismatch, (int, float)) or not mismatch > 0:
-        return math.log(10.0)
-    return math.log(10.0) / float(mismatch)
-
-
-def like_weight_ratios(scores: np.ndarray, lam: float) -> np.ndarray:
-    """Weights of candidates with alignment scores `scores` (lower is better), summing to 1.
-
-    w_i = exp(-lam * (s_i - min s)) / sum_j exp(-lam * (s_j - min s)); equal scores get equal
-    weights. Shifting by the minimum keeps the best term at exp(0) = 1, so nothing underflows
-    to an all-zero sum however large the scores.
-    """
-    scores = np.asarray(scores, dtype=np.float64)
-    if scores.size == 0:
-        return scores
-    terms = np.exp(-lam * (scores - scores.min()))
-    return terms / terms.sum()
+WEIGHT_RULE = ("like_weight_ratio = the candidate's posterior weight (DESIGN 5: exp(-(F_e - F_min) / T) "
+               "normalised over the read's candidate edges, the run's K best; F_e the free energy of the read's "
+               "alignments to the edge at temperature T); likelihood = ln(like_weight_ratio); parsimony = the "
+               "alignment score; candidates of weight 0 left out")
 
 
 def edge_lengths(newick_numbered: str) -> np.ndarray:
@@ -116,21 +96,22 @@ def edge_lengths(newick_numbered: str) -> np.ndarray:
     return np.array([found[e] for e in range(len(found))], dtype=np.float64)
 
 
-def placement(name: str, edges: np.ndarray, scores: np.ndarray, lam: float, distal: np.ndarray) -> dict:
-    """One read's jplace placement object: rows of FIELDS for its candidates, best first.
+def placement(name: str, edges: np.ndarray, scores: np.ndarray, weights: np.ndarray, distal: np.ndarray) -> dict:
+    """One read's jplace placement object: rows of FIELDS for its candidates with a weight, best
+    first (weight descending, then score, then edge number).
 
-    `edges`, `scores`: its candidates (slots with edge -1 already removed); `distal`: the distal
-    length of every edge of the tree.
+    `edges`, `scores`, `weights`: its candidates (slots with edge -1 already removed); `distal`:
+    the distal length of every edge of the tree.
     """
-    order = np.lexsort((edges, scores))  # score ascending = weight descending; ties by edge number
-    edges, scores = edges[order], scores[order]
-    weights = like_weight_ratios(scores, lam)
-    rows = [[int(e), lam * -int(s), float(w), float(distal[e]), 0.0, int(s)]
-            for e, s, w in zip(edges, scores, weights)]
+    kept = weights > 0
+    edges, scores, weights = edges[kept], scores[kept], weights[kept].astype(np.float64)
+    order = np.lexsort((edges, scores, -weights))
+    rows = [[int(edges[i]), math.log(weights[i]), float(weights[i]), float(distal[edges[i]]), 0.0, int(scores[i])]
+            for i in order]
     return {"p": rows, "n": [name]}
 
 
-def _placements(run: RunFile, lam: float, distal: np.ndarray) -> Iterator[dict]:
+def _placements(run: RunFile, distal: np.ndarray) -> Iterator[dict]:
     """The placement object of every aligned read, in read order, reading the run in blocks."""
     n_edges = len(distal)
     for lo in range(0, run.n_reads, READ_BLOCK):
@@ -141,15 +122,16 @@ def _placements(run: RunFile, lam: float, distal: np.ndarray) -> Iterator[dict]:
         names = run.names(block)[aligned]
         all_edges = run.column("candidates/edge", block)[aligned]
         all_scores = run.column("candidates/score", block)[aligned]
-        for name, edges, scores in zip(names, all_edges, all_scores):
+        all_weights = run.column("candidates/weight", block)[aligned]
+        for name, edges, scores, weights in zip(names, all_edges, all_scores, all_weights):
             used = edges >= 0
-            edges, scores = edges[used], scores[used]
-            if not len(edges):
-                raise run.damaged(f"read {name!r} is aligned but has no candidate edge")
+            edges, scores, weights = edges[used], scores[used], weights[used]
+            if not len(edges) or not (weights > 0).any():
+                raise run.damaged(f"read {name!r} is aligned but has no weighted candidate edge")
             if edges.max() >= n_edges:
                 raise run.damaged(f"read {name!r} has candidate edge {int(edges.max())}; the tree has "
                                   f"edges 0..{n_edges - 1}")
-            yield placement(str(name), edges, scores, lam, distal)
+            yield placement(str(name), edges, scores, weights, distal)
 
 
 def write_jplace(run: RunFile, out: IO[str]) -> int:
@@ -164,20 +146,18 @@ def write_jplace(run: RunFile, out: IO[str]) -> int:
         raise run.damaged(f"/tree/newick_numbered is not a jplace-numbered tree: {error}") from None
     distal = np.where(np.isnan(lengths), 0.0, lengths / 2.0)
     parameters = run.record.get("parameters")
-    mismatch = parameters.get("mismatch") if isinstance(parameters, dict) else None
-    lam = weight_scale(mismatch)
+    temperature = parameters.get("temperature", 0.0) if isinstance(parameters, dict) else None
     metadata = {
         "invocation": str(run.attrs.get("command_line", "")),
         "software": "papara-py",
         "papara_py_version": str(run.attrs.get("version", "")),
         "exported_by": f"papara-py {__version__} export --format jplace",
-        "mismatch": mismatch,
-        "weight_scale": lam,
+        "temperature": temperature,
         "placement_rule": WEIGHT_RULE,
     }
     out.write('{\n"tree": ' + json.dumps(tree, ensure_ascii=False) + ',\n"placements": [\n')
     written = 0
-    for item in _placements(run, lam, distal):
+    for item in _placements(run, distal):
         out.write((",\n" if written else "") + json.dumps(item, ensure_ascii=False, allow_nan=False))
         written += 1
     out.write('\n],\n"metadata": ' + json.dumps(metadata) + ',\n"version": ' + str(JPLACE_VERSION)

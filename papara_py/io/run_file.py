@@ -34,8 +34,9 @@ MAX_ATTRIBUTES = 1024
 #: Bytes of a 2-D dataset read at once by `row_blocks`.
 ROW_BLOCK_BYTES = 32 << 20
 
-# Every dataset of a run file: (path, rank, kind, whose rows). kind: "i" integer, "s" string,
-# "u1" bytes (uint8). rows: "reads" = one row per read, "reference" = one per reference taxon.
+# Every dataset of a run file: (path, rank, kind, whose rows[, the format version that added it]).
+# kind: "i" integer, "s" string, "u1" bytes (uint8), "f" floating point. rows: "reads" = one row
+# per read, "reference" = one per reference taxon.
 _LAYOUT = (
     ("tree/newick_numbered", 0, "s", None),
     ("reference/names", 1, "s", "reference"),
@@ -51,6 +52,8 @@ _LAYOUT = (
     ("reads/aligned", 2, "u1", "reads"),
     ("reads/candidates/edge", 2, "i", "reads"),
     ("reads/candidates/score", 2, "i", "reads"),
+    ("reads/pp", 1, "s", "reads", 3),
+    ("reads/candidates/weight", 2, "f", "reads", 3),
 )
 
 
@@ -85,7 +88,14 @@ def _kind_ok(dataset: h5py.Dataset, kind: str) -> bool:
         return h5py.check_string_dtype(dataset.dtype) is not None
     if kind == "u1":
         return dataset.dtype == np.uint8
+    if kind == "f":
+        return np.issubdtype(dataset.dtype, np.floating)
     return np.issubdtype(dataset.dtype, np.integer)
+
+
+def _layout(version: int) -> list[tuple[str, int, str, str | None]]:
+    """The datasets a file of format `version` holds."""
+    return [entry[:4] for entry in _LAYOUT if len(entry) == 4 or entry[4] <= version]
 
 
 class RunFile:
@@ -136,13 +146,14 @@ class RunFile:
                                    f"{self.attrs.get('version', '?')}); this papara-py {__version__} reads "
                                    f"format versions up to {FORMAT_VERSION}: update papara-py to read it")
         lengths: dict[str, int] = {}
-        for name, rank, kind, rows in _LAYOUT:
+        self.format_version = version
+        for name, rank, kind, rows in _layout(version):
             dataset = handle.get(name)
             if not isinstance(dataset, h5py.Dataset):
                 raise self.damaged(f"/{name} is missing")
             if dataset.ndim != rank or not _kind_ok(dataset, kind):
                 raise self.damaged(f"/{name} has shape {dataset.shape} and type {dataset.dtype}, not the "
-                                   f"{rank}-dimensional {dict(i='integer', s='string', u1='uint8')[kind]} "
+                                   f"{rank}-dimensional {dict(i='integer', s='string', u1='uint8', f='float')[kind]} "
                                    "dataset the format specifies")
             if rows is not None:
                 expected = lengths.setdefault(rows, dataset.shape[0])
@@ -154,7 +165,7 @@ class RunFile:
         self.n_columns = int(handle["reference/alignment"].shape[1])
         self.k = int(handle["reads/candidates/edge"].shape[1])
         self._checksummed = version >= 2
-        for name, rank, kind, _ in _LAYOUT:
+        for name, rank, kind, _ in _layout(version):
             twin = handle.get(f"{CHECKSUMS}/{name}")
             if kind == "s" and self._checksummed and not (
                     isinstance(twin, h5py.Dataset) and twin.dtype == np.uint32
@@ -164,8 +175,9 @@ class RunFile:
         for name in ("reads/aligned",):
             if handle[name].shape[1] != self.n_columns:
                 raise self.damaged(f"/{name} has {handle[name].shape[1]} columns, the reference {self.n_columns}")
-        if handle["reads/candidates/score"].shape[1] != self.k:
-            raise self.damaged("/reads/candidates/score and /reads/candidates/edge differ in width")
+        for name in ("score", "weight") if version >= 3 else ("score",):
+            if handle[f"reads/candidates/{name}"].shape[1] != self.k:
+                raise self.damaged(f"/reads/candidates/{name} and /reads/candidates/edge differ in width")
         run = handle.get("run")
         self.record = self._attributes(run, "its run record") if isinstance(run, h5py.Group) else {}
         if self._checksummed:
@@ -268,7 +280,16 @@ class RunFile:
 
     def column(self, name: str, selection=slice(None)) -> np.ndarray:
         """A per-read dataset below /reads ("status", "best_edge", "score", "start", "cigar",
-        "strand", "sequence", "candidates/edge", "candidates/score"), whole or at `selection`."""
+        "strand", "sequence", "pp", "candidates/edge", "candidates/score", "candidates/weight"),
+        whole or at `selection`. A file from before format version 3 has no posteriors: its "pp"
+        reads as "" and its "candidates/weight" as the Viterbi traceback's (DESIGN 5, temperature
+        0: the candidates tied at the best score share the weight)."""
+        if self.format_version < 3 and name == "pp":
+            return np.full(np.arange(self.n_reads)[selection].shape, "", dtype=object)
+        if self.format_version < 3 and name == "candidates/weight":
+            edges, scores = self.column("candidates/edge", selection), self.column("candidates/score", selection)
+            tied = (edges >= 0) & (scores == scores[..., :1])
+            return (tied / np.maximum(tied.sum(axis=-1, keepdims=True), 1)).astype(np.float32)
         return self._column(f"reads/{name}", selection)
 
     def aligned_rows(self, ids: np.ndarray, chunk: int = 4096) -> Iterator[np.ndarray]:

@@ -32,8 +32,9 @@ from papara_py.io.outputs import atomic_path, check_writes, hdf5_output
 __all__ = ["RunWriter", "run_writer", "atomic_path", "FORMAT_NAME", "FORMAT_VERSION", "STRINGS", "CHECKSUMS"]
 
 FORMAT_NAME = "papara-py"
-#: 1: the layout of DESIGN 7; 2: the same plus checksums (fletcher32, /checksums)
-FORMAT_VERSION = 2
+#: 1: the layout of DESIGN 7; 2: the same plus checksums (fletcher32, /checksums); 3: plus each
+#: residue's posterior probability (/reads/pp) and the candidates' weights (/reads/candidates/weight)
+FORMAT_VERSION = 3
 #: The group that mirrors every string dataset's path with its per-string CRC-32s.
 CHECKSUMS = "checksums"
 STRINGS = h5py.string_dtype("utf-8")
@@ -69,7 +70,7 @@ class RunWriter:
         f.attrs["version"] = __version__
         f.attrs["command_line"] = self.command_line
         rows = {"maxshape": (None,), "chunks": (_READ_CHUNK_ROWS,)}
-        for name in ("names", "status", "cigar", "strand", "sequence"):
+        for name in ("names", "status", "cigar", "strand", "sequence", "pp"):
             self._strings(f"reads/{name}", (0,), **rows)
         for name in ("best_edge", "score", "start"):
             self._numbers(f"reads/{name}", (0,), np.int32, fillvalue=-1, **rows)
@@ -78,6 +79,8 @@ class RunWriter:
         for name in ("edge", "score"):
             self._numbers(f"reads/candidates/{name}", (0, k), np.int32, fillvalue=-1, maxshape=(None, k),
                           chunks=(_READ_CHUNK_ROWS, k))
+        self._numbers("reads/candidates/weight", (0, k), np.float32, fillvalue=0, maxshape=(None, k),
+                      chunks=(_READ_CHUNK_ROWS, k))
 
     def _numbers(self, path: str, shape: tuple, dtype, **options) -> None:
         """A numeric dataset with HDF5's fletcher32 checksum per chunk (a dataset that is not

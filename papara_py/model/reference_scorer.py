@@ -9,8 +9,8 @@ k = i - j (0..m-n) makes the band a rectangle of n rows by m-n+1 offsets; in tha
     diagonal  S(i-1, j-1) is the previous row at the same k,
     insertion S(i, j-1)   is the previous row at k + 1,
     deletion  S(i-1, j), D(i-1, j) are the current row at k - 1.
-The traceback (DESIGN 5) runs the same recurrence over a band widened by its margin on both sides,
-paying an excursion cost where a path leaves DESIGN 4's band; the scorers use margin 0.
+The traceback (DESIGN 5, temperature 0) walks the same band back; the posterior step
+(model/posterior.py) runs the same recurrence with softmin in place of min.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from papara_py.model.column_costs import ColumnCosts, kernel_costs
 from papara_py.model.params import ScoringParams
 from papara_py.phylo.encoding import near_states
 from papara_py.phylo.jit import cell_cost, cgap_bit_of, read_cost_row, state_mask_of
-from papara_py.phylo.residues import GAP_MARK, NO_RESIDUE
 
 #: Stand-in for +infinity in int64: far above any score, far below wrap-around.
 INF64 = np.int64(1) << 40
@@ -65,28 +64,6 @@ def diagonal_cost(a, near_a, b, states, p, costs, row, i):
 
 
 @njit(cache=True, nogil=True)
-def bonus_cost(bonus, j, i):
-    """What the traceback's nearest-sequence bonus (model/nearest.py) takes off the diagonal
-    of read residue j in column i: bonus (the nearest rows' marks [m], read residues [n], amount)
-    or None (the scorers, and reads without: 0). Marks (phylo/residues.nearest_marks): bit r
-    where one of the rows holds residue r; a read residue is never a gap, and NO_RESIDUE never
-    matches."""
-    if bonus is None:
-        return 0
-    residue = bonus[1][j]
-    return bonus[2] if residue != NO_RESIDUE and (bonus[0][i] >> residue) & 1 else 0
-
-
-@njit(cache=True, nogil=True)
-def opening_cost(bonus, oe, i):
-    """OE_i, or 0 with the nearest-sequence bonus where one of the nearest rows has a gap in
-    column i (GAP_MARK): the read's gap opens free where a nearest sequence has one."""
-    if bonus is None:
-        return oe[i]
-    return 0 if bonus[0][i] & GAP_MARK else oe[i]
-
-
-@njit(cache=True, nogil=True)
 def fill_band(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarray, costs=None):
     """Fill S and D over the whole band; returns (S, D) as int64 [n, m-n+1] indexed [j, i-j].
 
@@ -97,88 +74,45 @@ def fill_band(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.nda
     width = profile.shape[0] - n + 1
     S = np.empty((n, width), np.int64)
     D = np.empty((n, width), np.int64)
-    fill_band_into(read, profile, near, p, costs, S, D, None, 0, 0)
+    fill_band_into(read, profile, near, p, costs, S, D)
     return S, D
 
 
 @njit(cache=True, nogil=True)
-def frame_width(n, m, margin):
-    """Offsets a row of the band holds, widened by `margin` on both sides: m - n + 1 + 2 margin
-    (the traceback's frame; margin 0: DESIGN 4's band). numba and the GPU tracer's launch sizes
-    use this one definition (kernels/band_trace.cl spells it out)."""
-    return m - n + 1 + 2 * margin
-
-
-@njit(cache=True, nogil=True)
-def inside_band(k, n, m) -> bool:
-    """Whether offset k = i - j lies in DESIGN 4's band of a read of n residues and m columns."""
-    return 0 <= k <= m - n
-
-
-@njit(cache=True, nogil=True)
-def boundary_value(i, n, m, margin, excursion):
-    """S(i, -1), the free boundary row, at offset k = i + 1 of row -1: 0 inside the band, the
-    excursion cost within `margin` offsets outside it (a path starting outside has left the band;
-    only the right side has columns there), +infinity beyond."""
-    k = i + 1
-    if inside_band(k, n, m):
-        return 0
-    if m - n < k <= m - n + margin:
-        return excursion
-    return INF64
-
-
-@njit(cache=True, nogil=True)
-def excursion_step(source, target, n, m, excursion):
-    """What a step from offset `source` to offset `target` adds for leaving the band: the excursion
-    cost where it goes from inside the band to outside, 0 otherwise (staying outside, coming back)."""
-    return excursion if inside_band(source, n, m) and not inside_band(target, n, m) else 0
-
-
-@njit(cache=True, nogil=True)
 def fill_band_into(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarray, costs, S: np.ndarray,
-                   D: np.ndarray, bonus, margin, excursion) -> None:
-    """`fill_band` into given int64 [n, m-n+1+2*margin] arrays, column c holding offset c - margin
-    (the traceback reuses one pair for a whole batch: a fresh pair per read cost more in page faults
-    than the recurrence itself); `bonus`: the traceback's nearest-sequence bonus (`bonus_cost`,
-    `opening_cost`), None for the plain recurrence; `margin`, `excursion`: the traceback's band
-    margin and what leaving the band costs (DESIGN 5; 0 and 0: DESIGN 4's band, the scorers').
-    Cells whose column i = j + k lies outside [0, m) are +infinity."""
+                   D: np.ndarray) -> None:
+    """`fill_band` into given int64 [n, m-n+1] arrays, column k holding offset k (the traceback
+    reuses one pair for a whole batch: a fresh pair per read cost more in page faults than the
+    recurrence itself)."""
     n = read.shape[0]
     m = profile.shape[0]
-    width = frame_width(n, m, margin)
+    width = m - n + 1
     cg, oe, ex = column_penalties(profile, p)
     states = state_mask_of(profile)
     insertion = p[4]
     for j in range(n):
         b = read[j]
         row = read_cost_row(costs, b)
-        for c in range(width):
-            k = c - margin
+        for k in range(width):
             i = j + k
-            if i < 0 or i >= m:
-                S[j, c] = INF64
-                D[j, c] = INF64
-                continue
-            # diagonal: S(i-1, j-1), the boundary row at j == 0 (the same offset)
-            diag_prev = S[j - 1, c] if j > 0 else boundary_value(i - 1, n, m, margin, excursion)
+            # diagonal: S(i-1, j-1), the free boundary row at j == 0 (the same offset)
+            diag_prev = S[j - 1, k] if j > 0 else 0
             diag = INF64
             if diag_prev < INF64:
-                diag = (diag_prev + cg[i] + diagonal_cost(profile[i], near[i], b, states, p, costs, row, i)
-                        - bonus_cost(bonus, j, i))
-            # deletion: S(i-1, j), D(i-1, j) at offset k - 1, out of the frame at c == 0
+                diag = diag_prev + cg[i] + diagonal_cost(profile[i], near[i], b, states, p, costs, row, i)
+            # deletion: S(i-1, j), D(i-1, j) at offset k - 1, out of the band at k == 0
             d = INF64
-            if c > 0 and S[j, c - 1] < INF64:
-                leave = excursion_step(k - 1, k, n, m, excursion)
-                d = min(S[j, c - 1] + opening_cost(bonus, oe, i), D[j, c - 1] + ex[i]) + leave
-            # insertion: S(i, j-1) at offset k + 1 of the row above, out of the frame at the last c
+            if k > 0 and S[j, k - 1] < INF64:
+                d = min(S[j, k - 1] + oe[i], D[j, k - 1] + ex[i])
+            # insertion: S(i, j-1) at offset k + 1 of the row above (the boundary row: 0 in the
+            # band), out of the band at the last k
             ins = INF64
-            if c < width - 1:
-                above = S[j - 1, c + 1] if j > 0 else boundary_value(i, n, m, margin, excursion)
+            if k < width - 1:
+                above = S[j - 1, k + 1] if j > 0 else 0
                 if above < INF64:
-                    ins = above + insertion + excursion_step(k + 1, k, n, m, excursion)
-            D[j, c] = d
-            S[j, c] = min(diag, d, ins)
+                    ins = above + insertion
+            D[j, k] = d
+            S[j, k] = min(diag, d, ins)
 
 
 @njit(cache=True, nogil=True)

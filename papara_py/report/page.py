@@ -60,6 +60,7 @@ class RunView:
     candidate_edge: np.ndarray   # int32 [Q, K]
     candidate_score: np.ndarray  # int32 [Q, K]
     occupancy: np.ndarray        # float64 [m], share of reference rows with a residue there
+    pp_counts: np.ndarray        # int64 [11], residues per PP code "0".."9", "*" (all 0: no posteriors)
 
     @property
     def aligned(self) -> np.ndarray:
@@ -120,8 +121,10 @@ def load_run(path: str | os.PathLike) -> RunView:
     with RunFile(path) as run:
         length = np.zeros(run.n_reads, dtype=np.int64)
         step = 1 << 16  # strings: a bounded number at a time
+        pp_counts = np.zeros(len(PP_CODES), dtype=np.int64)
         for start in range(0, len(length), step):
             length[start:start + step] = [len(s) for s in run.column("sequence", slice(start, start + step))]
+            pp_counts += pp_histogram(run.column("pp", slice(start, start + step)))
         filled = np.zeros(run.n_columns, dtype=np.int64)
         for block in run.row_blocks("reference/alignment"):
             filled += np.count_nonzero(~IS_GAP[block], axis=0)
@@ -138,7 +141,20 @@ def load_run(path: str | os.PathLike) -> RunView:
             candidate_edge=run.column("candidates/edge"),
             candidate_score=run.column("candidates/score"),
             occupancy=filled / max(1, run.n_reference),
+            pp_counts=pp_counts,
         )
+
+
+#: hmmalign's posterior probability codes, in order (DESIGN 5, /reads/pp).
+PP_CODES = "0123456789*"
+_PP_INDEX = np.full(256, -1, dtype=np.int64)
+_PP_INDEX[np.frombuffer(PP_CODES.encode(), np.uint8)] = np.arange(len(PP_CODES))
+
+
+def pp_histogram(pp: np.ndarray) -> np.ndarray:
+    """int64 [11]: how many residues carry each PP code in the strings `pp` (one per read)."""
+    codes = _PP_INDEX[np.frombuffer("".join(pp).encode("ascii"), np.uint8)]
+    return np.bincount(codes[codes >= 0], minlength=len(PP_CODES))
 
 
 @dataclass
@@ -416,6 +432,7 @@ def _html(run: RunView, tree: NumberedTree, edge_reads: np.ndarray, outlier_read
     parts += _tree_section(tree, edge_reads, outlier_reads, hidden, figures["tree"])
     parts += _coverage_section(figures["coverage"])
     parts += _score_section(run, outliers, figures["scores"])
+    parts += _posterior_section(run.pp_counts, run.parameters.get("temperature"))
     parts += _confidence_section(confidence, figures.get("confidence"))
     parts += _record_section(run)
     parts.append("</body></html>")
@@ -493,6 +510,26 @@ def _score_section(run: RunView, outliers: Outliers, figure: bytes) -> list[str]
     return parts
 
 
+def _posterior_section(pp_counts: np.ndarray, temperature: object) -> list[str]:
+    """How sure the residues' columns are: the PP codes' distribution (hmmalign's convention)."""
+    head = "<h2>How sure is each residue's column?</h2>"
+    total = int(pp_counts.sum())
+    if not total:
+        return [head, f"<p>This run has no posterior probabilities (temperature {_e(temperature)}: the "
+                      "Viterbi traceback of the best branch, as the paper's Eq. 1 preset runs it).</p>"]
+    labels = ["below 0.05"] + [f"{d / 10:.1f} ± 0.05" for d in range(1, 10)] + ["0.95 and above"]
+    rows = [[code, label, f"{int(n):,}", _percent(n, total)] for code, label, n in zip(PP_CODES, labels, pp_counts)]
+    expected = float(np.dot(pp_counts, [0.0, *(d / 10 for d in range(1, 10)), 0.975]) / total)
+    return [head,
+            "<p>Each aligned residue's posterior probability (PP): the share of the model's alignments, "
+            "pooled over the read's candidate branches by their weights, that put the residue where "
+            "papara-py put it (DESIGN.md section 5; <code>/reads/pp</code>, and <code>#=GR name PP</code> "
+            "in the Stockholm export, coded as hmmalign codes it). Low values mark residues whose column "
+            "is uncertain: near indels, in variable regions, or in reads that fit the reference badly. "
+            f"{total:,} residues; their PP codes average about {expected:.2f}.</p>",
+            _table(["PP code", "posterior probability", "residues", "share"], rows, {2, 3})]
+
+
 def _confidence_section(confidence: PlacementConfidence | None, figure: bytes | None) -> list[str]:
     head = "<h2>How sure is the best branch?</h2>"
     if confidence is None or figure is None:
@@ -544,7 +581,7 @@ _TIMINGS = (("input", "reading the tree and the alignment"),
             ("strand", "deciding each read's strand"),
             ("scoring", "scoring every read against the edges"),
             ("run_scoring", "scoring, the run's engine until this sample's last batch"),
-            ("traceback", "tracing back the alignments"),
+            ("traceback", "decoding the alignments (the posterior step)"),
             ("output", "writing the run file"),
             ("merge", "merging the shards"))
 
@@ -557,11 +594,7 @@ _PARAMETERS = (("preset", "preset the penalties equal", "--preset"),
                ("gap_extend", "gap extension in the read", "--gap-extend"),
                ("insertion", "residue between reference columns", "--insertion"),
                ("column_weight", "column profile cost weight", "--column-weight"),
-               ("vote_window", "vote window", "--vote-window"),
-               ("nearest_bonus", "nearest-sequence bonus", "--nearest-bonus"),
-               ("band_margin", "band margin", "--band-margin"),
-               ("location_check", "location check", "--location-check"),
-               ("second_model", "second model's column weight", "--second-model"))
+               ("temperature", "posterior decoding's temperature (0: Viterbi traceback)", "--temperature"))
 
 
 def _count(value: object) -> str:
@@ -590,13 +623,7 @@ def _traceback(traced: object) -> str:
         return _plain(traced)
     batches = traced.get("batches") or {}
     parts = [f"on {traced.get('device', '?')}",
-             "batches: " + ", ".join(f"{n:,} on {where}" for where, n in batches.items() if n) if batches else "",
-             f"{traced.get('alignments', 0):,} alignments traced back"]
-    moved = [(traced.get(key, 0), what) for key, what in
-             (("voted", "took their columns by vote"), ("nearest", "traced again with the nearest bonus"),
-              ("relocated", "moved by the location check"), ("second", "took the second model's alignment"),
-              ("profile", "took the reference profile's alignment")) if traced.get(key)]
-    parts += [f"{n:,} reads {what}" for n, what in moved]
+             "batches: " + ", ".join(f"{n:,} on {where}" for where, n in batches.items() if n) if batches else ""]
     return "; ".join(p for p in parts if p)
 
 
@@ -621,7 +648,7 @@ _RUN_ROWS = (("alphabet", "alphabet", _plain),
              ("cells", "DP cells computed", lambda v: f"{_count(v)} cells"),
              ("gcups", "scoring speed", _gpcu),
              ("gpu_device_seconds", "GPU device time (--gpu-profile)", _plain),
-             ("traceback", "traceback", _traceback),
+             ("traceback", "posterior step", _traceback),
              ("sample", "sample of a run of several", _plain),
              ("shard", "shard of an array job", _plain),
              ("n_shards", "shards merged", _count),

@@ -36,7 +36,7 @@ class RunConfig:
     search: str = "exhaustive"  # exhaustive | guided (papara_py/engine/guided.py)
     guided: GuidedOptions = field(default_factory=GuidedOptions)
     strand: str = "auto"  # auto | both | forward (engine/strand.py; protein: forward)
-    traceback: str = "auto"  # auto: on the run's GPUs where it has any (engine/gpu_trace.py) | cpu
+    traceback: str = "auto"  # auto: the posterior step on the run's GPUs where it has any (engine/tracer.py) | cpu
     lanes: int | None = None
     batch_reads: int = 12_500
     progress: bool = False  # progress bars on stderr (the command line's; the library prints nothing)

@@ -23,6 +23,8 @@ from papara_py.io.inputs import iter_read_chunks, match_tips, read_alignment, re
 from papara_py.io.read_stream import ReadStream
 from papara_py.io.reads import ReadChunk
 from papara_py.model.column_terms import ColumnTerms
+from papara_py.model.decode import posterior_tables
+from papara_py.model.fixed_point import check_fixed_point
 from papara_py.model.params import PenaltyChoice, ScoringParams
 from papara_py.phylo.encoding import IS_GAP, Alphabet
 from papara_py.phylo.profiles import EdgeProfiles, ProfileBuilder
@@ -111,8 +113,6 @@ def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]
     strand = mode_for(config.strand, alignment.alphabet, config.alignment)
     # reads shorter than the alignment are scored: their scores must fit the 32-bit kernels
     params.check_fits_int32(alignment.rows.shape[1] - 1)
-    if params.second_model:  # its doubled penalties too
-        params.second().check_fits_int32(alignment.rows.shape[1] - 1, "--mismatch/--cgap (doubled by --second-model)")
     edge_tree = EdgeTree.from_dendropy(tree)
     match = match_tips(edge_tree.tip_names, alignment, config.tree)
     check_reference_names(alignment, match.extra)  # two taxa the exports would name alike
@@ -126,8 +126,8 @@ def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]
     if config.alphabet == "auto" and not alignment.alphabet.stranded:
         reporter.detail(f"--alphabet auto: {config.alignment} holds {alignment.alphabet.residue_kind} data; reads "
                         f"are taken as given (no reverse strand)")
-    columns = ColumnTerms.of(match.tip_rows, alignment.alphabet, params.column_weight, params.nearest_bonus > 0,
-                             params.location_check > 0, params.second_model)
+    columns = ColumnTerms.of(match.tip_rows, alignment.alphabet, params.column_weight)
+    check_posterior_fits(params, columns, alignment.rows.shape[1])
     return Inputs(edge_tree, alignment, match, reads, reads_file, digests, params, strand, columns)
 
 
@@ -165,9 +165,7 @@ def resolve_params(params: ScoringParams | PenaltyChoice, alphabet: Alphabet) ->
     resolved = params if isinstance(params, ScoringParams) else params.resolve(alphabet.default_preset)
     if alphabet.substitution_matrix is not None:
         return resolved
-    needing = {"column_weight": "the column profile cost (weight {:g}) scores read residues",
-               "location_check": "the location check ({}%) aligns reads to the reference sequences",
-               "second_model": "the second model (column weight {:g}) scores read residues"}
+    needing = {"column_weight": "the column profile cost (weight {:g}) scores read residues"}
     on = [name for name in needing if getattr(resolved, name)]
     if not on:
         return resolved
@@ -180,6 +178,18 @@ def resolve_params(params: ScoringParams | PenaltyChoice, alphabet: Alphabet) ->
     what = " and ".join(needing[name].format(getattr(resolved, name)) for name in on)
     raise InputError(source, f"{what} with a substitution matrix, and {alphabet.residue_kind} data have none: "
                              f"{'they are' if len(on) > 1 else 'it is'} for protein data; {advice} for {alphabet.name}")
+
+
+def check_posterior_fits(params: ScoringParams, columns: ColumnTerms, m: int) -> None:
+    """InputError unless the posterior step's fixed-point energies (model/fixed_point.py) fit
+    int32 for every read the alignment takes (up to m - 1 residues) at the run's temperature."""
+    if params.temperature == 0:
+        return
+    try:
+        check_fixed_point(params.as_array(), 0 if columns.costs is None else columns.costs.largest, m - 1, m,
+                          posterior_tables(params.temperature))
+    except ValueError as error:
+        raise InputError("--temperature", f"{error}; or --temperature 0 (the Viterbi traceback)") from None
 
 
 def edge_profiles(config: RunConfig, inputs: Inputs, timings: dict[str, float]) -> EdgeProfiles:

@@ -191,25 +191,18 @@ def main_options() -> tuple[Option, ...]:
     """Every option of the main job, in --help's order."""
     from papara_py.engine.limits import INITIAL_CLUSTERS, MAX_LANES
     from papara_py.model.column_costs import MAX_COLUMN_WEIGHT
-    from papara_py.model.params import DEFAULT_PRESET, MAX_PENALTY, PRESETS
+    from papara_py.model.params import DEFAULT_PRESET, MAX_PENALTY, MAX_TEMPERATURE, PRESETS
 
-    def preset_values(index: int) -> str:
-        return f"{PRESETS[DEFAULT_PRESET][index]:g} in {DEFAULT_PRESET}, {PRESETS['protein'][index]:g} in protein"
+    def preset_values(name: str) -> str:
+        return f"{getattr(PRESETS[DEFAULT_PRESET], name):g} in {DEFAULT_PRESET}, " \
+               f"{getattr(PRESETS['protein'], name):g} in protein"
 
-    def penalty(name: str, meaning: str, index: int, metavar: str | None = None) -> Option:
-        return Option(name, f"{meaning} (default: the preset's; {preset_values(index)})", SCORING, kind="int",
+    def penalty(name: str, meaning: str, metavar: str | None = None) -> Option:
+        return Option(name, f"{meaning} (default: the preset's; {preset_values(name)})", SCORING, kind="int",
                       low=0, high=MAX_PENALTY, why=" (the kernels' 16- and 32-bit scores must hold them)",
                       metavar=metavar)
 
-    def traceback_setting(name: str, what: str, index: int, metavar: str, kind: str = "int",
-                          high: float = MAX_PENALTY, why: str = "") -> Option:
-        """A traceback setting (DESIGN.md 5): what it does, what it leaves alone, the presets' values."""
-        return Option(name, f"{what} (DESIGN.md 5; the score, best edge and candidates are unchanged); 0: off "
-                            f"(default: the preset's; {preset_values(index)})", SCORING, kind=kind, low=0, high=high,
-                      why=why, metavar=metavar)
-
     weight_why = " (the kernels read each column cost as one byte)"
-    penalty_why = " (the kernels' 16- and 32-bit scores must hold them)"
     return (
         *reference_options(),
         Option("reads", "reads to align (FASTA or FASTQ, plain, gzip, bzip2 or xz); several files (samples) are "
@@ -220,48 +213,31 @@ def main_options() -> tuple[Option, ...]:
         Option("outdir", "write each reads file's run file into the existing directory DIR, named after it "
                          "(S1.fastq.gz -> DIR/S1.h5); needed with several reads files", INPUTS, metavar="DIR",
                keyword=False, common=True),
-        Option("preset", "; ".join(f"{name}: {'/'.join(f'{v:g}' for v in values)}" for name, values in PRESETS.items())
-               + " (mismatch/cgap/gap-open/gap-extend/insertion/near-mismatch/column-weight/vote-window/"
-                 f"nearest-bonus/band-margin/location-check/second-model; default: {DEFAULT_PRESET} for DNA, protein "
-                 "for protein, both chosen by the accuracy studies in docs/ACCURACY.md; paper: the 2012 paper's)",
+        Option("preset", "; ".join(f"{preset.name}: {'/'.join(f'{v:g}' for v in preset.values().values())}, "
+                                   f"{preset.chosen}" for preset in PRESETS.values())
+               + " (mismatch/cgap/gap-open/gap-extend/insertion/near-mismatch/column-weight/temperature; default: "
+                 f"{DEFAULT_PRESET} for DNA, protein for protein; docs/accuracy.md says how they were chosen)",
                SCORING, kind="choice", choices=tuple(PRESETS), common=True,
                brief=f"the penalties by name (default: {DEFAULT_PRESET} for DNA, protein for protein; paper: the "
-                     "2012 paper's; their values: --help-all); single penalties given override it"),
-        penalty("mismatch", "read residue not in the branch's state set", 0),
-        penalty("cgap", "read residue in a column the tree says is a gap", 1),
-        penalty("gap_open", "opening a gap in the read", 2),
-        penalty("gap_extend", "extending a gap in the read", 3),
-        penalty("insertion", "read residue between reference columns", 4),
+                     "2012 paper's Eq. 1; their values: --help-all); single parameters given override it"),
+        penalty("mismatch", "read residue not in the branch's state set"),
+        penalty("cgap", "read residue in a column the tree says is a gap"),
+        penalty("gap_open", "opening a gap in the read"),
+        penalty("gap_extend", "extending a gap in the read"),
+        penalty("insertion", "read residue between reference columns"),
         penalty("near_mismatch", "read residue among the branch's near states: one parsimony step from its state "
                                  "set (DNA), or scoring 0 or more against one of its states in BLOSUM62 (protein); at "
-                                 "most --mismatch; equal to it is the paper's Eq. 1)", 5),
+                                 "most --mismatch; equal to it is the paper's Eq. 1)"),
         Option("column_weight", "protein: the column profile cost, W per BLOSUM62 unit by which a read residue's mean "
                                 "score against the column's reference residues falls short of 5 (DESIGN.md 4); 0: "
-                                f"off, the paper's model (default: the preset's; {PRESETS['protein'][6]:g} in "
+                                f"off, the paper's model (default: the preset's; {PRESETS['protein'].column_weight:g} in "
                                 "protein)", SCORING, kind="number", low=0, high=MAX_COLUMN_WEIGHT, why=weight_why,
                metavar="W"),
-        traceback_setting("vote_window", "a read with at least two candidate edges (--candidates) besides its best "
-                          "scoring within D of it takes each residue's column by vote over those edges' alignments, "
-                          "not its best edge's alone", 7, "D", why=penalty_why),
-        traceback_setting("nearest_bonus", "a read whose best-edge alignment shares at least half of its residues "
-                          "with one reference sequence (its nearest: the most identities) is traced back again with "
-                          "each residue identical to that sequence's in a column costing B less there and its gaps "
-                          "opening free where that sequence has a gap", 8, "B", why=penalty_why),
-        traceback_setting("band_margin", "the traceback may place a read residue up to W offsets outside the scoring "
-                          "band (a read ending at the alignment's last column with a deletion before an insertion, or "
-                          "starting at its first with the reverse), each time it leaves the band at the cost of one "
-                          "more insertion and gap opening", 9, "W", why=penalty_why),
-        traceback_setting("location_check", "protein: each read is aligned alone to every reference sequence "
-                          "(BLOSUM62, gaps 11 + 1 a residue), and where that mapping onto the best-scoring sequence "
-                          "scores at least 1 a residue and fewer than A percent of the read's residues lie within 3 "
-                          "columns of where it puts them, the read takes the mapping's columns (a read placed in the "
-                          "wrong region altogether); reads already sharing half their residues with one sequence are "
-                          "not checked", 10, "A", high=100),
-        traceback_setting("second_model", "protein: each read is also aligned under a second model, every penalty, "
-                          "the vote window and the nearest bonus doubled and the column weight W, on its candidate "
-                          "edges ranked by that model, and keeps whichever of its two alignments the reference "
-                          "alignment's column composition (rows weighted by their identity with the read) scores "
-                          "higher", 11, "W", kind="number", high=MAX_COLUMN_WEIGHT, why=weight_why),
+        Option("temperature", "the posterior decoding's temperature in cost units (DESIGN.md 5): each read's columns "
+                              "are the optimal-accuracy alignment of its residues' posteriors over its candidate "
+                              "edges, a path of cost c weighing exp(-c/T); 0: the Viterbi traceback of Eq. 1 on the "
+                              f"best edge (default: the preset's; {preset_values('temperature')}, 0 in paper)",
+               SCORING, kind="number", low=0, high=MAX_TEMPERATURE, why=" (cost units)", metavar="T"),
         Option("threads", "threads (default: the CPUs this process may use: its CPU affinity, e.g. taskset or a SLURM "
                           "allocation, capped by a cgroup CPU quota)", ENGINE, kind="int", low=1, high=MAX_THREADS,
                short="-j", metavar="THREADS", common=True),
@@ -275,15 +251,15 @@ def main_options() -> tuple[Option, ...]:
         Option("gpu_profile", "time each GPU launch on the device (OpenCL profiling events) and store the sum per GPU "
                               "in the run record (gpu_device_seconds); against the scoring time it shows how long the "
                               "device waited for the host", ENGINE, kind="flag", default=False),
-        Option("traceback", "where each read's alignment to its best edge is computed: auto: on the first GPU when "
-                            "the run scores on one, else on the CPU; cpu: always on the CPU threads (the results are "
-                            "the same)", ENGINE, kind="choice", choices=("auto", "cpu"), default="auto"),
+        Option("traceback", "where each read's posterior step (DESIGN.md 5) runs: auto: on the run's GPUs when it "
+                            "scores on any, else on the CPU; cpu: always on the CPU threads (the results are the "
+                            "same)", ENGINE, kind="choice", choices=("auto", "cpu"), default="auto"),
         Option("lanes", f"edges per block, 1 to {MAX_LANES} (default: the CPU's int16 vector width, or PAPARA_LANES)",
                ENGINE, kind="int", low=1, high=MAX_LANES,
                why=" (each CPU worker keeps a lane-wide DP strip on its stack)", metavar="LANES"),
-        Option("candidates", "best K branches kept per read, for placement tools; at most the tree's edge count "
-                             "(default: %(default)s)", ENGINE, kind="int", low=1, high=MAX_COUNT, default=5,
-               metavar="K", common=True),
+        Option("candidates", "best K branches per read, whose alignments the posterior step pools by weight "
+                             "(DESIGN.md 5); at most the tree's edge count (default: %(default)s)", ENGINE, kind="int",
+               low=1, high=MAX_COUNT, default=5, metavar="K", common=True),
         Option("search", "exhaustive scores every read against every edge (the reference); guided scores each read "
                          "against the central edges of clusters of the tree, then inside the best clusters, widening "
                          "until its best edges are surrounded by scored edges: exact DP on a few percent of the edges "
@@ -416,6 +392,5 @@ def penalty_choice(values: Mapping[str, Any]):
     it once the alphabet, whose default preset applies without --preset, is known."""
     from papara_py.model.params import PENALTY_NAMES, PenaltyChoice
 
-    names = (*PENALTY_NAMES, "column_weight", "vote_window", "nearest_bonus", "band_margin", "location_check",
-             "second_model")
+    names = (*PENALTY_NAMES, "column_weight", "temperature")
     return PenaltyChoice(values["preset"], tuple((name, values[name]) for name in names if values[name] is not None))

@@ -74,21 +74,6 @@ def sample_tally(sample: SampleRun, stats: Engine | SearchStats, search: GuidedS
     timings["build_blocks"] = stats.build_seconds
     timings["reads"] = sample.inputs.reads.read_seconds
     timings["reads_wait"] = sample.inputs.reads.wait_seconds
-    if sample.inputs.params.vote_window:
-        reporter.detail(f"{sample.label}: vote window {sample.inputs.params.vote_window}: "
-                        f"{sample.votes['alignments']} alignments traced back for {sample.n_alignable} reads, "
-                        f"{sample.votes['voted']} reads' columns changed by the vote")
-    if sample.inputs.params.nearest_bonus:
-        reporter.detail(f"{sample.label}: nearest bonus {sample.inputs.params.nearest_bonus}: {sample.votes['nearest']} "
-                        f"of {sample.n_alignable} reads traced back again towards their nearest reference sequences")
-    if sample.inputs.params.location_check:
-        reporter.detail(f"{sample.label}: location check {sample.inputs.params.location_check}%: "
-                        f"{sample.votes['relocated']} of {sample.n_alignable} reads moved to their nearest reference "
-                        f"sequence's columns")
-    if sample.inputs.params.second_model:
-        reporter.detail(f"{sample.label}: second model (column weight {sample.inputs.params.second_model:g}): "
-                        f"{sample.votes['second']} of {sample.n_alignable} reads took its alignment, "
-                        f"{sample.votes['profile']} the reference profile's own")
     reporter.detail(f"{sample.label}: --strand {sample.inputs.strand}: {sample.strand_counts['scored_both']} "
                     f"of {sample.n_alignable} reads scored in both orientations ({timings['strand']:.3f} s)")
     if search:
@@ -99,8 +84,7 @@ def sample_tally(sample: SampleRun, stats: Engine | SearchStats, search: GuidedS
         cells=sample.cells, gcups=sample.cells / timings["scoring"] / 1e9 if timings["scoring"] > 0 else 0.0,
         strand_counts=sample.strand_counts, search=search.identity() if search else {"mode": "exhaustive"},
         edges_scored=sample.edges_scored,
-        traceback={"device": tracer.describe() if tracer else "cpu", "batches": dict(sample.traced),
-                   **sample.votes},
+        traceback={"device": tracer.describe() if tracer else "cpu", "batches": dict(sample.traced)},
         consumers={consumer.name: {"blocks": consumer.blocks, "edges": consumer.edges,
                                    "cells": consumer.cells, "calls": consumer.calls,
                                    "busy_seconds": consumer.busy_seconds,

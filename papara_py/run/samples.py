@@ -108,10 +108,6 @@ class SampleRun:
         self.statuses = np.zeros(len(STATUSES), np.int64)
         self.strand_counts = {"+": 0, "-": 0, "scored_both": 0}
         self.traced = {"gpu": 0, "cpu": 0}
-        # alignments traced, reads their vote changed, reads traced again with their nearest sequence's
-        # bonus, reads the location check moved, reads that took the second model's alignment or the
-        # reference profile's own (the choice)
-        self.votes = {"alignments": 0, "voted": 0, "nearest": 0, "relocated": 0, "second": 0, "profile": 0}
         self.scored = 0                           # batches back from the engine
         self.written = 0                          # stretches written
         self.entered = False                      # its first batch went to the engine
@@ -125,7 +121,7 @@ class SampleRun:
         self.summary = None                       # its run/config.RunSummary, once committed
         self.failed = False                       # its reads are bad: nothing more of it is written
         self.complete = False
-        self.lock = threading.Lock()              # traceback threads add up `timings`, `traced`, `votes`
+        self.lock = threading.Lock()              # traceback threads add up `timings`, `traced`
         self._writer: RunWriter | None = None
         self._closer = ExitStack()
 

@@ -182,32 +182,27 @@ class ScoreTraceWrite:
     def trace(self, sample: SampleRun, stretch: Stretch, reverse: np.ndarray, candidates: Candidates):
         """One scored batch decoded by the run's model (on a traceback thread)."""
         t0 = time.perf_counter()
-        done = decode_batch(stretch.reads, stretch.alignable, reverse, candidates, self.profiles,
-                            sample.inputs.params, sample.inputs.columns, self.config.threads, self.tracer)
+        decoded = decode_batch(stretch.reads, stretch.alignable, reverse, candidates, self.profiles,
+                               sample.inputs.params, sample.inputs.columns, self.config.threads, self.tracer)
         with sample.lock:  # summed over batches, which may overlap (BatchStages)
             sample.timings["traceback"] += time.perf_counter() - t0
-            sample.traced["gpu" if done.on_gpu else "cpu"] += 1
-            sample.votes["alignments"] += done.alignments
-            sample.votes["voted"] += done.voted
-            sample.votes["nearest"] += done.nearest
-            sample.votes["relocated"] += done.relocated
-            sample.votes["second"] += done.second
-            sample.votes["profile"] += done.profile
-        return sample, stretch, reverse, candidates, done.scores, done.starts, done.cigars, done.rows
+            sample.traced["gpu" if decoded.on_gpu else "cpu"] += 1
+        return sample, stretch, reverse, candidates, decoded
 
     def write(self, sample: SampleRun, stretch: Stretch, *traced) -> None:
-        """One stretch's rows and its traced batch (`trace`'s results; none where it has no read
+        """One stretch's rows and its decoded batch (`trace`'s results; none where it has no read
         to align) into the sample's run file (on the writer thread, in order), and the file
         committed after the sample's last stretch."""
         if sample.failed:
             return
         t0 = time.perf_counter()
         writer = sample.writer(self.work.k)
-        reverse, candidates, scores, starts, cigars, rows = traced or (None,) * 6
-        write_stretch(writer, stretch, self.config.batch_reads, reverse, cigars)
         if traced:
-            write_batch(writer, stretch.first + stretch.alignable, candidates, scores, starts, rows)
+            reverse, candidates, decoded = traced
+            batch = write_batch(writer, stretch.first + stretch.alignable, candidates, decoded, self.m)
+            write_stretch(writer, stretch, self.config.batch_reads, reverse, batch)
         else:
+            write_stretch(writer, stretch, self.config.batch_reads)
             sample.statuses += np.bincount(stretch.statuses, minlength=len(STATUSES))
         sample.timings["output"] += time.perf_counter() - t0
         sample.written += 1

@@ -1,10 +1,13 @@
-"""Alignment paths of DESIGN.md 5 as the traceback and the column votes write them.
+"""A read's alignment in its forms (DESIGN.md 5 and 7).
 
-A path is an op array (OP_M: a column holding a read residue, OP_D: a column without one, OP_I: a
-read residue between columns) from a start column. These turn it into the run file's forms: an
+The model hands on each read's alignment in one form: the column of each of its residues
+(INSERTED where a residue lies between columns). The writers turn that into the run file's forms
+(`alignment_forms`, a batch at a time inside numba): a path, an op array from a start column
+(OP_M: a column holding a read residue, OP_D: a column without one, OP_I: a read residue between
+columns; between two placed residues the inserted ones come before the skipped columns), its
 ASCII CIGAR (run-length encoded ops) and the read's row in reference columns (its residues at
-their M columns, gaps elsewhere, inserted residues left out), for one read or a batch at a time
-inside numba code.
+their columns, gaps elsewhere, inserted residues left out). The exports, the API and the tests
+read CIGARs back (`read_columns`, `residue_columns`, `place_read`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from numba import njit
 from papara_py.io.cigar import parse_cigar
 
 OP_M, OP_D, OP_I = 0, 1, 2
+#: A residue's column where it is inserted (lies between reference columns).
+INSERTED = -1
 _OP_LETTER = "MDI"
 _OP_BYTES = np.frombuffer(_OP_LETTER.encode(), np.uint8).copy()
 _DIGIT_0, _DIGIT_9 = ord("0"), ord("9")
@@ -86,7 +91,7 @@ def read_columns(cigar, lo, hi, start, out):
             elif op == OP_D:
                 column += 1
             else:
-                out[position] = -1
+                out[position] = INSERTED
                 position += 1
         length = 0
 
@@ -135,38 +140,43 @@ def path_ops(columns, ops):
         ops[count] = OP_M
         count += 1
         previous = j
-    for _ in range(n - 1 - previous):
-        ops[count] = OP_I
-        count += 1
+    if previous >= 0:  # none placed: every residue is already an I op above
+        for _ in range(n - 1 - previous):
+            ops[count] = OP_I
+            count += 1
     return start, count
 
 
-def replace_paths(starts: np.ndarray, cigars: list[str], rows: np.ndarray, residues: np.ndarray, offsets: np.ndarray,
-                  which: np.ndarray, columns: np.ndarray, gap: int = ord("-")) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """A batch's starts, CIGARs and rows with the reads `which` written anew from their `columns`
-    (each residue's column, -1 inserted, at least one placed; `path_ops`); residues: the reads'
-    ASCII cut by `offsets`. The given arrays stay as they were."""
-    starts, cigars = np.array(starts, np.int32), list(cigars)
-    if len(which):
-        rows = rows.copy()
-    for q in np.asarray(which).tolist():
-        read_columns_q = columns[offsets[q]:offsets[q + 1]]
-        ops = np.empty(read_columns_q.size + rows.shape[1], np.uint8)
-        start, length = path_ops(read_columns_q, ops)
-        rows[q] = gap
-        place_ops(ops[:length], start, residues[offsets[q]:offsets[q + 1]], rows[q])
-        starts[q], cigars[q] = start, cigar_string(ops[:length])
-    return starts, cigars, rows
+@njit(cache=True, nogil=True)
+def _forms(columns, offsets, residues, starts, rows, cigar_bytes, cigar_ends):
+    """`alignment_forms` inside numba: read q's path from columns[offsets[q]:offsets[q + 1]]."""
+    m = rows.shape[1]
+    ops = np.empty(int((offsets[1:] - offsets[:-1]).max()) + m if offsets.shape[0] > 1 else 0, np.uint8)
+    pos = np.int64(0)  # not a literal 0: numba would compile encode_cigar for that type as well
+    for q in range(offsets.shape[0] - 1):
+        a, b = offsets[q], offsets[q + 1]
+        start, count = path_ops(columns[a:b], ops)
+        start = max(start, 0)  # no residue placed (all inserted): the path starts at column 0
+        starts[q] = start
+        place_ops(ops[:count], start, residues[a:b], rows[q])
+        pos = encode_cigar(ops[:count], cigar_bytes, pos)
+        cigar_ends[q] = pos
 
 
-def output_space(offsets: np.ndarray, m: int, gap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows (gaps), CIGAR bytes and CIGAR ends for the reads cut by `offsets`: what a batch's
-    `place_ops` and `encode_cigar` write into."""
+def alignment_forms(columns: np.ndarray, offsets: np.ndarray, residues: np.ndarray, m: int,
+                    gap: int = ord("-")) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """The run file's forms of a batch's alignments: (start columns int32 [reads], CIGARs, rows
+    uint8 [reads, m]); columns: each residue's column (INSERTED where inserted), residues the
+    reads' ASCII (as oriented), both cut by offsets (int64 [reads + 1])."""
     count = offsets.size - 1
+    starts = np.empty(count, np.int32)
     rows = np.full((count, m), gap, np.uint8)
     # a path has n M/I ops and at most m D ops; 2 bytes per op bound the CIGAR (see encode_cigar)
     cigar_bytes = np.empty(2 * (int(offsets[-1]) + count * m), np.uint8)
-    return rows, cigar_bytes, np.empty(count, np.int64)
+    cigar_ends = np.empty(count, np.int64)
+    _forms(np.ascontiguousarray(columns), np.ascontiguousarray(offsets, np.int64), residues, starts, rows, cigar_bytes,
+           cigar_ends)
+    return starts, cigar_strings(cigar_bytes, cigar_ends), rows
 
 
 def cigar_strings(cigar_bytes: np.ndarray, cigar_ends: np.ndarray) -> list[str]:

@@ -1,0 +1,292 @@
+/* Posterior decoding on the device (issue 53): the fixed-point Forward and Backward over each
+ * (read, candidate edge) band, the pooling of the edges' M posteriors into the read's, and the
+ * read's MEA alignment. Every integer here is the one papara_py/model/posterior.py computes on
+ * the CPU (its docstring is the specification; tests hold the two equal on PoCL and the GPU):
+ * the same recurrences, the same evaluation order of every softmin, the same tables
+ * (model/fixed_point.py, built on the host and uploaded), the same floors.
+ *
+ * Energies are int: a cost c is c << shift (fixed point, S = 2^shift), and the host passes the
+ * penalties already shifted. The host checks (fixed_point.check_fixed_point) that every energy
+ * stays within 2^29 of 0 and every sum below 2^30 = SENTINEL, the stand-in for +infinity (a cell
+ * out of the band): the softmin of the sentinel (plus a step) and a finite energy is that energy
+ * exactly, as on the CPU.
+ *
+ * Softmin of a, b (both devices): min(a, b) - softmin[min(|a - b|, soft_mask)], the table's length
+ * a power of two (soft_mask + 1) whose tail is zeros. exp(-x/T) of x: prob[min(max(x, 0), prob_mask)]
+ * in units of PROB_ONE = 2^PROB_BITS.
+ *
+ * Recurrences, row j of the read (0 .. n-1), band offset k = i - j in [0, W), W = m - n + 1,
+ * column i = j + k; cM = M_ij (0 / near_mismatch / mismatch) + X_ij + CG_i as energies:
+ *   Forward (rows down, offsets up; prev = the row above's totals, 0 at every offset for row -1,
+ *   SENTINEL at offset W):
+ *     Mf(j,k) = cM(j,k) + prev[k]                               stored in F
+ *     MI      = Mf (+) (insertion + prev[k+1])
+ *     Df      = (MI(j,k-1) + OE_i) (+) (Df(j,k-1) + E_i)         both SENTINEL left of offset 0
+ *     cur[k]  = MI (+) Df
+ *   Z = cur[0] (+) cur[1] (+) ... (+) cur[W-1] of the last row, in that order.
+ *   Backward (rows up, offsets down; OE_m = E_m = 0 past the last column):
+ *     x       = 0 on the last row (the path may end), else
+ *               (cM(j+1,k) + B(j+1,k)) (+) (insertion + B(j+1,k-1))   (SENTINEL at k - 1 = -1)
+ *     B(j,k)  = x (+) (OE_{i+1} + BD(j,k+1))                     BD SENTINEL right of offset W-1
+ *     BD(j,k) = x (+) (E_{i+1} + BD(j,k+1))
+ *   posterior of M at (j, k): prob[F(j,k) - Z + B(j,k)], and pooled(j,k) += (w * it) >> PROB_BITS
+ *   with an atomic add: each term floored, so the pooled sums are the same in any order.
+ *
+ * Kernels and memory layout (P pairs and L reads in a launch; pair arrays side by side, a
+ * pair's cell c at [c][P] + p, so a warp's work-items load and store neighbouring words while
+ * their reads have one length: the host sorts the pairs by read length, then edge, so that
+ * neighbouring work-items also load one profile's element at one column):
+ *   states, near  [profiles][m]          elem_t: each profile's elements and near states
+ *   codes         [residues]             elem_t: the launch's reads, read r at
+ *                                        codes[offsets[r] .. offsets[r+1]-1]
+ *   cost_rows     [residues], cost_table [m][n_costs]  uchar, COLUMN_COSTS only (as band_trace.cl)
+ *   pair_read, pair_slot  [P]            int: each pair's read (in the launch) and profile
+ *   softmin, prob                        int: the tables, padded to a power of two
+ *   row           [W_max + 1][P]         int: posterior_forward's previous row, overwritten in
+ *                                        place (offset k is read at step k - 1 and k, then written)
+ *   F             [n_max][W_max][P]      int: M's Forward energy, each pair's cells (j, k)
+ *   z             [P]                    int: each pair's Forward energy Z
+ *   active        [A]                    int: the pairs whose edge weight is above 0 (the host
+ *                                        computes the weights from z: model/posterior.edge_weights)
+ *   weight        [P]                    int: each pair's edge weight, PROB_ONE units
+ *   brow          [W_max + 1][P]         int: posterior_backward's B of the row below, offset k at
+ *                                        k + 1 (SENTINEL at 0), overwritten in place
+ *   grow          [W_max][P]             int: cM + B of the row below, overwritten in place
+ *   pooled        [n_max][W_max][L]      int: each read's pooled M posteriors (atomic adds;
+ *                                        zeroed by the host before posterior_backward)
+ *   ins           [n_max][L]             int: posterior_mea's insert posteriors
+ *   best          [n_max][W_max + 1][L]  long: posterior_mea's R(j, i) at [j][i - j + 1]
+ *   columns, pp   [residues]             int: each residue's column (-1 inserted) and posterior
+ *   objective     [L]                    long: each read's sum of pp
+ * Build options: -DPROF_BITS=8|32 -DSTATE_BITS=n (elements.cl), -DCOLUMN_COSTS=0|1.
+ */
+
+#include "elements.cl"
+
+#ifndef COLUMN_COSTS
+#define COLUMN_COSTS 0
+#endif
+#define PROB_BITS 15
+#define PROB_ONE (1 << PROB_BITS)
+#define SENTINEL (1 << 30)
+#define INSERTED (-1)
+#define NEG64 (-(1L << 40))
+
+inline int softmin2(const int a, const int b, __global const int *restrict table, const int mask)
+{
+    const int d = a > b ? a - b : b - a;
+    return min(a, b) - table[min(d, mask)];
+}
+
+inline int probability_of(const int x, __global const int *restrict prob, const int mask)
+{
+    return prob[min(max(x, 0), mask)];
+}
+
+/* cM(j, k) as an energy: M_ij (0 where the states meet, near_mismatch where the near states do,
+ * mismatch otherwise) + X_ij (COLUMN_COSTS) + CG_i, all << shift (the host shifted the penalties). */
+inline int diagonal_energy(const elem_t e, const elem_t e_near, const elem_t b, const int mismatch,
+                           const int near_mismatch, const int cgap, const int x_cost, const int shift)
+{
+    int cost = (e & STATE_MASK & b) ? 0 : ((e_near & b) ? near_mismatch : mismatch);
+    cost += x_cost << shift;
+    return cost + ((e & CGAP_BIT) ? cgap : 0);
+}
+
+#if COLUMN_COSTS
+#define X_COST(i, x_row) ((int)cost_table[(size_t)(i) * n_costs + (x_row)])
+#else
+#define X_COST(i, x_row) 0
+#endif
+
+__kernel void posterior_forward(
+    __global const elem_t *restrict states, __global const elem_t *restrict near, const int m,
+    __global const elem_t *restrict codes, __global const int *restrict offsets,
+    __global const int *restrict pair_read, __global const int *restrict pair_slot, const int n_pairs,
+    const int max_width, __global int *restrict row, __global int *restrict F, __global int *restrict z_out,
+    const int shift, const int mismatch, const int near_mismatch, const int cgap, const int open_extend,
+    const int extend, const int insertion, __global const int *restrict softmin, const int soft_mask,
+    __global const uchar *restrict cost_rows, __global const uchar *restrict cost_table, const int n_costs)
+{
+    const int p = get_global_id(0);
+    if (p >= n_pairs) return;
+    const int r = pair_read[p];
+    const int first = offsets[r];
+    const int n = offsets[r + 1] - first;
+    const int width = m - n + 1;
+    __global const elem_t *restrict a = states + (size_t)pair_slot[p] * m;
+    __global const elem_t *restrict a_near = near + (size_t)pair_slot[p] * m;
+    const size_t P = (size_t)n_pairs;
+    for (int k = 0; k < width; ++k) row[k * P + p] = 0;  /* row -1: the free boundary row */
+    row[width * P + p] = SENTINEL;                          /* I at the last offset: out of the band */
+    for (int j = 0; j < n; ++j) {
+        const elem_t b = codes[first + j];
+#if COLUMN_COSTS
+        const int x_row = cost_rows[first + j];
+#else
+        const int x_row = 0;
+#endif
+        int mi_left = SENTINEL, d_left = SENTINEL;  /* MI and Df at offset k - 1 */
+        int above = row[p];                          /* prev[k] */
+        __global int *restrict f = F + (size_t)j * max_width * P + p;
+        for (int k = 0; k < width; ++k) {
+            const int i = j + k;
+            const int above_right = row[(k + 1) * P + p];  /* prev[k + 1], not yet overwritten */
+            const elem_t e = a[i];
+            const int gap = (e & CGAP_BIT) != 0;
+            const int mval = diagonal_energy(e, a_near[i], b, mismatch, near_mismatch, cgap, X_COST(i, x_row), shift)
+                             + above;
+            const int mi = softmin2(mval, insertion + above_right, softmin, soft_mask);
+            const int dval = softmin2(mi_left + (gap ? 0 : open_extend), d_left + (gap ? 0 : extend), softmin,
+                                      soft_mask);
+            row[k * P + p] = softmin2(mi, dval, softmin, soft_mask);
+            f[k * P] = mval;
+            mi_left = mi;
+            d_left = dval;
+            above = above_right;
+        }
+    }
+    int z = row[p];
+    for (int k = 1; k < width; ++k) z = softmin2(z, row[k * P + p], softmin, soft_mask);
+    z_out[p] = z;
+}
+
+__kernel void posterior_backward(
+    __global const elem_t *restrict states, __global const elem_t *restrict near, const int m,
+    __global const elem_t *restrict codes, __global const int *restrict offsets,
+    __global const int *restrict pair_read, __global const int *restrict pair_slot, const int n_pairs,
+    __global const int *restrict active, const int n_active, const int max_width, const int n_reads,
+    __global int *restrict brow, __global int *restrict grow, __global const int *restrict F,
+    __global const int *restrict z_in, __global const int *restrict weight, __global int *pooled,
+    const int shift, const int mismatch, const int near_mismatch, const int cgap, const int open_extend,
+    const int extend, const int insertion, __global const int *restrict softmin, const int soft_mask,
+    __global const int *restrict prob, const int prob_mask,
+    __global const uchar *restrict cost_rows, __global const uchar *restrict cost_table, const int n_costs)
+{
+    const int t = get_global_id(0);
+    if (t >= n_active) return;
+    const int p = active[t];
+    const int r = pair_read[p];
+    const int first = offsets[r];
+    const int n = offsets[r + 1] - first;
+    const int width = m - n + 1;
+    __global const elem_t *restrict a = states + (size_t)pair_slot[p] * m;
+    __global const elem_t *restrict a_near = near + (size_t)pair_slot[p] * m;
+    const size_t P = (size_t)n_pairs;
+    const size_t L = (size_t)n_reads;
+    const int z = z_in[p];
+    const int w = weight[p];
+    brow[p] = SENTINEL;  /* B(j+1, -1): I(i, j+1) left of the band */
+    for (int j = n - 1; j >= 0; --j) {
+        const elem_t b = codes[first + j];
+#if COLUMN_COSTS
+        const int x_row = cost_rows[first + j];
+#else
+        const int x_row = 0;
+#endif
+        int bd_right = SENTINEL;  /* BD(j, k + 1): none right of the last offset */
+        __global const int *restrict f = F + (size_t)j * max_width * P + p;
+        __global int *pool = pooled + (size_t)j * max_width * L + r;
+        /* column i + 1's element (the previous step's): past the last column OE_m = E_m = 0, as a
+         * CGAP column's */
+        elem_t e_right = j + width < m ? a[j + width] : (elem_t)CGAP_BIT;
+        for (int k = width - 1; k >= 0; --k) {
+            const int i = j + k;
+            const elem_t e = a[i];
+            int x = 0;  /* the last row: the path may end here */
+            if (j < n - 1) x = softmin2(grow[k * P + p], insertion + brow[k * P + p], softmin, soft_mask);
+            const int right_gap = (e_right & CGAP_BIT) != 0;
+            const int bval = softmin2(x, (right_gap ? 0 : open_extend) + bd_right, softmin, soft_mask);
+            bd_right = softmin2(x, (right_gap ? 0 : extend) + bd_right, softmin, soft_mask);
+            brow[(k + 1) * P + p] = bval;  /* offset k at k + 1: read (as B(j+1, k)) at step k + 1 */
+            grow[k * P + p] = diagonal_energy(e, a_near[i], b, mismatch, near_mismatch, cgap, X_COST(i, x_row), shift)
+                              + bval;
+            e_right = e;
+            const int share = probability_of(f[k * P] - z + bval, prob, prob_mask);
+            if (share) atomic_add(pool + k * L, (w * share) >> PROB_BITS);
+        }
+    }
+}
+
+/* model/posterior.mea for one read (its docstring: the DP, the walk back and its tie rule). */
+__kernel void posterior_mea(
+    __global const int *restrict offsets, const int n_reads, const int m, const int max_width,
+    __global const int *restrict pooled, __global int *restrict ins, __global long *restrict best,
+    __global int *restrict columns, __global int *restrict pp, __global long *restrict objective)
+{
+    const int r = get_global_id(0);
+    if (r >= n_reads) return;
+    const int first = offsets[r];
+    const int n = offsets[r + 1] - first;
+    if (n == 0) return;
+    const int width = m - n + 1;
+    const size_t L = (size_t)n_reads;
+#define POOLED(j, k) pooled[((size_t)(j) * max_width + (k)) * L + r]
+#define INS(j) ins[(size_t)(j) * L + r]
+#define R(j, kp) best[((size_t)(j) * (max_width + 1) + (kp)) * L + r]
+    for (int j = 0; j < n; ++j) {
+        long total = 0;
+        for (int k = 0; k < width; ++k) total += POOLED(j, k);
+        INS(j) = (int)max(0L, (long)PROB_ONE - total);
+    }
+    long none = 0;  /* the sum of ins over residues 0 .. j-1 */
+    for (int j = 0; j < n; ++j) {
+        R(j, 0) = j == 0 ? NEG64 : R(j - 1, 1) + INS(j);
+        long left = R(j, 0);
+        for (int k = 0; k < width; ++k) {
+            long placed = NEG64, up = NEG64;
+            if (j > 0) {
+                placed = R(j - 1, k + 1);
+                up = R(j - 1, min(k + 2, width)) + INS(j);
+            }
+            long v = left;
+            const long here = POOLED(j, k) + max(placed, none);
+            if (here > v) v = here;
+            if (up > v) v = up;
+            R(j, k + 1) = v;
+            left = v;
+        }
+        none += INS(j);
+    }
+    objective[r] = R(n - 1, width);
+    int j = n - 1, kp = width;
+    none -= INS(n - 1);
+    while (j >= 0) {
+        const long v = R(j, kp);
+        while (kp > 0 && R(j, kp - 1) == v) --kp;
+        if (kp == 0) {  /* inserted, every placed residue before it at columns <= j - 1 */
+            columns[first + j] = INSERTED;
+            pp[first + j] = INS(j);
+            --j;
+            if (j >= 0) none -= INS(j);
+            kp = 1;
+            continue;
+        }
+        const int k = kp - 1;
+        const long placed = j > 0 ? R(j - 1, k + 1) : NEG64;
+        if (POOLED(j, k) + max(placed, none) == v) {
+            columns[first + j] = j + k;
+            pp[first + j] = POOLED(j, k);
+            if (j > 0 && placed >= none) {
+                --j;
+                none -= INS(j);
+                kp = k + 1;
+            } else {
+                for (int u = 0; u < j; ++u) {
+                    columns[first + u] = INSERTED;
+                    pp[first + u] = INS(u);
+                }
+                break;
+            }
+        } else {
+            columns[first + j] = INSERTED;
+            pp[first + j] = INS(j);
+            --j;
+            if (j >= 0) none -= INS(j);
+            kp = min(k + 2, width);
+        }
+    }
+#undef POOLED
+#undef INS
+#undef R
+}

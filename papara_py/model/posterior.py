@@ -1,0 +1,563 @@
+"""Posterior decoding (issue 53; PLAN "The posterior model"): Forward and Backward over each
+candidate edge's band, edge weights, the pooled posteriors and their maximum expected accuracy
+(MEA) alignment, in fixed-point integers (model/fixed_point.py) so every device gives the same
+answer bit for bit.
+
+The model. A read's alignment to an edge is a path through DESIGN 4's band (row j, the read
+position; column i; offset k = i - j in [0, W), W = m - n + 1) over three states per cell, with
+the costs of Eq. 1 read as energies (cost << shift, fixed point):
+    M(i,j) = cM(i,j) + (+){ M, D, I }(i-1, j-1)      j = 0: the boundary row, 0 at every band offset
+    D(i,j) = (+){ (+){ M, I }(i-1, j) + OE_i,  D(i-1, j) + E_i }   (D never opens from D)
+    I(i,j) = ins + (+){ M, D, I }(i, j-1)             j = 0: the boundary S(i,-1) = 0, i in [0, m-n-1]
+    Z      = (+) over the last row's offsets (k = 0, 1, ...) of (+){ M, D, I }(i, n-1)
+with cM(i,j) = M_ij + X(i, b_j) + CG_i (reference_scorer.diagonal_cost + column_penalties; here
+`diagonal_energy`, the same without a branch), OE_i, E_i and ins as DESIGN 4, and (+) the
+softmin of temperature T (fixed_point). Cells out of the band hold fixed_point.SENTINEL, whose
+softmin with any finite energy is that energy exactly. A path's energy is
+the sum of its steps' costs: exactly the paths of Eq. 1 (whose min over D(i-1,j) + OE_i is never
+below D(i-1,j) + E_i, so leaving that term out changes no minimum and gives each path one
+derivation). At T = 0 (+) is min and Z is Eq. 1's score times the scale (tested).
+
+Fixed evaluation order (every device the same integers): (+){M, D, I} is ((M (+) I) (+) D),
+D's two terms in the order written, Z's offsets in increasing k, the Backward's (below)
+((diagonal (+) insertion) (+) deletion), and the softmin table is applied as min(a, b) -
+softmin[|a - b|].
+
+Backward. B(j,k), the softmin over the ways on from M or I at cell (j, k) to the end (M and I
+have the same successors), and BD(j,k) from D:
+    B(j,k)  = (+){ cM(j+1,k) + B(j+1,k),  ins + B(j+1,k-1),  OE_{i+1} + BD(j,k+1) }   (j = n-1: 0
+    BD(j,k) = (+){ cM(j+1,k) + B(j+1,k),  ins + B(j+1,k-1),  E_{i+1}  + BD(j,k+1) }    in place
+of the first two: the path may end)
+computed row by row from the last, offsets from the right. M's posterior at (j, k) is
+exp(-(F_M(j,k) + B(j,k) - Z) / T), read from the probability table (an exponent below 0, which
+the tables' rounding can give, reads as 0: probability 1; one past the table's end as 0).
+
+Edge weights. For a read's candidate edges e (with Z_e), w_e = exp(-(Z_e - Z_min)/T) from the
+probability table, normalised by integer division: w_e = raw_e * PROB_ONE // sum(raw) (floor;
+the weights then sum to at most PROB_ONE and at least PROB_ONE - K). Only edges with w_e > 0
+run the Backward. Pooled posterior: P(j -> i) = sum over e of (w_e * P_e(j -> i)) >> PROB_BITS
+(each term floored, so the sum is the same in any order: the GPU adds them with atomics), and
+P(j inserted) = max(0, PROB_ONE - sum_i P(j -> i)).
+
+MEA. `mea` takes, among the assignments of each residue to a band column or to none (inserted),
+with the placed columns strictly increasing and at least one residue placed, one maximising the
+sum of the chosen states' pooled posteriors; every such assignment is a path of the band (a
+residue j placed in column i needs i - j in [0, W), as M(i, j); insertions and deletions fit
+between any two placed residues). Ties: see `mea`.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from papara_py.io.paths import INSERTED
+from papara_py.model.column_costs import ColumnCosts, kernel_costs
+from papara_py.model.fixed_point import PROB_BITS, PROB_ONE, SENTINEL, PosteriorTables, check_fixed_point
+from papara_py.model.reference_scorer import column_penalties, profile_near
+from papara_py.phylo.jit import cell_cost, read_cost_row, state_mask_of
+
+#: Stand-in for minus infinity in the MEA's int64 sums (far below any sum of n posteriors).
+NEG64 = -(np.int64(1) << 40)
+#: Reads per numba call in `decode_batch` (each call reuses its buffers for all its reads).
+DECODE_SLICE = 64
+
+
+#: The sign bit's shift for int64, handed to the kernels at run time (`SIGN`): with the shift a
+#: constant, LLVM turns the branch-free clamps and minima below back into selects, which x86's
+#: cmov converter then makes branches, mispredicted about half the time on these data: the
+#: Forward and Backward took twice as long (scripts/measure_posterior.py --time).
+SIGN = 63
+
+
+@njit(cache=True, nogil=True)
+def softmin2(a, b, table, sign):
+    """a (+) b in fixed point: min(a, b) - table[min(|a - b|, L - 1)], without a branch (the
+    table's length L is a power of two and its tail zeros: fixed_point; [0]: min). sign: SIGN."""
+    diff = a - b
+    neg = diff >> sign  # -1 where a < b, else 0
+    low = b + (diff & neg)  # min(a, b)
+    d = (diff ^ neg) - neg  # |a - b|
+    mask = table.shape[0] - 1
+    return low - table[np.uint64((d | ((mask - d) >> sign)) & mask)]  # d, or L - 1 past the end
+
+
+@njit(cache=True, nogil=True)
+def probability_of(x, prob, sign):
+    """exp(-x/T) in PROB_ONE units for a fixed-point energy difference x: prob[x] clamped to the
+    table (x < 0, which the tables' rounding can give, reads as 0: probability 1). sign: SIGN."""
+    x = x & ~(x >> sign)  # max(x, 0)
+    mask = prob.shape[0] - 1
+    return prob[np.uint64((x | ((mask - x) >> sign)) & mask)]
+
+
+@njit(cache=True, nogil=True)
+def diagonal_energy(a, near_a, b, states, mismatch, near_mismatch, costs, row, i, shift, sign):
+    """reference_scorer.diagonal_cost(...) << shift without a branch: mismatch and near_mismatch
+    as energies (p[0] << shift, p[5] << shift)."""
+    hit = (-np.int64(a & states & b)) >> sign  # -1 where the states meet the set
+    near = (-np.int64(near_a & b)) >> sign  # -1 where they meet its near states
+    level = ~hit & (mismatch ^ ((mismatch ^ near_mismatch) & near))
+    return level + (np.int64(cell_cost(costs, row, i)) << shift)
+
+
+@njit(cache=True, nogil=True)
+def edge_terms(profiles, p, shift):
+    """int64 [U, 3, m + 1]: each profile's (CG_i, OE_i, E_i) of Eq. 1 (column_penalties) as
+    energies, and a 0 past the last column (the Backward's last offset reads it beside the
+    sentinel)."""
+    m = profiles.shape[1]
+    out = np.zeros((profiles.shape[0], 3, m + 1), np.int64)
+    for u in range(profiles.shape[0]):
+        cg, oe, ex = column_penalties(profiles[u], p)
+        for i in range(m):
+            out[u, 0, i] = cg[i] << shift
+            out[u, 1, i] = oe[i] << shift
+            out[u, 2, i] = ex[i] << shift
+    return out
+
+
+@njit(cache=True, nogil=True)
+def forward(read, profile, near, p, costs, terms, shift, softmin, F, sf_a, sf_b, sign):
+    """Forward over the band of `read` against `profile` (near states `near`, column costs
+    `costs` in kernel form, `terms` its edge_terms [3, m + 1]): stores M's Forward energy in F
+    (int32 [n, W]) and returns Z (module docstring). sf_a, sf_b: int64 work rows of at least
+    W + 1 cells (offset W holds the sentinel: I at the last offset is out of the band); sign:
+    SIGN."""
+    n = read.shape[0]
+    m = profile.shape[0]
+    width = m - n + 1
+    states = state_mask_of(profile)
+    ins = p[4] << shift
+    mismatch = p[0] << shift
+    near_mismatch = p[5] << shift
+    cg = terms[0]
+    oe = terms[1]
+    ex = terms[2]
+    prev = sf_a  # (+){M, D, I} of the row above, by offset
+    cur = sf_b
+    for k in range(width):
+        prev[k] = 0  # the boundary row: 0 at every band offset (S(i-1, -1) for M, S(i, -1) for I)
+    prev[width] = SENTINEL
+    cur[width] = SENTINEL
+    for j in range(n):
+        b = read[j]
+        row = read_cost_row(costs, b)
+        mi_left = SENTINEL  # (M (+) I) at offset k - 1: none left of offset 0
+        d_left = SENTINEL   # D at offset k - 1
+        for k in range(width):
+            i = j + k
+            cm = diagonal_energy(profile[i], near[i], b, states, mismatch, near_mismatch, costs, row, i, shift,
+                                 sign) + cg[i]
+            mval = cm + prev[k]
+            mi = softmin2(mval, ins + prev[k + 1], softmin, sign)
+            dval = softmin2(mi_left + oe[i], d_left + ex[i], softmin, sign)
+            cur[k] = softmin2(mi, dval, softmin, sign)
+            F[j, k] = mval
+            mi_left = mi
+            d_left = dval
+        prev, cur = cur, prev
+    z = prev[0]
+    for k in range(1, width):
+        z = softmin2(z, prev[k], softmin, sign)
+    return z
+
+
+@njit(cache=True, nogil=True)
+def backward_pool(read, profile, near, p, costs, terms, shift, softmin, prob, F, z, weight, pooled, b_a, b_b, g_a,
+                  g_b, sign):
+    """Backward over the band (module docstring), adding each cell's M posterior times `weight`
+    (PROB_ONE units), floored to PROB_ONE units, to pooled (int32 [n, W]). F and z: `forward`'s;
+    b_a, b_b, g_a, g_b: int64 work rows of at least W + 1 cells (b rows hold offset k at k + 1,
+    the sentinel at 0: I(i, j+1) at offset -1 is out of the band); sign: SIGN."""
+    n = read.shape[0]
+    m = profile.shape[0]
+    width = m - n + 1
+    states = state_mask_of(profile)
+    ins = p[4] << shift
+    mismatch = p[0] << shift
+    near_mismatch = p[5] << shift
+    cg = terms[0]
+    oe = terms[1]
+    ex = terms[2]
+    b_next = b_a  # B of the row below, offset k at k + 1
+    g_next = g_a  # cM + B of the row below (its diagonal step), offset k at k
+    b_cur = b_b
+    g_cur = g_b
+    b_cur[0] = SENTINEL
+    b_next[0] = SENTINEL
+    for j in range(n - 1, -1, -1):
+        b = read[j]
+        row = read_cost_row(costs, b)
+        bd_right = SENTINEL  # BD at offset k + 1: none right of the last offset
+        for k in range(width - 1, -1, -1):
+            i = j + k
+            if j == n - 1:
+                x = 0  # the path may end here
+            else:  # M(i+1, j+1) at offset k, I(i, j+1) at offset k - 1 of the row below
+                x = softmin2(g_next[k], ins + b_next[k], softmin, sign)
+            bval = softmin2(x, oe[i + 1] + bd_right, softmin, sign)
+            bd_right = softmin2(x, ex[i + 1] + bd_right, softmin, sign)
+            b_cur[k + 1] = bval
+            g_cur[k] = diagonal_energy(profile[i], near[i], b, states, mismatch, near_mismatch, costs, row, i, shift,
+                                       sign) + cg[i] + bval
+            pooled[j, k] += (weight * probability_of(F[j, k] - z + bval, prob, sign)) >> PROB_BITS
+        b_next, b_cur = b_cur, b_next
+        g_next, g_cur = g_cur, g_next
+
+
+@njit(cache=True, nogil=True)
+def insert_posteriors(pooled, out):
+    """out[j] = max(0, PROB_ONE - sum over the band of pooled[j]): residue j's insert posterior."""
+    for j in range(pooled.shape[0]):
+        total = 0
+        for k in range(pooled.shape[1]):
+            total += pooled[j, k]
+        out[j] = max(0, PROB_ONE - total)
+
+
+@njit(cache=True, nogil=True)
+def mea(pooled, R, ins, columns, pp):
+    """The pooled MEA alignment of one read (module docstring): pooled int32 [n, W] (M
+    posteriors, PROB_ONE units); R int64 work space [n, W + 1]; ins int64 work space [n]. Writes
+    each residue's column (INSERTED: none) to columns and its chosen state's posterior to pp;
+    returns the sum of pp (the objective).
+
+    R(j, i) is the best sum for residues 0..j with at least one placed and every placed column
+    <= i, stored at R[j, i - j + 1] for i in [j - 1, j + W - 1] (beyond, it stays R(j, j + W - 1)).
+
+    Ties (deterministic, every device the same): residues are decided from the last to the
+    first. Each takes the smallest column bound c (every placed column among it and the residues
+    before it <= c, c no more than the next placed residue's column - 1) that still reaches the
+    optimum; there it is placed in column c if that reaches the optimum, else inserted (placed
+    before inserted). Where a placed residue's optimum is reached both with and without a placed
+    residue before it, the residues before it get one (placed before all inserted)."""
+    n = pooled.shape[0]
+    width = pooled.shape[1]
+    insert_posteriors(pooled, ins)
+    none = 0  # the sum of ins over residues 0..j-1 (all of them inserted)
+    for j in range(n):
+        R[j, 0] = NEG64 if j == 0 else R[j - 1, 1] + ins[j]  # residue j cannot sit at <= j - 1
+        for k in range(width):
+            if j == 0:
+                placed = NEG64
+                up = NEG64
+            else:
+                placed = R[j - 1, k + 1]  # R(j-1, i-1)
+                up = R[j - 1, min(k + 2, width)] + ins[j]  # R(j-1, i), residue j inserted
+            best = pooled[j, k] + max(placed, none)
+            v = R[j, k]
+            if best > v:
+                v = best
+            if up > v:
+                v = up
+            R[j, k + 1] = v
+        none += ins[j]
+    objective = R[n - 1, width]
+    # walk back; `none` is the sum of ins over residues 0..j-1 at every step
+    j = n - 1
+    kp = width
+    none -= ins[n - 1]
+    while j >= 0:
+        v = R[j, kp]
+        while kp > 0 and R[j, kp - 1] == v:
+            kp -= 1
+        if kp == 0:  # inserted, with every placed residue before it at columns <= j - 1
+            columns[j] = INSERTED
+            pp[j] = ins[j]
+            j -= 1
+            if j >= 0:
+                none -= ins[j]
+            kp = 1
+            continue
+        k = kp - 1
+        placed = R[j - 1, k + 1] if j > 0 else NEG64
+        if pooled[j, k] + max(placed, none) == v:
+            columns[j] = j + k
+            pp[j] = pooled[j, k]
+            if j > 0 and placed >= none:
+                j -= 1
+                none -= ins[j]
+                kp = k + 1
+            else:
+                for t in range(j):
+                    columns[t] = INSERTED
+                    pp[t] = ins[t]
+                break
+        else:
+            columns[j] = INSERTED
+            pp[j] = ins[j]
+            j -= 1
+            if j >= 0:
+                none -= ins[j]
+            kp = min(k + 2, width)
+    return objective
+
+
+@njit(cache=True, nogil=True)
+def edge_weights(z, slots, prob, sign, weights):
+    """One read's edge weights (module docstring) into weights (int32 [K]) from its candidates'
+    Forward energies z (int64 [K]; slots[e] < 0: no candidate, weight 0): raw_e = exp(-(Z_e -
+    Z_min)/T) from the probability table, w_e = raw_e * PROB_ONE // sum(raw) (floor). The GPU's
+    host calls it on the device's Z (engine/gpu_posterior.py): one definition for every device."""
+    zmin = 0
+    found = False
+    for e in range(slots.shape[0]):
+        if slots[e] >= 0 and (not found or z[e] < zmin):
+            zmin = z[e]
+            found = True
+    total = 0
+    for e in range(slots.shape[0]):
+        if slots[e] >= 0:
+            total += probability_of(z[e] - zmin, prob, sign)
+    for e in range(slots.shape[0]):
+        weights[e] = (probability_of(z[e] - zmin, prob, sign) * PROB_ONE) // total if slots[e] >= 0 else 0
+
+
+@njit(cache=True, nogil=True)
+def decode_read(read, slots, profiles, near, terms, p, costs, shift, softmin, prob, F_space, pooled_space, R_space,
+                rows, z, weights, ins, columns, pp, sign):
+    """One read's posterior step: Forward on every candidate (slots[e] >= 0: profiles[slots[e]]),
+    the weights (written to weights, int32 [K]), the pooled posteriors, the MEA (columns, pp).
+    Returns the MEA objective, or -1 for a read without candidates (every residue inserted, pp
+    0). Work space: F_space int32 [K n W], pooled_space int32 [n W], R_space int64 [n (W + 1)],
+    rows int64 [4, >= W + 1], z int64 [K], ins int64 [n]; sign: SIGN."""
+    n = read.shape[0]
+    width = profiles.shape[1] - n + 1
+    cells = n * width
+    count = slots.shape[0]
+    found = False
+    for e in range(count):
+        weights[e] = 0
+        s = slots[e]
+        if s >= 0:
+            F = F_space[e * cells:(e + 1) * cells].reshape((n, width))
+            z[e] = forward(read, profiles[s], near[s], p, costs, terms[s], shift, softmin, F, rows[0], rows[1], sign)
+            found = True
+    if not found:
+        for j in range(n):
+            columns[j] = INSERTED
+            pp[j] = 0
+        return -1
+    edge_weights(z, slots, prob, sign, weights)
+    pooled = pooled_space[:cells].reshape((n, width))
+    pooled[:] = 0
+    for e in range(count):
+        s = slots[e]
+        if s >= 0 and weights[e] > 0:
+            F = F_space[e * cells:(e + 1) * cells].reshape((n, width))
+            backward_pool(read, profiles[s], near[s], p, costs, terms[s], shift, softmin, prob, F, z[e], weights[e],
+                          pooled, rows[0], rows[1], rows[2], rows[3], sign)
+    R = R_space[:n * (width + 1)].reshape((n, width + 1))
+    return mea(pooled, R, ins, columns, pp)
+
+
+@njit(cache=True, nogil=True)
+def _decode_reads(codes, offsets, first, last, slots, profiles, near, terms, p, costs, shift, softmin, prob, columns,
+                  pp, weights, objective, sign):
+    """decode_read for reads first..last-1 of a batch, GIL released, with one set of work space
+    sized for the longest band among them (a fresh set per read would cost more in page faults
+    than the recurrence: reference_scorer.fill_band_into)."""
+    m = profiles.shape[1]
+    count = slots.shape[1]
+    cells = 1
+    longest = 1
+    for r in range(first, last):
+        n = offsets[r + 1] - offsets[r]
+        cells = max(cells, n * (m - n + 1))
+        longest = max(longest, n)
+    F_space = np.empty(count * cells, np.int32)
+    pooled_space = np.empty(cells, np.int32)
+    R_space = np.empty(cells + longest, np.int64)
+    rows = np.empty((4, m + 1), np.int64)
+    z = np.empty(count, np.int64)
+    ins = np.empty(longest, np.int64)
+    read_pp = np.empty(longest, np.int64)
+    for r in range(first, last):
+        a = offsets[r]
+        b = offsets[r + 1]
+        objective[r] = decode_read(codes[a:b], slots[r], profiles, near, terms, p, costs, shift, softmin, prob,
+                                   F_space, pooled_space, R_space, rows, z, weights[r], ins[:b - a], columns[a:b],
+                                   read_pp[:b - a], sign)
+        for t in range(b - a):
+            pp[a + t] = read_pp[t]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """decode_batch's inputs, checked and in the kernels' types (`Batch.of`)."""
+
+    codes: np.ndarray
+    offsets: np.ndarray
+    lengths: np.ndarray
+    slots: np.ndarray
+    profiles: np.ndarray
+    near: np.ndarray
+    p: np.ndarray
+    costs: ColumnCosts | None
+    tables: PosteriorTables
+
+    @classmethod
+    def of(cls, codes, offsets, slots, scores, profiles, near, p, costs, tables, family) -> Batch:
+        """`decode_batch`'s arguments checked (ValueError: see there) and converted."""
+        codes = np.ascontiguousarray(codes)
+        offsets = np.ascontiguousarray(offsets, np.int64)
+        slots = np.ascontiguousarray(slots, np.int64)
+        profiles = np.ascontiguousarray(profiles)
+        if codes.dtype != profiles.dtype:
+            raise ValueError(f"read codes ({codes.dtype}) and profiles ({profiles.dtype}) differ in element type")
+        q = offsets.size - 1
+        m = profiles.shape[1]
+        if slots.ndim != 2 or slots.shape[0] != q:
+            raise ValueError(f"candidate slots {slots.shape} for {q} reads")
+        if slots.size and (slots.max() >= profiles.shape[0] or slots.min() < -1):
+            raise ValueError("a candidate slot names no profile")
+        if scores is not None and np.shape(scores) != slots.shape:
+            raise ValueError(f"candidate scores {np.shape(scores)} for slots {slots.shape}")
+        lengths = np.diff(offsets)
+        if q and not (lengths.min() > 0 and lengths.max() < m):
+            raise ValueError(f"reads of {lengths.min()}..{lengths.max()} residues cannot be decoded against {m} "
+                             f"columns (need 0 < n < m)")
+        if tables.temperature <= 0:
+            raise ValueError("the posterior step needs a temperature above 0 (T = 0 is the Viterbi traceback)")
+        p = np.asarray(p, np.int64)
+        if q:
+            check_fixed_point(p, 0 if costs is None else costs.largest, int(lengths.max()), m, tables)
+        near = profile_near(profiles, family) if near is None else np.ascontiguousarray(near, profiles.dtype)
+        return cls(codes, offsets, lengths, slots, profiles, near, p, costs, tables)
+
+    def accuracy(self, objective: np.ndarray) -> np.ndarray:
+        """Each read's expected accuracy: its MEA objective / (n PROB_ONE), NaN without candidates (-1)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(objective >= 0, objective / (np.maximum(self.lengths, 1) * float(PROB_ONE)), np.nan)
+
+
+def decode_batch(codes: np.ndarray, offsets: np.ndarray, slots: np.ndarray, scores: np.ndarray | None,
+                 profiles: np.ndarray, near: np.ndarray | None, p: np.ndarray, costs: ColumnCosts | None,
+                 tables: PosteriorTables, threads: int = 1, family: np.ndarray | None = None):
+    """The posterior step for a batch of reads (module docstring), parallel over reads.
+
+    codes: the reads' codes (the alphabet's read codes, one element type with the profiles),
+    cut by offsets (int64 [Q + 1]; every read 0 < n < m); slots int [Q, K]: each read's candidate
+    edges as rows of profiles ([U, m]), -1 for none (Candidates' empty slots); scores: the
+    candidates' engine scores (Candidates.score, or None): the step does not need them (a
+    candidate's weight comes from its Forward energy), only their shape is checked; near: the
+    profiles' near states (reference_scorer.profile_near; None: computed here with `family`); p:
+    the penalties (ScoringParams.as_array); costs: the column profile costs (None: none); tables:
+    the run's PosteriorTables (T > 0); threads: numba calls of DECODE_SLICE reads run on this
+    many threads. ValueError for inputs it cannot decode (a read not 0 < n < m, T = 0, energies
+    beyond int32: fixed_point.check_fixed_point).
+
+    Returns (columns int32 [total residues]: each residue's column, INSERTED for none; pp uint16
+    [total residues]: its chosen state's pooled posterior, PROB_ONE = 1.0; weights int32 [Q, K]:
+    w_e in PROB_ONE units, 0 for empty slots; accuracy float64 [Q]: the mean pp / PROB_ONE,
+    the read's expected accuracy, NaN for a read without candidates). engine/gpu_posterior.py
+    gives the same on an OpenCL device.
+    """
+    batch = Batch.of(codes, offsets, slots, scores, profiles, near, p, costs, tables, family)
+    q = batch.lengths.size
+    shift = tables.shift
+    terms = edge_terms(batch.profiles, batch.p, shift)
+    kernel = kernel_costs(costs)
+    columns = np.empty(batch.offsets[-1] if q else 0, np.int32)
+    pp = np.empty(columns.size, np.uint16)
+    weights = np.zeros((q, batch.slots.shape[1]), np.int32)
+    objective = np.empty(q, np.int64)
+
+    def one(first: int) -> None:
+        _decode_reads(batch.codes, batch.offsets, first, min(q, first + DECODE_SLICE), batch.slots, batch.profiles,
+                      batch.near, terms, batch.p, kernel, shift, tables.softmin, tables.probability, columns, pp,
+                      weights, objective, SIGN)
+
+    starts = range(0, q, DECODE_SLICE)
+    if threads <= 1 or q <= DECODE_SLICE:
+        for first in starts:
+            one(first)
+    else:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            list(pool.map(one, starts))
+    return columns, pp, weights, batch.accuracy(objective)
+
+
+@njit(cache=True, nogil=True)
+def batch_weights(z, slots, prob, sign, weights):
+    """`edge_weights` of every read of a batch: z int64 [Q, K], slots [Q, K], weights int32 [Q, K]
+    (rows without a candidate stay 0)."""
+    for q in range(slots.shape[0]):
+        for e in range(slots.shape[1]):
+            if slots[q, e] >= 0:
+                edge_weights(z[q], slots[q], prob, sign, weights[q])
+                break
+
+
+# ---- single (read, edge) entry points: tests, scripts and small inputs ----
+
+def _one_edge(read, profile, p, tables, family, costs):
+    n, m = read.shape[0], profile.shape[0]
+    if not 0 < n < m:
+        raise ValueError(f"read length {n} against {m} columns (need 0 < n < m)")
+    p = np.asarray(p, np.int64)
+    check_fixed_point(p, 0 if costs is None else costs.largest, n, m, tables)
+    profiles = profile[None, :]
+    return (profiles, profile_near(profiles, family), edge_terms(profiles, p, tables.shift), kernel_costs(costs), p,
+            np.empty((n, m - n + 1), np.int32), np.empty((4, m + 1), np.int64))
+
+
+def forward_energy(read: np.ndarray, profile: np.ndarray, p: np.ndarray, tables: PosteriorTables,
+                   family: np.ndarray | None = None, costs: ColumnCosts | None = None) -> tuple[int, np.ndarray]:
+    """(Z, F): the Forward energy of one read against one edge profile (fixed point; at T = 0,
+    Eq. 1's score << shift) and M's Forward energies int32 [n, W]."""
+    profiles, near, terms, kernel, p, F, rows = _one_edge(read, profile, p, tables, family, costs)
+    z = forward(read, profile, near[0], p, kernel, terms[0], tables.shift, tables.softmin, F, rows[0], rows[1], SIGN)
+    return int(z), F
+
+
+def edge_posteriors(read: np.ndarray, profile: np.ndarray, p: np.ndarray, tables: PosteriorTables,
+                    family: np.ndarray | None = None, costs: ColumnCosts | None = None,
+                    weight: int = PROB_ONE) -> tuple[int, np.ndarray]:
+    """(Z, posteriors): one edge's M posteriors int32 [n, W] (PROB_ONE units, times weight /
+    PROB_ONE as the pooling floors them)."""
+    profiles, near, terms, kernel, p, F, rows = _one_edge(read, profile, p, tables, family, costs)
+    z = forward(read, profile, near[0], p, kernel, terms[0], tables.shift, tables.softmin, F, rows[0], rows[1], SIGN)
+    pooled = np.zeros_like(F)
+    backward_pool(read, profile, near[0], p, kernel, terms[0], tables.shift, tables.softmin, tables.probability, F, z,
+                  weight, pooled, rows[0], rows[1], rows[2], rows[3], SIGN)
+    return int(z), pooled
+
+
+def mea_alignment(pooled: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """`mea` of pooled posteriors int32 [n, W]: (columns int32 [n], pp int64 [n], objective)."""
+    pooled = np.ascontiguousarray(pooled, np.int32)
+    n, width = pooled.shape
+    columns = np.empty(n, np.int32)
+    pp = np.empty(n, np.int64)
+    objective = mea(pooled, np.empty((n, width + 1), np.int64), np.empty(n, np.int64), columns, pp)
+    return columns, pp, int(objective)
+
+
+# ---- hmmalign's posterior probability code ----
+
+#: The characters of the PP code, by digit (10: '*').
+PP_CHARACTERS = np.frombuffer(b"0123456789*", np.uint8)
+
+
+def pp_digits(pp: np.ndarray) -> np.ndarray:
+    """hmmalign's posterior probability code of fixed-point posteriors (PROB_ONE = 1.0) as ASCII
+    bytes: '0' for p < 0.05, digit d for d/10 - 0.05 <= p < d/10 + 0.05, '*' for p >= 0.95.
+
+    HMMER writes it so: p7_alidisplay_EncodePostProb (src/base/p7_alidisplay.c in
+    EddyRivasLab/hmmer) returns '*' where p + 0.05 >= 1.0 and otherwise the digit of
+    (int)((p + 0.05) * 10.0); hmmalign's #=GR PP lines come from it (annotate_posterior_probability
+    in src/p7_tracealign.c). Here in integers, exactly at the boundaries: digit =
+    floor((10 pp + PROB_ONE / 2) / PROB_ONE), '*' from 10 on."""
+    pp = np.asarray(pp, np.int64)
+    digit = np.minimum((10 * pp + PROB_ONE // 2) >> PROB_BITS, 10)
+    return PP_CHARACTERS[np.maximum(digit, 0)]
+
+
+def pp_string(pp: np.ndarray) -> str:
+    """`pp_digits` as a str (one read's PP line)."""
+    return pp_digits(pp).tobytes().decode("ascii")
