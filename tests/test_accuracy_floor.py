@@ -1,11 +1,11 @@
-"""Regression guard of docs/ACCURACY.md: papara-py's default penalties on small leave-taxa-out data.
+"""Regression guard of notebook/ACCURACY.md: papara-py's default penalties on small leave-taxa-out data.
 
 Runs scripts/bench_accuracy.py's own functions (leave-taxa-out + in-process papara-py + scoring)
 on a pyrG-derived set (real reference) and two simulated ones, and for protein on a Pfam seed
 (tests/data/pfam_rrm) and the bundled simulated protein example and an LG-simulated family made
 in the test, and fails if column accuracy falls
 below the floor: the value measured with the defaults when the study was done, minus a margin.
-The floors guard against regressions; they are not tuning targets (docs/ACCURACY.md, section
+The floors guard against regressions; they are not tuning targets (notebook/ACCURACY.md, section
 "Regression guard"). The six runs take a few seconds on 2 cores.
 """
 
@@ -30,7 +30,7 @@ FLOORS = {
     # cost at weight 1 with the gap row score -1, column votes within 4 of the best edge and the
     # nearest bonus 2 (with its free gap openings) from the two nearest rows, measured 2026-11-27
     # (0.7.0; the same with 0.8.0's band margin, which none of these sets' reads takes);
-    # docs/ACCURACY.md "Regression guard" has the earlier models' numbers): 0.01 below
+    # notebook/ACCURACY.md "Regression guard" has the earlier models' numbers): 0.01 below
     # the measurement, rounded down (the floors were set with one row, 0.6.0: 0.9612 / 0.8719 /
     # 0.9925 / 0.9997). Without the bonus (0.5.0) these measure 0.9582 / 0.8719 / 0.9924 /
     # 0.9997, without the votes (0.4.0) 0.9559 / 0.8630 / 0.9922 / 0.9997, with the gap row score 0 (0.3.0) 0.9532 /
@@ -42,7 +42,7 @@ FLOORS = {
     "pfam-fn3": (0.8719, 0.861),
     "protein-example": (0.9926, 0.982),
     # an LG-simulated family (scripts/simulate.py --protein-model lg; MAFFT --addfragments 0.9975,
-    # hmmalign 0.9737: docs/ACCURACY.md "Simulated protein families")
+    # hmmalign 0.9737: notebook/ACCURACY.md "Simulated protein families")
     "protein-lg": (0.9995, 0.989),
 }
 
@@ -78,7 +78,7 @@ def test_floor_simulated_truth():
     assert result["column_accuracy"] >= FLOORS["example"][1]
     # best edge = true edge: 0.465 measured; near states cost less on the edges next to the true
     # one, so the weighted default finds the exact edge less often than Eq. 1 on this simulated
-    # set (docs/ACCURACY.md, "Near states": 79% within one edge against 83%)
+    # set (notebook/ACCURACY.md, "Near states": 79% within one edge against 83%)
     assert result["edge_accuracy"] >= 0.40
 
 
@@ -103,7 +103,7 @@ def test_floor_protein_pfam_leave_taxa_out(tmp_path):
 
 def test_floor_protein_pfam_fn3_column_family(tmp_path):
     """Protein on the most divergent study family (Pfam fn3, tests/data/pfam_fn3), substitution-only
-    50-residue reads: where a column's family residues matter most (docs/ACCURACY.md, "Column family
+    50-residue reads: where a column's family residues matter most (notebook/ACCURACY.md, "Column family
     residues for protein"); seed 8 of three tried separates the model from its predecessors most."""
     fn3 = ROOT / "tests" / "data" / "pfam_fn3"
     model = ba.ErrorModel(substitution=0.01, length_mean=50, length_sd=5, min_length=40, max_length=60)
