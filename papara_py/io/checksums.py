@@ -1,5 +1,5 @@
 """SHA-256 of input files: the run record stores them, and shards and prepared profiles are
-checked against them (README: Running at cluster scale).
+checked against them (docs/guide.md: Clusters).
 
 Inputs are read once: the parsers (io/inputs.py) feed every byte they read into a `Digest`, so a
 pipe, a FIFO, process substitution or standard input (`-r -`) is hashed as it is parsed, never
