@@ -54,7 +54,7 @@
  * Prefetch: a column's profile element and band cell (the row above the stripe) are loaded while
  * the column before it is computed, one column ahead in registers: the band is device memory a
  * stripe away, and loading it where it is used left each column waiting for it (H100 kernel
- * GCUPS, DNA at m = 5,000: 3,339 -> 3,679; BENCHMARKS.md "Loads a column ahead"). The cost
+ * GCUPS, DNA at m = 5,000: 3,339 -> 3,679; notebook/BENCHMARKS.md "Loads a column ahead"). The cost
  * profile is not prefetched: a register copy of a column's costs took the protein build past
  * 128 registers and was slower (and prefetch() hints changed nothing).
  *
@@ -74,12 +74,12 @@
  *   get_global_id(1), and step through its columns together): an L1 broadcast; each cell (pair)
  *   splats its byte (one PRMT with PTX, a shift, a mask and a multiply without) and adds it.
  *   (Splatted 32-bit cells, four rows per load, ran at the same speed on the 1,072-column shape
- *   and 3% slower at 5,000 columns, with three times the memory: BENCHMARKS.md, "Loads a column
+ *   and 3% slower at 5,000 columns, with three times the memory: notebook/BENCHMARKS.md, "Loads a column
  *   ahead".) The cost is non-negative and within the step bound the host
  *   checks (ScoringParams.max_addend counts the largest one), so halves neither borrow nor carry.
  *   (The first form, a byte of the [m][K] table per cell at a row number kept per stripe row,
  *   cost an address add, a byte load and a multiply-add per cell and a register per row:
- *   BENCHMARKS.md, "The column profile cost on the GPU and the CPU".) ROWS must be at most 16.
+ *   notebook/BENCHMARKS.md, "The column profile cost on the GPU and the CPU".) ROWS must be at most 16.
  *   Without it the kernel takes NULL for both and never reads them.
  *   -DNEAR=0|1: near states. The host gives each lane's element a second set beside it, the
  *   state set | its near states (engine/gpu.py, _padded_profile). DNA: each element widened to
@@ -99,7 +99,7 @@
  * and a read residue's two parts sit in B (low) and BH (high), each in both halves. Cutting at
  * 16 bits makes each part of a residue one byte permutation of its code (the code's low or high
  * 16 bits in both halves: one PRMT with PTX), so the parts ptxas rebuilds from the codes in every
- * column, for want of registers to keep them, cost one instruction each (BENCHMARKS.md, "Where
+ * column, for want of registers to keep them, cost one instruction each (notebook/BENCHMARKS.md, "Where
  * the column cost's time goes"). One more AND and OR per cell pair than DNA, and the profile is 4
  * bytes per lane instead of 1.
  */
@@ -488,7 +488,7 @@ inline void load_residues(global const code_t *read, cell_t *B, cell_t *BH)
  *   (they hold one read, so one entry), from L1 after the first of the group's reads. No byte
  *   limit on the costs (DNA's lookup words need cgap + mismatch <= 127), and the last stripe is
  *   whole with virtual rows in both alphabets. The cost is memory: a line per cell pair from L1,
- *   a column's lines per group of reads from L2 (BENCHMARKS.md, "The lookup path on the H200").
+ *   a column's lines per group of reads from L2 (notebook/BENCHMARKS.md, "The lookup path on the H200").
  */
 #if !PACKED || (PROF_BITS == 8 && COLUMN_COSTS && !LOOKUP_TABLE) || (PROF_BITS != 8 && !SPLIT)
 #error "LOOKUP is for packed lanes: 8-bit elements (DNA) without column costs, or split state sets"

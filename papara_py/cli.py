@@ -386,7 +386,7 @@ def _kept(error: BaseException) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line `argv`; returns the exit status (README: Exit statuses). A first word
+    """Run the command line `argv`; returns the exit status (docs/reference/cli.md: Exit statuses). A first word
     that is not an option is a command (`papara-py export ...`); otherwise the main job."""
     argv = sys.argv[1:] if argv is None else argv
     try:

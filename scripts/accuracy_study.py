@@ -1,28 +1,28 @@
-"""The penalty study of docs/ACCURACY.md: build the data sets, run the peers once, then papara-py
+"""The penalty study of notebook/ACCURACY.md: build the data sets, run the peers once, then papara-py
 over a grid of (mismatch, cgap, gap_open, gap_extend, insertion) in one process.
 
     python3 scripts/accuracy_study.py build   --data DATA   # data sets -> DATA/sets/NAME
     python3 scripts/accuracy_study.py peers   --data DATA   # MAFFT, hmmalign, papara CLI (paper)
     python3 scripts/accuracy_study.py grid    --data DATA --stage coarse|fine|final
-    python3 scripts/accuracy_study.py table   --data DATA   # summary + docs/accuracy_study.png
+    python3 scripts/accuracy_study.py table   --data DATA   # summary + notebook/accuracy_study.png
 
-The protein study (docs/ACCURACY.md, "Protein defaults") is the same steps with `--suite protein`
+The protein study (notebook/ACCURACY.md, "Protein defaults") is the same steps with `--suite protein`
 (PROTEIN_SETS); `protein-refs` first turns the Pfam seed alignments (Stockholm) under DATA into
 ref.fasta + tree.nwk (a neighbour-joining tree on Poisson-corrected distances: no tree is
 published with them) + tree_ml.nwk (IQ-TREE's maximum-likelihood tree, LG+G4).
 
 `--suite protein-dense` is real protein references of close sequences with a curated or
-structure-based alignment (DENSE_REFS, docs/ACCURACY.md "Dense real protein references"):
+structure-based alignment (DENSE_REFS, notebook/ACCURACY.md "Dense real protein references"):
 `protein-refs --suite protein-dense` turns them (Stockholm or MSF under DATA/dense) into ref.fasta
 + tree.nwk (neighbour joining only), then build, peers, grid and table as above.
 
-`--suite protein-sim` is the simulated protein ladder (PROTEIN_SIM_SETS, docs/ACCURACY.md
+`--suite protein-sim` is the simulated protein ladder (PROTEIN_SIM_SETS, notebook/ACCURACY.md
 "Simulated protein families"): `simrefs` first simulates its references into DATA/simref/NAME
 (scripts/simulate.py, both protein models), then build, peers, grid and table as above.
 
 Results are appended to DATA/results.jsonl (one line per data set, tool and parameter point), so an
 interrupted study resumes where it stopped. The references: see SETS (paths under --data) and the
-provenance table in docs/ACCURACY.md.
+provenance table in notebook/ACCURACY.md.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ PROTEIN_SETS = {
     "Pkinase-ml": ("Pkinase/tree_ml.nwk", "Pkinase/ref.fasta", 6, 500, PROT_SUB, 1),
     "Pkinase-ml-indel": ("Pkinase/tree_ml.nwk", "Pkinase/ref.fasta", 6, 500, PROT_INDEL, 2),
 }
-#: The Pfam seeds of the protein study (HMMER's tutorial and test suite; docs/ACCURACY.md).
+#: The Pfam seeds of the protein study (HMMER's tutorial and test suite; notebook/ACCURACY.md).
 PFAM_SEEDS = {"fn3": "fn3/seed.sto", "RRM_1": "RRM_1/seed.sto", "Pkinase": "Pkinase/seed.sto"}
 
 
@@ -99,7 +99,7 @@ PROTEIN_SIM_SETS = {name: (f"simref/{name}/tree.nwk", f"simref/{name}/ref.fasta"
                            PROT_INDEL, 1) for name, o in PROTEIN_SIM_REFS.items()}
 
 #: Real protein references of close sequences (median nearest-taxon identity 0.62-0.90) with a
-#: hand-curated or structure-based alignment (docs/ACCURACY.md, "Dense real protein references"):
+#: hand-curated or structure-based alignment (notebook/ACCURACY.md, "Dense real protein references"):
 #: name -> (the alignment under DATA, Stockholm or MSF; taxa left out). A Pfam seed (Biopython's
 #: test copy) and BAliBASE 3.0 reference sets (RV20: a family with orphans; RV30: subfamilies).
 DENSE_REFS = {
@@ -203,7 +203,7 @@ def nj_newick(rows: dict[str, str]) -> str:
 def ml_newick(alignment: Path) -> str:
     """A maximum-likelihood tree of a protein alignment: IQ-TREE 2 (Debian's `iqtree2`), LG+G4,
     one thread and a fixed seed. Even so, one run on a loaded machine gave a tree one split apart
-    from the tree two later runs gave (docs/ACCURACY.md, "Maximum-likelihood reference trees")."""
+    from the tree two later runs gave (notebook/ACCURACY.md, "Maximum-likelihood reference trees")."""
     import shutil
     import subprocess
     import tempfile
@@ -261,7 +261,7 @@ def grid(stage: str) -> list[tuple[int, int, int, int, int]]:
         return pts
     if stage == "pfine":  # protein: around the wide grid's best worst margin over MAFFT, 2/2/4/1/8, in half steps
         return list(itertools.product([3, 4, 5], [3, 4, 5, 6], [6, 8, 10], [2], [12, 16, 20]))
-    # protein with column family residues (docs/ACCURACY.md "Column family residues for protein"),
+    # protein with column family residues (notebook/ACCURACY.md "Column family residues for protein"),
     # points m,c,o,e,i,near around the `protein` preset of the model before them (5,6,8,2,12,3;
     # the choice, 6,4,8,3,12,3, is family1-2's)
     if stage == "family1":
@@ -332,8 +332,8 @@ def main() -> int:
     p.add_argument("--suite", choices=list(SUITES), default="dna",
                    help="SETS (DNA), PROTEIN_SETS or PROTEIN_SIM_SETS (both --alphabet protein everywhere)")
     p.add_argument("--chosen", default="", help="plot: the chosen point m,c,o,e,i[,near]")
-    p.add_argument("--png", default=str(Path(__file__).resolve().parent.parent / "docs" / "accuracy_study.png"))
-    p.add_argument("--data", required=True, help="folder of the study's data (docs/ACCURACY.md, Reproduce)")
+    p.add_argument("--png", default=str(Path(__file__).resolve().parent.parent / "notebook" / "accuracy_study.png"))
+    p.add_argument("--data", required=True, help="folder of the study's data (notebook/ACCURACY.md, Reproduce)")
     p.add_argument("--stage", default="coarse")
     p.add_argument("--seeds", default="101,102,103",
                    help="validate --suite protein: the seeds (the dense replicates of --suite protein-dense: 2,3,4,5,6,7); "
@@ -421,7 +421,7 @@ def main() -> int:
     return 1
 
 
-#: The dense replicates (docs/ACCURACY.md, "The dense sets out of sample"): each dense reference and both
+#: The dense replicates (notebook/ACCURACY.md, "The dense sets out of sample"): each dense reference and both
 #: simulated families of the protein study, rebuilt with other seeds (other taxa left out, other reads).
 DENSE_REPLICATES = {**PROTEIN_DENSE_SETS, "psim-low": PROTEIN_SETS["psim-low"],
                     "psim-high-indel": PROTEIN_SETS["psim-high-indel"]}
@@ -585,7 +585,7 @@ def pooled(results: Path, val_results: Path, names: list[str], seeds=(101, 102, 
     rank: "worst" orders by the worst of these margins, then the mean; "sets" first by how many
     are >= 0 (the issue's bar is per set); "reachable" by the worst and the mean over the margins
     that some point ranked brings to >= 0 (a set every point loses decides nothing: the
-    Poisson-simulated sets, docs/ACCURACY.md "Column family residues for protein")."""
+    Poisson-simulated sets, notebook/ACCURACY.md "Column family residues for protein")."""
     import numpy as np
     papara, peers = collect(results)
     val: dict[tuple, dict[str, list[float]]] = {}

@@ -517,7 +517,7 @@ class Data:
 
 
 def read_run_file(path: Path, data: Data) -> dict[str, Placement]:
-    """Placements from a papara-py run file (README: the run file), read with h5py only."""
+    """Placements from a papara-py run file (docs/reference/run-file.md), read with h5py only."""
     import h5py
     with h5py.File(path) as run_file:
         reads = run_file["reads"]

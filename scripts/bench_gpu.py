@@ -1,4 +1,4 @@
-"""Verify, then time, the OpenCL scorer on a GPU; prints GCUPS tables (BENCHMARKS.md, GPU section).
+"""Verify, then time, the OpenCL scorer on a GPU; prints GCUPS tables (notebook/BENCHMARKS.md, GPU section).
 
     python3 scripts/bench_gpu.py [--out DIR] [--quick] [--alphabet protein]
 

@@ -21,7 +21,7 @@ lookup path at register limits and stripe heights, protein's lookup path and its
    320 x 5,000). After --deadline seconds the variants left are verified only, and after
    --grace more not run (the whole call about 4 minutes on an H200).
 0. (NVIDIA, with --rates) Instruction rates: fused add-min, PRMT, LOP3 and the lookup path's mix
-   per cell pair, in lanes per clock per SM: the ceiling BENCHMARKS.md's model assumes (64) checked
+   per cell pair, in lanes per clock per SM: the ceiling notebook/BENCHMARKS.md's model assumes (64) checked
    (the H200 measured 58.8-62.5 on 2026-11-28).
 4. The machine code of the build timed, in a worker thread beside the timings: the driver's PTX
    (the program binary), the driver's own ptxas report (the build again with -cl-nv-verbose:
@@ -269,7 +269,7 @@ def time_shape(scorer: GpuScorer, case: Case, shape, repeat: int, rng: np.random
 
 #: Instruction rates of the lookup path's integer work (NVIDIA only): eight independent chains per
 #: work-item of one kind of instruction, or of the lookup path's mix per cell pair (three fused
-#: add-mins and a PRMT), for the ceiling of BENCHMARKS.md's model (the ALU pipe at 64 lanes per
+#: add-mins and a PRMT), for the ceiling of notebook/BENCHMARKS.md's model (the ALU pipe at 64 lanes per
 #: clock per SM is an assumption this checks).
 RATE_SOURCE = """
 #define ADDMIN(x, a, b) asm volatile("add.u16x2 %0, %0, %1; min.u16x2 %0, %0, %2;" : "+r"(x) : "r"(a), "r"(b))

@@ -1,4 +1,4 @@
-"""Peak memory of the main job against the read count (BENCHMARKS.md, Memory).
+"""Peak memory of the main job against the read count (notebook/BENCHMARKS.md, Memory).
 
     python3 scripts/bench_memory.py [--counts 10000,100000,1000000] [--out DIR] [-- papara-py options]
 

@@ -1,4 +1,4 @@
-"""Guided against exhaustive search on the same reads (BENCHMARKS.md, "Guided search").
+"""Guided against exhaustive search on the same reads (notebook/BENCHMARKS.md, "Guided search").
 
 Runs the papara-py CLI once per search mode on a scripts/simulate.py data set (or reuses run
 files given with --exhaustive / --guided) and reports, per mode: the cells computed (run record),

@@ -1,5 +1,5 @@
 """Sample-scale DNA reads cut from a reference alignment's rows, for throughput runs
-(`bench_hybrid.py`; BENCHMARKS.md's 2,101 / 42,000 / 1,000,000-read runs on rpsS).
+(`bench_hybrid.py`; notebook/BENCHMARKS.md's 2,101 / 42,000 / 1,000,000-read runs on rpsS).
 
     python3 scripts/sample_reads.py -t TREE -s REF --reads 1000000 --out DIR [--seed 23]
 
@@ -11,7 +11,7 @@ probability `--substitution`, and the whole read reverse-complemented with proba
 beside it as tree.nwk and ref.phy or ref.fasta (as given), the layout `bench_hybrid.py` reads. The rows are drawn for all reads first, so
 another --reads gives other reads, not a prefix. No true columns are kept: for accuracy use
 `bench_accuracy.py`. (Until 2026-11-26 this generator lived outside the repository as
-`.devrun/onem.py`; BENCHMARKS.md names it so in its earlier sections, and the output is the
+`.devrun/onem.py`; notebook/BENCHMARKS.md names it so in its earlier sections, and the output is the
 same, byte for byte.)
 """
 

@@ -25,7 +25,7 @@ instructions per cell, in total and on the integer ALU pipe (Hopper: LOP3, IADD3
 SHF, PRMT, LEA, the DPX add-min and min, MOV; IMAD and its MOV/IADD/SHL forms issue on the FMA
 pipe; loads, stores and branches on their own units). The ALU pipe issues 64 lanes per clock per
 SM, so the kernel's ceiling is 132 SMs x 64 x 1.98 GHz / (ALU instructions per cell) on an H100
-or H200 (BENCHMARKS.md, "Instructions per cell and the ceiling"). Also printed: the spill bytes
+or H200 (notebook/BENCHMARKS.md, "Instructions per cell and the ceiling"). Also printed: the spill bytes
 (ptxas -v), local-memory loads and stores (LDL/STL) in the hot loop and in the lookup path's other
 loops, and the warps per SM the registers leave (`warps_per_sm`: sm_90's rules, 4 warps a group).
 """

@@ -21,7 +21,7 @@ from papara_py.run.runner import run
 EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "example"
 MIN_COLUMN_ACCURACY = 0.99  # measured 0.9969 (2026-11-22)
 #: measured 0.465 with the weighted default (2026-11-25; 0.690 under Eq. 1's robust, which
-#: tests/test_accuracy_floor.py guards): docs/ACCURACY.md, "Near states", best edge
+#: tests/test_accuracy_floor.py guards): notebook/ACCURACY.md, "Near states", best edge
 MIN_EDGE_ACCURACY = 0.40
 
 

@@ -174,7 +174,7 @@ def test_every_tool_on_the_protein_example(tool, floor):
 
 
 def test_the_simulated_protein_ladder_is_forty_simulations_of_both_models():
-    """accuracy_study --suite protein-sim (docs/ACCURACY.md, "Simulated protein families"): every
+    """accuracy_study --suite protein-sim (notebook/ACCURACY.md, "Simulated protein families"): every
     reference a valid simulate.py run of its named model, each with its own seed, and a set each."""
     study = load_script("accuracy_study")
     simulate = load_script("simulate")
@@ -189,7 +189,7 @@ def test_the_simulated_protein_ladder_is_forty_simulations_of_both_models():
 
 
 def test_dense_replicates_rebuild_the_study_sets_with_other_seeds(tmp_path):
-    """validate --suite protein-dense (docs/ACCURACY.md, "The dense sets out of sample"): each dense
+    """validate --suite protein-dense (notebook/ACCURACY.md, "The dense sets out of sample"): each dense
     reference and both simulated families, built as the study builds them (tree, alignment, taxa
     left out, reads, read model) but with each given seed, one folder per set under DATA/dval."""
     study = load_script("accuracy_study")
@@ -229,7 +229,7 @@ def test_nearest_identity_is_the_median_closest_taxon_over_shared_columns():
 
 
 def test_dense_references_read_from_msf_and_stockholm_alike(tmp_path):
-    """accuracy_study --suite protein-dense (docs/ACCURACY.md, "Dense real protein references"):
+    """accuracy_study --suite protein-dense (notebook/ACCURACY.md, "Dense real protein references"):
     BAliBASE's MSF ('.' and '~' gaps, lower case) and a Stockholm file of the same alignment give
     the same rows, names made Newick-safe; protein-refs writes ref.fasta and a tree of every row,
     and the suite has a set for each reference."""

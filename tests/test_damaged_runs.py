@@ -22,7 +22,7 @@ from misuse import Workspace, assert_refused, papara
 from papara_py.cli import main
 from papara_py.io.inputs import read_alignment
 from papara_py.io.checksums import string_crc32
-from papara_py.io.run_file import _LAYOUT
+from papara_py.io.run_file import LAYOUT
 from papara_py.io.run_writer import FORMAT_VERSION
 
 
@@ -141,7 +141,7 @@ def test_every_command_refuses_a_damaged_run_file_in_one_paragraph(run_file, tmp
 # ---------------------------------------------------------------------------------------------
 # Property: any damage ends in a clean refusal or an export that reads back
 
-PER_READ = [entry[0] for entry in _LAYOUT if entry[3] == "reads"]
+PER_READ = [entry[0] for entry in LAYOUT if entry[3] == "reads"]
 texts = st.text(alphabet=st.sampled_from(list("0123456789MIDX+-ACGTNacgt \n\t\0é")), max_size=12)
 values = st.one_of(st.integers(-2**31, 2**31 - 1), texts)
 mutations = st.one_of(
@@ -149,7 +149,7 @@ mutations = st.one_of(
               st.one_of(values, st.just(2))),
     st.tuples(st.just("run attr"), st.sampled_from(["candidates_k", "n_columns", "status_counts", "parameters"]),
               values),
-    st.tuples(st.just("delete"), st.sampled_from([name for name, *_ in _LAYOUT]), st.none()),
+    st.tuples(st.just("delete"), st.sampled_from([name for name, *_ in LAYOUT]), st.none()),
     st.tuples(st.just("value"), st.sampled_from(PER_READ + ["reference/names", "reference/alignment"]),
               st.tuples(st.integers(0, 199), values)),
 )

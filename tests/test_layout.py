@@ -5,6 +5,7 @@ inside functions, since a deferred import is still a dependency."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,25 @@ def test_the_checker_sees_a_violation(tmp_path):
     imported = _imports("papara_py.phylo.bad", bad)
     assert "papara_py.run.runner" in imported
     assert _layer("papara_py.run.runner") > _layer("papara_py.phylo.bad")
+
+
+def _architecture_layers() -> list[tuple[int, str]]:
+    """(layer, package) of each row of docs/ARCHITECTURE.md's layer table, in its order."""
+    text = (PACKAGE.parent / "docs" / "ARCHITECTURE.md").read_text()
+    return [(int(layer), name) for layer, name in re.findall(r"^\| (\d+) \| `([\w.]+/?)` \|", text, re.M)]
+
+
+def test_architecture_names_every_package_with_its_layer():
+    """docs/ARCHITECTURE.md's layer table is this test's LAYER: every package and top-level module
+    it names exists, with the layer enforced here, in ascending order; and it names every one."""
+    rows = _architecture_layers()
+    assert rows, "docs/ARCHITECTURE.md has a layer table"
+    assert [layer for layer, _ in rows] == sorted(layer for layer, _ in rows)
+    for layer, name in rows:
+        path = PACKAGE / name.rstrip("/")
+        assert path.is_dir() if name.endswith("/") else path.is_file(), f"{name} is not in papara_py/"
+        assert LAYER[Path(name.rstrip("/")).stem] == layer, f"{name}: layer {layer} there, {LAYER[Path(name).stem]} here"
+    named = {Path(name.rstrip("/")).stem for _, name in rows}
+    present = {path.stem for path in PACKAGE.iterdir()
+               if (path.is_dir() and (path / "__init__.py").is_file()) or path.suffix == ".py"} - {"__init__"}
+    assert present <= named, f"not in docs/ARCHITECTURE.md's layer table: {sorted(present - named)}"

@@ -1,4 +1,4 @@
-"""scripts/sample_reads.py, the sample-scale read generator of BENCHMARKS.md: reads cut from the
+"""scripts/sample_reads.py, the sample-scale read generator of notebook/BENCHMARKS.md: reads cut from the
 reference rows with the asked length, substitution rate and strand mix, in bench_hybrid.py's
 layout, the same reads for the same seed."""
 

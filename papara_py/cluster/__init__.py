@@ -1,5 +1,5 @@
 """Work split over many machines: read shards of an array job, their merge, and edge profiles
-prepared once and shared by every job (README: Running at cluster scale).
+prepared once and shared by every job (docs/guide.md: Clusters).
 
 - `shards`: `Shard`, which reads a task aligns (`--shard K/N` or the scheduler's array variables).
 - `merge`: shards into one run file, checked to come from the same inputs.

@@ -75,7 +75,7 @@ from papara_py.phylo.jit import cell_cost, cgap_bit_of, read_cost_row
 
 INT32_MAX = 2**31 - 1
 
-#: Columns per strip (chosen by measurement, see BENCHMARKS.md) and the most a caller may ask.
+#: Columns per strip (chosen by measurement, see notebook/BENCHMARKS.md) and the most a caller may ask.
 DEFAULT_STRIP = 1024
 MAX_STRIP = 2048
 #: Strip buffer rows: column i0 - 1 (the carry-in diagonal) plus the strip's columns.

@@ -26,7 +26,7 @@ Why the host side looks the way it does:
   own cost profile, X(i, b_j) as bytes ([stripes][m], a stripe's column of costs in 16 bytes,
   `read_cost_profile`): every work-item of a read adds the same costs, so band_score loads a
   stripe's column of them in one broadcast load, where looking each one up cost it 16%
-  (BENCHMARKS.md). The posterior step (engine/gpu_posterior.py), whose work-items each hold their
+  (notebook/BENCHMARKS.md). The posterior step (engine/gpu_posterior.py), whose work-items each hold their
   own read, reads the table.
 - On NVIDIA sm_90+ the 16-bit lane arithmetic is inline PTX (add/min.u16x2, fused into DPX
   instructions); elsewhere portable OpenCL C. Tests hold the two against each other.
@@ -85,7 +85,7 @@ _programs: dict[tuple, cl.Program] = {}
 
 
 #: Stripe height of split (protein) state sets in packed lanes without column profile costs.
-#: H100, kernel GCUPS with the protein preset's other penalties (BENCHMARKS.md, "Protein state
+#: H100, kernel GCUPS with the protein preset's other penalties (notebook/BENCHMARKS.md, "Protein state
 #: sets split at 16 bits"), the 'large' shape Q=20000 E=2597 m=1072 / T1 Q=1250 E=320 m=5000:
 #: 3,124 / 2,506 at 10 rows, 3,221 / 2,686 at 12, 3,310 / 2,831 at 13, 3,259 / 2,754 at 14,
 #: 3,178 / 2,770 at 16.
@@ -101,7 +101,7 @@ COST_ROWS = 16
 #: at 168, 3 groups (12 warps), and the column loop of a full stripe stays free of spills (the
 #: last stripe's loops reload one word a column; the element path's head loop, run only by stripes
 #: with an ambiguity code, spills 12). H200, kernel GCUPS on the 'large' shape: 4,778 without, 6,548
-#: with (BENCHMARKS.md, "The lookup path on the H200").
+#: with (notebook/BENCHMARKS.md, "The lookup path on the H200").
 LOOKUP_REGISTERS = 168
 #: Register limit of protein's lookup builds on NVIDIA (None: ptxas's choice, 154 registers for the
 #: 16-row build with column costs, 12 warps per SM; 128 gives 16 warps with 4 bytes spilled outside
@@ -709,7 +709,7 @@ class GpuScorer:
 
         Every OpenCL object a command uses is held in the returned launch until the command has
         completed: NVIDIA's runtime spins a CPU core until the queue drains when one is released
-        while in use (BENCHMARKS.md, GPU section).
+        while in use (notebook/BENCHMARKS.md, GPU section).
         """
         variant, reads = batch.variant, batch.reads
         starts_buf, lens_buf, cost_starts_buf = batch_tables

@@ -9,5 +9,5 @@ numba or the engine itself."""
 MAX_LANES = 256
 
 #: Clusters each read is scored in after the centres (`--guided-clusters`, engine/guided.py):
-#: BENCHMARKS.md, "Guided search", measures agreement and cells against it.
+#: notebook/BENCHMARKS.md, "Guided search", measures agreement and cells against it.
 INITIAL_CLUSTERS = 16

@@ -10,7 +10,7 @@ GPU launch always scores one read set (DESIGN 6's chunk of consecutive blocks).
 
 Why two parts decided up front, not a CPU worker handing back the rest of a block at a batch's
 tail: the hand-backs came back as short GPU launches over mixed read ranges, and the device
-idled around them (BENCHMARKS.md, Hybrid). Now the GPUs only ever launch over whole parts: CPU
+idled around them (notebook/BENCHMARKS.md, Hybrid). Now the GPUs only ever launch over whole parts: CPU
 pieces that no CPU worker took by the time every GPU item of their batch (and the batches
 before) is taken are "stale", and a GPU takes them, an even launch over one read range, before
 it moves on. The GPUs therefore never wait for the CPU workers, and the CPU workers never hold

@@ -10,7 +10,7 @@ while the consumers go on with the next batch, so traceback and output overlap s
 `batches_in_flight` batches are held at once (made, scored or with the caller), which bounds
 memory. Five: the master makes a batch only when the caller hands one back, so the GPUs run
 dry whenever the caller's traceback and output of one batch take longer than the GPUs' scoring
-of the others in flight. Measured on the H100 host with batches of ~1 s of GPU work (BENCHMARKS.md,
+of the others in flight. Measured on the H100 host with batches of ~1 s of GPU work (notebook/BENCHMARKS.md,
 Hybrid, fourth round): with three, the GPU waited for the master 0.6-1.0 s of a 8.4 s GPU-only
 run and 1.4-2.0 s in hybrid; with five, 0.45-0.54 s and 0.72-0.82 s. A batch in flight holds its
 reads and candidate lists, a few MB (the traceback's working memory is per batch traced back,
@@ -28,7 +28,7 @@ rule, `leave_to_gpus`). The GPUs thus never wait for a CPU worker, every GPU lau
 read range, and each batch ends when the GPUs end it, so its traceback overlaps the next batch's
 scoring. (Before, CPU workers took whole blocks in read slices and handed the rest back at the
 tail: those rests came back as short launches over mixed read ranges, 0.4-0.5 s more device time
-in a 10 s run; BENCHMARKS.md, Hybrid, fourth round.) Before any rate is known the CPU part is a
+in a 10 s run; notebook/BENCHMARKS.md, Hybrid, fourth round.) Before any rate is known the CPU part is a
 first guess of `cpu_first_cells` per worker, at most `cpu_first_share` of the batch. While the
 caller holds a batch, CPU workers take nothing (`_cpu_may_take`; the runner now hands each batch
 on to its traceback threads at once, run/stages.BatchStages, so this holds only for callers that
@@ -38,7 +38,7 @@ may be scored by any consumer.
 Each GPU is fed by `gpu_feeders` threads (two): while one waits for its launch, the other takes
 its items and prepares its launch on the host, then waits for the device (engine/gpu.py), and
 merges its result after handing the device on. With one thread, the device idled during all of
-that host work: 10-24 ms (median) per launch on the H100 host (BENCHMARKS.md, Hybrid, third
+that host work: 10-24 ms (median) per launch on the H100 host (notebook/BENCHMARKS.md, Hybrid, third
 round).
 
 A GPU consumer that fails (build error, lost device) hands its blocks back and stops; when none
@@ -144,7 +144,7 @@ class EngineOptions:
     cpu_yields_to_caller: bool = True  # with GPUs, CPU workers take nothing while the caller holds a batch
     cpu_first_cells: int = 5_000_000_000  # per CPU worker, a batch's CPU part before rates are known
     #: ... and at most this share of the batch's residues: what 16-32 cores score beside one H100
-    #: (1-5% of the cells, BENCHMARKS.md); more made a small run wait for its CPU pieces
+    #: (1-5% of the cells, notebook/BENCHMARKS.md); more made a small run wait for its CPU pieces
     cpu_first_share: float = 0.05
     block_cache_bytes: int = 256 << 20
     jitter_seconds: float = 0.0
@@ -449,7 +449,7 @@ class Engine:
         (with GPUs alive): the caller's traceback uses every core, and the GPUs wait for the
         caller, who hands back the slot for the master's next batch. Scoring beside it, 15
         workers slowed the traceback by half and left the GPU idle 2.0-2.5 s of a 10 s run, for
-        1% of the cells (BENCHMARKS.md, Hybrid, fourth round). Nor when the GPUs would finish
+        1% of the cells (notebook/BENCHMARKS.md, Hybrid, fourth round). Nor when the GPUs would finish
         what is left first (the tail rule)."""
         if self.options.cpu_yields_to_caller and self.gpu_scorers and not self._gpus_failed() \
                 and not self._caller_idle.is_set():

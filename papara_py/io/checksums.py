@@ -1,5 +1,5 @@
 """SHA-256 of input files: the run record stores them, and shards and prepared profiles are
-checked against them (README: Running at cluster scale).
+checked against them (docs/guide.md: Clusters).
 
 Inputs are read once: the parsers (io/inputs.py) feed every byte they read into a `Digest`, so a
 pipe, a FIFO, process substitution or standard input (`-r -`) is hashed as it is parsed, never
@@ -104,7 +104,7 @@ def string_crc32(values) -> np.ndarray:
     Strings that are all str (or all bytes) and ASCII are joined and checked in one GIL-free
     numba pass, zlib's CRC-32 bit for bit (others one by one): the writer thread computes these
     for five string fields of every read, and one zlib call per string held the GIL for most of
-    that time (BENCHMARKS.md, "Streaming the reads"). Fewer than _JIT_STRINGS strings in a process
+    that time (notebook/BENCHMARKS.md, "Streaming the reads"). Fewer than _JIT_STRINGS strings in a process
     that has not imported numba (an export, a merge, the report reading a small run file) take
     zlib one by one instead: numba's import alone would cost more.
     """

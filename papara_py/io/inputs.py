@@ -600,7 +600,7 @@ def iter_read_chunks(path: PathLike, digest: Digest | None = None, alphabet: Alp
 
     Two parsers, one result. Well-formed data (FASTA with one sequence line per read, four-line
     FASTQ, no blank lines, every name and residue valid) is parsed a block of READ_BLOCK_BYTES at
-    a time with bytes and numpy operations (BENCHMARKS.md, "Reading reads": about 5x the line
+    a time with bytes and numpy operations (notebook/BENCHMARKS.md, "Reading reads": about 5x the line
     parser). From the first block that is anything else, the line-by-line parser reads on to the
     end, so whatever is wrong is reported by it, with its file, line, read and position.
     """

@@ -1,4 +1,4 @@
-"""The output policy every command follows (README: Outputs, exit statuses and signals).
+"""The output policy every command follows (docs/guide.md: Outputs and exit statuses).
 
 1. Checked before any work (`check_output`): an empty name, a directory, a missing or unwritable
    directory, and an output that is one of the command's inputs (the same file however spelled:

@@ -1,6 +1,6 @@
 """The reads, parsed on a thread of their own while the run goes on, handed out in stretches.
 
-Why: parsing a million reads takes 3-4 s (BENCHMARKS.md, "Streaming the reads"), and a run that
+Why: parsing a million reads takes 3-4 s (notebook/BENCHMARKS.md, "Streaming the reads"), and a run that
 read them all before scoring any spent that time with the GPU idle. A ReadStream parses on a
 background thread from the moment the alignment is known; the first batch is cut as soon as
 enough reads are parsed and the rest of the file is read while the first batches are scored.

@@ -71,7 +71,7 @@ class ReadSet:
     @classmethod
     def from_chunks(cls, chunks: Iterable[ReadChunk], alphabet: Alphabet = DNA) -> "ReadSet":
         """Collect parsed chunks (residues already upper-case), a chunk at a time: no Python
-        object per read but its name (1M reads: BENCHMARKS.md, "Reading reads")."""
+        object per read but its name (1M reads: notebook/BENCHMARKS.md, "Reading reads")."""
         names: list[str] = []
         residues = bytearray()
         offsets = array("q", [0])
@@ -130,7 +130,7 @@ class ReadSet:
 
         One GIL-free numba pass: the per-read copies and reverse complements it replaced were
         the engine's master thread's largest cost in a 1M-read run, each small numpy call
-        waiting for the GIL behind the writer and traceback threads (BENCHMARKS.md, "Streaming
+        waiting for the GIL behind the writer and traceback threads (notebook/BENCHMARKS.md, "Streaming
         the reads")."""
         indices = np.asarray(indices, dtype=np.int64)
         flips = np.zeros(len(indices), np.bool_) if reverse is None else np.asarray(reverse, dtype=np.bool_)

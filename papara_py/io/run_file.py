@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import h5py
 import numpy as np
@@ -34,27 +34,107 @@ MAX_ATTRIBUTES = 1024
 #: Bytes of a 2-D dataset read at once by `row_blocks`.
 ROW_BLOCK_BYTES = 32 << 20
 
-# Every dataset of a run file: (path, rank, kind, whose rows[, the format version that added it]).
-# kind: "i" integer, "s" string, "u1" bytes (uint8), "f" floating point. rows: "reads" = one row
-# per read, "reference" = one per reference taxon.
-_LAYOUT = (
-    ("tree/newick_numbered", 0, "s", None),
-    ("reference/names", 1, "s", "reference"),
-    ("reference/alignment", 2, "u1", "reference"),
-    ("reads/names", 1, "s", "reads"),
-    ("reads/status", 1, "s", "reads"),
-    ("reads/best_edge", 1, "i", "reads"),
-    ("reads/score", 1, "i", "reads"),
-    ("reads/start", 1, "i", "reads"),
-    ("reads/cigar", 1, "s", "reads"),
-    ("reads/strand", 1, "s", "reads"),
-    ("reads/sequence", 1, "s", "reads"),
-    ("reads/aligned", 2, "u1", "reads"),
-    ("reads/candidates/edge", 2, "i", "reads"),
-    ("reads/candidates/score", 2, "i", "reads"),
-    ("reads/pp", 1, "s", "reads", 3),
-    ("reads/candidates/weight", 2, "f", "reads", 3),
+class DatasetSpec(NamedTuple):
+    """One dataset of a run file. `kind`: "i" integer, "s" string, "u1" bytes (uint8), "f"
+    floating point; `rows`: "reads" = one row per read, "reference" = one per reference taxon;
+    `since`: the format version that added it; `content`: what it holds (docs/reference/run-file.md
+    is generated from this table by scripts/reference_docs.py)."""
+
+    path: str
+    rank: int
+    kind: str
+    rows: str | None
+    since: int
+    dtype: str
+    content: str
+
+
+#: Every dataset of a run file, as the writer (io/run_writer.py) creates it and this reader checks it.
+LAYOUT = (
+    DatasetSpec("tree/newick_numbered", 0, "s", None, 1, "string",
+                "the unrooted tree with jplace-style `{n}` edge numbers; edges are numbered 0..E-1 in post-order "
+                "of this string (the `tree` of `export --format jplace`, unchanged)"),
+    DatasetSpec("reference/names", 1, "s", "reference", 1, "string [N]", "reference taxa, alignment order"),
+    DatasetSpec("reference/alignment", 2, "u1", "reference", 1, "uint8 [N, m]",
+                "the reference alignment (ASCII, upper case; gzip)"),
+    DatasetSpec("reads/names", 1, "s", "reads", 1, "string [Q]",
+                "read names, input order (alignment taxa that are not in the tree last)"),
+    DatasetSpec("reads/status", 1, "s", "reads", 1, "string [Q]",
+                "`aligned`, `empty` (no residues) or `too_long` (at least m residues)"),
+    DatasetSpec("reads/best_edge", 1, "i", "reads", 1, "int32 [Q]",
+                "the best edge: smallest (score, edge number); -1 if not aligned"),
+    DatasetSpec("reads/score", 1, "i", "reads", 1, "int32 [Q]", "its score (lower is better); -1 if not aligned"),
+    DatasetSpec("reads/start", 1, "i", "reads", 1, "int32 [Q]",
+                "first reference column (0-based) of the alignment; -1 if not aligned"),
+    DatasetSpec("reads/cigar", 1, "s", "reads", 1, "string [Q]",
+                "the alignment from `start`: `M` a column holding a read residue, `D` a column without one, "
+                "`I` a read residue between columns"),
+    DatasetSpec("reads/strand", 1, "s", "reads", 1, "string [Q]",
+                "`+`: aligned as given; `-`: its reverse complement was aligned (every other field describes the "
+                "read in that orientation)"),
+    DatasetSpec("reads/sequence", 1, "s", "reads", 1, "string [Q]",
+                "the read as given in the input (upper case, not reverse-complemented)"),
+    DatasetSpec("reads/aligned", 2, "u1", "reads", 1, "uint8 [Q, m]",
+                "the read in reference columns, insertions removed, `-` elsewhere (gzip)"),
+    DatasetSpec("reads/candidates/edge", 2, "i", "reads", 1, "int32 [Q, K]",
+                "the K best edges by (score, edge) for the chosen orientation, -1 padded"),
+    DatasetSpec("reads/candidates/score", 2, "i", "reads", 1, "int32 [Q, K]", "their scores, -1 padded"),
+    DatasetSpec("reads/pp", 1, "s", "reads", 3, "string [Q]",
+                "each read residue's posterior probability of its column, one character per residue in read "
+                "order, hmmalign's code (`0`-`9`, `*` for 0.95 and above); the Stockholm export's `#=GR PP` line"),
+    DatasetSpec("reads/candidates/weight", 2, "f", "reads", 3, "float32 [Q, K]",
+                "each candidate's posterior edge weight (a read's weights sum to 1); the jplace export's "
+                "`like_weight_ratio`"),
 )
+
+#: The root attributes of a run file.
+ROOT_ATTRIBUTES = {
+    "format": "`papara-py`",
+    "format_version": "the layout's version (io/run_writer.FORMAT_VERSION): 1 without `/checksums`, 2 with them, "
+                      "3 with `/reads/pp` and `/reads/candidates/weight`; older versions are still read",
+    "version": "the papara-py version that wrote the file",
+    "command_line": "the command line (or the API call) that made the run",
+}
+
+#: The run record: the attributes of `/run` (run/record.py writes them; nested values are JSON
+#: strings). name -> (when it is present, what it holds).
+RUN_RECORD_FIELDS = {
+    "parameters": ("always", "the scoring parameters: the six penalties, `column_weight`, `temperature` and "
+                             "`preset` (the `--preset` name they equal, null for another set)"),
+    "alphabet": ("always", "`dna` or `protein`"),
+    "near_states": ("always", "the near states' rule, in words (DESIGN.md 3)"),
+    "checksums_sha256": ("always", "sha256 of the tree, the alignment and the reads"),
+    "inputs": ("always", "the input files' paths (tree, alignment, reads)"),
+    "timings_seconds": ("always", "seconds per stage: input, profiles, devices_wait, strand, jit_wait, scoring, "
+                                  "build_blocks, traceback, output, reads, reads_wait, total (and run_scoring in a "
+                                  "run of several samples; sums over the shards plus merge in a merged file)"),
+    "gcups": ("always", "cell updates per second over the scoring, in 10^9 (DESIGN.md 4)"),
+    "cells": ("always", "cells scored"),
+    "lanes": ("always", "edges per block"),
+    "threads": ("always", "`count` and `source`: `--threads`, or why that many CPUs"),
+    "device": ("always", "the `--device` asked for"),
+    "device_choice": ("when `--device auto` kept a small run on the CPU", "why"),
+    "consumers": ("always", "per CPU worker and GPU feeder: blocks, edges, cells, calls, busy seconds, and any "
+                            "error, retries and faults"),
+    "unusable_gpus": ("when a GPU could not be used", "each such GPU and what it answered"),
+    "gpu_device_seconds": ("with `--gpu-profile`", "each GPU's kernel time"),
+    "candidates_k": ("always", "K, candidate edges kept per read"),
+    "status_counts": ("always", "reads by status"),
+    "n_edges": ("always", "edges of the tree"),
+    "n_columns": ("always", "alignment columns"),
+    "strand": ("always", "the `--strand` mode used (`forward` for protein)"),
+    "strand_counts": ("always", "reads aligned as `+` and `-`, and `scored_both`: scored in both orientations"),
+    "search": ("always", "`mode` (the `--search`); for guided also its cluster settings"),
+    "edges_scored_fraction": ("always", "`mean`, `min`, `max` over the scored reads of the share of the edges each "
+                                        "was scored against"),
+    "traceback": ("always", "`device` (the GPUs' names or `cpu`) and `batches` (batches per device) of the "
+                            "posterior step"),
+    "sample": ("in a run of several samples", "`number` and `of`"),
+    "shard": ("in a shard file (`--shard K/N`)", "`index`, `count`, `n_reads`, `n_reads_total`, `rule`, `source`"),
+    "profiles": ("with `--profiles`", "the profiles file's absolute path"),
+    "merged_shards": ("in a merged file", "each shard's file, slice, command line, timings and devices"),
+    "n_shards": ("in a merged file", "how many shards were merged"),
+}
 
 
 def decode_attribute(value: object) -> object:
@@ -95,7 +175,7 @@ def _kind_ok(dataset: h5py.Dataset, kind: str) -> bool:
 
 def _layout(version: int) -> list[tuple[str, int, str, str | None]]:
     """The datasets a file of format `version` holds."""
-    return [entry[:4] for entry in _LAYOUT if len(entry) == 4 or entry[4] <= version]
+    return [entry[:4] for entry in LAYOUT if entry.since <= version]
 
 
 class RunFile:

@@ -4,7 +4,7 @@ Why: one edge's parsimony profile knows one branch's ancestral states, and with 
 divergent from their nearest reference sequence Eq. 1's three cost levels (state set, near
 state, mismatch) leave many paths within a few units of one another; the branch's sets then
 decide among them and misplace residues next to sparse columns. MAFFT --addfragments scores a
-residue against the whole column. This term does the same inside Eq. 1: docs/ACCURACY.md
+residue against the whole column. This term does the same inside Eq. 1: notebook/ACCURACY.md
 ("Dense real protein references and the column profile cost") measured it.
 
     P(c, s) = the mean over the reference alignment's rows of BLOSUM62(s, the row's residue at
@@ -38,7 +38,7 @@ from papara_py.phylo.encoding import Alphabet
 REFERENCE_SCORE = 5
 #: What a row without a residue in the column (a gap, an ambiguity code) adds to P's sum: a
 #: residue put where most rows have none is then disfavoured like a mild mismatch (BLOSUM62's
-#: off-diagonal scores run -4..3). -1 rather than 0 raised every measure of docs/ACCURACY.md's
+#: off-diagonal scores run -4..3). -1 rather than 0 raised every measure of notebook/ACCURACY.md's
 #: protein study ("The gap row score"); 1 and above lowered them.
 GAP_ROW_SCORE = -1
 #: Largest weight (`--column-weight`): X then stays below 128 (kernels read it as one byte).

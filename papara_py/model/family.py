@@ -4,7 +4,7 @@ Why: an edge's profile is one branch's ancestral state set, while the read may c
 whose residue at that column is one the family uses often but that branch does not have (a
 profile HMM pools the whole column's residues; one branch's parsimony set does not).
 Protein's near states (phylo/encoding.py) take in these residues, so a read residue the column
-often holds costs near_mismatch rather than mismatch on every edge; docs/ACCURACY.md ("Column
+often holds costs near_mismatch rather than mismatch on every edge; notebook/ACCURACY.md ("Column
 family residues for protein") measured it and the share that makes a residue common.
 
 A column's family residues are the states whose unambiguous letters make up at least

@@ -169,7 +169,7 @@ DNA = Alphabet(
 
 #: The amino-acid pairs whose BLOSUM62 score is 0 or more (Henikoff & Henikoff 1992): residues that
 #: substitute for one another at least as often as chance in conserved blocks of related proteins,
-#: protein's near states (DESIGN.md 3; docs/ACCURACY.md "Near states for protein" chose this relation
+#: protein's near states (DESIGN.md 3; notebook/ACCURACY.md "Near states for protein" chose this relation
 #: over the positive pairs alone and others).
 BLOSUM62_SIMILAR = ("AC", "AG", "AS", "AT", "AV", "RN", "RQ", "RE", "RH", "RK", "ND", "NQ", "NE", "NG", "NH",
                     "NK", "NS", "NT", "DQ", "DE", "DS", "QE", "QH", "QK", "QM", "QS", "EH", "EK", "ES", "GS",

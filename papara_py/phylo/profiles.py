@@ -25,7 +25,7 @@ Y, unit-cost Sankoff gives root state s the cost min_X + min_Y + [s not in X] + 
 or 2 steps above the optimum: 0 on the edge's set; 1 on X xor Y where X and Y meet, on every
 other state where they do not. Those one-step states are the near states, except where either
 view's gap character is exactly {gap}: a side made (mostly) of gaps carries no residue signal,
-and without that rule every residue next to it would be one step away (docs/ACCURACY.md,
+and without that rule every residue next to it would be one step away (notebook/ACCURACY.md,
 "uninformative side"); there the edge has no near states.
 """
 
@@ -215,7 +215,7 @@ class ProfileBuilder:
         operation: a few hundred numpy calls for a tree of thousands of nodes instead of a few
         per node, which also keeps the pass fast while other threads hold the GIL (the reads'
         parser, the GPUs' start-up: each call that released it waited to get it back;
-        BENCHMARKS.md, "Streaming the reads")."""
+        notebook/BENCHMARKS.md, "Streaming the reads")."""
         tree, packing = self._tree, self._packing
         down = np.empty((tree.n_edges, tip_rows.shape[1]), dtype=packing.dtype)
         tips = packing.tip_code[tip_rows]

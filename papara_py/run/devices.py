@@ -18,7 +18,7 @@ from papara_py.run.log import Reporter
 
 #: --device auto starts no GPU for a run whose CPU scoring would take less than this: what a GPU
 #: costs before its first result with warm caches (pyopencl's import, the context, the kernels from
-#: the binary cache), about 1 s on the H100 host (BENCHMARKS.md, "identity and start-up").
+#: the binary cache), about 1 s on the H100 host (notebook/BENCHMARKS.md, "identity and start-up").
 GPU_STARTUP_SECONDS = 1.0
 #: Cells a CPU worker thread scores per second, for that estimate (H100 host: 100 GCUPS on 16).
 CPU_CELLS_PER_THREAD_SECOND = 6e9

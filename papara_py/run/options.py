@@ -166,7 +166,7 @@ def _gpu_numbers(given: Any) -> tuple[int, ...] | None:
 INPUTS = "inputs and output"
 SCORING = "scoring (penalties, minimised; a preset, then any single penalty given overrides it)"
 ENGINE = "engine"
-CLUSTER = "cluster array jobs (README: Running at cluster scale)"
+CLUSTER = "cluster array jobs (docs/guide.md: Clusters)"
 MESSAGES = "messages"
 
 

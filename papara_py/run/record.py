@@ -37,7 +37,7 @@ class Tally:
 
 def run_record(config: RunConfig, inputs: Inputs, profiles: EdgeProfiles, devices: Devices, work: Work,
                tally: Tally, timings: dict[str, float]) -> dict:
-    """Stage 6: the /run attributes (README: the run file) of what was run, on what, and how fast."""
+    """Stage 6: the /run attributes (docs/reference/run-file.md) of what was run, on what, and how fast."""
     record = {
         "parameters": asdict(inputs.params) | {"preset": inputs.params.preset_name()},
         "alphabet": inputs.alphabet.name,

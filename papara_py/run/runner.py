@@ -29,7 +29,7 @@ from papara_py.run.stages import ScoreTraceWrite
 #: How often CPython makes a thread that holds the GIL hand it over during a run (default 5 ms).
 #: A GPU feeder whose launch ended waits for the GIL while the writer, traceback and master
 #: threads run Python; 0.5 ms took the GPU's idle time in a 1M-read run from 5.2 s to 3.9-4.4 s
-#: on one machine (BENCHMARKS.md, "Streaming the reads").
+#: on one machine (notebook/BENCHMARKS.md, "Streaming the reads").
 GIL_SWITCH_SECONDS = 0.0005
 
 

@@ -3,7 +3,7 @@
 Why: the reference's part of a run (tree and alignment read, profiles built, the GPUs started,
 numba's first use) takes about a second whatever the reads, as long as an H100 scores a
 40,000-read sample in; and the last batch of a run is traced back and written with the GPU idle
-(BENCHMARKS.md, "Sample scale"). A run given several reads files (`-r A.fa B.fa --outdir DIR`)
+(notebook/BENCHMARKS.md, "Sample scale"). A run given several reads files (`-r A.fa B.fa --outdir DIR`)
 does the reference's part once, and the samples' batches stream through one engine, one sample
 after the other, so that the GPUs score the next sample while the previous one's last batches are
 traced back and written, and the next sample's reads are parsed while the previous one is scored.
