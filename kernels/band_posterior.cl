@@ -39,7 +39,7 @@
  *   states, near  [profiles][m]          elem_t: each profile's elements and near states
  *   codes         [residues]             elem_t: the launch's reads, read r at
  *                                        codes[offsets[r] .. offsets[r+1]-1]
- *   cost_rows     [residues], cost_table [m][n_costs]  uchar, COLUMN_COSTS only (as band_trace.cl)
+ *   cost_rows     [residues], cost_table [m][n_costs]  uchar, COLUMN_COSTS only (as band_score.cl)
  *   pair_read, pair_slot  [P]            int: each pair's read (in the launch) and profile
  *   softmin, prob                        int: the tables, padded to a power of two
  *   row           [W_max + 1][P]         int: posterior_forward's previous row, overwritten in

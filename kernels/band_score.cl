@@ -48,7 +48,7 @@
  *                                 Built per batch by `read_cost_profile` (below) from:
  *   cost_rows  [residues]         uchar: each read residue's row k of the column cost table (the
  *                                 host looks its code up, engine/gpu.py), beside `codes`
- *   cost_table [m][n_costs]       uchar: X(i, code of row k) at [i][k] (phylo/column_costs.py's
+ *   cost_table [m][n_costs]       uchar: X(i, code of row k) at [i][k] (model/column_costs.py's
  *                                 table transposed)
  *
  * Prefetch: a column's profile element and band cell (the row above the stripe) are loaded while
@@ -66,7 +66,7 @@
  *   -DPROF_BITS=8|32 -DSTATE_BITS=<states> (the alphabet, phylo/encoding.py): profile elements
  *   and read codes are uchar (DNA: 4 states, CGAP bit 4) or uint (protein: 20 states, CGAP bit
  *   20); the CGAP bit is bit STATE_BITS.
- *   -DCOLUMN_COSTS=0|1: column profile costs (phylo/column_costs.py, protein). X depends on the
+ *   -DCOLUMN_COSTS=0|1: column profile costs (model/column_costs.py, protein). X depends on the
  *   column and the read residue only, so every work-item of a read adds the same X_ij: a
  *   per-read cost profile (`read_costs`, made on the device before band_score) holds it, a
  *   column's rows side by side. Column c of a stripe loads its ROWS costs in one uint4 (`xcol`,

@@ -5,7 +5,7 @@ caches the machine code (NUMBA_CACHE_DIR, else __pycache__ beside the installed 
 ~/.cache/numba: papara_py/__init__.py picks a writable place); every later run on that CPU loads
 them in a fraction of a second. On the 2-core development machine compiling what one example
 run calls took about COMPILE_ESTIMATE_SECONDS of one core (notebook/BENCHMARKS.md, "Cold start").
-papara_py/warmup.py pays that ahead (`papara-py warm-up`, which the container definitions run at
+papara_py/run/warmup.py pays that ahead (`papara-py warm-up`, which the container definitions run at
 build time); a run that must compile says so once, through the "papara_py" logger (this module
 never prints).
 """
@@ -83,7 +83,7 @@ def watch_compiles(notice: bool = True) -> Iterator[CompileWatch]:
 
 
 class _Warming:
-    """Whether papara_py/warmup.py's `warm_up` is running (its runs' own notices would repeat its
+    """Whether papara_py/run/warmup.py's `warm_up` is running (its runs' own notices would repeat its
     own)."""
 
     active = 0

@@ -337,7 +337,7 @@ def lookup_words(lanes: np.ndarray, variant: Variant, params: ScoringParams,
     T as bytes, lane 2u+1's, then OE_i and E_i of both lanes as 16-bit halves; the last rows - 1
     columns zero (the kernel's virtual rows run past column m - 1).
 
-    M_ij as the reference scorer takes it (pairwise/reference_scorer.diagonal_cost): 0 where the
+    M_ij as the reference scorer takes it (model/reference_scorer.diagonal_cost): 0 where the
     element's set holds the residue, near_mismatch where its near states (with the columns' family
     residues `family`, [m]) do, mismatch otherwise. lanes: uint8 [m, n_edges] elements."""
     if not lookup_fits(params):

@@ -5,8 +5,6 @@
 - `tree`: `EdgeTree`, the unrooted tree with jplace edge numbers (DESIGN 3).
 - `profiles`: `ProfileBuilder`, the Sankoff state sets and CGAP flag of every edge (DESIGN 3), and
   `EdgeProfiles`, what the engine and the traceback need of any source of edge profiles.
-- `residues`: single-residue indices of letters and of the reference rows (the traceback's
-  nearest-sequence bonus counts identities with them).
 - `clusters`: `cluster_edges`, connected clusters of edges with central edges (DESIGN 6a).
 
 Layer: imports `papara_py.errors` only (and numpy, numba, dendropy).

@@ -1,5 +1,5 @@
 """The numba side of phylo/: the column cost lookups the kernels call (`cost_row`,
-`read_cost_row`, `cell_cost`; phylo/column_costs.py describes the table) and the encoding's
+`read_cost_row`, `cell_cost`; model/column_costs.py describes the table) and the encoding's
 per-dtype constants as numba sees them (`cgap_bit_of`, `state_mask_of` of phylo/encoding.py:
 compile-time constants of an array's element type).
 
