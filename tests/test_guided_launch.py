@@ -183,3 +183,53 @@ def test_grouped_items_go_out_by_cells_across_groups():
         if sum(sizes) == 6:
             queue.close()
     assert sizes == [2, 2, 2]  # 600 cells in even launches of about 250: 200 each
+
+
+@pytest.mark.parametrize("n_edges", [1, 2, 63, 64, 65, 130])
+def test_dna_profile_words_in_numba_equal_numpy(n_edges):
+    """engine/gpu.py's numba `_padded_profile` (DNA with near states) and `lookup_words` (no
+    family residues) against the numpy forms they replace."""
+    from papara_py.engine.gpu import Variant, _near_bytes, _pair_table, _padded_profile, _units, lookup_words
+
+    rng = np.random.default_rng(n_edges)
+    m = 37
+    lanes = random_profiles(rng, n_edges, m).T.copy()
+    variant = Variant(packed=True, ptx=False, rows=6).of(DNA, near=True, lookup=True)
+    padded = np.zeros((m, _units(n_edges, variant) * 2), np.uint8)
+    padded[:, :n_edges] = lanes
+    np.testing.assert_array_equal(_padded_profile(lanes, variant), _near_bytes(padded, DNA, None))
+    np.testing.assert_array_equal(_padded_profile(lanes[:, ::-1], variant), _near_bytes(
+        np.pad(lanes[:, ::-1], ((0, 0), (0, padded.shape[1] - n_edges))), DNA, None))
+    params = ScoringParams(5, 7, 9, 2, 11, near_mismatch=3)
+    words = np.zeros((m + 5, padded.shape[1] // 2, 4), np.uint32)
+    keys = padded[:, 0::2] | padded[:, 1::2].astype(np.uint16) << 8
+    words[:m] = _pair_table(DNA, params.values())[keys]
+    np.testing.assert_array_equal(lookup_words(lanes, variant, params), words.reshape(m + 5, -1))
+
+
+@pytest.mark.parametrize("narrow", [True, False])
+def test_protein_groups_with_column_costs_and_family(scorers, narrow):
+    """Column profile costs (each read's cost profile expanded once, shared by its tasks) and the
+    columns' family residues in one launch of several groups."""
+    from test_cpu_kernel import random_column_costs, random_cost_codes
+    from test_gpu_kernel import protein_states
+
+    rng = np.random.default_rng(11 + narrow)
+    m = 33
+    sizes, per_group = [3, TASK_EDGES + 2, 70, 1], [4, 2, 5, 3]
+    lanes = [random_profiles(rng, n, m, PROTEIN).T.copy() for n in sizes]
+    firsts = np.concatenate(([0], np.cumsum(sizes)[:-1])) + 7
+    reads = [pack_reads([random_cost_codes(rng, int(rng.integers(1, m))) for _ in range(q)]) for q in per_group]
+    codes = np.concatenate([c for c, _ in reads])
+    offsets = np.concatenate([[0]] + [o[1:] + sum(len(c) for c, _ in reads[:g]) for g, (_, o) in enumerate(reads)])
+    slot_ptr = np.concatenate(([0], np.cumsum(per_group)))
+    params = ScoringParams(mismatch=3, cgap=6, gap_open=5, gap_extend=3, insertion=16, column_weight=5.0)
+    costs = random_column_costs(rng, m, params.column_cost_bound())
+    family = protein_states(rng, m)
+    scorer = scorers[narrow]
+    score, edge = scorer.score_groups(lanes, firsts, codes, offsets.astype(np.int64), slot_ptr, params, 3,
+                                      family=family, costs=costs)
+    want = [scorer.score_chunk(group[None], int(first), group.shape[1], c, o, params, 3, family=family, costs=costs)
+            for group, first, (c, o) in zip(lanes, firsts, reads)]
+    np.testing.assert_array_equal(score, np.concatenate([w[0] for w in want]))
+    np.testing.assert_array_equal(edge, np.concatenate([w[1] for w in want]))

@@ -65,6 +65,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyopencl as cl
+from numba import njit
 
 from papara_py import kernels
 from papara_py.engine.candidates import merge_rows
@@ -283,9 +284,13 @@ def _padded_profile(lanes: np.ndarray, variant: Variant, family: np.ndarray | No
     residues `family`, [m]) beside it (kernels/band_score.cl: DNA's in the high byte,
     `_near_bytes`; protein's as its own words)."""
     m, n_edges = lanes.shape
+    alphabet = variant.alphabet
+    if alphabet.dtype.itemsize == 1 and variant.near and family is None:  # DNA's usual case, in numba
+        out = np.empty((m, _units(n_edges, variant) * variant.lanes), np.uint16)
+        _table_lanes(lanes, _near_table16(alphabet), out)
+        return out
     padded = np.zeros((m, _units(n_edges, variant) * variant.lanes), lanes.dtype)
     padded[:, :n_edges] = lanes
-    alphabet = variant.alphabet
     family = None if family is None else family[:, None]
     if alphabet.dtype.itemsize == 1:  # DNA: bytes as they are, or widened with NEAR
         return _near_bytes(padded, alphabet, family) if variant.near else padded
@@ -298,6 +303,41 @@ def _padded_profile(lanes: np.ndarray, variant: Variant, family: np.ndarray | No
         wider = _split_pairs(wider, alphabet.n_states)
     words = 2 if variant.split else 1
     return np.concatenate([elements.reshape(m, -1, words), wider.reshape(m, -1, words)], axis=2).reshape(m, -1)
+
+
+@functools.lru_cache(maxsize=None)
+def _near_table16(alphabet: Alphabet) -> np.ndarray:
+    """`_near_bytes` of every element byte (no family residues): uint16 [256]."""
+    return _near_bytes(np.arange(256, dtype=np.uint8), alphabet, None)
+
+
+@njit(cache=True, nogil=True)
+def _table_lanes(lanes, table, out):
+    """out[i, j] = table[lanes[i, j]], and table[0] past the lanes (the zero padding's)."""
+    n = lanes.shape[1]
+    for i in range(out.shape[0]):
+        for j in range(n):
+            out[i, j] = table[lanes[i, j]]
+        for j in range(n, out.shape[1]):
+            out[i, j] = table[0]
+
+
+@njit(cache=True, nogil=True)
+def _pair_words(lanes, pairs, words):
+    """words[i, u] = pairs[lanes[i, 2u] | lanes[i, 2u+1] << 8] (lanes past the edges: 0), and the
+    rows from lanes' last column on zero (`lookup_words` of DNA without family residues)."""
+    m, n = lanes.shape
+    for i in range(m):
+        for u in range(words.shape[1]):
+            even = lanes[i, 2 * u] if 2 * u < n else 0
+            odd = lanes[i, 2 * u + 1] if 2 * u + 1 < n else 0
+            key = np.int64(even) | (np.int64(odd) << 8)
+            for w in range(4):
+                words[i, u, w] = pairs[key, w]
+    for i in range(m, words.shape[0]):
+        for u in range(words.shape[1]):
+            for w in range(4):
+                words[i, u, w] = 0
 
 
 def _near_bytes(padded: np.ndarray, alphabet: Alphabet, family: np.ndarray | None) -> np.ndarray:
@@ -345,9 +385,13 @@ def lookup_words(lanes: np.ndarray, variant: Variant, params: ScoringParams,
         raise ValueError(f"cgap {params.cgap} + mismatch {params.mismatch} exceed the lookup path's 127")
     m, n_edges = lanes.shape
     units = _units(n_edges, variant)
+    alphabet = variant.alphabet
+    if family is None:  # each lane pair's two element bytes index one table of every pair's words (numba)
+        words = np.empty((m + variant.rows - 1, units, 4), np.uint32)
+        _pair_words(np.ascontiguousarray(lanes), _pair_table(alphabet, params.values()), words)
+        return words.reshape(m + variant.rows - 1, units * 4)
     padded = np.zeros((m, units * 2), lanes.dtype)
     padded[:, :n_edges] = lanes
-    alphabet = variant.alphabet
     words = np.zeros((m + variant.rows - 1, units, 4), np.uint32)
     if family is None:  # each lane pair's two element bytes index one table of every pair's words
         keys = padded[:, 0::2] | padded[:, 1::2].astype(np.uint16) << 8

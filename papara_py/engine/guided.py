@@ -14,8 +14,11 @@ one pass of the ordinary engine (engine/scheduler.py) over groups of (edges, rea
    cluster beyond, a run of tied edges is followed to its lowest edge number.
 
 A read is scored against each edge at most once (a centre is left out of its cluster's group).
-Rounds group reads by cluster: one engine batch per cluster, holding the reads that need it, so
-blocks hold one cluster's edges and are full. What is computed depends only on the scores, which
+Each round after the centres is one grouped engine batch (scheduler.EdgeGroups): every cluster a
+round needs is a group, its edges against the reads that need it, and GPU launches take many
+groups at once (engine/gpu.py `score_groups`), as full as the exhaustive search's; before, each
+cluster was a batch of its own and a launch held ~100 edges against a few dozen reads (BENCHMARKS.md,
+"Guided search on the H100"). What is computed depends only on the scores, which
 are exact and identical on every device, so the search takes the same path and gives the same
 results on CPU, GPU or both, whatever the schedule. Where a read's rounds reach every cluster,
 its candidates equal the exhaustive search's.
