@@ -844,12 +844,18 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
                        global int *scores, const uint mismatch, const uint cgap,
                        const uint open_extend, const uint extend, const uint insertion,
                        const uint inf, const uint near_mismatch, global const uint4 *read_costs,
-                       global const uint *cost_start, global const uint *lookup)
+                       global const uint *cost_start, global const uint *lookup, const int profile_units,
+                       global const int *unit_base)
 {
     const int u = get_global_id(0);
     const int q = get_global_id(1);
     if (q >= n_reads)
         return;
+    /* the work-item's unit of the profile (and of the lookup words or table), whose columns are
+     * profile_units wide: u, or with `unit_base` (the guided search's tasks, engine/gpu.py
+     * score_groups: each q one read against units [unit_base[q], + units) of its group's edges)
+     * u from the task's base; the band and the scores are the launch's own, [q][units] */
+    const int pu = (unit_base ? unit_base[q] : 0) + u;
     const penalties_t pen = {mismatch, 0u - mismatch, cgap, open_extend, extend,
                              0u - near_mismatch, 0u - (mismatch - near_mismatch), SPLAT(insertion),
                              SPLAT(inf)};
@@ -865,7 +871,7 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
 #define STRIPE_COSTS(j0) (costs + (size_t)((j0) / ROWS) * m + (j0))
     const size_t stride = (size_t)n_reads * units;
     global cell_t *my_band = band + (size_t)q * units + u;
-    global const prof_t *my_profile = profile + u;
+    global const prof_t *my_profile = profile + pu;
 
     cell_t S[ROWS], D[ROWS], B[ROWS];
 #if SPLIT
@@ -878,37 +884,37 @@ kernel void band_score(global const prof_t *profile, const int m, const int unit
 #if LOOKUP
     /* a stripe of single bases takes the lookup path, one with an ambiguity code the element path */
     /* the work-item's lookup words (uint4s) or table entries (uints); NULL for protein's words */
-    global const uint *my_lookup = lookup + (LOOKUP_TABLE ? 1 : 4) * u;
+    global const uint *my_lookup = lookup + (LOOKUP_TABLE ? 1 : 4) * pu;
     cell_t SEL[ROWS];
     for (; j0 + ROWS < n; j0 += ROWS) {
-        if (load_selectors(read + j0, ROWS, SEL, units)) {
-            lookup_stripe(my_lookup, my_profile, STRIPE_COSTS(j0), units, my_band, stride, S, D, SEL, j0, ROWS, ROWS,
+        if (load_selectors(read + j0, ROWS, SEL, profile_units)) {
+            lookup_stripe(my_lookup, my_profile, STRIPE_COSTS(j0), profile_units, my_band, stride, S, D, SEL, j0, ROWS, ROWS,
                           width, j0 == 0, &pen, false, &best);
         } else {
             load_residues(read + j0, B, BH);
-            sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, STRIPE_COSTS(j0), j0, ROWS, width,
+            sweep_stripe(my_profile, profile_units, my_band, stride, S, D, B, BH, STRIPE_COSTS(j0), j0, ROWS, width,
                          j0 == 0, &pen, false, &best);
         }
     }
-    if (load_selectors(read + j0, n - j0, SEL, units)) {
-        lookup_last_stripe(my_lookup, my_profile, STRIPE_COSTS(j0), units, my_band, stride, S, D, SEL, j0, n - j0,
+    if (load_selectors(read + j0, n - j0, SEL, profile_units)) {
+        lookup_last_stripe(my_lookup, my_profile, STRIPE_COSTS(j0), profile_units, my_band, stride, S, D, SEL, j0, n - j0,
                            width, j0 == 0, &pen, &best);
     } else {
         load_residues(read + j0, B, BH);
-        sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, STRIPE_COSTS(j0), j0, n - j0, width, j0 == 0,
+        sweep_stripe(my_profile, profile_units, my_band, stride, S, D, B, BH, STRIPE_COSTS(j0), j0, n - j0, width, j0 == 0,
                      &pen, true, &best);
     }
 #else
     for (; j0 + ROWS < n; j0 += ROWS) {
         load_residues(read + j0, B, BH);
-        sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, STRIPE_COSTS(j0), j0, ROWS, width, j0 == 0,
+        sweep_stripe(my_profile, profile_units, my_band, stride, S, D, B, BH, STRIPE_COSTS(j0), j0, ROWS, width, j0 == 0,
                      &pen, false, &best);
     }
     /* codes are padded by ROWS elements past the last read, a read's cost profile to whole
      * stripes: the rows past the read's end load a code 0 and a cost 0 but are never computed
      * (column_step stops at h) */
     load_residues(read + j0, B, BH);
-    sweep_stripe(my_profile, units, my_band, stride, S, D, B, BH, STRIPE_COSTS(j0), j0, n - j0, width, j0 == 0,
+    sweep_stripe(my_profile, profile_units, my_band, stride, S, D, B, BH, STRIPE_COSTS(j0), j0, n - j0, width, j0 == 0,
                  &pen, true, &best);
 #endif
 #undef STRIPE_COSTS

@@ -37,3 +37,38 @@ kernel void top_k(global const int *scores, const int row_lanes, const int n_edg
         best_edge[(size_t)q * k + t] = top_edge[t];
     }
 }
+
+/* top_k for the guided search's tasks (engine/gpu.py score_groups): row q of `scores` holds one
+ * read against a run of its group's edges, of which the first row_edges[q] lanes are real and are
+ * edges row_first[q], row_first[q] + 1, ...; the rest (padding) is left out. */
+kernel void top_k_rows(global const int *scores, const int row_lanes, global const int *row_edges,
+                       global const int *row_first, const int k, const int n_reads, global int *best_score,
+                       global int *best_edge)
+{
+    const int q = get_global_id(0);
+    if (q >= n_reads)
+        return;
+    int top_score[KMAX], top_edge[KMAX];
+    for (int t = 0; t < k; ++t) {
+        top_score[t] = INT_MAX;
+        top_edge[t] = -1;
+    }
+    global const int *row = scores + (size_t)q * row_lanes;
+    const int n_edges = row_edges[q], first_edge = row_first[q];
+    for (int e = 0; e < n_edges; ++e) {
+        const int s = row[e];
+        if (s >= top_score[k - 1])
+            continue;
+        int t = k - 1;
+        for (; t > 0 && top_score[t - 1] > s; --t) {
+            top_score[t] = top_score[t - 1];
+            top_edge[t] = top_edge[t - 1];
+        }
+        top_score[t] = s;
+        top_edge[t] = first_edge + e;
+    }
+    for (int t = 0; t < k; ++t) {
+        best_score[(size_t)q * k + t] = top_score[t];
+        best_edge[(size_t)q * k + t] = top_edge[t];
+    }
+}

@@ -87,10 +87,10 @@ def prepare(tree: str, alignment: str, output: str, command_line: str = "", alph
     Returns the number of edges. Input problems raise InputError exactly as the main job would.
     Each input is read once, hashed as it is parsed; the profile bytes are hashed as written.
     """
-    from papara_py.io.inputs import match_tips, read_alignment, read_tree
+    from papara_py.io.inputs import match_tips, read_alignment, read_edge_tree
 
     digests = {"tree": Digest(), "alignment": Digest()}
-    edge_tree = EdgeTree.from_dendropy(read_tree(tree, digests["tree"]))
+    edge_tree = read_edge_tree(tree, digests["tree"])
     aligned = read_alignment(alignment, digests["alignment"], alphabet)
     builder = ProfileBuilder(edge_tree, match_tips(edge_tree.tip_names, aligned, tree).tip_rows, aligned.alphabet)
     m = builder.n_columns

@@ -52,6 +52,16 @@ def _merge_lists(scores, edges, other_scores, other_edges):
                 _insert(scores, edges, q, other_scores[q, c], other_edges[q, c])
 
 
+@njit(cache=True, nogil=True)
+def merge_rows(scores, edges, rows, other_scores, other_edges):
+    """Fold row i of the other lists into row rows[i] of these (rows may repeat)."""
+    for i in range(other_scores.shape[0]):
+        q = rows[i]
+        for c in range(other_scores.shape[1]):
+            if other_edges[i, c] >= 0:
+                _insert(scores, edges, q, other_scores[i, c], other_edges[i, c])
+
+
 def load_merges() -> None:
     """Load (or compile) the merge functions now, on tiny inputs.
 

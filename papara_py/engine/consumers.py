@@ -64,7 +64,45 @@ class GpuChunkScorer:
             merged.add(result)
         return merged
 
+    def score_groups(self, groups: list[tuple[list[Block], object]], params: ScoringParams, k: int) -> list[Candidates]:
+        """A grouped batch's launch (engine/scheduler.py, the guided search's rounds): each group's
+        blocks against its own reads, all in one `GpuScorer.score_groups` call; candidates per
+        group (edges numbered as the blocks' lanes)."""
+        lanes, firsts, codes, offsets, owner = [], [], [], [np.zeros(1, np.int64)], []
+        slots = 0
+        for g, (blocks, reads) in enumerate(groups):
+            # a launch needs each group's lanes consecutive; blocks handed back may break runs
+            for run in _runs(sorted(blocks, key=lambda b: b.first_edge)):
+                lanes.append(np.concatenate([b.lanes[:, :b.n_edges] for b in run], axis=1))
+                firsts.append(run[0].first_edge)
+                codes.append(reads.codes)
+                offsets.append(reads.offsets[1:] - reads.offsets[0] + (offsets[-1][-1] if slots else 0))
+                owner.append(g)
+                slots += reads.count
+        counts = np.array([groups[g][1].count for g in owner], np.int64)
+        slot_ptr = np.concatenate(([0], np.cumsum(counts)))
+        first_block = groups[0][0][0]
+        score, edge = self.gpu.score_groups(lanes, np.array(firsts, np.int64), np.concatenate(codes),
+                                            np.concatenate(offsets), slot_ptr, params, k,
+                                            family=first_block.columns.family, costs=first_block.columns.costs)
+        results = [Candidates.empty(reads.count, k) for _, reads in groups]
+        for run, g in enumerate(owner):
+            part = Candidates(score[slot_ptr[run]:slot_ptr[run + 1]], edge[slot_ptr[run]:slot_ptr[run + 1]])
+            results[g].add(part)
+        return results
+
     @property
     def device_seconds(self) -> float:
         """Device time of all launches so far (with a profiling GpuScorer)."""
         return self.gpu.device_seconds
+
+
+def _runs(blocks: list[Block]) -> list[list[Block]]:
+    """Blocks (by first edge) cut into runs of consecutive edges."""
+    runs: list[list[Block]] = []
+    for block in blocks:
+        if runs and block.first_edge == runs[-1][-1].first_edge + runs[-1][-1].n_edges:
+            runs[-1].append(block)
+        else:
+            runs.append([block])
+    return runs

@@ -65,8 +65,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyopencl as cl
+from numba import njit
 
 from papara_py import kernels
+from papara_py.engine.candidates import merge_rows
 from papara_py.engine.opencl_devices import DeviceInfo
 from papara_py.model.column_costs import ColumnCosts
 from papara_py.model.params import ScoringParams
@@ -282,9 +284,13 @@ def _padded_profile(lanes: np.ndarray, variant: Variant, family: np.ndarray | No
     residues `family`, [m]) beside it (kernels/band_score.cl: DNA's in the high byte,
     `_near_bytes`; protein's as its own words)."""
     m, n_edges = lanes.shape
+    alphabet = variant.alphabet
+    if alphabet.dtype.itemsize == 1 and variant.near and family is None:  # DNA's usual case, in numba
+        out = np.empty((m, _units(n_edges, variant) * variant.lanes), np.uint16)
+        _table_lanes(lanes, _near_table16(alphabet), out)
+        return out
     padded = np.zeros((m, _units(n_edges, variant) * variant.lanes), lanes.dtype)
     padded[:, :n_edges] = lanes
-    alphabet = variant.alphabet
     family = None if family is None else family[:, None]
     if alphabet.dtype.itemsize == 1:  # DNA: bytes as they are, or widened with NEAR
         return _near_bytes(padded, alphabet, family) if variant.near else padded
@@ -297,6 +303,41 @@ def _padded_profile(lanes: np.ndarray, variant: Variant, family: np.ndarray | No
         wider = _split_pairs(wider, alphabet.n_states)
     words = 2 if variant.split else 1
     return np.concatenate([elements.reshape(m, -1, words), wider.reshape(m, -1, words)], axis=2).reshape(m, -1)
+
+
+@functools.lru_cache(maxsize=None)
+def _near_table16(alphabet: Alphabet) -> np.ndarray:
+    """`_near_bytes` of every element byte (no family residues): uint16 [256]."""
+    return _near_bytes(np.arange(256, dtype=np.uint8), alphabet, None)
+
+
+@njit(cache=True, nogil=True)
+def _table_lanes(lanes, table, out):
+    """out[i, j] = table[lanes[i, j]], and table[0] past the lanes (the zero padding's)."""
+    n = lanes.shape[1]
+    for i in range(out.shape[0]):
+        for j in range(n):
+            out[i, j] = table[lanes[i, j]]
+        for j in range(n, out.shape[1]):
+            out[i, j] = table[0]
+
+
+@njit(cache=True, nogil=True)
+def _pair_words(lanes, pairs, words):
+    """words[i, u] = pairs[lanes[i, 2u] | lanes[i, 2u+1] << 8] (lanes past the edges: 0), and the
+    rows from lanes' last column on zero (`lookup_words` of DNA without family residues)."""
+    m, n = lanes.shape
+    for i in range(m):
+        for u in range(words.shape[1]):
+            even = lanes[i, 2 * u] if 2 * u < n else 0
+            odd = lanes[i, 2 * u + 1] if 2 * u + 1 < n else 0
+            key = np.int64(even) | (np.int64(odd) << 8)
+            for w in range(4):
+                words[i, u, w] = pairs[key, w]
+    for i in range(m, words.shape[0]):
+        for u in range(words.shape[1]):
+            for w in range(4):
+                words[i, u, w] = 0
 
 
 def _near_bytes(padded: np.ndarray, alphabet: Alphabet, family: np.ndarray | None) -> np.ndarray:
@@ -344,9 +385,13 @@ def lookup_words(lanes: np.ndarray, variant: Variant, params: ScoringParams,
         raise ValueError(f"cgap {params.cgap} + mismatch {params.mismatch} exceed the lookup path's 127")
     m, n_edges = lanes.shape
     units = _units(n_edges, variant)
+    alphabet = variant.alphabet
+    if family is None:  # each lane pair's two element bytes index one table of every pair's words (numba)
+        words = np.empty((m + variant.rows - 1, units, 4), np.uint32)
+        _pair_words(np.ascontiguousarray(lanes), _pair_table(alphabet, params.values()), words)
+        return words.reshape(m + variant.rows - 1, units * 4)
     padded = np.zeros((m, units * 2), lanes.dtype)
     padded[:, :n_edges] = lanes
-    alphabet = variant.alphabet
     words = np.zeros((m + variant.rows - 1, units, 4), np.uint32)
     if family is None:  # each lane pair's two element bytes index one table of every pair's words
         keys = padded[:, 0::2] | padded[:, 1::2].astype(np.uint16) << 8
@@ -429,6 +474,18 @@ class _KernelBatch:
     #: uint32 [n + 1], column profile costs only: where each read's cost profile starts in the
     #: batch's, in uint4s (kernels/band_score.cl read_costs), and the total last
     cost_starts: np.ndarray | None = None
+    #: the guided search's tasks (`GpuScorer.score_groups`; None otherwise): each row's first unit
+    #: of the profile, its real edges and the number of the first; and the batch's distinct reads
+    #: as (starts, lengths, each task's cost profile start) for read_cost_profile
+    unit_base: np.ndarray | None = None
+    row_edges: np.ndarray | None = None
+    row_first: np.ndarray | None = None
+    expand: tuple | None = None
+
+
+#: Edges each group of a `score_groups` launch is padded to a multiple of: whole tasks of both
+#: lane widths (WG_UNITS work-items of two 16-bit lanes, or of one 32-bit lane).
+TASK_EDGES = 2 * WG_UNITS
 
 
 @dataclass
@@ -448,6 +505,23 @@ class _ChunkPlan:
     table: Variant | None = None
     state_rows: np.ndarray | None = None
     batches: list[_KernelBatch] = field(default_factory=list)
+
+    def put(self, reads: np.ndarray, score: np.ndarray, edge: np.ndarray) -> None:
+        """A kernel batch's lists into its reads' rows."""
+        self.score[reads], self.edge[reads] = score, edge
+
+
+@dataclass
+class _GroupPlan(_ChunkPlan):
+    """`_ChunkPlan` of a `score_groups` launch: `score` and `edge` hold one row per task (filled
+    by `_collect` through the batches' `reads`, here the tasks' reads), merged per read at the end."""
+
+    n_lanes: int = 0  # the groups' lanes side by side, padded (the profile's width)
+
+    def put(self, reads: np.ndarray, score: np.ndarray, edge: np.ndarray) -> None:
+        """Fold tasks' lists (rows of `score`/`edge`) into their reads' rows (a read has a task per
+        run of its group's edges)."""
+        merge_rows(self.score, self.edge, reads.astype(np.int64), score, edge)
 
 
 @dataclass
@@ -553,6 +627,131 @@ class GpuScorer:
             self.device_seconds += stats.device_seconds
         return plan.score, plan.edge
 
+    def score_groups(self, lanes: list[np.ndarray], firsts: np.ndarray, codes: np.ndarray, offsets: np.ndarray,
+                     slot_ptr: np.ndarray, params: ScoringParams, k: int, family: np.ndarray | None = None,
+                     costs: ColumnCosts | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The guided search's launch (engine/guided.py): group g's reads, slots
+        slot_ptr[g]..slot_ptr[g+1]-1 of (codes, offsets), against its own edges, lanes[g] ([m, n_g]
+        profile elements, numbered firsts[g], firsts[g] + 1, ...), all groups in one launch.
+
+        Each group's edges are cut into tasks of one work-group row (WG_UNITS work-items: 64 edges
+        in packed lanes, 32 in the 32-bit lane), each read of the group one band_score row per
+        task (kernels/band_score.cl `unit_base`), so the launch holds every (read, edge) pair of
+        every group once, and the device sees launches as full as the exhaustive search's however
+        few reads a group has. top_k_rows keeps each task's k best of its real edges; the host
+        merges a read's tasks. Returns int32 [slots, k] scores and edge numbers as score_chunk."""
+        if k < 1:
+            raise ValueError(f"k must be positive, got {k}")
+        started = time.perf_counter()
+        alphabet = alphabet_of(lanes[0])
+        plan = self._plan_groups(lanes, np.asarray(firsts, np.int64), np.asarray(codes, alphabet.dtype),
+                                 np.asarray(offsets, np.int64), np.asarray(slot_ptr, np.int64), params, k,
+                                 alphabet, family, costs)
+        stats = ChunkStats()
+        if plan.batches:
+            inputs = self._upload_inputs(plan)
+            task_tables = [self._upload_tasks(batch) for batch in plan.batches]
+            with self._on_device:
+                with self._lock:
+                    table = None if plan.table is None else self._enqueue_table(plan, inputs, plan.n_lanes, params, k)
+                    launches = [self._enqueue_batch(batch, inputs.profiles[batch.variant.packed], WG_UNITS,
+                                                    plan.n_columns, 0, 0, inputs.codes, batch_tables, params, k,
+                                                    inputs, table, profile_units=plan.n_lanes // batch.variant.lanes,
+                                                    task_tables=tasks)
+                                for batch, batch_tables, tasks in zip(plan.batches, inputs.tables, task_tables)]
+                    self.queue.flush()
+                self._collect(plan, launches, stats)
+        score, edge = plan.score, plan.edge
+        stats.wall_seconds = time.perf_counter() - started
+        with self._lock:
+            self.stats = stats
+            self.device_seconds += stats.device_seconds
+        return score, edge
+
+    def _plan_groups(self, lanes, firsts, codes, offsets, slot_ptr, params, k, alphabet: Alphabet, family,
+                     costs) -> "_GroupPlan":
+        """The host side of `score_groups` (no OpenCL call): the groups' profiles side by side, each
+        padded to whole tasks of both lane widths (TASK_EDGES), the reads sorted longest first,
+        and the tasks of each kernel batch."""
+        m = lanes[0].shape[0]
+        sizes = np.array([group.shape[1] for group in lanes], np.int64)
+        spans = -(-sizes // TASK_EDGES) * TASK_EDGES
+        bases = np.concatenate(([0], np.cumsum(spans)[:-1]))
+        all_lanes = np.zeros((m, int(spans.sum())), lanes[0].dtype)
+        for group, base in zip(lanes, bases):
+            all_lanes[:, base:base + group.shape[1]] = group
+        lengths = np.diff(offsets)
+        n_slots = lengths.size
+        plan = _GroupPlan(np.full((n_slots, k), EMPTY_SCORE, np.int32), np.full((n_slots, k), -1, np.int32), m,
+                          n_lanes=all_lanes.shape[1])
+        order = np.flatnonzero((lengths > 0) & (lengths < m))
+        order = order[np.argsort(-lengths[order], kind="stable")]
+        if order.size == 0:
+            return plan
+        sorted_lengths = lengths[order]
+        starts = np.concatenate([[0], np.cumsum(sorted_lengths)[:-1]])
+        gather = np.arange(int(sorted_lengths.sum())) + np.repeat(offsets[order] - starts, sorted_lengths)
+        read_codes, pad = codes[gather], self.packed_variant.rows
+        plan.sorted_codes = np.concatenate([read_codes, np.zeros(pad, codes.dtype)])
+        if costs is not None:
+            plan.cost_table = device_table(costs, params, m)
+            plan.cost_rows = np.concatenate([costs.rows_of(read_codes), np.zeros(pad, np.uint8)])
+        group_of = np.repeat(np.arange(sizes.size), np.diff(slot_ptr))
+        for variant, slots in self._batches(order, lengths, m, TASK_EDGES, params, alphabet, costs is not None):
+            if variant.packed not in plan.profiles:
+                plan.profiles[variant.packed] = _padded_profile(all_lanes, variant, family)
+            if variant.lookup and variant.table and plan.table is None:
+                plan.table = variant
+                if costs is not None:
+                    plan.state_rows = state_rows(costs, alphabet)
+            elif variant.lookup and not variant.split and plan.lookup is None:
+                plan.lookup = lookup_words(all_lanes, variant, params, family)
+            plan.batches.extend(self._task_batches(variant, order[slots], starts[slots], lengths, m, group_of,
+                                                   sizes, bases, firsts, costs is not None))
+        return plan
+
+    def _task_batches(self, variant: Variant, reads, read_starts, lengths, m, group_of, sizes, bases, firsts,
+                      costs: bool) -> list["_KernelBatch"]:
+        """The kernel batches of one variant's reads (`reads`, longest first, at `read_starts` in the
+        sorted codes): a task per read and WG_UNITS work-items of its group's edges, in batches within
+        the band memory budget."""
+        edges_per_task = WG_UNITS * variant.lanes
+        group = group_of[reads]
+        per_read = -(-sizes[group] // edges_per_task)  # tasks of each read
+        task_read = np.repeat(np.arange(reads.size), per_read)
+        nth = np.arange(task_read.size) - np.repeat(np.cumsum(per_read) - per_read, per_read)
+        task_group = group[task_read]
+        # tasks of one read length, group and edge run side by side: a work-group's reads share the run
+        order = np.lexsort((task_read, nth, task_group, -lengths[reads][task_read]))
+        task_read, nth, task_group = task_read[order], nth[order], task_group[order]
+        per_task = WG_UNITS * (m + 1) * 4
+        if costs:  # and the cost profile of the longest read, for each of its tasks (an upper bound)
+            per_task += int(_cost_starts(lengths[reads[:1]], m, variant)[-1]) * 16
+        most = max(1, self.band_budget // per_task)
+        batches = []
+        for lo in range(0, task_read.size, most):
+            sel = slice(lo, lo + most)
+            t_read, t_nth, t_group = task_read[sel], nth[sel], task_group[sel]
+            distinct, inverse = np.unique(t_read, return_inverse=True)
+            cost_starts = _cost_starts(lengths[reads[distinct]], m, variant) if costs else None
+            batches.append(_KernelBatch(
+                variant, reads[t_read], read_starts[t_read].astype(np.int32), lengths[reads[t_read]].astype(np.int32),
+                cost_starts,
+                unit_base=((bases[t_group] + t_nth * edges_per_task) // variant.lanes).astype(np.int32),
+                row_edges=np.minimum(sizes[t_group] - t_nth * edges_per_task, edges_per_task).astype(np.int32),
+                row_first=(firsts[t_group] + t_nth * edges_per_task).astype(np.int32),
+                expand=(read_starts[distinct].astype(np.int32), lengths[reads[distinct]].astype(np.int32),
+                        None if cost_starts is None else cost_starts[inverse].astype(np.uint32))))
+        return batches
+
+    def _upload_tasks(self, batch: "_KernelBatch") -> tuple:
+        """A task batch's tables on the device (`_enqueue_batch`'s task_tables)."""
+        starts, lens, task_costs = batch.expand
+        return (self._upload(batch.unit_base), self._upload(batch.row_edges), self._upload(batch.row_first),
+                None if task_costs is None else self._upload(task_costs),
+                self._upload(starts), self._upload(lens),
+                None if batch.cost_starts is None else self._upload(batch.cost_starts), int(starts.size))
+
     def _plan(self, blocks, n_edges, codes, offsets, params, k, alphabet: Alphabet, family, costs) -> "_ChunkPlan":
         """The host side of a chunk, no OpenCL call: another thread may prepare its chunk while
         this device still runs the last one (engine/scheduler.py, GPU feeders)."""
@@ -627,7 +826,7 @@ class GpuScorer:
             top_edge = np.empty(launch.top_shape, np.int32)
             cl.enqueue_copy(self.transfers, top_score, launch.top_score_buf)
             cl.enqueue_copy(self.transfers, top_edge, launch.top_edge_buf)
-            plan.score[launch.reads], plan.edge[launch.reads] = top_score, top_edge
+            plan.put(launch.reads, top_score, top_edge)
             stats.batches += 1
             if launch.packed:
                 stats.packed_reads += launch.reads.size
@@ -703,7 +902,8 @@ class GpuScorer:
         return table_buf
 
     def _enqueue_batch(self, batch: _KernelBatch, profile_buf, units, m, n_edges, first_edge, codes_buf,
-                       batch_tables, params, k, inputs: _ChunkBuffers, table: cl.Buffer | None = None) -> "_Launch":
+                       batch_tables, params, k, inputs: _ChunkBuffers, table: cl.Buffer | None = None,
+                       profile_units: int | None = None, task_tables: tuple | None = None) -> "_Launch":
         """Queue band_score and top_k for one batch (its read table already on the device), with
         column profile costs read_cost_profile before them.
 
@@ -713,6 +913,15 @@ class GpuScorer:
         """
         variant, reads = batch.variant, batch.reads
         starts_buf, lens_buf, cost_starts_buf = batch_tables
+        # the guided search's tasks (`score_groups`): band_score's reads are the tasks, each with its
+        # unit base (and, with column costs, its read's cost profile start); the column costs are
+        # expanded for the batch's distinct reads, top_k_rows keeps each task's real edges
+        task_buf = row_edges_buf = row_first_buf = None
+        expand_starts, expand_lens, expand_costs, n_expand = starts_buf, lens_buf, cost_starts_buf, reads.size
+        if task_tables is not None:
+            (task_buf, row_edges_buf, row_first_buf, task_cost_buf,
+             expand_starts, expand_lens, expand_costs, n_expand) = task_tables
+            cost_starts_buf = task_cost_buf
         band_prog, topk_prog = self.build(variant, k)
         n_batch = reads.size
         band_buf = self._scratch("band", n_batch * units * (m + 1) * 4)
@@ -731,8 +940,8 @@ class GpuScorer:
             n_quads = int(batch.cost_starts[-1])
             read_costs_buf = self._scratch("read_costs", n_quads * 16)
             expand = cl.Kernel(band_prog, "read_cost_profile")
-            expand.set_args(rows_buf, table_buf, np.int32(n_costs), np.int32(m), starts_buf, lens_buf,
-                            cost_starts_buf, np.int32(n_batch), read_costs_buf)
+            expand.set_args(rows_buf, table_buf, np.int32(n_costs), np.int32(m), expand_starts, expand_lens,
+                            expand_costs, np.int32(n_expand), read_costs_buf)
             cl.enqueue_nd_range_kernel(self.queue, expand, (_round_up(n_quads, 256),), (256,))
         band = cl.Kernel(band_prog, "band_score")
         band.set_args(profile_buf, np.int32(m), np.int32(units), codes_buf, starts_buf, lens_buf,
@@ -740,18 +949,25 @@ class GpuScorer:
                       u32(params.gap_open + params.gap_extend), u32(params.gap_extend),
                       u32(params.insertion), u32(inf), u32(params.near_mismatch), read_costs_buf,
                       cost_starts_buf, table if variant.lookup and variant.table else (
-                          inputs.lookup if variant.lookup and not variant.split else None))
+                          inputs.lookup if variant.lookup and not variant.split else None),
+                      np.int32(profile_units or units), task_buf)
         group_reads = self._group_reads.get(variant)
         if group_reads is None:
             group_reads = self._group_reads[variant] = _reads_per_group(band, self.device.cl_device, variant)
         band_done = cl.enqueue_nd_range_kernel(
             self.queue, band, (units, _round_up(n_batch, group_reads)), (WG_UNITS, group_reads))
-        topk = cl.Kernel(topk_prog, "top_k")
-        topk.set_args(scores_buf, np.int32(row_lanes), np.int32(n_edges), np.int32(first_edge),
-                      np.int32(k), np.int32(n_batch), top_score_buf, top_edge_buf)
+        if task_tables is None:
+            topk = cl.Kernel(topk_prog, "top_k")
+            topk.set_args(scores_buf, np.int32(row_lanes), np.int32(n_edges), np.int32(first_edge),
+                          np.int32(k), np.int32(n_batch), top_score_buf, top_edge_buf)
+        else:
+            topk = cl.Kernel(topk_prog, "top_k_rows")
+            topk.set_args(scores_buf, np.int32(row_lanes), row_edges_buf, row_first_buf,
+                          np.int32(k), np.int32(n_batch), top_score_buf, top_edge_buf)
         topk_done = cl.enqueue_nd_range_kernel(self.queue, topk, (_round_up(n_batch, 64),), None)
         return _Launch(reads, variant.packed, variant.lookup, band_done, topk_done, (n_batch, k), top_score_buf,
-                       top_edge_buf, (inputs, band_buf, read_costs_buf, expand, scores_buf, band, topk, table))
+                       top_edge_buf, (inputs, band_buf, read_costs_buf, expand, scores_buf, band, topk, table,
+                                      task_tables))
 
     def _wait(self, event: cl.Event) -> None:
         wait_sleeping(self.queue, event)

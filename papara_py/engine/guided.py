@@ -14,8 +14,11 @@ one pass of the ordinary engine (engine/scheduler.py) over groups of (edges, rea
    cluster beyond, a run of tied edges is followed to its lowest edge number.
 
 A read is scored against each edge at most once (a centre is left out of its cluster's group).
-Rounds group reads by cluster: one engine batch per cluster, holding the reads that need it, so
-blocks hold one cluster's edges and are full. What is computed depends only on the scores, which
+Each round after the centres is one grouped engine batch (scheduler.EdgeGroups): every cluster a
+round needs is a group, its edges against the reads that need it, and GPU launches take many
+groups at once (engine/gpu.py `score_groups`), as full as the exhaustive search's; before, each
+cluster was a batch of its own and a launch held ~100 edges against a few dozen reads (notebook/BENCHMARKS.md,
+"Guided search on the H100"). What is computed depends only on the scores, which
 are exact and identical on every device, so the search takes the same path and gives the same
 results on CPU, GPU or both, whatever the schedule. Where a read's rounds reach every cluster,
 its candidates equal the exhaustive search's.
@@ -30,13 +33,17 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from papara_py.engine.candidates import Candidates
+from papara_py.engine.candidates import Candidates, merge_rows
 from papara_py.engine.limits import INITIAL_CLUSTERS
-from papara_py.engine.scheduler import ConsumerStats, Engine, ReadBatch
+from papara_py.engine.scheduler import BlockCache, ConsumerStats, EdgeGroups, Engine, ReadBatch
 from papara_py.phylo.clusters import cluster_edges
 from papara_py.phylo.tree import EdgeTree
 
 #: INITIAL_CLUSTERS (engine/limits.py): clusters each read is scored in after the centres.
+#: Bytes of blocks a search keeps across its rounds and read batches: every edge's block at 10^5
+#: taxa x 1,800 columns of DNA (200,000 edges, 360 MB), so that a later round or read batch builds
+#: none again.
+GUIDED_BLOCK_CACHE_BYTES = 512 << 20
 
 
 @dataclass(frozen=True)
@@ -103,7 +110,7 @@ class GuidedSearch:
     """
 
     def __init__(self, tree: EdgeTree, new_engine: Callable[[int], Engine], n_columns: int, k: int,
-                 options: GuidedOptions) -> None:
+                 options: GuidedOptions, block_cache_bytes: int = GUIDED_BLOCK_CACHE_BYTES) -> None:
         self.cluster_size = options.size_for(tree.n_edges)
         self.clusters = clusters = cluster_edges(tree, self.cluster_size)
         self.new_engine = new_engine
@@ -115,6 +122,8 @@ class GuidedSearch:
         self.batch_started: dict[int, float] = {}  # as Engine's: when batch b's search began
         self._centres = np.sort(clusters.centre)
         self._rest = [_without(clusters.edges_of(c), clusters.centre[c]) for c in range(clusters.n_clusters)]
+        #: blocks of the clusters and the centres, kept across rounds and read batches
+        self.blocks = BlockCache(block_cache_bytes)
 
     def run(self, batches: Iterable[ReadBatch]) -> Iterator[tuple[int, Candidates]]:
         """Like Engine.run: yields (b, candidates of batch b) for the batches in order."""
@@ -146,10 +155,9 @@ class GuidedSearch:
             groups = [(rows, subset) for rows, subset in groups if rows.size and subset.size]
             for rows, subset in groups:
                 edges[rows] += subset.size
-            for rows, found in self._score(groups, reads, self.k):
-                merged = Candidates(best.score[rows], best.edge[rows])
-                merged.add(found)
-                best.score[rows], best.edge[rows] = merged.score, merged.edge
+            if groups:
+                slots, found = self._score_round(groups, reads)
+                merge_rows(best.score, best.edge, slots, found.score, found.edge)
             wanted = self._widen(best, done)
         self.stats.edges_per_read.append(edges)
         return best
@@ -166,18 +174,42 @@ class GuidedSearch:
 
     def _score(self, groups: list[tuple[np.ndarray, np.ndarray]], reads: ReadBatch,
                k: int) -> list[tuple[np.ndarray, Candidates]]:
-        """One round: each group (read rows, ascending edges) as one engine batch; returns the
-        groups' rows with their candidates (edge numbers), in group order."""
+        """The centres' round: each group (read rows, ascending edges) as one engine batch; returns
+        the groups' rows with their candidates (edge numbers), in group order."""
         if not groups:
             return []
         batches = [_take(reads, rows, subset) for rows, subset in groups]
         self.stats.cells += sum(len(subset) * batch.residues for (_, subset), batch in zip(groups, batches)) \
             * self.n_columns
         self.stats.rounds += 1
-        engine = self.new_engine(k)
-        results = dict(engine.run(batches))
-        self.stats.add_engine(engine)
+        results = dict(self._engine_run(k, batches))
         return [(rows, results[i]) for i, (rows, _) in enumerate(groups)]
+
+    def _score_round(self, groups: list[tuple[np.ndarray, np.ndarray]], reads: ReadBatch) -> tuple[np.ndarray, Candidates]:
+        """A round after the centres: every group (read rows, ascending edges of one cluster) in one
+        grouped engine batch (scheduler.ReadBatch.groups), so that a GPU launch holds the blocks of
+        many clusters, each against its own reads, as full as the exhaustive search's. Returns each
+        slot's read row and the slots' candidates (edge numbers): a read once per group it is in."""
+        rows = np.concatenate([rows for rows, _ in groups])
+        subsets = [subset for _, subset in groups]
+        slot_ptr = np.concatenate(([0], np.cumsum([r.size for r, _ in groups]))).astype(np.int64)
+        edge_ptr = np.concatenate(([0], np.cumsum([s.size for s in subsets]))).astype(np.int64)
+        slots = _take(reads, rows, np.concatenate(subsets))
+        batch = ReadBatch(slots.codes, slots.offsets, slots.edges, EdgeGroups(edge_ptr, slot_ptr))
+        residues = slots.offsets[slot_ptr[1:]] - slots.offsets[slot_ptr[:-1]]
+        self.stats.cells += int((np.diff(edge_ptr) * residues).sum()) * self.n_columns
+        self.stats.rounds += 1
+        [(_, found)] = list(self._engine_run(self.k, [batch]))
+        return rows.astype(np.int64), found
+
+    def _engine_run(self, k: int, batches: list[ReadBatch]) -> list[tuple[int, Candidates]]:
+        """A fresh engine (`new_engine(k)`) over `batches`, keeping its blocks in the search's
+        cache for the rounds and read batches after it; its work added to the stats."""
+        engine = self.new_engine(k)
+        engine.share_blocks(self.blocks)
+        results = list(engine.run(batches))
+        self.stats.add_engine(engine)
+        return results
 
 
 def _without(edges: np.ndarray, edge: int) -> np.ndarray:

@@ -54,11 +54,15 @@ class WorkItem:
     cells: int
     reads: tuple[int, int]
     cpu_piece: bool = False
+    #: an item of a grouped batch (the guided search's rounds, engine/scheduler.EdgeGroups): its
+    #: reads are its group's; a GPU launch takes items of several groups (`take`'s `grouped_cells`)
+    grouped: bool = False
 
     @property
-    def launch_key(self) -> tuple[int, tuple[int, int]]:
-        """Items with one key can share a GPU launch: same batch, same reads."""
-        return self.batch, self.reads
+    def launch_key(self) -> tuple[int, tuple[int, int] | None]:
+        """Items with one key can share a GPU launch: same batch, same reads (any reads of a
+        grouped batch: the GPU scores each group's blocks against its own reads)."""
+        return self.batch, None if self.grouped else self.reads
 
 
 #: Divides one item of a batch into its GPU part and its CPU pieces (the engine's rule).
@@ -91,6 +95,8 @@ class WorkQueue:
         self._in_flight = 0  # taken, neither finished nor handed back: may still come back
         self._untaken_cells: dict[int, int] = {}  # per batch: cells planned but not taken yet
         self._untaken_items: dict[int, int] = {}  # per batch: main-queue items planned but not taken yet
+        self._planned_cells: dict[int, int] = {}  # per batch: cells planned, and cells put so far
+        self._put_cells: dict[int, int] = {}
         self._cpus_take_all = False
         self._changed = threading.Condition()
 
@@ -100,6 +106,7 @@ class WorkQueue:
         with self._changed:
             self._untaken_items[batch] = self._untaken_items.get(batch, 0) + items
             self._untaken_cells[batch] = self._untaken_cells.get(batch, 0) + cells
+            self._planned_cells[batch] = self._planned_cells.get(batch, 0) + cells
 
     def put(self, item: WorkItem) -> bool:
         """Add an item, waiting while the queue is full; False if the run was cancelled."""
@@ -108,6 +115,7 @@ class WorkQueue:
                 self._changed.wait()
             if self._cancelled:
                 return False
+            self._put_cells[item.batch] = self._put_cells.get(item.batch, 0) + item.cells
             divider = self._dividers.get(item.batch)
             if divider is None:
                 self._items.append(item)
@@ -169,8 +177,11 @@ class WorkQueue:
     def cancelled(self) -> bool:
         return self._cancelled
 
-    def take(self, max_items: int, fill: bool = False) -> list[WorkItem]:
+    def take(self, max_items: int, fill: bool = False, grouped_cells: int | None = None) -> list[WorkItem]:
         """Items for one GPU launch, at most `max_items`, all of one launch key; waits for one.
+        Items of a grouped batch go out by cells instead: about `grouped_cells` a launch, in even
+        launches of what is left of the batch (as `even_launch` does by items), whatever their
+        count.
 
         Stale CPU pieces of the oldest batch go first (module docstring), then the main queue's
         head: what is left of the head's batch goes out in even launches (`even_launch`).
@@ -182,7 +193,7 @@ class WorkQueue:
         """
         with self._changed:
             if not self._wait_for(lambda: self._stale_batch() is not None
-                                  or (bool(self._items) and (not fill or self._head_ready(max_items)))):
+                                  or (bool(self._items) and (not fill or self._head_ready(max_items, grouped_cells)))):
                 return []
             stale = self._stale_batch()
             if stale is not None:
@@ -194,8 +205,15 @@ class WorkQueue:
             self._decide(self._items[0].batch)
             self._decide(self._items[0].batch + 1)
             head = self._items[0]
-            count = even_launch(self._untaken_items.get(head.batch, 0), max_items)
             taken = []
+            if head.grouped and grouped_cells:
+                share = self._grouped_share(head.batch, grouped_cells)
+                cells = 0
+                while self._items and cells < share and self._items[0].launch_key == head.launch_key:
+                    taken.append(self._items.popleft())
+                    cells += taken[-1].cells
+                return self._hand_out(taken)
+            count = even_launch(self._untaken_items.get(head.batch, 0), max_items)
             while self._items and len(taken) < count and self._items[0].launch_key == head.launch_key:
                 taken.append(self._items.popleft())
             return self._hand_out(taken)
@@ -308,9 +326,18 @@ class WorkQueue:
                 self._untaken_items[item.batch] = self._untaken_items.get(item.batch, 0) + sign
             self._untaken_cells[item.batch] = self._untaken_cells.get(item.batch, 0) + sign * item.cells
 
-    def _head_ready(self, max_items: int) -> bool:
+    def _grouped_share(self, batch: int, grouped_cells: int) -> float:
+        """Cells of the next launch of grouped `batch`: what is left of it in even launches of
+        about `grouped_cells`."""
+        left = max(1, self._untaken_cells.get(batch, 0))
+        return left / -(-left // max(1, grouped_cells))
+
+    def _head_ready(self, max_items: int, grouped_cells: int | None = None) -> bool:
         head = self._items[0].batch
         if (self._closed or head in self._sealed_batches or self._full()
                 or self._items[-1].batch != head):
             return True
+        if self._items[0].grouped and grouped_cells:  # cells put and not taken yet
+            queued = self._put_cells.get(head, 0) - (self._planned_cells.get(head, 0) - self._untaken_cells.get(head, 0))
+            return queued >= self._grouped_share(head, grouped_cells)
         return len(self._items) >= even_launch(self._untaken_items.get(head, 0), max_items)

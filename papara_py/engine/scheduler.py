@@ -74,18 +74,39 @@ _log = logging.getLogger(__name__)  # the run's messages (run/log.py)
 
 
 @dataclass(frozen=True)
+class EdgeGroups:
+    """The groups of a grouped batch (`ReadBatch.groups`): group g scores the batch's reads
+    slot_ptr[g]..slot_ptr[g+1]-1 against the edges at positions edge_ptr[g]..edge_ptr[g+1]-1 of
+    the batch's `edges` (ascending within the group). int64 [G + 1] each."""
+
+    edge_ptr: np.ndarray
+    slot_ptr: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return self.edge_ptr.shape[0] - 1
+
+
+@dataclass(frozen=True)
 class ReadBatch:
     """Encoded reads ready for the kernels: all have 0 < n < m.
 
     `edges`, where given, restricts the batch to those edges (ascending edge numbers: the guided
-    search of engine/guided.py hands the engine one group of edges per batch). The engine numbers
-    them 0..len-1 internally and maps its candidates back; an ascending subset keeps the
-    (score, edge) order, so ties and the K kept are those of the real edge numbers.
+    search of engine/guided.py hands the engine its centres this way). The engine numbers them
+    0..len-1 internally and maps its candidates back; an ascending subset keeps the (score, edge)
+    order, so ties and the K kept are those of the real edge numbers.
+
+    `groups`, where given (with `edges`), makes a grouped batch: one round of the guided search,
+    each group (its edges, its reads) scored by itself, all groups in the same GPU launches
+    (`EdgeGroups`; a read of several groups is a read of the batch once per group, a "slot"). A
+    slot's candidates hold positions of its group's edges only, ascending with the edge numbers,
+    so the mapping back keeps the (score, edge) order too.
     """
 
     codes: np.ndarray    # [total residues] state sets (the profiles' element type: uint8 DNA, uint32 protein)
     offsets: np.ndarray  # int64 [Q + 1]
-    edges: np.ndarray | None = None  # int32, ascending; None: every edge
+    edges: np.ndarray | None = None  # int32, ascending (within each group); None: every edge
+    groups: EdgeGroups | None = None
 
     @property
     def count(self) -> int:
@@ -101,6 +122,11 @@ class ReadBatch:
             return self
         start = self.offsets[first]
         return ReadBatch(self.codes[start:self.offsets[end]], self.offsets[first:end + 1] - start, self.edges)
+
+    def group_reads(self, first: int, end: int) -> "ReadBatch":
+        """Slots [first, end) as a batch of their own, without the groups (a launch's part)."""
+        start = self.offsets[first]
+        return ReadBatch(self.codes[start:self.offsets[end]], self.offsets[first:end + 1] - start)
 
 
 class Scorer(Protocol):
@@ -147,6 +173,10 @@ class EngineOptions:
     #: (1-5% of the cells, notebook/BENCHMARKS.md); more made a small run wait for its CPU pieces
     cpu_first_share: float = 0.05
     block_cache_bytes: int = 256 << 20
+    #: cells of one GPU launch of a grouped batch (the guided search's rounds): about an exhaustive
+    #: launch's (40 blocks of 32 edges x 2,000 reads of 150 bp x 1,000 columns is 3.8e11), ~70 ms
+    #: of an H200's kernel time
+    grouped_launch_cells: int = 400_000_000_000
     jitter_seconds: float = 0.0
     jitter_seed: int = 0
     fail_after_chunks: int | None = None
@@ -189,6 +219,28 @@ class _Batch:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+class BlockCache:
+    """Blocks kept for later batches, by block index (every edge's) or by their edges' bytes (a
+    subset's), at most `limit` bytes of lanes beyond the ones kept `always` (every block of a
+    run whose blocks all fit). One per Engine, or one for all the rounds of a guided search."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._blocks: dict[int | bytes, Block] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: int | bytes) -> Block | None:
+        return self._blocks.get(key)
+
+    def keep(self, key: int | bytes, block: Block, always: bool = False) -> None:
+        with self._lock:
+            if key in self._blocks or not (always or self._bytes + block.lanes.nbytes <= self.limit):
+                return
+            self._blocks[key] = block
+            self._bytes += block.lanes.nbytes
+
+
 class Engine:
     """One scoring run over a sequence of read batches (see the module docstring).
 
@@ -206,8 +258,12 @@ class Engine:
                  width: int, params: ScoringParams, k: int, use_cpu: bool, gpu_scorers: Sequence[Scorer],
                  options: EngineOptions,
                  on_progress: Callable[[int, int], None] = lambda blocks, cells: None,
-                 columns: ColumnTerms = NO_COLUMN_TERMS) -> None:
+                 columns: ColumnTerms = NO_COLUMN_TERMS,
+                 build_lanes: Callable[[np.ndarray, int], np.ndarray | None] | None = None,
+                 block_cache: "BlockCache | None" = None) -> None:
         self.build_profiles = build_profiles
+        #: a block's lanes in one call where the profiles have it (ProfileBuilder.lanes), else None
+        self.build_lanes = build_lanes
         self.columns = columns
         self.n_edges = n_edges
         self.n_columns = n_columns
@@ -241,8 +297,16 @@ class Engine:
         self._gpu_stats: list[ConsumerStats] = []
         self._fatal: BaseException | None = None
         self._started = 0.0
-        self._blocks: dict[int | bytes, Block] = {}  # by block index, or by a subset block's edges
-        self._cached_bytes = 0
+        #: blocks kept for later batches (a guided search shares one across its rounds)
+        self._cache = block_cache if block_cache is not None else BlockCache(options.block_cache_bytes)
+
+    def share_blocks(self, cache: BlockCache) -> None:
+        """Keep blocks in `cache` (a guided search's, for all its rounds) and queue a batch whole: a
+        round's blocks are a grouped batch's items (engine/guided.py), about one pass over the
+        edges, which GPU launches take by cells (`grouped_launch_cells`), not `queue_capacity`
+        items at a time. Before `run`."""
+        self._cache = cache
+        self._queue = WorkQueue(None, self._divider)
 
     # -- the caller's side ------------------------------------------------------------------
 
@@ -339,6 +403,10 @@ class Engine:
                     self._made = index
                     self._done.put(None)
                     break
+                if reads.groups is not None:
+                    if not self._put_grouped(index, reads):
+                        return
+                    continue
                 n_edges = self.n_edges if reads.edges is None else len(reads.edges)
                 n_blocks = block_count(n_edges, self.width)
                 cells = n_edges * reads.residues * self.n_columns
@@ -352,24 +420,59 @@ class Engine:
         except BaseException as error:  # noqa: B902 - handed to the caller's thread
             self._fail(error)
 
-    def _block(self, index: int, subset: np.ndarray | None = None) -> Block:
+    def _put_grouped(self, index: int, reads: ReadBatch) -> bool:
+        """Queue a grouped batch (`ReadBatch.groups`): each group's edges in blocks of W, each
+        block an item against the group's reads; False if the run was cancelled."""
+        groups, offsets, m = reads.groups, reads.offsets, self.n_columns
+        edge_ptr, slot_ptr = groups.edge_ptr, groups.slot_ptr
+        sizes, residues = np.diff(edge_ptr), offsets[slot_ptr[1:]] - offsets[slot_ptr[:-1]]
+        cells = int((sizes * residues).sum()) * m
+        n_blocks = int(sum(block_count(int(size), self.width) for size in sizes))
+        self._batches[index] = _Batch(reads, Candidates.empty(reads.count, self.k), cells, len(reads.edges))
+        self._queue.plan(index, n_blocks, cells)
+        for g in range(groups.count):
+            first_slot, end_slot = int(slot_ptr[g]), int(slot_ptr[g + 1])
+            if first_slot == end_slot or sizes[g] == 0:
+                continue
+            for position in range(int(edge_ptr[g]), int(edge_ptr[g + 1]), self.width):
+                end = min(position + self.width, int(edge_ptr[g + 1]))
+                block = self._block(position // self.width, reads.edges[position:end], first=position)
+                item = WorkItem(index, block, block.n_edges * int(residues[g]) * m, (first_slot, end_slot),
+                                grouped=True)
+                if not self._queue.put(item):
+                    return False
+        self._queue.seal(index)
+        return True
+
+    def _block(self, index: int, subset: np.ndarray | None = None, first: int | None = None) -> Block:
         """Block `index` of every edge, or of the ascending edge `subset` (its lanes numbered from
-        index * W within the subset), built from the profiles; kept for later batches when they fit."""
-        first = index * self.width
-        if subset is None:
-            key, edge_ids = index, np.arange(first, min(first + self.width, self.n_edges))
-        else:
-            edge_ids = subset[first:first + self.width]
+        index * W within the subset; or, given `first`, the edges `subset` themselves, lanes
+        numbered from `first`: a grouped batch's), built from the profiles; kept for later
+        batches when they fit."""
+        if first is not None:
+            edge_ids = subset
             key = edge_ids.tobytes()
-        block = self._blocks.get(key)
+        else:
+            first = index * self.width
+            if subset is None:
+                key, edge_ids = index, np.arange(first, min(first + self.width, self.n_edges))
+            else:
+                edge_ids = subset[first:first + self.width]
+                key = edge_ids.tobytes()
+        block = self._cache.get(key)
         if block is None:
             started = time.perf_counter()
-            block = make_block(index, first, self.build_profiles(edge_ids), self.width, self.columns)
+            lanes = self.build_lanes(edge_ids, self.width) if self.build_lanes is not None else None
+            if lanes is None:
+                block = make_block(index, first, self.build_profiles(edge_ids), self.width, self.columns)
+            else:
+                block = Block(index, first, len(edge_ids), lanes, self.columns)
             self.build_seconds += time.perf_counter() - started
-            if self._cache_blocks if subset is None else \
-                    self._cached_bytes + block.lanes.nbytes <= self.options.block_cache_bytes:
-                self._blocks[key] = block
-                self._cached_bytes += block.lanes.nbytes
+            if subset is None:  # every edge's blocks: all kept where they all fit, else none
+                if self._cache_blocks:
+                    self._cache.keep(key, block, always=True)
+            else:
+                self._cache.keep(key, block)
         elif block.first_edge != first:  # the same edges at another position of another subset
             block = replace(block, index=index, first_edge=first)
         return block
@@ -400,13 +503,13 @@ class Engine:
                 while (item := self._queue.take_for_cpu(accept)) is not None:
                     batch = self._taken(item.batch)
                     result = self._timed_score(scorer, stats, [item.block], batch.reads.slice(*item.reads), rng)
-                    self._fold(stats, batch, item.batch, result, [item])
+                    self._fold(stats, batch, item.batch, [(item.reads[0], result)], [item])
                     self._queue.finished(1)
                 return
             injected_oom = 0
             in_a_row = 0  # out-of-memory faults since the last launch that worked
             while True:
-                items = self._queue.take(scorer.max_blocks, fill=True)
+                items = self._queue.take(scorer.max_blocks, fill=True, grouped_cells=self.options.grouped_launch_cells)
                 if not items:
                     return
                 batch = self._taken(items[0].batch)
@@ -417,8 +520,11 @@ class Engine:
                             and injected_oom < self.options.oom_failures:
                         injected_oom += 1
                         raise _InjectedOutOfMemory(chunks)
-                    result = self._timed_score(scorer, stats, [item.block for item in items],
-                                               batch.reads.slice(*items[0].reads), rng)
+                    if items[0].grouped:
+                        results = self._timed_score_groups(scorer, stats, items, batch.reads, rng)
+                    else:
+                        results = [(items[0].reads[0], self._timed_score(scorer, stats, [item.block for item in items],
+                                                                         batch.reads.slice(*items[0].reads), rng))]
                 except Exception as error:  # a device fault: hand the blocks back
                     text = f"{type(error).__name__}: {error}"
                     if len(stats.faults) < 20:
@@ -439,7 +545,7 @@ class Engine:
                     return
                 in_a_row = 0
                 chunks += 1
-                self._fold(stats, batch, items[0].batch, result, items)
+                self._fold(stats, batch, items[0].batch, results, items)
                 self._queue.finished(len(items))
         except BaseException as error:  # noqa: B902 - handed to the caller's thread
             self._fail(error)
@@ -465,6 +571,8 @@ class Engine:
         if not (self.use_cpu and self.options.cpu_workers > 0 and self.gpu_scorers) or self._gpus_failed():
             return None
         batch = self._batches[index]
+        if batch.reads.groups is not None:  # a grouped batch goes to the GPUs whole
+            return None
         offsets = batch.reads.offsets
         residues = int(offsets[-1] - offsets[0])
         # what each side can score per second: the workers' own speed over the share of the run
@@ -512,6 +620,27 @@ class Engine:
         stats.calls += 1
         return result
 
+    def _timed_score_groups(self, scorer: Scorer, stats: ConsumerStats, items: list[WorkItem], reads: ReadBatch,
+                            rng: random.Random) -> list[tuple[int, Candidates]]:
+        """One GPU launch of a grouped batch's items (several groups, each its blocks against its
+        own reads): the scorer's `score_groups` where it has one, else a call per group; returns
+        (first read, candidates of the group's reads) per group."""
+        by_group: dict[tuple[int, int], list[Block]] = {}
+        for item in items:
+            by_group.setdefault(item.reads, []).append(item.block)
+        groups = [(sorted(blocks, key=lambda b: b.first_edge), span) for span, blocks in by_group.items()]
+        if self.options.jitter_seconds:
+            time.sleep(rng.uniform(0, self.options.jitter_seconds))
+        started = time.perf_counter()
+        score_groups = getattr(scorer, "score_groups", None)
+        if score_groups is not None:
+            found = score_groups([(blocks, reads.group_reads(*span)) for blocks, span in groups], self.params, self.k)
+        else:
+            found = [scorer.score(blocks, reads.group_reads(*span), self.params, self.k) for blocks, span in groups]
+        stats.busy_seconds += time.perf_counter() - started
+        stats.calls += 1
+        return [(span[0], result) for (_, span), result in zip(groups, found)]
+
     def _leave_to_gpus(self, item: WorkItem, untaken_cells: int, stats: ConsumerStats) -> bool:
         """True if the live GPUs would finish `untaken_cells` (what is left of `item`'s batch
         and the ones before it) before this worker finished `item`."""
@@ -523,18 +652,19 @@ class Engine:
         """Cells per second of the live GPUs while they work (their feeders' rates add up)."""
         return sum(s.rate() for s in self._gpu_stats if not s.error)
 
-    def _fold(self, stats: ConsumerStats, batch: _Batch, index: int, result: Candidates,
+    def _fold(self, stats: ConsumerStats, batch: _Batch, index: int, results: list[tuple[int, Candidates]],
               items: list[WorkItem]) -> None:
-        """Merge a result for the items' reads into batch `index`; count the work in `stats` (a
-        block counts for whoever scores the item that is not a CPU piece); hand over finished
-        batches."""
+        """Merge results (first read, candidates of the reads from there) for the items' reads into
+        batch `index`; count the work in `stats` (a block counts for whoever scores the item that is
+        not a CPU piece); hand over finished batches."""
         cells = sum(item.cells for item in items)
         blocks = [item for item in items if not item.cpu_piece]
         stats.cells += cells
         stats.blocks += len(blocks)
         stats.edges += sum(item.block.n_edges for item in blocks)
         with batch.lock:
-            batch.candidates.add(result, items[0].reads[0])
+            for first, result in results:
+                batch.candidates.add(result, first)
             batch.cells_left -= cells
             done = batch.cells_left == 0
         with self._lock:

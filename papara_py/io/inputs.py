@@ -43,8 +43,10 @@ from papara_py.phylo.encoding import (
     NUCLEOTIDE_SHARE,
     Alphabet,
     alphabet_named,
+    alphabet_from_counts,
     detect_alphabet,
 )
+from papara_py.phylo.tree import EdgeTree
 
 PathLike = str | os.PathLike
 
@@ -105,13 +107,38 @@ def _show_byte(byte: int) -> str:
     return f"'{chr(byte)}'" if 32 < byte < 127 else f"byte 0x{byte:02x}"
 
 
+#: Bytes `_read_bytes` asks for at a time: a few large reads (one `read()` took 8 KiB pieces).
+_READ_PIECE = 64 << 20
+
+
 def _read_bytes(source: str, digest: Digest | None = None) -> bytes:
     """The whole file (read once, fed into `digest`), or InputError when it cannot be read."""
     try:
-        with open_input(source, digest) as handle:
-            return handle.read()
+        with open_input(source) as handle:
+            pieces = []
+            while piece := handle.read(_READ_PIECE):
+                pieces.append(piece)
     except OSError as exc:
         raise InputError(source, f"cannot read the file: {exc.strerror or exc}") from None
+    data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    if digest is not None:
+        digest.update(data)
+    return data
+
+
+class _HashedAside:
+    """`digest` fed `data` on a thread of its own (hashlib lets go of the GIL for large data)
+    while the caller parses it; `wait` when done."""
+
+    def __init__(self, data: bytes, digest: Digest | None) -> None:
+        self._thread = None
+        if digest is not None:
+            self._thread = threading.Thread(target=digest.update, args=(data,), name="papara-hash", daemon=True)
+            self._thread.start()
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
 
 
 def _decode_name(raw: bytes, source: str, where: str) -> str:
@@ -136,6 +163,92 @@ def _strip_whitespace(raw: bytes) -> bytes:
 # Tree
 
 
+def read_edge_tree(path: PathLike, digest: Digest | None = None) -> EdgeTree:
+    """`read_tree`'s tree as an EdgeTree (phylo/tree.py). A plain Newick text (labels and lengths,
+    no quotes, comments or whitespace inside, one tree, unique tips: `_plain_newick`) is read
+    without dendropy, whose reader took 13 s for 10^5 taxa on the dev machine; anything else, and
+    every error, goes through `read_tree`. The file is read once; its bytes go into `digest`."""
+    source = str(path)
+    data = _read_bytes(source, digest)
+    try:
+        plain = _plain_newick(data.decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        plain = None
+    if plain is not None:
+        return EdgeTree.from_nodes(*plain, source=source)
+    return EdgeTree.from_dendropy(_tree_of(data, source), source)
+
+
+#: A Newick text `_plain_newick` takes has none of these (quotes, comments, the other characters
+#: dendropy's tokenizer cuts words at, whitespace) ...
+_NOT_PLAIN = re.compile(r"['\"\[\]{}=\\]|\s")
+#: ... and is made of these tokens: punctuation, and labels or lengths between it.
+_NEWICK_TOKEN = re.compile(r"[(),:;]|[^(),:;]+")
+
+
+def _plain_newick(text: str) -> tuple[list[list[int]], list[str | None], list[float | None]] | None:
+    """The nodes of a plain Newick tree as phylo/tree.py's `_read_nodes` copies them from dendropy
+    (preorder lists of children, tip names, edge lengths), or None where the text is not plain
+    or is not a tree of three or more uniquely named tips: dendropy reads those (and words the
+    errors). Inner node labels are skipped, as EdgeTree does."""
+    text = text.strip()
+    if not text.endswith(";") or _NOT_PLAIN.search(text):
+        return None
+    tokens = _NEWICK_TOKEN.findall(text)
+    kids: list[list[int]] = []
+    names: list[str | None] = []
+    lengths: list[float | None] = []
+    stack: list[int] = []
+    last = -1  # the node a label or length after it belongs to
+    open_slot = True  # a node may start here (the start, after '(' or ',')
+    n = len(tokens)
+    i = 0
+    while i < n:
+        token = tokens[i]
+        if token == "(" or token not in "),:;":  # a node: an inner one, or a tip's label
+            if not open_slot or (not stack and kids):
+                return None
+            v = len(kids)
+            if stack:
+                kids[stack[-1]].append(v)
+            kids.append([])
+            lengths.append(None)
+            if token == "(":
+                names.append(None)
+                stack.append(v)
+            else:
+                if not stack:
+                    return None  # a lone tip
+                names.append(token)
+                last, open_slot = v, False
+        elif token == ",":
+            if open_slot or not stack:
+                return None
+            open_slot = True
+        elif token == ")":
+            if open_slot or not stack:
+                return None
+            last, open_slot = stack.pop(), False
+            if i + 1 < n and tokens[i + 1] not in "(),:;":
+                i += 1  # an inner node's label
+        elif token == ":":
+            if open_slot or last < 0 or lengths[last] is not None or i + 1 >= n or tokens[i + 1] in "(),:;":
+                return None
+            try:  # dendropy's edge lengths are float() of the word too
+                lengths[last] = float(tokens[i + 1])
+            except ValueError:
+                return None
+            i += 1
+        else:  # ';': the end of the one tree
+            if stack or open_slot or i != n - 1:
+                return None
+        i += 1
+    tips = [name for name in names if name is not None]
+    if len(tips) < 3 or len(set(tips)) != len(tips):
+        return None
+    return kids, names, lengths
+
+
 def read_tree(path: PathLike, digest: Digest | None = None) -> dendropy.Tree:
     """Read exactly one Newick tree whose tips are labelled, unique and at least three.
 
@@ -144,7 +257,11 @@ def read_tree(path: PathLike, digest: Digest | None = None) -> dendropy.Tree:
     bytes go into `digest` (io/checksums.py).
     """
     source = str(path)
-    data = _read_bytes(source, digest)
+    return _tree_of(_read_bytes(source, digest), source)
+
+
+def _tree_of(data: bytes, source: str) -> dendropy.Tree:
+    """`read_tree` of the file's bytes."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -289,7 +406,21 @@ def read_alignment(path: PathLike, digest: Digest | None = None, alphabet: str =
     go into `digest`.
     """
     source = str(path)
-    lines = _read_bytes(source, digest).removeprefix(_UTF8_BOM).splitlines()
+    data = _read_bytes(source)
+    hashing = _HashedAside(data, digest)
+    try:
+        return _parse_alignment(data.removeprefix(_UTF8_BOM), source, alphabet)
+    finally:
+        hashing.wait()
+
+
+def _parse_alignment(data: bytes, source: str, alphabet: str) -> Alignment:
+    """`read_alignment` of the file's bytes (its byte-order mark removed)."""
+    if len(data) >= BULK_ALIGNMENT_BYTES:
+        bulk = _bulk_alignment(data, source, alphabet)
+        if bulk is not None:
+            return bulk
+    lines = data.splitlines()
     numbered = [(number, line) for number, line in enumerate(lines, 1) if line.strip()]
     if not numbered:
         raise InputError(source, "the file is empty; expected a PHYLIP, FASTA, Stockholm or Clustal alignment")
@@ -309,6 +440,146 @@ def read_alignment(path: PathLike, digest: Digest | None = None, alphabet: str =
         rows = _phylip_rows(lines, header_line, n_rows, expected_length, source)
         described = f"the PHYLIP header (line {header_line}) gives"
     return _build_alignment(rows, expected_length, described, source, alphabet)
+
+
+#: Alignments of at least this many bytes try the bulk path first (`_bulk_alignment`); smaller ones,
+#: and those the bulk path leaves, take the line parsers (whose errors name the line).
+BULK_ALIGNMENT_BYTES = 1 << 20
+#: Threads the bulk path copies rows with (numba, GIL-free), at most; one per 8 MiB of alignment.
+_BULK_THREADS = 8
+
+
+def _bulk_alignment(data: bytes, source: str, alphabet: str) -> Alignment | None:
+    """The alignment of `data` in a few numba passes over its bytes (io/jit.py), or None where the
+    file is not of the two plain layouts this path takes, or is not valid: then the line parsers
+    read it again (from `data`, the file is not reopened) and name what is wrong.
+
+    The layouts: FASTA (a record's sequence over any lines), and sequential PHYLIP with one line
+    per row whose relaxed name (the first word) leaves the header's column count (what the line
+    parser takes too when every row reads that way). Whitespace inside a sequence is dropped, as
+    there; a '\\r' that is not part of a '\\r\\n', a row of another length, a name that is not
+    clean UTF-8 or occurs twice, or a character outside the alphabet sends the file to the line
+    parsers. The result is the line parsers' for every file this path takes
+    (tests/test_inputs_bulk.py holds the two against each other)."""
+    from papara_py.io import jit
+
+    buffer = np.frombuffer(data, dtype=np.uint8)
+    breaks = np.flatnonzero(buffer == ord("\n"))
+    if np.count_nonzero(buffer == ord("\r")) and data.count(b"\r") != data.count(b"\r\n"):
+        return None  # a '\r' line break (bytes.splitlines knows it; the line parser takes the file)
+    starts, ends, blank = jit.line_spans(buffer, breaks)
+    filled = np.flatnonzero(~blank)
+    if filled.size < 2:
+        return None
+    first_line = int(filled[0])
+    if buffer[starts[first_line]] == ord(">"):  # FASTA
+        heads = filled[buffer[starts[filled]] == ord(">")]
+        if heads[0] != first_line:
+            return None
+        name_start, name_end = jit.first_word(buffer, starts[heads], ends[heads], 1)
+        # every non-blank line after a header up to the next one is sequence (blank lines add nothing)
+        body = filled[buffer[starts[filled]] != ord(">")]
+        row_ptr = np.append(np.searchsorted(body, heads), body.size).astype(np.int64)
+        seg_start, seg_end = starts[body], ends[body]
+        first = slice(row_ptr[0], row_ptr[1])
+        length = sum(int(np.count_nonzero(~_SPACE_BYTE[buffer[a:b]]))
+                     for a, b in zip(seg_start[first], seg_end[first]))
+    else:  # sequential PHYLIP, one line per row
+        header = bytes(buffer[starts[first_line]:ends[first_line]]).split()
+        if len(header) != 2 or not all(f.isdigit() and int(f) > 0 for f in header):
+            return None
+        n_rows, length = int(header[0]), int(header[1])
+        rows = filled[1:]
+        if rows.size != n_rows or rows[-1] - rows[0] + 1 != n_rows:
+            return None  # more or fewer lines than rows, or blank lines between them: the line parser
+        name_start, name_end = jit.first_word(buffer, starts[rows], ends[rows], 0)
+        row_ptr = np.arange(n_rows + 1, dtype=np.int64)
+        seg_start, seg_end = name_end, ends[rows]
+    n_rows = row_ptr.size - 1
+    if length == 0 or np.any(name_start == name_end):
+        return None
+    names = _alignment_names(buffer, name_start, name_end)
+    if names is None:
+        return None
+    rows_out = np.empty((n_rows, length), dtype=np.uint8)
+    counts = _alignment_copy(buffer, seg_start, seg_end, row_ptr, rows_out)
+    if counts is None:
+        return None
+    chosen = alphabet_from_counts(counts) if alphabet == "auto" else alphabet_named(alphabet)
+    if np.any((counts > 0) & (chosen.ref_code == 0)):
+        return None  # an invalid character: the line parser finds and names it
+    return Alignment(names=names, rows=rows_out, path=source, alphabet=chosen)
+
+
+#: bytes.split()'s whitespace, as a table of the 256 byte values.
+_SPACE_BYTE = np.zeros(256, dtype=bool)
+_SPACE_BYTE[list(_WHITESPACE)] = True
+_NAME_REFUSED = re.compile("[\\x00-\\x1f\\x7f]")
+
+
+def _alignment_names(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[str] | None:
+    """The names at buffer[starts:ends] (whitespace-free) as text, decoded at once; None where one
+    is not UTF-8, holds a control character (`_decode_name` refuses those) or occurs twice."""
+    lengths = ends - starts
+    slots = lengths + 1  # each name and a separator
+    at = np.repeat(starts - (np.cumsum(slots) - slots), slots) + np.arange(int(slots.sum()))
+    joined = buffer[np.minimum(at, buffer.size - 1)]
+    joined[np.cumsum(slots) - 1] = ord("\n")  # a separator no name holds
+    try:
+        text = joined.tobytes()[:-1].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if _NAME_REFUSED.search(text.replace("\n", "")):
+        return None
+    names = text.split("\n")
+    if len(set(names)) != len(names):
+        return None
+    return names
+
+
+def _alignment_copy(buffer: np.ndarray, seg_start, seg_end, row_ptr, out: np.ndarray) -> np.ndarray | None:
+    """Copy every row into `out` (io/jit.copy_rows), upper-cased, in GIL-free pieces on up to
+    _BULK_THREADS threads; the counts of the characters (int64 [256], upper-cased: the alphabets'
+    letters are valid in either case), or None where a row has another length than out's."""
+    from papara_py.io import jit
+    from papara_py.phylo.counts import byte_counts
+
+    n_rows = out.shape[0]
+    pieces = max(1, min(_BULK_THREADS, _input_cpus(), out.nbytes >> 23, n_rows))
+    bounds = np.linspace(0, n_rows, pieces + 1).astype(np.int64)
+
+    def copy(p: int) -> tuple[int, np.ndarray]:
+        wrong = jit.copy_rows(buffer, seg_start, seg_end, row_ptr, bounds[p], bounds[p + 1], out)
+        return wrong, byte_counts(out[bounds[p]:bounds[p + 1]])
+
+    if pieces == 1:
+        done = [copy(0)]
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(pieces, thread_name_prefix="papara-alignment") as pool:
+            done = list(pool.map(copy, range(pieces)))
+    if any(wrong >= 0 for wrong, _ in done):
+        return None
+    counts = np.sum([piece for _, piece in done], axis=0)
+    if counts[_LOWER_CASE].any():  # rare: the rows are upper-cased (the counts' validity is the same)
+        for p in range(pieces):
+            jit.upper_rows(out, bounds[p], bounds[p + 1], _UPPER)
+        counts = _UPPER_COUNTS @ counts
+    return counts
+
+
+_LOWER_CASE = np.frombuffer(bytes(range(256)).upper(), dtype=np.uint8) != np.arange(256)
+#: [256, 256]: counts of bytes -> counts of their upper-case bytes
+_UPPER_COUNTS = np.zeros((256, 256), dtype=np.int64)
+_UPPER_COUNTS[np.frombuffer(bytes(range(256)).upper(), dtype=np.uint8), np.arange(256)] = 1
+
+
+def _input_cpus() -> int:
+    """CPUs this process may use (engine/cpus.py has the full rule; the affinity is enough here)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _alignio_rows(lines: list[bytes], fmt: str, source: str) -> list[_Row]:

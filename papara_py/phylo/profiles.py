@@ -31,6 +31,7 @@ and without that rule every residue next to it would be one step away (notebook/
 
 from __future__ import annotations
 
+import os
 from typing import Protocol
 
 import numpy as np
@@ -74,9 +75,11 @@ class _Packing:
             pairs = np.arange(1 << (2 * bits))
             table = self._edge_elements(pairs >> bits, pairs & ((1 << bits) - 1))
             self.edge_elements = lambda x, y: table[(x.astype(np.intp) << bits) | y]
+            self.table: np.ndarray | None = table
         else:
             self.union_where_empty = self._union_where_empty
             self.edge_elements = self._edge_elements
+            self.table = None
 
     def _union_where_empty(self, both: np.ndarray) -> np.ndarray:
         """For an intersection: the bits of each character whose intersection is empty, i.e.
@@ -166,12 +169,18 @@ class ProfileBuilder:
     """Directional sets of every node, computed once; edge profiles combined on request.
 
     After __init__ nothing is written (the arrays are made read-only), so any number of threads
-    may call `profiles` at once.
+    may call `profiles` at once. The two passes and the profiles are numba loops (phylo/jit.py:
+    one pass over each node's columns, no temporary arrays), the passes on `threads` threads,
+    each over its own columns (None: the CPUs this process may use, at most _PASS_THREADS); the
+    numpy passes below (`_down_pass`, `_up_pass`, level by level) are the reference the tests
+    hold them against (tests/test_profiles.py).
     """
 
-    def __init__(self, edge_tree: EdgeTree, tip_rows: np.ndarray, alphabet: Alphabet = DNA) -> None:
+    def __init__(self, edge_tree: EdgeTree, tip_rows: np.ndarray, alphabet: Alphabet = DNA,
+                 threads: int | None = None, jit: bool = True) -> None:
         """`tip_rows`: uint8 [n_tips, m] ASCII alignment rows in `edge_tree.tip_names` order, in
-        `alphabet`'s letters (its profile elements are the result's dtype)."""
+        `alphabet`'s letters (its profile elements are the result's dtype). `jit` False: the
+        numpy passes (the reference)."""
         tip_rows = np.asarray(tip_rows)
         n_tips = edge_tree.n_tips
         if tip_rows.dtype != np.uint8 or tip_rows.ndim != 2 or tip_rows.shape[0] != n_tips:
@@ -182,9 +191,13 @@ class ProfileBuilder:
             raise ValueError("tip_rows has no columns")
         self._tree = edge_tree
         self._packing = _Packing(alphabet)
+        self._jit = jit
         # Row v of `_down`: node v seen from its parent; row v of `_up`: parent[v] seen from v.
-        self._down = self._down_pass(tip_rows)
-        self._up = self._up_pass()
+        if jit:
+            self._down, self._up = self._jit_passes(np.ascontiguousarray(tip_rows), threads)
+        else:
+            self._down = self._down_pass(tip_rows)
+            self._up = self._up_pass()
         self._down.flags.writeable = False
         self._up.flags.writeable = False
 
@@ -206,7 +219,71 @@ class ProfileBuilder:
         ids = np.asarray(edge_ids, dtype=np.intp).reshape(-1)
         if ids.size and (ids.min() < 0 or ids.max() >= self.n_edges):
             raise IndexError(f"edge ids must lie in 0..{self.n_edges - 1}")
-        return self._packing.edge_elements(self._down[ids], self._up[ids])
+        packing = self._packing
+        if not self._jit or (packing.table is None and packing.alphabet.stores_near_states):
+            return packing.edge_elements(self._down[ids], self._up[ids])
+        from papara_py.phylo import jit
+
+        out = np.empty((ids.size, self.n_columns), dtype=packing.dtype)
+        if packing.table is not None:
+            jit.edge_elements_table(self._down, self._up, ids, packing.table, packing.n_bits, out)
+        else:
+            jit.edge_elements_plain(self._down, self._up, ids, packing.alphabet.n_states,
+                                    int(packing.cgap_bit), out)
+        return out
+
+    def lanes(self, edge_ids: np.ndarray, width: int) -> np.ndarray | None:
+        """A block's lanes (engine/layout.py: [m, width], element [i, w] edge_ids[w]'s in column i,
+        lanes past len(edge_ids) repeating the last) in one pass, or None where `profiles` and a
+        transpose make them (the numpy reference)."""
+        ids = np.asarray(edge_ids, dtype=np.intp).reshape(-1)
+        packing = self._packing
+        if not self._jit or (packing.table is None and packing.alphabet.stores_near_states) \
+                or not 0 < ids.size <= width:
+            return None
+        if ids.min() < 0 or ids.max() >= self.n_edges:
+            raise IndexError(f"edge ids must lie in 0..{self.n_edges - 1}")
+        from papara_py.phylo import jit
+
+        out = np.empty((self.n_columns, width), dtype=packing.dtype)
+        table = packing.table if packing.table is not None else np.zeros(0, packing.dtype)
+        jit.edge_lanes(self._down, self._up, ids, table, packing.n_bits, packing.alphabet.n_states,
+                       int(packing.cgap_bit), out)
+        return out
+
+    def _jit_passes(self, tip_rows: np.ndarray, threads: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """Both passes by phylo/jit.py's loops, the columns cut among `threads` threads."""
+        from papara_py.phylo import jit
+
+        tree, packing = self._tree, self._packing
+        m = tip_rows.shape[1]
+        down = np.empty((tree.n_edges, m), dtype=packing.dtype)
+        up = np.empty_like(down)
+        tip_node = tree.tip_node.astype(np.int64)
+        child_ptr, child_ids = tree.child_ptr.astype(np.int64), tree.child_ids.astype(np.int64)
+        n_states = packing.alphabet.n_states
+        pieces = max(1, min(threads or min(_PASS_THREADS, _usable_cpus()), -(-m // _PASS_COLUMNS)))
+        cuts = [m * p // pieces for p in range(pieces + 1)]
+
+        def passes(p: int) -> tuple[int, int]:
+            c0, c1 = cuts[p], cuts[p + 1]
+            bad = jit.down_pass(down, tip_rows, tip_node, packing.tip_code, child_ptr, child_ids, n_states, c0, c1)
+            if bad[0] < 0:
+                jit.up_pass(down, up, child_ptr, child_ids, tree.top, n_states, c0, c1)
+            return bad
+
+        if pieces == 1:
+            found = [passes(0)]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+            with ThreadPoolExecutor(pieces, thread_name_prefix="papara-profiles") as pool:
+                found = list(pool.map(passes, range(pieces)))
+        bad = [(t, c) for t, c in found if t >= 0]
+        if bad:
+            t, col = min(bad)
+            raise ValueError(f"tip {tree.tip_names[t]!r}, column {col + 1}: "
+                             f"{chr(tip_rows[t, col])!r} is not an alignment character ({packing.alphabet.name})")
+        return down, up
 
     def _down_pass(self, tip_rows: np.ndarray) -> np.ndarray:
         """Post-order: each node seen from its parent, from its children seen from it.
@@ -255,6 +332,19 @@ class ProfileBuilder:
                 else:
                     up[kids] = combine_all_but_one(np.stack(neighbours), packing)[: kids.size]
         return up
+
+
+#: Threads the passes share at most, and the fewest columns one takes.
+_PASS_THREADS = 8
+_PASS_COLUMNS = 64
+
+
+def _usable_cpus() -> int:
+    """CPUs this process may use (its affinity: engine/cpus.py has the full rule)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 class _Levels:

@@ -63,7 +63,14 @@ class EdgeTree:
         out. Merged edges add their lengths (a missing length counts as zero unless both are
         missing). Internal node labels are not kept. `source` names the tree in errors.
         """
-        kids, names, lengths = _read_nodes(tree, source)
+        return cls.from_nodes(*_read_nodes(tree, source), source=source)
+
+    @classmethod
+    def from_nodes(cls, kids: list[list[int]], names: list[str | None], lengths: list[float | None],
+                   source: str = "tree") -> EdgeTree:
+        """`from_dendropy` of a tree's nodes in preorder (index 0 the outermost group): each one's
+        children, its tip name (None for an inner node) and edge length (None: none given);
+        `kids` and `lengths` are changed."""
         top = _unroot(kids, lengths)
         return _number_postorder(top, kids, names, lengths, source)
 
@@ -215,24 +222,25 @@ def _number_postorder(
             )
         seen.add(name)
 
-    parent = np.full(n, -1, dtype=np.int32)
-    child_ptr = np.zeros(n + 1, dtype=np.int64)
+    parent = [-1] * n
+    child_ptr = [0] * (n + 1)
     child_ids: list[int] = []
-    first_below = np.arange(n, dtype=np.int32)
+    first_below = list(range(n))
     for v, old in enumerate(order):
-        children = [new_id[c] for c in kids[old]]
-        child_ids.extend(children)
-        child_ptr[v + 1] = len(child_ids)
-        parent[children] = v
-        if children:
+        if kids[old]:
+            children = [new_id[c] for c in kids[old]]
+            child_ids.extend(children)
+            for c in children:
+                parent[c] = v
             first_below[v] = first_below[children[0]]
+        child_ptr[v + 1] = len(child_ids)
     edge_lengths = np.array([math.nan if lengths[old] is None else lengths[old] for old in order])
     edge_lengths[-1] = math.nan  # the top has no edge (a length on a single-child root is dropped)
     return EdgeTree(
-        parent=parent,
-        child_ptr=child_ptr,
+        parent=np.array(parent, dtype=np.int32),
+        child_ptr=np.array(child_ptr, dtype=np.int64),
         child_ids=np.array(child_ids, dtype=np.int32),
-        first_below=first_below,
+        first_below=np.array(first_below, dtype=np.int32),
         tip_node=np.array(tip_node, dtype=np.int32),
         tip_names=tip_names,
         lengths=edge_lengths,

@@ -19,7 +19,7 @@ from papara_py.engine.strand import ReferenceKmers, mode_for
 from papara_py.errors import InputError
 from papara_py.io.checksums import Digest
 from papara_py.io.export_names import ReadNames, check_reference_names
-from papara_py.io.inputs import iter_read_chunks, match_tips, read_alignment, read_tree
+from papara_py.io.inputs import iter_read_chunks, match_tips, read_alignment, read_edge_tree
 from papara_py.io.read_stream import ReadStream
 from papara_py.io.reads import ReadChunk
 from papara_py.model.column_terms import ColumnTerms
@@ -107,13 +107,12 @@ def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]
     io/checksums.py)."""
     started = time.perf_counter()
     digests = {name: Digest() for name in ("tree", "alignment", "reads")}
-    tree = read_tree(config.tree, digests["tree"])
+    edge_tree = read_edge_tree(config.tree, digests["tree"])
     alignment = read_alignment(config.alignment, digests["alignment"], config.alphabet)
     params = resolve_params(config.params, alignment.alphabet)
     strand = mode_for(config.strand, alignment.alphabet, config.alignment)
     # reads shorter than the alignment are scored: their scores must fit the 32-bit kernels
     params.check_fits_int32(alignment.rows.shape[1] - 1)
-    edge_tree = EdgeTree.from_dendropy(tree)
     match = match_tips(edge_tree.tip_names, alignment, config.tree)
     check_reference_names(alignment, match.extra)  # two taxa the exports would name alike
     reads_file, reads = _open_reads(config, alignment, match.extra, digests["reads"])

@@ -109,7 +109,8 @@ class ScoreTraceWrite:
     def _new_engine(self, k: int) -> Engine:
         inputs, devices = self.samples[0].inputs, self.devices
         return Engine(self.profiles.profiles, self.profiles.n_edges, self.m, devices.width, inputs.params, k,
-                      devices.use_cpu, devices.gpu_scorers, devices.options, self._progress, columns=inputs.columns)
+                      devices.use_cpu, devices.gpu_scorers, devices.options, self._progress, columns=inputs.columns,
+                      build_lanes=getattr(self.profiles, "lanes", None))
 
     def _progress(self, blocks: int, block_cells: int) -> None:
         """The engine's progress callback: the bar and its GCUPS."""
