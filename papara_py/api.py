@@ -7,6 +7,7 @@
             print(read.name, read.edge, read.score, read.cigar)
         first, named = run[0], run["read_17"]  # by position or by read name
         msa = run.to_alignment()          # Bio.Align.MultipleSeqAlignment (extended alignment)
+        flagged = run.outliers            # bool per read: the outlier rule's flags (left out of msa)
         table = run.to_pandas()           # one row per read (pip install 'papara-py[pandas]')
     same = papara_py.open_run("run.h5")   # any run file written by the CLI or the API
 
@@ -42,6 +43,7 @@ from papara_py.errors import InputError
 from papara_py.io.export import extended_rows
 from papara_py.io.reads import STATUS_ALIGNED
 from papara_py.io.run_file import RunFile
+from papara_py.model.outliers import run_outliers
 from papara_py.run.options import option_values, run_config
 
 #: Reads per chunk when a run is iterated (their columns are read from the file a chunk at a time).
@@ -66,6 +68,7 @@ class ReadResult:
     candidates: tuple[tuple[int, int], ...]  # (edge, score) of the best K edges, best first
     weights: tuple[float, ...]              # each candidate's posterior weight (DESIGN 5), in that order
     pp: str                                 # each residue's posterior probability, hmmalign's 0-9,* code ("" at T = 0)
+    outlier: bool = False                   # flagged by the outlier rule (`Run.outliers`): left out of exports
 
 
 class Run:
@@ -92,6 +95,7 @@ class Run:
             self.reference_names = run.reference_names
             self.alphabet = run.alphabet.name
         self._rows_by_name: dict[str, int] | None = None
+        self._outliers: np.ndarray | None = None
         self._cleanup = (weakref.finalize(self, shutil.rmtree, _owned_directory, True)
                          if _owned_directory else None)
 
@@ -104,6 +108,21 @@ class Run:
         0: the Viterbi traceback), and between 0.5.0 and 0.11.0 the traceback settings of their
         time (vote_window, nearest_bonus, band_margin, location_check, second_model)."""
         return dict(self.record.get("parameters") or {})
+
+    @property
+    def outliers(self) -> np.ndarray:
+        """bool [n_reads], in read order: True for the reads the outlier rule flags (model/outliers.py,
+        the rule `papara-py report` explains: aligned reads whose penalty per residue is random-like or
+        unusual for the sample). The exports and `to_alignment` leave them out unless asked;
+        `run.outliers.sum()` counts them, `np.flatnonzero(run.outliers)` gives their positions.
+        Computed once, at first use."""
+        return self._outlier_flags().copy()
+
+    def _outlier_flags(self) -> np.ndarray:
+        if self._outliers is None:
+            with RunFile(self.path) as run:
+                self._outliers = run_outliers(run).flagged
+        return self._outliers
 
     def close(self) -> None:
         """Remove the run file if `align` made it in a temporary directory (no-op otherwise)."""
@@ -120,9 +139,10 @@ class Run:
         return self.n_reads
 
     def __iter__(self) -> Iterator[ReadResult]:
+        outliers = self._outlier_flags()
         with RunFile(self.path) as run:
             for lo in range(0, run.n_reads, ITERATION_CHUNK):
-                yield from _chunk_results(run, slice(lo, min(run.n_reads, lo + ITERATION_CHUNK)))
+                yield from _chunk_results(run, slice(lo, min(run.n_reads, lo + ITERATION_CHUNK)), outliers)
 
     def __getitem__(self, key: int | slice | str) -> ReadResult | list[ReadResult]:
         """The read at position `key` (an int, negative from the end), the reads of a slice (a
@@ -134,8 +154,9 @@ class Run:
         elif isinstance(key, slice):
             rows = range(*key.indices(self.n_reads))
             if rows.step == 1:
+                outliers = self._outlier_flags()
                 with RunFile(self.path) as run:
-                    return list(_chunk_results(run, slice(rows.start, max(rows.start, rows.stop))))
+                    return list(_chunk_results(run, slice(rows.start, max(rows.start, rows.stop)), outliers))
             return [self[row] for row in rows]
         else:
             try:
@@ -147,8 +168,9 @@ class Run:
                 position += self.n_reads
             if not 0 <= position < self.n_reads:
                 raise IndexError(f"read {key} of a run of {self.n_reads} reads")
+        outliers = self._outlier_flags()
         with RunFile(self.path) as run:
-            return next(_chunk_results(run, slice(position, position + 1)))
+            return next(_chunk_results(run, slice(position, position + 1), outliers))
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self._row_of(name) is not None
@@ -162,9 +184,10 @@ class Run:
     def __repr__(self) -> str:
         return f"Run({self.path!r}: {self.n_reads} reads, {self.n_columns} columns)"
 
-    def to_alignment(self, reference: bool = True):
+    def to_alignment(self, reference: bool = True, keep_outliers: bool = False):
         """The extended alignment as a Bio.Align.MultipleSeqAlignment, as `export --format fasta`
-        writes it: reference rows (unless `reference=False`), then every aligned read, with
+        writes it: reference rows (unless `reference=False`), then every aligned read but the
+        outliers (`outliers`; `keep_outliers=True` keeps them, as `export --keep-outliers`), with
         insertion columns added where reads insert residues. Held in memory: for millions of reads
         use `papara-py export` instead."""
         from Bio.Align import MultipleSeqAlignment
@@ -172,8 +195,10 @@ class Run:
         from Bio.SeqRecord import SeqRecord
 
         with RunFile(self.path) as run:
-            aligned_ids = np.flatnonzero(run.column("status") == STATUS_ALIGNED)
-            _, rows = extended_rows(run, aligned_ids)
+            kept = run.column("status") == STATUS_ALIGNED
+            if not keep_outliers:
+                kept &= ~self._outlier_flags()
+            _, rows = extended_rows(run, np.flatnonzero(kept))
             records = [SeqRecord(Seq(row.decode("ascii")), id=name, description="")
                        for i, (name, row, _) in enumerate(rows) if reference or i >= run.n_reference]
         return MultipleSeqAlignment(records)
@@ -224,7 +249,7 @@ class Run:
                                      "edge": edge[read, rank], "score": score[read, rank]})
 
 
-def _chunk_results(run: RunFile, rows: slice) -> Iterator[ReadResult]:
+def _chunk_results(run: RunFile, rows: slice, outliers: np.ndarray) -> Iterator[ReadResult]:
     names, status = run.names(rows), run.column("status", rows)
     edge, score, start = run.column("best_edge", rows), run.column("score", rows), run.column("start", rows)
     cigar, strand, sequence = run.column("cigar", rows), run.column("strand", rows), run.column("sequence", rows)
@@ -240,7 +265,8 @@ def _chunk_results(run: RunFile, rows: slice) -> Iterator[ReadResult]:
             start=int(start[i]) if ok else None, cigar=cigar[i], strand=strand[i], sequence=sequence[i],
             aligned=aligned_rows[i].tobytes().decode("ascii") if ok else "",
             candidates=tuple((int(e), int(s)) for e, s in zip(cand_edge[i], cand_score[i]) if e >= 0),
-            weights=tuple(float(w) for e, w in zip(cand_edge[i], cand_weight[i]) if e >= 0), pp=pp[i])
+            weights=tuple(float(w) for e, w in zip(cand_edge[i], cand_weight[i]) if e >= 0), pp=pp[i],
+            outlier=bool(outliers[rows.start + i]))
 
 
 def open_run(path: str | os.PathLike) -> Run:

@@ -159,6 +159,9 @@ def _export_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--outdir", metavar="DIR", help="with --format epa: write DIR/reference.fasta (the "
                                                        "reference rows of the tree's taxa) and DIR/query.fasta, "
                                                        "the pair epa-ng --split writes")
+    parser.add_argument("--keep-outliers", action="store_true",
+                        help="also export the reads the outlier rule flags (papara-py report explains the rule); "
+                             "by default they are left out")
 
 
 def _export(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: list[str]) -> int:
@@ -167,11 +170,18 @@ def _export(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: lis
     if args.outdir is not None and args.format != "epa":
         parser.error("--outdir writes the reference + query pair of --format epa")
     _check_roles("export", export_outputs(args.output, args.outdir), {"run": args.run})
+    keep = None
+    if not args.keep_outliers:  # only fitting reads go downstream (the notice counts the others)
+        from papara_py.io.run_file import RunFile
+        from papara_py.model.outliers import run_outliers
+
+        with RunFile(args.run) as run:
+            keep = ~run_outliers(run).flagged
     if args.outdir is not None:
-        for path in export_epa_pair(args.run, args.outdir):
+        for path in export_epa_pair(args.run, args.outdir, keep):
             print(f"papara-py: wrote {path}", file=sys.stderr)
         return 0
-    export(args.run, args.format, args.output)
+    export(args.run, args.format, args.output, keep)
     return 0
 
 

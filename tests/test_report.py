@@ -27,11 +27,11 @@ from PIL import Image  # noqa: E402
 
 from papara_py.io.inputs import read_tree  # noqa: E402
 from papara_py.io.run_writer import run_writer  # noqa: E402
+from papara_py.model.outliers import find_outliers  # noqa: E402
 from papara_py.phylo.tree import EdgeTree  # noqa: E402
 from papara_py.report.page import (  # noqa: E402
     best_branch_counts,
     build_report,
-    find_outliers,
     placement_confidence,
     write_report,
 )

@@ -19,6 +19,9 @@ from its reverse complement for "-" reads (`oriented_sequence`).
 
 Reads without an alignment (status other than "aligned") have no row to export; they are
 counted in a notice (logging; the command line shows it on stderr), never dropped silently.
+`keep` (a bool per read) leaves out the aligned reads it does not hold in the same way: papara-py
+passes the complement of the outlier rule's flags (model/outliers.py; `export --keep-outliers`
+keeps them), so the notice counts those reads as outliers, apart from the ones not aligned.
 
 Every export holds each name once and reads back as an alignment (`export`): an alignment taxon
 that is not in the tree appears once, as the read it was aligned as; names with whitespace (from
@@ -93,9 +96,13 @@ def _rows(named_rows: Iterator[tuple[str, bytes, bytes | None]], fmt: str, n_row
             out.write(b">" + renamed.get(name, name).encode() + b"\n" + row + b"\n")
 
 
-def export(run_path: str, fmt: str, output: str) -> None:
+def export(run_path: str, fmt: str, output: str, keep: np.ndarray | None = None) -> None:
     """Write `run_path` in `fmt` ("phylip", "fasta", "stockholm", "epa" or "jplace") to `output`: atomically to a
     regular file, directly to `-` (standard output), a device or a FIFO (io/outputs.py).
+
+    `keep`: bool [Q] over the run's reads, the aligned reads to write (None: every aligned read);
+    the others are left out like reads without an alignment, and counted as outliers in the
+    notice (module docstring).
 
     Every row has its own name and the file reads back as an alignment (`exported_names`): the
     reference row of a taxon that was aligned as an extra read (not in the tree) is left out, its
@@ -107,14 +114,16 @@ def export(run_path: str, fmt: str, output: str) -> None:
 
         with RunFile(run_path) as run, output_stream(output) as out:
             text = io.TextIOWrapper(out, encoding="utf-8")
-            skipped = write_jplace(run, text)
+            write_jplace(run, text, _checked_keep(run, keep))
             text.flush()
             text.detach()  # the stream belongs to output_stream
-        _notice_skipped(skipped, output)
+            left_out = _left_out(run, keep)
+        _notice_skipped(left_out, output)
         return
     with RunFile(run_path) as run:
-        aligned_ids = np.flatnonzero(run.column("status") == STATUS_ALIGNED)
-        skipped = run.n_reads - len(aligned_ids)
+        aligned = run.column("status") == STATUS_ALIGNED
+        left_out = _left_out(run, keep, aligned)
+        aligned_ids = np.flatnonzero(aligned & _checked_keep(run, keep))
         read_names = [str(name) for name in run.names()[aligned_ids]]
         replaced = set(read_names) & set(run.reference_names) if fmt != "epa" else set()
         names = read_names if fmt == "epa" else \
@@ -135,7 +144,7 @@ def export(run_path: str, fmt: str, output: str) -> None:
                 _rows(named_rows, fmt, len(names), width, out, renamed)
         if renamed:
             _write_renaming(output, renamed, fmt)
-    _notice_skipped(skipped, output)
+    _notice_skipped(left_out, output)
 
 
 def _write_renaming(output: str, renamed: dict[str, str], fmt: str) -> None:
@@ -147,16 +156,40 @@ def _write_renaming(output: str, renamed: dict[str, str], fmt: str) -> None:
               f"instead, the renaming listed in {names_file(output)}")
 
 
-def _notice_skipped(skipped: int, output: str) -> None:
-    """Reads without an alignment are never dropped silently: they are counted in a notice."""
-    if skipped:
-        _log.info(f"{skipped} reads without an alignment (status other than \"aligned\") are not in {output}")
+def _checked_keep(run: RunFile, keep: np.ndarray | None) -> np.ndarray:
+    """`keep` as bool [Q] (None: every read); a ValueError if it is not one value per read."""
+    if keep is None:
+        return np.ones(run.n_reads, dtype=bool)
+    keep = np.asarray(keep)
+    if keep.dtype != bool or keep.shape != (run.n_reads,):
+        raise ValueError(f"keep must be a bool array over the run's {run.n_reads} reads, not "
+                         f"{keep.dtype} {keep.shape}")
+    return keep
 
 
-def export_epa_pair(run_path: str, directory: str) -> tuple[str, str]:
+def _left_out(run: RunFile, keep: np.ndarray | None, aligned: np.ndarray | None = None) -> tuple[int, int]:
+    """(reads without an alignment, aligned reads that `keep` leaves out)."""
+    if aligned is None:
+        aligned = run.column("status") == STATUS_ALIGNED
+    return run.n_reads - int(aligned.sum()), int((aligned & ~_checked_keep(run, keep)).sum())
+
+
+def _notice_skipped(left_out: tuple[int, int], output: str) -> None:
+    """Reads left out are never dropped silently: those without an alignment and the outliers
+    (aligned reads not kept) are counted in a notice each."""
+    not_aligned, outliers = left_out
+    if not_aligned:
+        _log.info(f"{not_aligned} reads without an alignment (status other than \"aligned\") are not in {output}")
+    if outliers:
+        _log.info(f"left out {outliers} outlier reads of {output} (reads that fit the reference hardly better than "
+                  f"random sequence, or unusually badly for the sample: papara-py report explains the rule; "
+                  f"--keep-outliers keeps them)")
+
+
+def export_epa_pair(run_path: str, directory: str, keep: np.ndarray | None = None) -> tuple[str, str]:
     """The file pair EPA-ng reads, as `epa-ng --split` names it: DIR/reference.fasta (the reference
     rows of the taxa in the tree: alignment taxa missing from the tree were aligned as reads) and
-    DIR/query.fasta (the aligned reads, as `--format epa`); each written atomically. `directory`
+    DIR/query.fasta (the aligned reads in `keep`, as `--format epa`, see `export`); each written atomically. `directory`
     is created if missing (its parent must exist). Returns the two paths."""
     target = Path(directory)
     if target.exists() and not target.is_dir():
@@ -176,7 +209,7 @@ def export_epa_pair(run_path: str, directory: str) -> tuple[str, str]:
             _rows(rows, "fasta", len(tips), run.n_columns, out, renamed)
         if renamed:
             _write_renaming(reference_path, renamed, "fasta")
-    export(run_path, "epa", query_path)
+    export(run_path, "epa", query_path, keep)
     return reference_path, query_path
 
 

@@ -38,8 +38,9 @@ read's best-weighted edge.
 
 The document is written atomically (`atomic_path`) and streamed: reads are taken from the run
 file in blocks and each placement is JSON-encoded and written on its own, so a run of millions
-of reads never becomes one Python object. Reads without an alignment are left out; the caller
-(`export`) counts them in a notice on stderr.
+of reads never becomes one Python object. Reads without an alignment, and those outside `keep`
+(the outliers, unless `export --keep-outliers`), are left out; the caller (`export`) counts them
+in a notice on stderr.
 """
 
 from __future__ import annotations
@@ -111,12 +112,14 @@ def placement(name: str, edges: np.ndarray, scores: np.ndarray, weights: np.ndar
     return {"p": rows, "n": [name]}
 
 
-def _placements(run: RunFile, distal: np.ndarray) -> Iterator[dict]:
-    """The placement object of every aligned read, in read order, reading the run in blocks."""
+def _placements(run: RunFile, distal: np.ndarray, keep: np.ndarray | None = None) -> Iterator[dict]:
+    """The placement object of every aligned read (in `keep`, bool [Q], if given), in read order,
+    reading the run in blocks."""
     n_edges = len(distal)
     for lo in range(0, run.n_reads, READ_BLOCK):
         block = slice(lo, min(lo + READ_BLOCK, run.n_reads))
-        aligned = np.flatnonzero(run.column("status", block) == STATUS_ALIGNED)
+        aligned = run.column("status", block) == STATUS_ALIGNED
+        aligned = np.flatnonzero(aligned if keep is None else aligned & keep[block])
         if not len(aligned):
             continue
         names = run.names(block)[aligned]
@@ -134,10 +137,11 @@ def _placements(run: RunFile, distal: np.ndarray) -> Iterator[dict]:
             yield placement(str(name), edges, scores, weights, distal)
 
 
-def write_jplace(run: RunFile, out: IO[str]) -> int:
-    """Write `run`'s placements as a jplace v3 document to the text stream `out`.
+def write_jplace(run: RunFile, out: IO[str], keep: np.ndarray | None = None) -> int:
+    """Write `run`'s placements as a jplace v3 document to the text stream `out`: every aligned
+    read, or those of them in `keep` (bool [Q] over the run's reads; None: all).
 
-    Returns the number of reads left out (status other than "aligned").
+    Returns the number of reads left out (status other than "aligned", or not in `keep`).
     """
     tree = run.newick_numbered
     try:
@@ -157,7 +161,7 @@ def write_jplace(run: RunFile, out: IO[str]) -> int:
     }
     out.write('{\n"tree": ' + json.dumps(tree, ensure_ascii=False) + ',\n"placements": [\n')
     written = 0
-    for item in _placements(run, distal):
+    for item in _placements(run, distal, keep):
         out.write((",\n" if written else "") + json.dumps(item, ensure_ascii=False, allow_nan=False))
         written += 1
     out.write('\n],\n"metadata": ' + json.dumps(metadata) + ',\n"version": ' + str(JPLACE_VERSION)

@@ -372,6 +372,21 @@ class RunFile:
             return (tied / np.maximum(tied.sum(axis=-1, keepdims=True), 1)).astype(np.float32)
         return self._column(f"reads/{name}", selection)
 
+    def read_lengths(self, block: int = 1 << 16) -> np.ndarray:
+        """int64 [Q]: residues of each read (the length of its /reads/sequence), read `block` rows
+        at a time as bytes: the sequences are not decoded nor checked against their checksums, so
+        this takes about a third of `column("sequence")`'s time (the outlier rule needs the lengths
+        alone; every export that writes a sequence still reads it checked)."""
+        dataset = self._handle["reads/sequence"]
+        lengths = np.zeros(dataset.shape[0], dtype=np.int64)
+        for lo in range(0, len(lengths), block):
+            try:
+                part = dataset[lo:lo + block]
+            except (OSError, ValueError) as error:
+                raise self.damaged(f"/reads/sequence cannot be read ({error})") from None
+            lengths[lo:lo + len(part)] = np.fromiter(map(len, part), np.int64, len(part))
+        return lengths
+
     def aligned_rows(self, ids: np.ndarray, chunk: int = 4096) -> Iterator[np.ndarray]:
         """/reads/aligned rows (uint8 [m]) of the sorted read indices `ids`, one contiguous slab at a time."""
         ids = np.asarray(ids)

@@ -245,7 +245,7 @@ def score_figure(per_residue: np.ndarray, lengths: np.ndarray, outlier: np.ndarr
     """Best score per residue of each aligned read: histogram, and against read length.
 
     `per_residue`, `lengths` and `outlier` describe the aligned reads only; reads above
-    `threshold` (the outlier rule of `report.find_outliers`) are drawn in red.
+    `threshold` (the outlier rule of `model.outliers.find_outliers`) are drawn in red.
     """
     figure = Figure(figsize=(11, 4.0))
     _margins(figure)

@@ -4,9 +4,9 @@ Biologists check a run by looking at it: where on the tree the sample landed, wh
 the gene the reads cover, which reads do not fit the reference at all, how sure the best branch
 is, and what was run on what. This module reads the run file (DESIGN 7) into the few arrays
 those questions need (`load_run`; per-read data in bounded chunks), derives the statistics
-(`find_outliers`, `placement_confidence`), has `report_figures` draw them and writes a single
-HTML file with the PNGs embedded as base64 and the CSS inline, so it can be mailed or archived
-as one file. Outputs are written atomically, like every papara-py output.
+(`find_outliers`, the one outlier rule, from model/outliers.py, which the exports apply too;
+`placement_confidence`), has `report_figures` draw them and writes a single HTML file with the
+PNGs embedded as base64 and the CSS inline, so it can be mailed or archived as one file. Outputs are written atomically, like every papara-py output.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import numpy as np
 from papara_py.errors import InputError
 from papara_py.io.outputs import atomic_path
 from papara_py.io.run_file import RunFile
+from papara_py.model.outliers import Outliers, find_outliers
 from papara_py.phylo.encoding import IS_GAP
 
 if TYPE_CHECKING:  # matplotlib and Bio.Phylo are imported when a report is built, not with this module
@@ -32,12 +33,6 @@ if TYPE_CHECKING:  # matplotlib and Bio.Phylo are imported when a report is buil
 
 #: Rows of the tree drawing; larger trees are collapsed to this many (see NumberedTree.display).
 DEFAULT_MAX_TIPS = 150
-#: Outlier rule (see `find_outliers`): robust z above which a read is unusual for its sample ...
-OUTLIER_ROBUST_Z = 5.0
-#: ... but never flagged below this many mismatches per residue (sequencing errors, divergence)
-OUTLIER_FLOOR = 0.1
-#: ... and always flagged above this many (one residue in four mismatching: random-like).
-OUTLIER_CEILING = 0.25
 #: Rows of the outlier and branch tables in the HTML (all counts are still given).
 TABLE_ROWS = 200
 TOP_BRANCHES = 20
@@ -155,58 +150,6 @@ def pp_histogram(pp: np.ndarray) -> np.ndarray:
     """int64 [11]: how many residues carry each PP code in the strings `pp` (one per read)."""
     codes = _PP_INDEX[np.frombuffer("".join(pp).encode("ascii"), np.uint8)]
     return np.bincount(codes[codes >= 0], minlength=len(PP_CODES))
-
-
-@dataclass
-class Outliers:
-    """Reads whose best score per residue says they probably do not belong to this reference.
-
-    per_residue: float [Q], best score / read length (NaN where not aligned).
-    threshold:   penalty per residue above which an aligned read is an outlier.
-    indices:     the outliers, worst first.
-    """
-
-    per_residue: np.ndarray
-    threshold: float
-    median: float
-    robust_sd: float
-    floor: float
-    ceiling: float
-    indices: np.ndarray
-
-    def rule(self) -> str:
-        """The rule in words, with this run's numbers."""
-        return (f"A read is an outlier when its penalty per residue (best score / read length) exceeds "
-                f"{self.threshold:.3f}. That is the sample's median ({self.median:.3f}) plus "
-                f"{OUTLIER_ROBUST_Z:g} robust standard deviations ({self.robust_sd:.3f}: 1.4826 × the median "
-                f"absolute deviation), kept between {self.floor:.3f} (one mismatch penalty in ten residues, so "
-                f"that a few sequencing errors in a sample of near-perfect reads are not flagged) and "
-                f"{self.ceiling:.3f} (one mismatch penalty in four residues: random sequence scores about one "
-                f"in three, so a read above this fits hardly better than random sequence).")
-
-
-def find_outliers(score: np.ndarray, length: np.ndarray, aligned: np.ndarray, mismatch: int) -> Outliers:
-    """Flag aligned reads whose penalty per residue is unusual for the sample or random-like.
-
-    threshold = min(ceiling, max(floor, median + 5 * 1.4826 * MAD)), with floor = 0.1 and
-    ceiling = 0.25 mismatch penalties per residue. The robust part (median and MAD, not mean and
-    SD, so the outliers do not hide themselves) finds reads unusual for this sample; the
-    ceiling still flags them when most of the sample is off (e.g. reads of the other strand, or a
-    contaminated sample, where the median itself is random-like); the floor keeps a sample of
-    near-perfect reads from flagging reads with a few sequencing errors.
-    """
-    per_residue = np.full(len(score), np.nan)
-    usable = aligned & (length > 0)
-    per_residue[usable] = score[usable] / length[usable]
-    values = per_residue[usable]
-    median = float(np.median(values)) if values.size else 0.0
-    robust_sd = 1.4826 * float(np.median(np.abs(values - median))) if values.size else 0.0
-    unit = max(int(mismatch), 1)
-    floor, ceiling = OUTLIER_FLOOR * unit, OUTLIER_CEILING * unit
-    threshold = min(ceiling, max(floor, median + OUTLIER_ROBUST_Z * robust_sd))
-    flagged = np.flatnonzero(usable & (np.nan_to_num(per_residue, nan=-1.0) > threshold))
-    flagged = flagged[np.argsort(-per_residue[flagged], kind="stable")]
-    return Outliers(per_residue, threshold, median, robust_sd, floor, ceiling, flagged)
 
 
 def best_branch_counts(candidate_edge: np.ndarray, candidate_score: np.ndarray, n_edges: int) -> np.ndarray:

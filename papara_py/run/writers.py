@@ -1,7 +1,7 @@
 """The run file's rows as the stages make them (on the writer thread): a decoded batch's
 alignments in the run file's forms and its numeric results (`write_batch`), a stretch's string
 fields (`write_stretch`), and a sample's run file completed with its record and committed after
-its last batch (`commit_sample`).
+its last batch (`commit_sample`), its summary line counting the outliers of the committed file.
 """
 from __future__ import annotations
 
@@ -15,9 +15,11 @@ from papara_py.engine.candidates import Candidates
 from papara_py.io.paths import alignment_forms
 from papara_py.io.read_stream import Stretch
 from papara_py.io.reads import STATUS_ALIGNED, STATUSES
+from papara_py.io.run_file import RunFile
 from papara_py.io.run_writer import RunWriter
 from papara_py.model.decode import Decoded
 from papara_py.model.fixed_point import PROB_ONE
+from papara_py.model.outliers import run_outliers
 from papara_py.model.posterior import pp_digits
 from papara_py.phylo.profiles import EdgeProfiles
 from papara_py.run.config import RunSummary
@@ -91,6 +93,21 @@ def write_stretch(writer: RunWriter, stretch: Stretch, chunk: int, reverse: np.n
             "sequence": np.array([text[a:b] for a, b in pairwise(bounds)], dtype=object)})
 
 
+def _fitting(path: str, tally: Tally) -> str:
+    """How many of the aligned reads fit the reference and how many are outliers, by the outlier
+    rule (model/outliers.py) on the committed run file `path`: the per-read scores and lengths are
+    not held while the run is written, so they are read back (status, best edge, score and the
+    sequences' lengths: about a second for a million reads)."""
+    if not tally.n_alignable:
+        return ""
+    with RunFile(path) as run:
+        outliers = len(run_outliers(run).indices)
+    if not outliers:
+        return " (all fit the reference: no outliers)"
+    return (f" ({tally.n_alignable - outliers} of them fit the reference, {outliers} outliers: left out of exports; "
+            f"papara-py report explains)")
+
+
 def commit_sample(sample: SampleRun, profiles: EdgeProfiles, devices: Devices, work: Work, tally: Tally,
             reporter: Reporter, run_started: float) -> None:
     """A sample's last batch written: its record, then its run file committed (writer thread)."""
@@ -109,7 +126,7 @@ def commit_sample(sample: SampleRun, profiles: EdgeProfiles, devices: Devices, w
                     + f"; {tally.cells} cells, {tally.gcups:.1f} GCUPS")
     counts = tally.status_counts
     reporter.notice(("" if sample.count == 1 else f"{sample.label}: ")
-                    + f"{tally.n_alignable} of {tally.n_reads} reads aligned"
+                    + f"{tally.n_alignable} of {tally.n_reads} reads aligned" + _fitting(config.output, tally)
                     + "".join(f", {n} {s}" for s, n in counts.items() if s != STATUS_ALIGNED)
                     + f"; scoring {timings['scoring']:.2f} s ({tally.gcups:.1f} GCUPS); wrote {config.output}")
     sample.summary = RunSummary(config.output, tally.n_reads, tally.n_alignable, counts, dict(timings), tally.gcups)
