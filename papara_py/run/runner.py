@@ -18,6 +18,7 @@ import time
 from papara_py import __version__
 from papara_py.engine.candidates import load_merges
 from papara_py.model.decode import warm_up
+from papara_py.run.writers import warm_up as warm_up_writer
 from papara_py.engine.compile_watch import watch_compiles
 from papara_py.run.config import RunConfig, RunSummary
 from papara_py.run.devices import choose_devices
@@ -104,3 +105,16 @@ def _load_jit() -> None:
             return
         raise
     warm_up()
+    # the writer's kernels on a thread of their own, which the engine does not wait for: the
+    # first batch is written only after it is scored and traced back
+    threading.Thread(target=_load_writer_jit, name="papara-jit-writer", daemon=True).start()
+
+
+def _load_writer_jit() -> None:
+    """run/writers.warm_up, quiet when the run has ended meanwhile (see `_load_jit`)."""
+    try:
+        warm_up_writer()
+    except Exception:
+        if sys.is_finalizing() or not threading.main_thread().is_alive():
+            return
+        raise
