@@ -18,7 +18,6 @@ import time
 from papara_py import __version__
 from papara_py.engine.candidates import load_merges
 from papara_py.model.decode import warm_up
-from papara_py.run.writers import warm_up as warm_up_writer
 from papara_py.engine.compile_watch import watch_compiles
 from papara_py.run.config import RunConfig, RunSummary
 from papara_py.run.devices import choose_devices
@@ -30,7 +29,7 @@ from papara_py.run.stages import ScoreTraceWrite
 #: How often CPython makes a thread that holds the GIL hand it over during a run (default 5 ms).
 #: A GPU feeder whose launch ended waits for the GIL while the writer, traceback and master
 #: threads run Python; 0.5 ms took the GPU's idle time in a 1M-read run from 5.2 s to 3.9-4.4 s
-#: on one machine (BENCHMARKS.md, "Streaming the reads").
+#: on one machine (notebook/BENCHMARKS.md, "Streaming the reads").
 GIL_SWITCH_SECONDS = 0.0005
 
 
@@ -105,16 +104,3 @@ def _load_jit() -> None:
             return
         raise
     warm_up()
-    # the writer's kernels on a thread of their own, which the engine does not wait for: the
-    # first batch is written only after it is scored and traced back
-    threading.Thread(target=_load_writer_jit, name="papara-jit-writer", daemon=True).start()
-
-
-def _load_writer_jit() -> None:
-    """run/writers.warm_up, quiet when the run has ended meanwhile (see `_load_jit`)."""
-    try:
-        warm_up_writer()
-    except Exception:
-        if sys.is_finalizing() or not threading.main_thread().is_alive():
-            return
-        raise

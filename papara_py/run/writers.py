@@ -126,30 +126,3 @@ def commit_sample(sample: SampleRun, profiles: EdgeProfiles, devices: Devices, w
                     + "".join(f", {n} {s}" for s, n in counts.items() if s != STATUS_ALIGNED)
                     + f"; scoring {timings['scoring']:.2f} s ({tally.gcups:.1f} GCUPS); wrote {config.output}")
     sample.summary = RunSummary(config.output, tally.n_reads, tally.n_alignable, counts, dict(timings), tally.gcups)
-
-
-def warm_up() -> None:
-    """The writer's numba kernels loaded (or compiled) ahead, as the runner's JIT thread does for
-    the engine's: a batch of two reads written as a run writes one, into a file in memory, with
-    the argument types of a run (a kernel called first with other types compiles again)."""
-    import io
-
-    import h5py
-
-    from papara_py.io.reads import ReadSet
-
-    m, k = 8, 2
-    reads = ReadSet(["a", "b"], np.frombuffer(bytearray(b"ACGTAC"), np.uint8), np.array([0, 4, 6], np.int64))
-    decoded = Decoded(reads.residues.copy(), reads.offsets.copy(), np.array([0, 1, -1, 3, 2, 5], np.int32),
-                      np.full(6, PROB_ONE, np.uint16), np.zeros((2, k), np.int32), False)
-    candidates = Candidates(score=np.zeros((2, k), np.int32), edge=np.zeros((2, k), np.int32))
-    stretch = Stretch(0, reads, np.zeros(2, np.uint8), np.arange(2))
-    with h5py.File(io.BytesIO(), "w") as handle:
-        writer = RunWriter(handle, m, k, "warm-up", parallel=True)
-        try:
-            batch = write_batch(writer, stretch.alignable, candidates, decoded, m)
-            write_stretch(writer, stretch, 2, np.zeros(2, np.bool_), batch)
-            writer.set_read_count(2)
-        finally:
-            writer.close()
-
