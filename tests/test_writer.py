@@ -1,7 +1,7 @@
 """The run file's writer (io/chunks.py, io/strings.py, run/writers.py): /reads/aligned compressed
 on a thread pool and written chunk by chunk, the string fields handed to HDF5 as C strings, and
 the rows made without a Python object per read. What h5py reads back must be what h5py's own
-writes of the same arrays give (BENCHMARKS.md, "The writer thread"), and damage to a chunk
+writes of the same arrays give (scripts/bench_writer.py), and damage to a chunk
 written so must be refused."""
 
 from __future__ import annotations

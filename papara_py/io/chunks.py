@@ -3,7 +3,7 @@
 The run file's /reads/aligned holds a row of m bytes for every read (a GB for a million reads of
 the rpsS reference) in chunks of 256 rows, gzip level 4 then HDF5's fletcher32 checksum. Written
 through h5py, HDF5 compressed every chunk on the writer thread, one after the other, and most of
-the writer's time went there (BENCHMARKS.md, "The writer thread"). `ChunkStream` takes the rows
+the writer's time went there (scripts/bench_writer.py). `ChunkStream` takes the rows
 in order instead, compresses each whole chunk on a pool of threads (zlib releases the GIL; the
 checksum is a GIL-free numba loop) and hands the filtered bytes to HDF5 as they are, with
 `write_direct_chunk`: exactly the bytes HDF5's own filters make (zlib's `compress` at the

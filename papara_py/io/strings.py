@@ -2,8 +2,7 @@
 
 A run writes six string fields for every read (DESIGN 7). Built as one Python str per read and
 written through h5py's object arrays, they were most of the writer thread's time and of the GIL
-it held: h5py converts each object in turn, holding the GIL (BENCHMARKS.md, "The writer
-thread"). `PackedStrings` keeps a field as the strings' UTF-8 bytes with each one's start and
+it held: h5py converts each object in turn, holding the GIL (scripts/bench_writer.py). `PackedStrings` keeps a field as the strings' UTF-8 bytes with each one's start and
 end: the reads' residues, the CIGARs and the PP lines are born so (no copy, no object per read),
 and names become so by one join. Its CRC-32s (the /checksums twins) come from a GIL-free numba
 loop, and `write_strings` hands HDF5 the strings as C strings (one buffer, NUL after each, and
