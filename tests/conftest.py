@@ -3,9 +3,16 @@ scheduler-free environment."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
+
+# The helpers beside this file (misuse.py, bad_inputs.py, literal_dp.py, scripts_loader.py ...) are
+# imported by name from the tests in the package folders (tests/engine, tests/io ...); pytest's
+# default import mode puts this folder on sys.path already, this holds under any other mode too.
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 #: Test data inside the repository (and the sdist): tests/data/README.md says where it comes from.
 TEST_DATA = Path(__file__).resolve().parent / "data"
