@@ -113,6 +113,15 @@ def opencl_device():
                 f"(pip install 'papara-py[pocl]' or see below): {problem}")
 
 
+def pytest_collection_modifyitems(config, items):
+    """Every test that takes the OpenCL device (the fixture above, directly or through another
+    fixture) is marked `gpu`, so `-m gpu` / `-m "not gpu"` select the kernel tests; tests that
+    reach OpenCL otherwise carry the mark themselves."""
+    for item in items:
+        if "opencl_device" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.gpu)
+
+
 @pytest.fixture(autouse=True)
 def outside_an_array_job(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests run as a whole run even when pytest itself runs inside a cluster array task (the

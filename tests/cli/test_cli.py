@@ -16,6 +16,7 @@ from papara_py import __version__
 from papara_py.cli import COMMANDS, build_parser, commands_parser
 from papara_py.io.export import oriented_sequence
 from papara_py.io.run_file import RunFile
+from papara_py.io.run_writer import FORMAT_VERSION
 from papara_py.run.options import main_options
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "data" / "example"
@@ -108,7 +109,7 @@ def test_example_run_and_exports(tmp_path):
                     str(EXAMPLE / "reads.fa"), "-o", str(out), "--device", "cpu", "-j", "2")
     assert result.returncode == 0, result.stderr
     with h5py.File(out) as run:
-        assert run.attrs["format"] == "papara-py" and run.attrs["format_version"] == 2
+        assert run.attrs["format"] == "papara-py" and run.attrs["format_version"] == FORMAT_VERSION
         q = run["reads/names"].shape[0]
         m = run["reference/alignment"].shape[1]
         assert q == 200 and run["reads/aligned"].shape == (q, m)

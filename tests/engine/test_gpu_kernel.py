@@ -33,6 +33,7 @@ from papara_py.model.params import ScoringParams
 from papara_py.model.reference_scorer import score_matrix_reference
 from papara_py.phylo.encoding import DNA, PROTEIN, READ_CODE
 
+pytestmark = pytest.mark.gpu
 cl = pytest.importorskip("pyopencl")
 from papara_py.engine.gpu import (  # noqa: E402  (needs pyopencl)
     COST_ROWS,

@@ -30,6 +30,7 @@ from papara_py.phylo.encoding import DNA, PROTEIN
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
 
+pytestmark = pytest.mark.gpu
 pytest.importorskip("pyopencl")
 from papara_py.engine.gpu_posterior import GpuPosterior  # needs pyopencl
 

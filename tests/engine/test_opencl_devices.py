@@ -35,6 +35,7 @@ def stand_in(name="cpu-generic", platform_version=PYPI_POCL) -> opencl_devices.D
         cl_device=handle)
 
 
+@pytest.mark.gpu
 def test_an_opencl_device_runs_the_kernels():
     """The README's install brings the `pocl` extra: then some device must build and run the
     kernels, and if none does, this fails saying what each device answered and what to install."""

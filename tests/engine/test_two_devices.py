@@ -44,6 +44,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.gpu
 def test_two_opencl_devices_share_the_work_and_agree_with_the_reference():
     pytest.importorskip("pyopencl")  # a CPU-only install (no `gpu` or `pocl` extra)
     env = dict(os.environ, POCL_DEVICES="pthread pthread")

@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from papara_py.errors import InputError
 from papara_py.io.run_file import RunFile
 from papara_py.io.run_writer import FORMAT_VERSION
+from papara_py.model.params import ScoringParams
+from papara_py.phylo.encoding import DNA
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "data" / "example"
 
@@ -51,7 +53,8 @@ def test_what_it_gives(run_path):
         blocks = list(run.row_blocks("reads/aligned"))
         assert np.array_equal(np.concatenate(blocks), raw["reads/aligned"][:])
         assert run.newick_numbered == raw["tree/newick_numbered"].asstr()[()]
-        assert run.record["parameters"]["mismatch"] == 5  # JSON attributes decoded (the weighted default)
+        # JSON attributes decoded: the penalties of the DNA default
+        assert run.record["parameters"]["mismatch"] == ScoringParams.preset(DNA.default_preset).mismatch
         assert run.attrs["format_version"] == FORMAT_VERSION
 
 

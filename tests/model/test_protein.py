@@ -353,8 +353,7 @@ def test_the_python_api_takes_protein_sequences_in_memory():
     alignment = {name: bytes(row).decode() for name, row in zip(*_reference())}
     reads = {"p1": "WLYDCFDWNSMATISDRTNPELGEGR", "p2": "KEHPGCPKARDYFTTS"}
     run = papara_py.align(str(PROTEIN_DATA / "tree.nwk"), alignment, reads, device="cpu", threads=1)
-    assert run.alphabet == "protein" and run.parameters["preset"] == "protein"
-    assert run.parameters["column_weight"] == 1.0
+    assert run.alphabet == "protein" and run.parameters == PRESETS["protein"].values() | {"preset": "protein"}
     assert [r.status for r in run] == ["aligned", "aligned"]
     assert len(run.to_alignment()) == 24 + 2
     run.close()
