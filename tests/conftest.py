@@ -116,10 +116,17 @@ def opencl_device():
 def pytest_collection_modifyitems(config, items):
     """Every test that takes the OpenCL device (the fixture above, directly or through another
     fixture) is marked `gpu`, so `-m gpu` / `-m "not gpu"` select the kernel tests; tests that
-    reach OpenCL otherwise carry the mark themselves."""
+    reach OpenCL otherwise carry the mark themselves. The tests of SLOW_MODULES are marked `slow`."""
     for item in items:
         if "opencl_device" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.gpu)
+        if item.path.name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
+
+#: Modules whose every test is slow and that are marked here rather than in their text:
+#: test_accuracy_floor.py runs the accuracy benchmark on whole data sets (minutes in all).
+SLOW_MODULES = {"test_accuracy_floor.py"}
 
 
 @pytest.fixture(autouse=True)

@@ -59,12 +59,14 @@ def api_run(tmp_path_factory) -> papara_py.Run:
     return papara_py.align(str(TREE), REF, READS, output=tmp_path_factory.mktemp("api") / "run.h5", **OPTIONS)
 
 
+@pytest.mark.slow
 def test_align_from_paths_equals_the_cli(api_run, cli_run):
     _assert_same_results(api_run.path, cli_run)
     assert api_run.command_line.startswith(f"papara_py.align(tree={str(TREE)!r}, alignment={str(REF)!r}")
     assert "candidates=3" in api_run.command_line
 
 
+@pytest.mark.slow
 def test_align_from_memory_equals_the_files(tmp_path, cli_run):
     reference = read_alignment(str(REF))
     as_dict = {name: row.tobytes().decode() for name, row in zip(reference.names, reference.rows)}
@@ -80,6 +82,7 @@ def test_align_from_memory_equals_the_files(tmp_path, cli_run):
         run.close()
 
 
+@pytest.mark.slow
 def test_a_run_leaves_the_interpreters_switch_interval_as_it_was(tmp_path, monkeypatch):
     """The main job hands the GIL over more often while it runs (run/runner.GIL_SWITCH_SECONDS);
     the caller's interpreter gets its own setting back, also after a failed run."""
@@ -106,6 +109,7 @@ def test_a_run_leaves_the_interpreters_switch_interval_as_it_was(tmp_path, monke
         sys.setswitchinterval(before)
 
 
+@pytest.mark.slow
 def test_temporary_output_goes_with_the_run():
     run = papara_py.align(TREE, REF, READS, **OPTIONS)
     path = Path(run.path)
@@ -114,6 +118,7 @@ def test_temporary_output_goes_with_the_run():
     assert not path.exists() and not path.parent.exists()
 
 
+@pytest.mark.slow
 def test_options_are_the_clis(tmp_path):
     run = papara_py.align(TREE, REF, READS, output=tmp_path / "r.h5", gap_open=2, mismatch=2, **OPTIONS)
     # the default preset's values (weighted: 5/10/4/4/12, near 2) where no single penalty is given,
@@ -214,6 +219,7 @@ def test_the_api_is_documented():
         papara_py.no_such_thing  # noqa: B018
 
 
+@pytest.mark.slow
 def test_inputs_as_biopython_users_hold_them(tmp_path, cli_run):
     """A Bio.Phylo tree, open file handles and SeqRecords are taken as the files they hold."""
     from Bio import Phylo
@@ -257,6 +263,7 @@ def test_a_run_is_indexed_by_position_and_name(api_run):
         api_run[1.5]
 
 
+@pytest.mark.slow
 def test_a_run_is_a_context_manager():
     with papara_py.align(TREE, REF, READS, **OPTIONS) as run:
         path = Path(run.path)
@@ -272,6 +279,7 @@ def test_one_exception_hierarchy_is_exported():
     assert {"PaparaError", "InputError", "OptionError", "OutputError"} <= set(papara_py.__all__)
 
 
+@pytest.mark.slow
 def test_library_calls_print_nothing_and_log_instead(tmp_path, capfd, caplog):
     with caplog.at_level(logging.INFO, logger="papara_py"):
         run = papara_py.align(TREE, REF, READS, output=tmp_path / "run.h5", device="cpu", threads=1)

@@ -27,6 +27,7 @@ def papara(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
                           cwd=cwd, timeout=600)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CATALOGUE, ids=[c.id for c in CATALOGUE])
 def test_bad_input_exits_2_with_one_paragraph_and_no_output(case, tmp_path):
     paths = case.write(tmp_path)
@@ -67,6 +68,7 @@ def test_a_word_that_is_no_command_is_refused_naming_the_commands(command, tmp_p
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option, value, answer", [
     ("-q", "reads.fa", "takes reads with -r"),
     ("-a", None, "--alphabet protein"),
@@ -103,6 +105,7 @@ def test_every_command_explains_each_argument():
         assert fmt in help_text
 
 
+@pytest.mark.slow
 def test_example_run_and_exports(tmp_path):
     out = tmp_path / "run.h5"
     result = papara("-t", str(EXAMPLE / "tree.nwk"), "-s", str(EXAMPLE / "ref.phy"), "-r",

@@ -135,6 +135,7 @@ def test_scheduler_variables_that_cannot_give_a_slice_are_refused(env, message):
 
 # --- prepared profiles --------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_prepared_profiles_equal_the_builder_and_are_memory_mapped(work):
     from papara_py.cluster.prepared import input_checksums
     from papara_py.io.inputs import match_tips, read_alignment, read_tree
@@ -171,6 +172,7 @@ def test_profiles_of_other_inputs_are_refused_naming_the_file(work, tmp_path, ca
 
 # --- merge equals a single run ------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("count, how, use_profiles", [
     (1, "flag", False), (3, "sge", True), (4, "slurm", False), (7, "flag", True)])
 def test_merged_shards_equal_a_single_run(work, tmp_path, monkeypatch, count, how, use_profiles):
@@ -197,6 +199,7 @@ def test_merged_shards_equal_a_single_run(work, tmp_path, monkeypatch, count, ho
         assert [s["shard"]["index"] for s in json.loads(record["merged_shards"])] == list(range(count))
 
 
+@pytest.mark.slow
 def test_merge_copies_every_per_read_dataset_generically(work, tmp_path, monkeypatch):
     """A dataset merge has never heard of (nested, 2-D) is interleaved like the known ones, and the
     strand and candidate datasets are merged row for row."""
@@ -240,6 +243,7 @@ def refuse(paths: list[Path], out: Path, capsys, *fragments: str) -> None:
     assert not [p for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.")]  # no partial file
 
 
+@pytest.mark.slow
 def test_merge_refuses_a_missing_slice(four, tmp_path, capsys):
     refuse([four[0], four[1], four[3]], tmp_path / "all.h5", capsys, "1 of 4 slices are missing: 2/4")
 
@@ -250,16 +254,19 @@ def test_merge_refuses_a_duplicated_slice(four, tmp_path, capsys):
     refuse([*four, copy], tmp_path / "all.h5", capsys, "slice 1/4 is given more than once", str(copy))
 
 
+@pytest.mark.slow
 def test_merge_refuses_shards_of_another_split(work, four, tmp_path, monkeypatch, capsys):
     other = run_shards(work, 3, "flag", tmp_path, monkeypatch)[:1]
     refuse([*four, *other], tmp_path / "all.h5", capsys, "number of slices", str(other[0]))
 
 
+@pytest.mark.slow
 def test_merge_refuses_other_parameters(work, four, tmp_path, monkeypatch, capsys):
     odd = run_shards(work, 4, "flag", tmp_path, monkeypatch, ["--gap-open", "5"])[2]
     refuse([four[0], four[1], odd, four[3]], tmp_path / "all.h5", capsys, "setting 'parameters'", str(odd))
 
 
+@pytest.mark.slow
 def test_merge_refuses_other_inputs(work, four, tmp_path, monkeypatch, capsys):
     reads = tmp_path / "reads.fa"
     reads.write_text(work["inputs"]["reads"].read_text().replace("read_000003", "read_00000x"))
@@ -298,6 +305,7 @@ def test_merge_refuses_shards_whose_rows_do_not_match_their_slice(four, tmp_path
     refuse(copies, tmp_path / "all.h5", capsys, "must hold", "damaged")
 
 
+@pytest.mark.slow
 def test_more_slices_than_reads(work, tmp_path, monkeypatch):
     """Slices without reads are still written (a missing file always means a failed task) and merge."""
     reads = tmp_path / "few.fa"

@@ -37,6 +37,7 @@ def workdir(tmp_path_factory) -> Path:
     return directory
 
 
+@pytest.mark.slow
 def test_sharded_path_equals_a_single_run(workdir):
     single, sharded = workdir / "single" / "example", workdir / "sharded" / "example"
     assert sorted(p.name for p in (sharded / "shards").iterdir()) == [f"shard_{k}.h5" for k in range(3)]
@@ -69,6 +70,7 @@ def test_every_rule_logs(workdir):
     assert {"example.merge.log", *(f"example.shard_{k}.log" for k in range(3))} <= sharded
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shards", ["1", "3"])
 def test_lint_finds_nothing(tmp_path, shards):
     """A log, a conda environment (workflow/envs/) and a container for every rule, no hard-coded
@@ -88,6 +90,7 @@ def test_conda_environments_name_the_software():
     assert envs["epa-ng.yaml"]["dependencies"][0].split()[0] == "epa-ng"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cores, shards", [("3", "1"), ("5", "1"), ("4", "2")])
 def test_threads_come_from_the_job(tmp_path, cores, shards):
     """--cores N gives each alignment (whole or a shard) and the placement N threads, papara-py's -j
@@ -101,6 +104,7 @@ def test_threads_come_from_the_job(tmp_path, cores, shards):
     assert any(f"--threads {cores} " in c for c in commands if "epa-ng" in c), commands
 
 
+@pytest.mark.slow
 def test_refuses_the_repository_as_working_directory(tmp_path):
     """Run from the repository (or its workflow/ folder), the workflow stops before Snakemake writes
     anything there (no .snakemake/, no results/) and says to give --directory."""

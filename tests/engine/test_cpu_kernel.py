@@ -107,6 +107,7 @@ def cases(draw, alphabet=DNA):
     return profiles, reads, params, width, strip, family
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(cases())
 def test_kernel_equals_reference_on_both_lane_dtypes(case):
@@ -117,6 +118,7 @@ def test_kernel_equals_reference_on_both_lane_dtypes(case):
         np.testing.assert_array_equal(got, expected, err_msg=f"force_int32={force_int32}")
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(cases(PROTEIN))
 def test_protein_kernel_equals_reference_on_both_lane_dtypes(case):
@@ -142,6 +144,7 @@ def random_cost_codes(rng: np.random.Generator, n: int) -> np.ndarray:
     return codes[np.where(rng.random(n) < 0.8, rng.integers(0, 20, n), rng.integers(20, codes.size, n))]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(cases(PROTEIN), st.sampled_from([0.25, 1.0, 5.0]))
 def test_protein_kernel_with_column_costs_equals_reference(case, weight):
@@ -226,6 +229,7 @@ def test_long_reference_crosses_the_default_strip():
     np.testing.assert_array_equal(kernel_scores(profiles, reads, params, 32), expected)
 
 
+@pytest.mark.slow
 def test_threads_scoring_blocks_at_once_agree_with_one_thread():
     rng = np.random.default_rng(11)
     profiles = random_profiles(rng, 8 * 32, 400, "random")
@@ -249,6 +253,7 @@ def test_threads_scoring_blocks_at_once_agree_with_one_thread():
     assert cpu._score_reads.targetoptions["nogil"] and cpu._score_read.targetoptions["nogil"]
 
 
+@pytest.mark.slow
 def test_real_reads_against_real_edge_profiles(pyrg_dir):
     from papara_py.io.inputs import iter_reads, read_alignment, read_tree
     from papara_py.phylo.profiles import ProfileBuilder

@@ -90,6 +90,7 @@ def test_cpu_workers_with_random_delays_match_the_reference(seed):
     assert sum(c.edges for c in result.consumers) == profiles.shape[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(2))
 def test_hybrid_matches_reference_under_random_scheduling(seed, opencl_device):
     params = ScoringParams(mismatch=2, cgap=4, gap_open=1, gap_extend=2, insertion=3)
@@ -223,6 +224,7 @@ def test_the_first_cpu_part_of_a_batch_is_a_small_share_before_rates_are_known(o
     assert first_part == 0.25 * first_residues  # capped: 2 x 10^12 cells would be every read
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(1, 50), min_size=1, max_size=40), st.floats(0, 3000), st.integers(1, 6))
 def test_cpu_pieces_are_the_last_reads_within_the_cpu_share_in_about_equal_parts(lengths, cpu_residues, pieces):

@@ -89,6 +89,7 @@ def test_device_gpu_without_a_usable_gpu_ends_in_one_paragraph(busy_gpu, tmp_pat
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device", ["auto", "hybrid"])
 def test_auto_and_hybrid_run_on_the_cpu_when_the_gpu_is_unusable(busy_gpu, tmp_path, capsys, device, monkeypatch):
     # the example is small enough for --device auto to leave the GPU alone (run/devices.choose_devices):

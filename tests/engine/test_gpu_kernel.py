@@ -142,6 +142,7 @@ def instances(draw):
                 rows=draw(st.sampled_from([6, 32])))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(instances())
@@ -153,6 +154,7 @@ def test_random_chunks_match_reference(scorers, case) -> None:
           case["width"], case["first_edge"])
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances())
 def test_random_protein_chunks_match_reference(scorers, case) -> None:
@@ -323,6 +325,7 @@ def test_scores_beyond_the_32_bit_range_are_refused(scorers) -> None:
         scorers[True, 32].score_chunk(as_chunk(profiles, 4, 0), 0, 4, codes, offsets, params, 1)
 
 
+@pytest.mark.slow
 def test_real_pyrg_profiles_and_reads(pyrg_dir: Path, scorers) -> None:
     """Real edge profiles (pyrG tree and alignment, 2054 columns) and real reads."""
     from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
@@ -369,6 +372,7 @@ def test_no_nvidia_library_means_no_registration(monkeypatch) -> None:
     assert opencl_devices.register_nvidia_icd() is None
 
 
+@pytest.mark.slow
 def test_describe_lists_every_device(device) -> None:
     text = opencl_devices.describe_devices()
     assert device.name.strip() in text and f"{device.compute_units} compute units" in text
@@ -403,6 +407,7 @@ def test_waiting_sleeps_instead_of_spinning(scorers) -> None:
 
 
 
+@pytest.mark.slow
 def test_a_chunk_on_the_device_leaves_the_gil_to_other_threads(scorers) -> None:
     """While a chunk runs, other Python threads run: the engine's CPU workers, the other GPU
     feeder and the traceback need the GIL. (A non-blocking result download held it for the

@@ -113,6 +113,7 @@ def real_batch(directory, reads: int, candidates: int = 5):
     return codes, offsets, slots, np.take_along_axis(scores, slots, axis=1), profiles, near, p, terms.costs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, temperature", [("example", 1.0), ("example", 2.0), ("protein", 1.0)])
 def test_device_posterior_equals_host_posterior_on_real_data(decoders, name, temperature):
     """data/example (DNA, the weighted preset) and data/protein (the protein preset: near states with

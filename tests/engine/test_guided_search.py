@@ -64,6 +64,7 @@ def assert_same_results(a: RunFile, b: RunFile) -> None:
         assert np.array_equal(a.column(name), b.column(name)), name
 
 
+@pytest.mark.slow
 def test_guided_equals_exhaustive_on_the_bundled_example(tmp_path):
     """... and scripts/bench_search.py says so from the two run files."""
     exhaustive = align(EXAMPLE, tmp_path / "e.h5", "exhaustive")
@@ -79,6 +80,7 @@ def test_guided_equals_exhaustive_on_the_bundled_example(tmp_path):
     assert result["guided"]["column_accuracy"] == result["exhaustive"]["column_accuracy"] > 0.99
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_guided_made_to_reach_every_cluster_is_exhaustive(tmp_path, seed):
     data = simulated(tmp_path, seed)
@@ -89,6 +91,7 @@ def test_guided_made_to_reach_every_cluster_is_exhaustive(tmp_path, seed):
     assert guided.record["cells"] == exhaustive.record["cells"]  # every pair scored once
 
 
+@pytest.mark.slow
 def test_guided_on_protein_made_to_reach_every_cluster_is_exhaustive(tmp_path):
     protein = EXAMPLE.parent / "protein"
     exhaustive = align(protein, tmp_path / "e.h5", "exhaustive")
@@ -97,6 +100,7 @@ def test_guided_on_protein_made_to_reach_every_cluster_is_exhaustive(tmp_path):
     assert guided.record["cells"] == exhaustive.record["cells"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [1, 2, 7])
 def test_any_cluster_size_reaching_every_cluster_is_exhaustive(tmp_path, size):
     data = simulated(tmp_path, 11, taxa=30)
@@ -141,6 +145,7 @@ def test_guided_does_not_depend_on_lanes_threads_batches_or_schedule(tmp_path):
     assert first.record["edges_scored_fraction"] == second.record["edges_scored_fraction"]
 
 
+@pytest.mark.slow
 def test_clusters_partition_the_tree_into_connected_parts(tmp_path):
     data = simulated(tmp_path, 2, taxa=200, reads=1)
     tree = EdgeTree.from_dendropy(read_tree(str(data / "tree.nwk")))
@@ -222,6 +227,7 @@ def _config(args):
                       command_line="")
 
 
+@pytest.mark.slow
 def test_the_option_parses_and_reaches_the_run_record_and_the_report(tmp_path):
     parser = build_parser()
     args = parser.parse_args(["-t", "t", "-s", "s", "-r", "r", "-o", str(tmp_path / "x.h5")])

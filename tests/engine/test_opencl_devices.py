@@ -35,6 +35,7 @@ def stand_in(name="cpu-generic", platform_version=PYPI_POCL) -> opencl_devices.D
         cl_device=handle)
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_an_opencl_device_runs_the_kernels():
     """The README's install brings the `pocl` extra: then some device must build and run the
@@ -62,6 +63,7 @@ def test_the_check_compiles_what_the_engine_compiles(opencl_device):
     assert ("top_k.cl", (f"-DKMAX={kmax}",)) in opencl_devices.CHECK_BUILDS
 
 
+@pytest.mark.slow
 def test_a_compiler_error_on_a_real_device_is_reported(opencl_device, monkeypatch):
     monkeypatch.setattr(opencl_devices, "PROBE_KERNEL", "__kernel void probe(__global int *out) { out[0] = ; }")
     check = check_device(opencl_device)
@@ -103,11 +105,13 @@ def test_no_device_at_all_is_explained():
     assert "pip install pocl-binary-distribution" in paragraph and "pocl-opencl-icd" in paragraph
 
 
+@pytest.mark.slow
 def test_a_working_device_needs_no_advice(opencl_device):
     checks, paragraph = diagnose([opencl_device])
     assert [c.works for c in checks] == [True] and paragraph is None
 
 
+@pytest.mark.slow
 def test_papara_py_devices_says_which_device_builds(opencl_device):
     result = subprocess.run([sys.executable, "-m", "papara_py", "devices"], capture_output=True, text=True,
                             timeout=300)

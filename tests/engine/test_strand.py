@@ -69,6 +69,7 @@ def naive_windows(sequences: list[str], k: int) -> list[tuple[int, int, int]]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(alphabet=IUPAC + "acgtuU", max_size=40), max_size=6),
        st.lists(st.text(alphabet="ACGTN", min_size=1, max_size=20), min_size=1, max_size=4), st.integers(1, 16))
@@ -120,6 +121,7 @@ def reads(draw) -> str:
 EXAMPLE_RESIDUES = example_residues()
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(reads(), min_size=1, max_size=8))
 def test_reverse_complement_swaps_the_evidence_and_flips_the_decision(example_kmers, sequences):
@@ -135,6 +137,7 @@ def test_reverse_complement_swaps_the_evidence_and_flips_the_decision(example_km
                           -orient("auto", flipped, indices, example_kmers))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.lists(reads(), min_size=1, max_size=10), st.randoms(use_true_random=False))
 def test_decision_depends_only_on_the_read(example_kmers, sequences, random):
@@ -208,6 +211,7 @@ def align_file(reads_path: Path, output: Path, strand: str, data: Path = EXAMPLE
     return result
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(reads(), min_size=1, max_size=6))
 @example(["GCACCAACAGGCATATTTAT", "AAAAAAAACCGAACC"])  # equal scores both ways: both stays forward

@@ -144,6 +144,7 @@ def test_the_device_choice_waits_only_for_the_residues_it_needs():
     stream.close()
 
 
+@pytest.mark.slow
 def test_streamed_batches_give_one_result_on_every_device(opencl_device, monkeypatch, tmp_path):
     """The bundled example in batches of 7 reads (cut while the reads are parsed, the last ones
     split at the end) on cpu, gpu (PoCL in CI) and hybrid, against one batch on the CPU: every

@@ -163,6 +163,7 @@ def posterior_tolerance(exact: float, n: int, m: int, tables: PosteriorTables, t
 
 # ---------------------------------------------------------------- the references themselves
 
+@pytest.mark.slow
 @examples(100)
 @given(cases())
 def test_float_reference_equals_brute_force(case):
@@ -193,6 +194,7 @@ def test_path_enumeration_counts_a_small_band_by_hand():
 
 # ---------------------------------------------------------------- fixed point against exact
 
+@pytest.mark.slow
 @examples(120)
 @given(cases())
 def test_fixed_point_forward_and_posteriors_equal_brute_force_within_rounding(case):
@@ -211,6 +213,7 @@ def test_fixed_point_forward_and_posteriors_equal_brute_force_within_rounding(ca
         assert abs(placed - exact_placed) <= posterior_tolerance(exact_placed, c.n, c.m, tables, terms=c.width)
 
 
+@pytest.mark.slow
 @examples(200)
 @given(cases(max_m=24, max_n=23, temperatures=(0,), scales=(1, 1024)))
 def test_min_plus_forward_equals_eq_1_score(case):
@@ -224,6 +227,7 @@ def test_min_plus_forward_equals_eq_1_score(case):
     assert z == expected * tables.scale
 
 
+@pytest.mark.slow
 @examples(60)
 @given(cases())
 def test_energies_stay_within_the_checked_bounds(case):
@@ -237,6 +241,7 @@ def test_energies_stay_within_the_checked_bounds(case):
     assert -lower * tables.scale <= z <= upper * tables.scale
 
 
+@pytest.mark.slow
 def test_diagonal_energy_is_diagonal_cost_shifted():
     """The kernels' branch-free cM equals reference_scorer.diagonal_cost << shift: every DNA
     element (near-state field and CGAP bit included) and read code, and random protein sets
@@ -281,6 +286,7 @@ def batch_of(case_list):
     return codes, offsets, np.array(slots, np.int64), np.array(profiles, dtype)
 
 
+@pytest.mark.slow
 @examples(60)
 @given(cases(edges=3, max_m=7, max_n=4), st.lists(st.booleans(), min_size=3, max_size=3))
 def test_decode_read_weights_pooling_and_mea_equal_brute_force(case, empty):
@@ -322,6 +328,7 @@ def test_decode_read_weights_pooling_and_mea_equal_brute_force(case, empty):
     assert accuracy[0] == pytest.approx(best / (n * PROB_ONE))
 
 
+@pytest.mark.slow
 @examples(400)
 @given(pooled_matrices())
 @example_each(TIES)

@@ -42,6 +42,7 @@ def protein_run(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_the_run_records_the_alphabet_the_protein_preset_and_forward_reads(protein_run):
     with RunFile(protein_run) as run:
         assert run.alphabet is PROTEIN and run.record["alphabet"] == "protein"
@@ -57,6 +58,7 @@ def test_the_run_records_the_alphabet_the_protein_preset_and_forward_reads(prote
                 assert bytes(row[row != ord("-")]) == reads[name]
 
 
+@pytest.mark.slow
 def test_the_best_edges_score_as_the_reference_scorer_says(protein_run):
     """... with the columns' family residues among the near states and the column profile costs
     of the protein preset (DESIGN 3-4), each of which changes some of these reads' best scores."""
@@ -77,6 +79,7 @@ def test_the_best_edges_score_as_the_reference_scorer_says(protein_run):
     assert (score_matrix_reference(reads, profiles, params, family).min(axis=1) != matrix.min(axis=1)).any()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["phylip", "fasta"])
 def test_an_export_reads_back_as_a_protein_reference_of_a_new_run(protein_run, fmt, tmp_path):
     out = tmp_path / f"ext.{fmt}"
@@ -95,6 +98,7 @@ def test_an_export_reads_back_as_a_protein_reference_of_a_new_run(protein_run, f
         assert again.alphabet is PROTEIN and (again.column("status") == "aligned").all()
 
 
+@pytest.mark.slow
 def test_epa_and_jplace_exports_of_a_protein_run(protein_run, tmp_path):
     result = papara("export", str(protein_run), "--format", "epa", "--outdir", str(tmp_path / "epa"))
     assert result.returncode == 0, result.stderr
@@ -128,6 +132,7 @@ def protein_case(tmp_path: Path, alignment: str | None = None, reads: str | None
     return ws
 
 
+@pytest.mark.slow
 def test_bad_protein_inputs_are_refused_naming_the_alphabet(tmp_path):
     ws = protein_case(tmp_path, reads=">p1\nMKV*LAAG\n")
     assert_refused(papara(*ws.main_job()), 2, "reads.fa, line 2", "invalid character '*'", "'p1'",
@@ -143,6 +148,7 @@ def test_bad_protein_inputs_are_refused_naming_the_alphabet(tmp_path):
     ws.assert_untouched()
 
 
+@pytest.mark.slow
 def test_a_protein_alignment_read_as_dna_is_refused(tmp_path):
     ws = protein_case(tmp_path)
     assert_refused(papara(*ws.main_job("--alphabet", "dna")), 2, "ref.phy", "invalid character", "as dna",
@@ -150,6 +156,7 @@ def test_a_protein_alignment_read_as_dna_is_refused(tmp_path):
     ws.assert_untouched()
 
 
+@pytest.mark.slow
 def test_strand_both_is_refused_for_protein_and_auto_means_forward(tmp_path):
     ws = protein_case(tmp_path)
     assert_refused(papara(*ws.main_job("--strand", "both")), 2, "--strand", "protein", "no reverse strand")
@@ -201,6 +208,7 @@ def spelled_out_family(rows: list[str], percent: int) -> list[int]:
     return family
 
 
+@pytest.mark.slow
 def test_column_profile_costs_are_design_3_spelled_out():
     """X of DESIGN 3 (model/column_costs.py) against tests/literal_dp.py's letter-by-letter
     transcription, for every read code, on the bundled example and on hand-made columns: gaps,
@@ -261,6 +269,7 @@ def test_family_residues_join_the_near_states_a_set_lacks():
     np.testing.assert_array_equal(near_states(lanes, PROTEIN, family[:, None]), np.repeat(got[:, None], 3, axis=1))
 
 
+@pytest.mark.slow
 def test_cheaper_near_states_change_protein_scores_as_the_reference_scorer_says(tmp_path):
     """--near-mismatch below --mismatch on protein: the run's best scores are the reference
     scorer's with those penalties, and lower than Eq. 1's where a read meets a near state (the
@@ -284,6 +293,7 @@ def test_cheaper_near_states_change_protein_scores_as_the_reference_scorer_says(
     assert (weighted.min(axis=1) < eq1.min(axis=1)).any()
 
 
+@pytest.mark.slow
 def test_a_run_file_without_an_alphabet_is_dna_and_an_unknown_one_is_damaged(protein_run, tmp_path):
     copy = tmp_path / "old.h5"
     copy.write_bytes(protein_run.read_bytes())
@@ -302,6 +312,7 @@ def test_a_run_file_without_an_alphabet_is_dna_and_an_unknown_one_is_damaged(pro
                    "damaged", "alphabet 'rna'")
 
 
+@pytest.mark.slow
 def test_prepared_profiles_carry_the_alphabet(tmp_path):
     profiles = tmp_path / "profiles.h5"
     result = papara("prepare", "-t", str(PROTEIN_DATA / "tree.nwk"), "-s", str(PROTEIN_DATA / "ref.phy"),
@@ -371,6 +382,7 @@ def _reference() -> tuple[list[str], np.ndarray]:
     return alignment.names, alignment.rows
 
 
+@pytest.mark.slow
 def test_protein_shards_merge_into_the_single_run(protein_run, tmp_path):
     common = ["-t", str(PROTEIN_DATA / "tree.nwk"), "-s", str(PROTEIN_DATA / "ref.phy"), "-r",
               str(PROTEIN_DATA / "reads.fa"), "--device", "cpu", "-j", "1", "--quiet"]

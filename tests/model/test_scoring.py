@@ -53,6 +53,7 @@ def as_arrays(read, profile):
     return np.array(read, np.uint8), np.array(profile, np.uint8)
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None)
 @given(cases())
 def test_reference_scorer_equals_literal_recurrence(case):
@@ -61,6 +62,7 @@ def test_reference_scorer_equals_literal_recurrence(case):
     assert score_reference(*as_arrays(read, profile), params) == expected
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(cases())
 def test_traceback_rescores_to_the_reported_score(case):
@@ -74,6 +76,7 @@ def test_traceback_rescores_to_the_reported_score(case):
     assert rescore_cigar(read, profile, result.start, ops, *params.as_array().tolist()) == result.score
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(cases())
 def test_traceback_equals_design_5_spelled_out(case):
@@ -101,6 +104,7 @@ def protein_cases(draw):
     return read, profile, params, family
 
 
+@pytest.mark.slow
 @settings(max_examples=800, deadline=None)
 @given(protein_cases())
 def test_protein_scorer_and_traceback_equal_design_4_and_5_spelled_out(case):

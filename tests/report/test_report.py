@@ -236,6 +236,7 @@ def check_report(run: Path, tmp_path: Path) -> str:
     return html
 
 
+@pytest.mark.slow
 def test_example_report(example_run, tmp_path):
     html = check_report(example_run, tmp_path)
     assert "Outliers: none" in html  # simulated reads all come from the reference's relatives
@@ -243,6 +244,7 @@ def test_example_report(example_run, tmp_path):
     assert "not placements" in html and "counts an equal share on each" in html
 
 
+@pytest.mark.slow
 def test_pyrg_report_lists_its_outliers(pyrg_run, tmp_path):
     html = check_report(pyrg_run, tmp_path)
     with h5py.File(pyrg_run) as handle:
@@ -259,6 +261,7 @@ def test_pyrg_report_lists_its_outliers(pyrg_run, tmp_path):
         assert f"<td>{names[q]}</td>" in html
 
 
+@pytest.mark.slow
 def test_single_candidate_runs_have_no_confidence_figure(tmp_path):
     run = align(tmp_path, EXAMPLE / "tree.nwk", EXAMPLE / "ref.phy", EXAMPLE / "reads.fa", "--candidates", "1")
     report = build_report(run)
@@ -310,6 +313,7 @@ def test_large_tree_is_collapsed_and_renders_in_reasonable_time(tmp_path):
     assert "3000 taxa, too many for one row each" in report.html
 
 
+@pytest.mark.slow
 def test_cli_report_and_bad_run_files(example_run, tmp_path):
     out = tmp_path / "r.html"
     result = papara("report", str(example_run), "-o", str(out))
@@ -339,6 +343,7 @@ def _record_rows(html: str) -> list[tuple[str, ...]]:
             for row in re.findall(r"<tr>(.*?)</tr>", section)]
 
 
+@pytest.mark.slow
 def test_run_record_is_labelled_rows_with_units_in_order(example_run):
     """The record reads as rows a person can read: labels with units, no JSON, one row per thing,
     the timings in the order of the run's stages (the total last)."""
@@ -369,6 +374,7 @@ def test_run_record_is_labelled_rows_with_units_in_order(example_run):
     assert consumers == ("consumer", "blocks", "edges", "DP cells", "calls", "busy (s)")
 
 
+@pytest.mark.slow
 def test_a_small_run_reports_in_a_few_seconds(example_run):
     """The example's report (200 reads, 30 taxa) builds in under a few seconds of CPU (measured
     about 1.8 s on the 2-core machine; the figures are drawn once each, the tree twice to crop)."""

@@ -64,6 +64,7 @@ def interrupt_at(command: list[str], delay: float, sig: int) -> subprocess.Compl
     return subprocess.CompletedProcess(command, process.returncode, "", stderr)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fraction", [0.15, 0.35, 0.55, 0.75, 0.9, 0.97])
 def test_sigkill_leaves_the_previous_complete_file(fraction, complete_run, tmp_path):
     complete, seconds = complete_run
@@ -81,6 +82,7 @@ def test_sigkill_leaves_the_previous_complete_file(fraction, complete_run, tmp_p
         assert leftover == output or (leftover.name.startswith(".run.h5.") and leftover.name.endswith(".partial"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fraction", [0.05, 0.3, 0.6, 0.85])
 def test_sigkill_without_a_previous_file_leaves_no_output(fraction, complete_run, tmp_path):
     complete, seconds = complete_run
@@ -90,6 +92,7 @@ def test_sigkill_without_a_previous_file_leaves_no_output(fraction, complete_run
         assert_complete_run(output, complete)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, fraction", [(signal.SIGINT, 0.1), (signal.SIGINT, 0.4), (signal.SIGINT, 0.7),
                                            (signal.SIGTERM, 0.3), (signal.SIGTERM, 0.8), (signal.SIGHUP, 0.5)],
                          ids=["INT-0.1", "INT-0.4", "INT-0.7", "TERM-0.3", "TERM-0.8", "HUP-0.5"])
@@ -163,6 +166,7 @@ def test_a_stop_signal_inside_a_constructor_prints_no_destructor_traceback():
     assert result.stderr == "", result.stderr
 
 
+@pytest.mark.slow
 def test_a_signal_the_process_was_started_ignoring_stays_ignored(complete_run, tmp_path):
     """`nohup papara-py ...` ignores SIGHUP (a closed terminal): the run must go on and finish."""
     complete, seconds = complete_run

@@ -16,6 +16,7 @@ from papara_py.model.params import INT32_LIMIT, MAX_PENALTY, ScoringParams
 from papara_py.run.options import keyword_options, main_options, option_values
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option, value, expect", [
     ("--lanes", "680", "argument --lanes: must be an integer from 1 to 256"),  # crashed the CPU kernel
     ("--lanes", "1000", "argument --lanes: must be an integer from 1 to 256"),  # a numba traceback
@@ -35,6 +36,7 @@ def test_out_of_range_options_are_refused_naming_them(workspace, option, value, 
     workspace.assert_untouched()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["wide", "0", "257", "1000"])
 def test_a_bad_papara_lanes_is_refused_before_the_inputs_are_read(workspace, value):
     result = papara(*workspace.main_job(), cwd=workspace.dir, env={"PAPARA_LANES": value})
@@ -42,6 +44,7 @@ def test_a_bad_papara_lanes_is_refused_before_the_inputs_are_read(workspace, val
     workspace.assert_untouched()
 
 
+@pytest.mark.slow
 def test_candidates_are_capped_at_the_edge_count_with_a_notice(workspace):
     result = papara(*workspace.main_job("--candidates", "1000000000"), cwd=workspace.dir)
     assert result.returncode == 0, result.stderr

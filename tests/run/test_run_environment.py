@@ -51,6 +51,7 @@ def test_quota_caps_the_affinity(monkeypatch):
     assert available_cpus()[0] == 64
 
 
+@pytest.mark.slow
 def test_one_cpu_of_affinity_means_one_thread(tmp_path):
     out = tmp_path / "run.h5"
     subprocess.run([sys.executable, "-m", "papara_py", *INPUTS, "-o", str(out), "--device", "cpu", "--quiet"],
@@ -69,6 +70,7 @@ def test_one_cpu_of_affinity_means_one_thread(tmp_path):
 STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00 (INFO|WARNING|ERROR) +"
 
 
+@pytest.mark.slow
 def test_log_says_what_the_run_did(tmp_path):
     out, log = tmp_path / "run.h5", tmp_path / "run.log"
     result = subprocess.run([sys.executable, "-m", "papara_py", *INPUTS, "-o", str(out), "--device", "cpu",
@@ -94,6 +96,7 @@ def test_log_says_what_the_run_did(tmp_path):
     assert re.match(STAMP, again[-1]) and " ERROR " in again[-1] and "bad.fa" in again[-1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("log", ["", "missing_dir/run.log"])
 def test_log_path_checked_before_work(tmp_path, log):
     result = subprocess.run([sys.executable, "-m", "papara_py", *INPUTS, "-o", str(tmp_path / "r.h5"),

@@ -55,6 +55,7 @@ def datasets(path: Path) -> dict[str, np.ndarray]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", [["--device", "cpu", "-j", "2"],
                                      ["--device", "cpu", "-j", "1", "--batch-reads", "7", "--strand", "both"],
                                      ["--device", "cpu", "-j", "2", "--search", "guided", "--guided-clusters", "2"]],
@@ -90,6 +91,7 @@ def test_each_sample_gets_the_run_file_of_its_reads_alone(options, tmp_path):
         assert run.record["status_counts"] == {"too_long": 1}
 
 
+@pytest.mark.slow
 def test_bad_reads_in_a_later_sample_keep_the_samples_before_it(tmp_path):
     good, _, _ = write_samples(tmp_path)
     bad = tmp_path / "S2.fa"
@@ -110,6 +112,7 @@ def test_bad_reads_in_a_later_sample_keep_the_samples_before_it(tmp_path):
         assert run.n_reads == 120 and run.record["sample"] == {"number": 1, "of": 3}
 
 
+@pytest.mark.slow
 def test_sigterm_keeps_the_complete_samples_and_removes_the_rest(tmp_path):
     records = example_records(0, 200)
     reads = []
@@ -168,6 +171,7 @@ def test_refused_combinations(tmp_path):
         [str(tmp_path / "x.h5"), str(tmp_path / "y.h5")]
 
 
+@pytest.mark.slow
 def test_cli_refusals_exit_2_before_any_work(tmp_path):
     reads = write_samples(tmp_path)
     result = papara(*REFERENCE, "-r", str(reads[0]), str(reads[1]))
@@ -181,6 +185,7 @@ def test_cli_refusals_exit_2_before_any_work(tmp_path):
     assert clash.read_text() == ">r\nACGT\n"
 
 
+@pytest.mark.slow
 def test_samples_on_the_gpu_match_the_cpu(opencl_device, monkeypatch, tmp_path):
     """The GPU (PoCL in CI), alone and beside CPU workers, scores and traces back the samples of one
     run as the CPU does."""
@@ -210,6 +215,7 @@ def test_samples_on_the_gpu_match_the_cpu(opencl_device, monkeypatch, tmp_path):
                 assert np.array_equal(cpu[name], other[name]), (device, name)
 
 
+@pytest.mark.slow
 def test_the_api_aligns_samples_from_files_and_from_memory(tmp_path):
     import papara_py
 
@@ -232,6 +238,7 @@ def test_the_api_aligns_samples_from_files_and_from_memory(tmp_path):
         papara_py.align_samples(REFERENCE[1], REFERENCE[3], {"a/b": example_records(0, 3)}, tmp_path)
 
 
+@pytest.mark.slow
 def test_shards_of_several_samples_merge_into_each_samples_run(tmp_path):
     """--shard K/N slices every sample alike; merging each sample's shards gives its whole run."""
     reads = [str(path) for path in write_samples(tmp_path)[:2]]

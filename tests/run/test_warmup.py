@@ -36,6 +36,7 @@ def _loaded_after(argv: list[str], cwd: Path = ROOT) -> tuple[int, set[str]]:
     return status, set(loaded)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [["--help"], ["export", "--help"], ["merge", "--help"], ["report", "--help"],
                                   ["devices", "--help"], ["prepare", "--help"], ["warm-up", "--help"],
                                   ["example", "--help"], ["--version"]])
@@ -47,6 +48,7 @@ def test_help_imports_nothing_heavy(argv):
     assert status == 0 and loaded <= allowed, loaded
 
 
+@pytest.mark.slow
 def test_export_and_report_load_only_what_they_use(tmp_path):
     """Exporting FASTA reads the run file (h5py) and nothing of the aligner: no numba (the string
     checksums of a small file take zlib), no dendropy (only the EPA pair and jplace need the
@@ -63,6 +65,7 @@ def test_export_and_report_load_only_what_they_use(tmp_path):
     assert status == 2 and "numba" not in loaded and "matplotlib" not in loaded  # not a shard: refused
 
 
+@pytest.mark.slow
 def test_short_reads_compile_only_the_int16_kernel():
     """score_block calls the CPU kernel once per lane width its reads need: a batch of short reads
     loads (or compiles) only the int16 variant, not also the int32 one (a fresh interpreter, where
@@ -112,6 +115,7 @@ def test_a_compile_is_announced_once(caplog):
     assert not caplog.records and watch.functions == 0
 
 
+@pytest.mark.slow
 def test_warm_up_aligns_both_examples_and_the_wide_lanes(caplog):
     """warm_up runs what a DNA and a protein run call (the bundled examples, then the 32-bit CPU
     kernel); afterwards both variants of the kernel are in this process's dispatcher."""
@@ -130,6 +134,7 @@ def test_warm_up_aligns_both_examples_and_the_wide_lanes(caplog):
         warm_up(("rna",))
 
 
+@pytest.mark.slow
 def test_warm_up_command(tmp_path):
     done = subprocess.run([sys.executable, "-m", "papara_py", "warm-up"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=1200)
