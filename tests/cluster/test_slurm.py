@@ -185,6 +185,7 @@ def slurm():
         shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_sbatch_array_job_merges_to_the_single_machine_run(slurm, tmp_path, monkeypatch):
     started = time.monotonic()
     for name in SCHEDULER_VARIABLES:

@@ -262,6 +262,7 @@ def simulated(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "both"])
 def test_simulated_reads_with_known_strands(simulated, tmp_path, mode):
     result = align_file(simulated / "reads.fa", tmp_path / "run.h5", mode, data=simulated, threads=2)
@@ -299,6 +300,7 @@ def assert_exports_show_the_oriented_read(run_path: Path, result: dict, tmp_path
     assert [row.encode() for row in epa[1::2]] == [row.tobytes() for row in result["aligned"]]
 
 
+@pytest.mark.slow
 def test_pyrg_real_reads_are_oriented(pyrg_dir, tmp_path):
     """55 of the 106 real reads come from the other strand (measured: median best score 101 as
     given, 0 oriented); auto must find them without scoring any read twice, and agree with both."""

@@ -95,6 +95,7 @@ CASES = {"future version": ["format version 99", f"reads format versions up to {
 VALUE_DAMAGE = ("edited name", "flipped reads/score", "flipped reads/aligned", "flipped checksums/reads/names")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", list(CASES))
 @pytest.mark.parametrize("command", ["export-fasta", "export-phylip", "export-epa", "report", "merge"])
 def test_every_command_refuses_a_damaged_run_file_in_one_paragraph(run_file, tmp_path, how, command):
@@ -184,6 +185,7 @@ def apply(path: Path, mutation) -> None:
                 dataset[row] = dataset[row]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mutation_list=st.lists(mutations, min_size=1, max_size=3),
        fmt=st.sampled_from(["phylip", "fasta", "epa"]))
@@ -236,7 +238,8 @@ def _export_flips(run_file: Path, directory: Path, fmt: str, flips: list, intact
         results.send((index, outcome, f"bit {bit} of byte {position}: {text[-300:]}"))
 
 
-@pytest.mark.parametrize("fmt", ["fasta", "epa", "jplace"])
+@pytest.mark.parametrize("fmt", [pytest.param("fasta", marks=pytest.mark.slow), "epa",
+                                 pytest.param("jplace", marks=pytest.mark.slow)])
 def test_a_flipped_bit_anywhere_is_refused_or_changes_nothing(run_file, tmp_path, fmt):
     """Seeded bit flips over the whole file (headers, B-trees, heaps, chunks): each export is
     refused in one paragraph or equals the intact file's export; never a changed result (the

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from papara_py.io.inputs import read_alignment
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "data" / "example"
@@ -15,6 +17,7 @@ def papara(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "papara_py", *args], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_pair_holds_the_trees_taxa_and_the_queries(tmp_path):
     reference = read_alignment(str(EXAMPLE / "ref.phy"))
     fasta = tmp_path / "ref.fasta"  # the example plus a taxon the tree does not have

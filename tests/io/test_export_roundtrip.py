@@ -71,6 +71,7 @@ def test_every_export_reads_back_with_unique_names(runs, kind, fmt, tmp_path):
     assert [bytes(row[row != ord("-")]) for row in exported] == [bytes(row[row != ord("-")]) for row in reference.rows]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["phylip", "fasta"])
 def test_an_export_is_a_valid_reference_for_a_new_run(runs, fmt, tmp_path):
     out = tmp_path / f"ref.{fmt}"
@@ -83,6 +84,7 @@ def test_an_export_is_a_valid_reference_for_a_new_run(runs, fmt, tmp_path):
     assert "200 alignment taxa are not in the tree" in result.stderr  # the exported reads, aligned again
 
 
+@pytest.mark.slow
 def test_a_read_named_like_a_reference_taxon_is_refused(tmp_path):
     ws = Workspace(tmp_path)
     reads = (tmp_path / "reads.fa").read_text().replace(">read_000002\n", ">r0003\n", 1)

@@ -102,6 +102,7 @@ def test_a_log_on_the_full_device_is_named(workspace):
     workspace.assert_untouched()
 
 
+@pytest.mark.slow
 def test_a_log_that_fills_its_disk_mid_run_stops_the_run(workspace):
     """The log's disk fills after its first lines: exit 3 naming the log, no run file committed,
     the log's earlier content kept."""
@@ -352,6 +353,7 @@ def test_a_made_directory_is_not_made_when_refused(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "run.h5"]
 
 
+@pytest.mark.slow
 def test_an_existing_workspace_job_still_runs(tmp_path):
     """A plain run with --log beside -o passes the checks (and the example's names pass the rule)."""
     ws = Workspace(tmp_path)

@@ -187,6 +187,7 @@ def column_cost_cases(draw):
     return read, profile, replace(params, column_weight=weight), family, rows
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(column_cost_cases())
 def test_column_profile_cost_equals_design_4_and_5_spelled_out(case):

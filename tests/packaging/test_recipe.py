@@ -74,6 +74,7 @@ def test_recipe_requirements_are_pyprojects():
     assert host["setuptools"] == build_system["setuptools"] and "pip" in host and "wheel" in host
 
 
+@pytest.mark.slow
 def test_recipe_tests_run(tmp_path):
     """The recipe's test section as conda-build runs it: each import, then each command from an
     empty folder (`papara-py` is the installed console script when there is one beside this

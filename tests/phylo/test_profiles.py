@@ -167,6 +167,7 @@ def trees_with_columns(draw) -> tuple[RandomTree, dict[str, bytes]]:
     return tree, rows
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trees_with_columns())
 def test_profiles_equal_brute_force_sankoff(case: tuple[RandomTree, dict[str, bytes]]) -> None:
@@ -200,6 +201,7 @@ def trees_with_protein_columns(draw) -> tuple[RandomTree, dict[str, bytes]]:
     return tree, rows
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trees_with_protein_columns())
 def test_protein_profiles_equal_brute_force_sankoff(case: tuple[RandomTree, dict[str, bytes]]) -> None:
@@ -235,6 +237,7 @@ def dendropy_graph(tree: dendropy.Tree) -> tuple[dict, dict]:
     return graph, {node: node.taxon.label for node in tree.leaf_node_iter()}
 
 
+@pytest.mark.slow
 def test_pyrg_profiles_equal_brute_force_on_sampled_columns(pyrg_dir: Path) -> None:
     tree = parse((pyrg_dir / "tree.nwk").read_text())
     rows = read_fasta(pyrg_dir / "ref.fasta")

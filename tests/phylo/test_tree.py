@@ -175,6 +175,7 @@ def strip_numbers(numbered: str) -> str:
     return re.sub(r"('(?:[^']|'')*')|\{\d+\}", lambda m: m.group(1) or "", numbered)
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(random_trees())
 def test_splits_and_lengths_match_the_generated_tree(tree: RandomTree) -> None:
@@ -190,6 +191,7 @@ def test_splits_and_lengths_match_the_generated_tree(tree: RandomTree) -> None:
             assert got[split] == pytest.approx(length)
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(random_trees(min_tips=3, max_tips=12, polytomies=False))
 def test_binary_trees_have_2n_minus_3_edges(tree: RandomTree) -> None:
@@ -197,6 +199,7 @@ def test_binary_trees_have_2n_minus_3_edges(tree: RandomTree) -> None:
     assert edge_tree.n_edges == 2 * len(tree.names) - 3
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(random_trees())
 def test_numbered_newick_is_postorder_and_matches_edge_split(tree: RandomTree) -> None:
@@ -208,6 +211,7 @@ def test_numbered_newick_is_postorder_and_matches_edge_split(tree: RandomTree) -
         assert all(c < n and edge_tree.parent[c] == n for c in children)
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(random_trees())
 def test_numbered_newick_round_trips(tree: RandomTree) -> None:
@@ -293,6 +297,7 @@ def test_same_input_same_numbering_and_input_untouched() -> None:
     assert first.numbered_newick == EdgeTree.from_dendropy(tree).numbered_newick
 
 
+@pytest.mark.slow
 def test_deep_caterpillar_needs_no_recursion() -> None:
     """Trees of thousands of tips are often this deep; nothing may recurse per level."""
     n = 2500  # deeper than Python's default recursion limit of 1000

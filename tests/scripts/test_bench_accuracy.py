@@ -135,6 +135,7 @@ def test_error_model_marks_inserted_bases_and_reverse_reads():
     assert [c for _, c in real] == sorted(c for _, c in real)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("mafft") is None, reason="mafft not installed (Debian: mafft)")
 def test_mafft_map_on_the_example(tmp_path):
     data = ba.Data.from_dir(ROOT / "data" / "example")
@@ -162,6 +163,7 @@ def test_protein_errors_draw_amino_acids():
                           2, 5, ba.ErrorModel(reverse_fraction=0.5), alphabet="protein")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool, floor", [("papara-inproc", 0.98), ("mafft", 0.98), ("hmmalign", 0.97)])
 def test_every_tool_on_the_protein_example(tool, floor):
     """--alphabet protein: papara-py --alphabet protein, mafft --amino, hmmbuild/hmmalign --amino."""

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from scripts_loader import SCRIPTS, load_script
 
 from papara_py.io.inputs import iter_reads
@@ -22,6 +23,7 @@ def generate(pyrg_dir: Path, out: Path, *options: str) -> list[bytes]:
     return [read.sequence for read in iter_reads(out / "reads.fa")]
 
 
+@pytest.mark.slow
 def test_reads_are_row_pieces_with_the_asked_errors_and_strands(pyrg_dir, tmp_path):
     rows = [row.tobytes() for row in sample.reference_rows(pyrg_dir / "ref.phy")]
     reads = generate(pyrg_dir, tmp_path / "a", "--reads", "400", "--length", "60", "--substitution", "0",
