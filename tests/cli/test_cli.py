@@ -146,6 +146,7 @@ def run_names(path: Path) -> list[str]:
         return list(run.names())
 
 
+@pytest.mark.slow
 def test_unaligned_reads_are_kept_with_a_status(tmp_path):
     # one read per batch, unaligned reads between them: each batch writes the identities of its
     # stretch of the input, so every row must be written exactly as given

@@ -103,6 +103,7 @@ def test_hybrid_matches_reference_under_random_scheduling(seed, opencl_device):
     assert {c.name.split("-")[0] for c in result.consumers} == {"cpu", "gpu"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("feeders", [1, 2, 3])
 def test_gpu_feeder_threads_share_one_device_without_changing_results(feeders, opencl_device):
     # feeder threads take, prepare and merge launches concurrently and take turns on the device;

@@ -523,6 +523,7 @@ def mixed_reads(rng: np.random.Generator, lengths, ambiguous: float) -> list[np.
     return reads
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances(), st.sampled_from([6, 20, 32, 40, ("table", 6), ("table", 32)]),
        st.sampled_from([0.0, 0.0, 0.02, 0.2]))

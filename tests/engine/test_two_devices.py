@@ -44,6 +44,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_two_opencl_devices_share_the_work_and_agree_with_the_reference():
     pytest.importorskip("pyopencl")  # a CPU-only install (no `gpu` or `pocl` extra)
@@ -107,6 +108,7 @@ def test_gpus_chooses_among_the_usable_gpus(opencl_device, monkeypatch):
                         Reporter())
 
 
+@pytest.mark.slow
 def test_auto_keeps_a_run_too_small_for_a_gpu_on_the_cpu(opencl_device, monkeypatch, tmp_path):
     """--device auto with a GPU present: the bundled example (about 0.1 s of CPU scoring) stays on
     the CPU and the run record says why; a larger estimate (a slower CPU) brings the GPU in."""

@@ -68,6 +68,7 @@ def _rename_read(directory: Path, old: str, new: str) -> None:
     (directory / "reads.fa").write_text(reads.replace(f">{old}\n", f">{new}\n", 1), encoding="utf-8")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["two taxa", "read and taxon", "read altered"])
 def test_names_the_exports_would_merge_are_refused_before_scoring(workspace, case):
     if case == "two taxa":

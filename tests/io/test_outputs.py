@@ -48,6 +48,7 @@ def run_copy(run_file, tmp_path) -> Path:
 # An output that names an input
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("output, culprit", [
     ("reads.fa", "reads file (-r)"), ("./tree.nwk", "tree (-t)"), ("{dir}/ref.phy", "alignment (-s)"),
     ("{dir}/../{base}/reads.fa", "reads file (-r)")])
@@ -68,6 +69,7 @@ def test_an_output_linked_to_an_input_is_refused(workspace):
     workspace.assert_untouched()
 
 
+@pytest.mark.slow
 def test_export_and_report_refuse_to_write_over_the_run_file(run_copy):
     ws_before = run_copy.read_bytes()
     for command in (["export", str(run_copy), "--format", "fasta"], ["report", str(run_copy)]):
@@ -84,6 +86,7 @@ def test_prepare_refuses_to_write_over_its_tree(workspace):
     workspace.assert_untouched()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("output, expect", [("", "-o: the output name is empty"),
                                             (".", "is a directory"),
                                             ("missing/run.h5", "does not exist"),
@@ -98,6 +101,7 @@ def test_bad_output_names_are_refused_before_any_work(workspace, output, expect)
 # Targets that are not regular files
 
 
+@pytest.mark.slow
 def test_main_job_to_dev_null_leaves_the_device_alone(workspace):
     result = papara(*workspace.main_job("--quiet", output="/dev/null"))
     assert result.returncode == 0, result.stderr
@@ -105,6 +109,7 @@ def test_main_job_to_dev_null_leaves_the_device_alone(workspace):
     workspace.assert_untouched()
 
 
+@pytest.mark.slow
 def test_export_to_stdout_and_to_a_fifo(run_copy, tmp_path):
     regular = tmp_path / "out.fasta"
     assert papara("export", str(run_copy), "--format", "fasta", "-o", str(regular)).returncode == 0
@@ -177,6 +182,7 @@ def test_check_output_in_process():
 # Write faults
 
 
+@pytest.mark.slow
 def test_a_full_disk_ends_cleanly_in_every_command(run_file, tmp_path):
     ws = Workspace(tmp_path)
     with small_filesystem(size_kib=256, free_kib=24) as full:
@@ -198,6 +204,7 @@ def test_a_full_disk_ends_cleanly_in_every_command(run_file, tmp_path):
     ws.assert_untouched()
 
 
+@pytest.mark.slow
 def test_report_pngs_on_a_full_disk_leave_no_partial_set(run_file, tmp_path):
     with small_filesystem(size_kib=256, free_kib=40) as full:
         result = papara("report", str(run_file), "--png", str(full / "figures"), "-o", str(full / "report.html"))

@@ -43,6 +43,7 @@ def test_reads_from_standard_input(ws):
     ws.assert_untouched("run.h5")
 
 
+@pytest.mark.slow
 def test_a_fifo_is_read_once_and_hashed(ws):
     fifo = ws.dir / "reads.fifo"
     os.mkfifo(fifo)
@@ -56,6 +57,7 @@ def test_a_fifo_is_read_once_and_hashed(ws):
     assert recorded(ws.dir / "run.h5")[0]["reads"] == hashlib.sha256(data).hexdigest()
 
 
+@pytest.mark.slow
 def test_process_substitution_of_gzipped_reads_and_of_the_alignment(ws):
     gzipped = ws.dir / "reads.fa.gz"
     gzipped.write_bytes(gzip.compress((ws.dir / "reads.fa").read_bytes(), mtime=0))
@@ -68,6 +70,7 @@ def test_process_substitution_of_gzipped_reads_and_of_the_alignment(ws):
                     "reads": sha256(gzipped)}
 
 
+@pytest.mark.slow
 def test_merge_refuses_shards_of_different_piped_reads(ws):
     reads = (ws.dir / "reads.fa").read_bytes()
     other = reads.replace(b"\nCCTATAT", b"\nCCTATAA", 1)
@@ -123,6 +126,7 @@ def test_profiles_of_the_previous_format_are_refused(ws):
     ws.assert_untouched()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attribute, value", [("checksums_sha256", "not json"), ("checksums_sha256", "[1, 2]"),
                                               ("inputs", "{")])
 def test_damaged_profile_attributes_are_refused(ws, attribute, value):

@@ -111,6 +111,7 @@ def test_not_hdf5_and_absent(tmp_path):
         RunFile(tmp_path / "absent.h5")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["export", "report", "merge"])
 def test_every_command_refuses_alike(run_path, tmp_path, command):
     copy = _damaged_copy(run_path, tmp_path, _version_99)
@@ -164,6 +165,7 @@ def test_a_run_record_changed_behind_its_checksum_is_refused(run_path, tmp_path)
         RunFile(_damaged_copy(run_path, tmp_path, edit))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.one_of(st.lists(st.text(max_size=12), max_size=30),
                  st.lists(st.text(alphabet="ACGTN=MID0123456789", max_size=40), max_size=30),

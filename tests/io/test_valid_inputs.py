@@ -57,6 +57,7 @@ def ladder(n_tips: int) -> str:
     return "(" * (n_tips - 1) + "t0" + "".join(f",t{i})" for i in range(1, n_tips)) + ";\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_tips", [1_500, 30_000])
 def test_trees_deeper_than_the_recursion_limit_are_read(tmp_path, n_tips):
     path = tmp_path / "ladder.nwk"
@@ -69,6 +70,7 @@ def test_trees_deeper_than_the_recursion_limit_are_read(tmp_path, n_tips):
     assert edges.numbered_newick.count("(") >= n_tips - 3
 
 
+@pytest.mark.slow
 def test_a_1500_tip_ladder_runs_end_to_end(tmp_path):
     rng = np.random.default_rng(1)
     n, m = 1_500, 80

@@ -144,6 +144,7 @@ def test_place_read_drops_insertions_and_fills_gaps():
     assert row.tobytes() == b"--A-GT--"
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(cases(), min_size=1, max_size=6), st.integers(0, 2 ** 32 - 1))
 def test_batched_traceback_equals_one_read_at_a_time(batch, seed):
