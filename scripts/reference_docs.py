@@ -5,7 +5,7 @@ layout (run-file.md) from the tables of papara_py/io/run_file.py.
     python3 scripts/reference_docs.py           # (re)write docs/reference/cli.md and run-file.md
     python3 scripts/reference_docs.py --check   # exit 1 if the committed files differ from the code
 
-tests/test_reference_docs.py runs the check, so a changed option or dataset fails the tests until
+tests/packaging/test_reference_docs.py runs the check, so a changed option or dataset fails the tests until
 the reference is regenerated.
 """
 

@@ -2,7 +2,7 @@
 
 Each `BadInput` holds the full contents of all three input files: a small valid base case of five
 taxa with exactly one thing broken, and lower-case fragments the error message must contain.
-tests/test_inputs.py runs every case through the parsers; the CLI tests run the same cases through
+tests/io/test_inputs.py runs every case through the parsers; the CLI tests run the same cases through
 the command line. `culprit` names the file the error must be reported against.
 """
 

@@ -3,9 +3,16 @@ scheduler-free environment."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
+
+# The helpers beside this file (misuse.py, bad_inputs.py, literal_dp.py, scripts_loader.py ...) are
+# imported by name from the tests in the package folders (tests/engine, tests/io ...); pytest's
+# default import mode puts this folder on sys.path already, this holds under any other mode too.
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 #: Test data inside the repository (and the sdist): tests/data/README.md says where it comes from.
 TEST_DATA = Path(__file__).resolve().parent / "data"
@@ -104,6 +111,15 @@ def opencl_device():
         pytest.fail(f"the `pocl` extra is installed, but {problem[0].lower()}{problem[1:]}", pytrace=False)
     pytest.skip(f"no OpenCL device runs the kernels and the `pocl` extra is not installed "
                 f"(pip install 'papara-py[pocl]' or see below): {problem}")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test that takes the OpenCL device (the fixture above, directly or through another
+    fixture) is marked `gpu`, so `-m gpu` / `-m "not gpu"` select the kernel tests; tests that
+    reach OpenCL otherwise carry the mark themselves."""
+    for item in items:
+        if "opencl_device" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.gpu)
 
 
 @pytest.fixture(autouse=True)

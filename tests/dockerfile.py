@@ -1,5 +1,5 @@
 """The repository's Dockerfile read without Docker (no engine runs on the development machines or in
-CI): `parse` for the static checks of tests/test_container.py, and `python tests/dockerfile.py
+CI): `parse` for the static checks of tests/packaging/test_container.py, and `python tests/dockerfile.py
 run` for .ci/container, which carries out its stages in fresh virtual environments as a build
 would, each stage under a folder of its own standing for the image's root:
 

@@ -12,7 +12,11 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 
 def load_script(name: str) -> ModuleType:
-    """scripts/NAME.py as the module NAME (registered in sys.modules, as a dataclass-using script needs)."""
+    """scripts/NAME.py as the module NAME (registered in sys.modules, as a dataclass-using script needs);
+    loaded once, so the tests of several folders that use one script share its module."""
+    loaded = sys.modules.get(name)
+    if loaded is not None and Path(getattr(loaded, "__file__", "")) == SCRIPTS / f"{name}.py":
+        return loaded
     spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

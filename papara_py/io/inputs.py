@@ -460,7 +460,7 @@ def _bulk_alignment(data: bytes, source: str, alphabet: str) -> Alignment | None
     there; a '\\r' that is not part of a '\\r\\n', a row of another length, a name that is not
     clean UTF-8 or occurs twice, or a character outside the alphabet sends the file to the line
     parsers. The result is the line parsers' for every file this path takes
-    (tests/test_inputs_bulk.py holds the two against each other)."""
+    (tests/io/test_bulk_inputs.py holds the two against each other)."""
     from papara_py.io import jit
 
     buffer = np.frombuffer(data, dtype=np.uint8)

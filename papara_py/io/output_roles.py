@@ -19,7 +19,7 @@ A clash ends as InputError (exit status 2), one paragraph naming both roles and 
 the log file (--log) is also the run file (-o); ...". Character devices (/dev/null, a terminal)
 clash with nothing: writing one twice loses nothing.
 
-The table is the only list of roles: the test of every pair (tests/test_output_roles.py)
+The table is the only list of roles: the test of every pair (tests/io/test_output_roles.py)
 enumerates it, so a role added here is tested with every other, and `check_roles` refuses a role
 missing from it.
 """

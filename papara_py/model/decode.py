@@ -139,7 +139,7 @@ def warm_up() -> None:
     the inputs are read, instead of on the thread that first needs them: the read gather
     (io/reads.py). A run that ends while numba still compiles (a stop signal, an input error)
     tears the interpreter down under that daemon thread, and numba's registries fail half-way:
-    nothing to report then, as the run has said why it ended (tests/test_interrupts.py)."""
+    nothing to report then, as the run has said why it ended (tests/run/test_interrupts.py)."""
     try:
         ReadSet([], np.zeros(0, np.uint8), np.zeros(1, np.int64)).select_residues(np.zeros(0, np.int64))
     except Exception:

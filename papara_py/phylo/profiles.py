@@ -173,7 +173,7 @@ class ProfileBuilder:
     one pass over each node's columns, no temporary arrays), the passes on `threads` threads,
     each over its own columns (None: the CPUs this process may use, at most _PASS_THREADS); the
     numpy passes below (`_down_pass`, `_up_pass`, level by level) are the reference the tests
-    hold them against (tests/test_profiles.py).
+    hold them against (tests/phylo/test_profiles.py).
     """
 
     def __init__(self, edge_tree: EdgeTree, tip_rows: np.ndarray, alphabet: Alphabet = DNA,

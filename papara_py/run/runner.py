@@ -96,7 +96,7 @@ def _load_jit() -> None:
     engine's master, with the GPU waiting): the candidate merges (engine/candidates.py), then the
     model's (model/decode.warm_up). A run that ends while numba still compiles (a stop signal, an
     input error) tears the interpreter down under this daemon thread, and numba's registries fail
-    half-way: nothing to report then, as the run has said why it ended (tests/test_interrupts.py)."""
+    half-way: nothing to report then, as the run has said why it ended (tests/run/test_interrupts.py)."""
     try:
         load_merges()
     except Exception:

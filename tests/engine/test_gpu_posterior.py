@@ -1,0 +1,132 @@
+"""The device's posterior step (engine/gpu_posterior.py, kernels/band_posterior.cl) against the
+CPU's (model/posterior.py, itself held against brute force in test_posterior.py).
+
+`GpuPosterior.decode_batch` must give `model.posterior.decode_batch`'s columns, posteriors,
+edge weights and expected accuracies bit for bit: random reads and profiles (DNA with near-state
+fields and CGAP runs, protein with family residues and column profile costs), empty candidate
+slots, several temperatures and scales, launches split by a small memory budget; and the real
+data sets' reads on their best edges. Runs on the OpenCL device of the kernel tests (PoCL in
+CI).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from random_data import random_profiles, random_reads
+from posterior_cases import TIES, example_each, pooled_matrices
+
+from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
+from papara_py.io.reads import ReadSet
+from papara_py.model.fixed_point import PosteriorTables
+from papara_py.model.posterior import decode_batch, mea_alignment
+from papara_py.model.params import ScoringParams
+from papara_py.model.reference_scorer import profile_near, score_one
+from papara_py.model.column_costs import column_costs, kernel_costs
+from papara_py.model.column_terms import ColumnTerms
+from papara_py.phylo.encoding import DNA, PROTEIN
+from papara_py.phylo.profiles import ProfileBuilder
+from papara_py.phylo.tree import EdgeTree
+
+pytestmark = pytest.mark.gpu
+pytest.importorskip("pyopencl")
+from papara_py.engine.gpu_posterior import GpuPosterior  # needs pyopencl
+
+DATA = __import__("pathlib").Path(__file__).resolve().parents[2] / "data"
+
+
+@pytest.fixture(scope="module")
+def decoders(opencl_device) -> dict[int, GpuPosterior]:
+    """Decoders by launch budget: one launch per call, and a few kilobytes (many launches)."""
+    return {budget: GpuPosterior(opencl_device, memory_bytes=budget) for budget in (1 << 26, 3000)}
+
+
+def assert_same(cpu, gpu) -> None:
+    for name, a, b in zip(("columns", "pp", "weights", "accuracy"), cpu, gpu):
+        assert a.dtype == b.dtype, name
+        np.testing.assert_array_equal(a, b, name)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1), m=st.integers(2, 30), reads=st.integers(1, 20), k=st.integers(1, 4),
+       values=st.lists(st.sampled_from([0, 1, 2, 3, 5, 17]), min_size=5, max_size=5), near=st.booleans(),
+       protein=st.booleans(), with_costs=st.booleans(), small_launches=st.booleans(),
+       temperature=st.sampled_from([0.3, 1.0, 2.5]), scale=st.sampled_from([64, 1024]))
+def test_device_posterior_equals_host_posterior(decoders, seed, m, reads, k, values, near, protein, with_costs,
+                                                small_launches, temperature, scale):
+    rng = np.random.default_rng(seed)
+    alphabet = PROTEIN if protein else DNA
+    profiles = random_profiles(rng, 5, m, alphabet)
+    lengths = rng.integers(1, m, reads) if m > 1 else np.ones(reads, int)
+    codes, _, offsets = random_reads(rng, lengths, alphabet)
+    slots = np.stack([rng.permutation(5)[:k] for _ in range(reads)])
+    slots[rng.random(slots.shape) < 0.25] = -1
+    params = ScoringParams(*values, near_mismatch=int(rng.integers(0, values[0] + 1)) if near else values[0],
+                           column_weight=1.0 if protein and with_costs else 0.0)
+    family = costs = None
+    if protein:
+        family = np.where(rng.random(m) < 0.5, rng.integers(0, 1 << 20, m), 0).astype(np.uint32)
+        if with_costs:
+            letters = np.frombuffer(b"ARNDCQEGHILKMFPSTWYV-X", np.uint8)
+            costs = column_costs(letters[rng.integers(0, letters.size, (4, m))], PROTEIN, 1.0)
+    tables = PosteriorTables.build(temperature, scale)
+    args = (codes, offsets, slots, None, profiles, None, params.as_array(), costs, tables)
+    cpu = decode_batch(*args, family=family)
+    gpu = decoders[3000 if small_launches else 1 << 26].decode_batch(*args, family=family)
+    assert_same(cpu, gpu)
+
+
+@settings(max_examples=150, deadline=None)
+@given(pooled_matrices())
+@example_each(TIES)
+def test_device_mea_equals_host_mea_ties_included(decoders, pooled):
+    """posterior_mea on chosen pooled posteriors (a few values, so its tie rule decides often)
+    gives model.posterior.mea's columns, posteriors and objective."""
+    expected = mea_alignment(np.array(pooled, np.int32))
+    got = decoders[1 << 26].mea_alignment(np.array(pooled, np.int32))
+    np.testing.assert_array_equal(got[0], expected[0])
+    np.testing.assert_array_equal(got[1], expected[1])
+    assert got[2] == expected[2]
+
+
+def real_batch(directory, reads: int, candidates: int = 5):
+    """The first `reads` reads of a data set with their `candidates` best edges by Eq. 1 (the
+    reference scorer over every edge, ties to the smaller edge: the engine's candidate lists)."""
+    reference = directory / "ref.phy"
+    alignment = read_alignment(reference)
+    tree = EdgeTree.from_dendropy(read_tree(directory / "tree.nwk"))
+    tip_rows = match_tips(tree.tip_names, alignment, str(reference)).tip_rows
+    params = ScoringParams.preset(alignment.alphabet.default_preset)
+    terms = ColumnTerms.of(tip_rows, alignment.alphabet, params.column_weight)
+    profiles = ProfileBuilder(tree, tip_rows, alignment.alphabet).profiles(np.arange(tree.n_edges))
+    read_set = ReadSet.from_sequences(((r.name, r.sequence) for r, _ in zip(
+        iter_reads(directory / "reads.fa", alphabet=alignment.alphabet), range(reads))), alignment.alphabet)
+    residues, offsets = read_set.select_residues(np.arange(len(read_set.lengths)))
+    codes = alignment.alphabet.read_code[residues]
+    near = profile_near(profiles, terms.family)
+    p, table = params.as_array(), kernel_costs(terms.costs)
+    scores = np.array([[score_one(codes[offsets[q]:offsets[q + 1]], profiles[e], near[e], p, table)
+                        for e in range(tree.n_edges)] for q in range(offsets.size - 1)])
+    slots = np.argsort(scores, axis=1, kind="stable")[:, :candidates]
+    return codes, offsets, slots, np.take_along_axis(scores, slots, axis=1), profiles, near, p, terms.costs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, temperature", [("example", 1.0), ("example", 2.0), ("protein", 1.0)])
+def test_device_posterior_equals_host_posterior_on_real_data(decoders, name, temperature):
+    """data/example (DNA, the weighted preset) and data/protein (the protein preset: near states with
+    family residues, column profile costs): 24 reads each on their 5 best edges."""
+    codes, offsets, slots, scores, profiles, near, p, costs = real_batch(DATA / name, 24)
+    tables = PosteriorTables.build(temperature)
+    args = (codes, offsets, slots, scores, profiles, near, p, costs, tables)
+    cpu = decode_batch(*args, threads=2)
+    assert_same(cpu, decoders[1 << 26].decode_batch(*args))
+    assert np.all(cpu[2].sum(axis=1) <= 1 << 15) and np.all(cpu[3] > 0.5)  # real reads fit their edges
+
+
+def test_device_posterior_of_an_empty_batch(decoders):
+    args = (np.zeros(0, np.uint8), np.array([0]), np.zeros((0, 3), np.int64), None, np.ones((2, 5), np.uint8), None,
+            ScoringParams().as_array(), None, PosteriorTables.build(1.0))
+    assert_same(decode_batch(*args), decoders[1 << 26].decode_batch(*args))

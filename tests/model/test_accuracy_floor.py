@@ -1,0 +1,142 @@
+"""Regression guard of docs/accuracy.md: papara-py's presets on small data sets, with teeth.
+
+Runs scripts/bench_accuracy.py's own functions (leave-taxa-out + in-process papara-py + scoring)
+on a pyrG-derived set (real reference) and two simulated ones, and for protein on two Pfam seeds
+(tests/data/pfam_rrm, pfam_fn3), the bundled simulated protein example and an LG-simulated family
+made in the test, and fails if column accuracy falls below the floor: the value measured with the
+preset, minus a margin smaller than what switching a part of the model off costs. The last test
+switches each part off (the posterior step: temperature 0; the near states; the column profile
+cost) and requires the guard to fail then, so the floors cannot drift into passing without the
+model. A few seconds per run on 2 cores.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scripts_loader import load_script
+
+from papara_py.model.params import PRESETS
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Whole data sets through the accuracy benchmark: about 20 s in all on 2 cores.
+pytestmark = pytest.mark.slow
+
+ba = load_script("bench_accuracy")
+
+#: (measured with the preset on 2026-11-28, floor). Each floor lies below the measurement and above
+#: what the set measures with a part of the model switched off (test_the_guard_fails_without...):
+#: pyrg 0.9977 without near states; example-454 0.9575 at temperature 0; pfam-rrm 0.9522 at
+#: temperature 0, 0.9470 without near states, 0.8693 without the column profile cost; pfam-fn3
+#: 0.8244 / 0.8032, protein-example 0.9707 and protein-lg 0.9966 without near states / column cost.
+FLOORS = {
+    "pyrg": (1.0000, 0.999),
+    "example-454": (0.9679, 0.963),
+    "example": (0.9988, 0.995),
+    "pfam-rrm": (0.9554, 0.954),
+    "pfam-fn3": (0.8573, 0.850),
+    "protein-example": (0.9936, 0.990),
+    "protein-lg": (0.9997, 0.997),
+}
+
+
+def pyrg(tmp_path: Path):
+    pyrg_dir = ROOT / "tests" / "data" / "pyrg"
+    directory = ba.leave_taxa_out(pyrg_dir / "tree.nwk", pyrg_dir / "ref.phy", tmp_path / "pyrg", prune=6,
+                                  n_reads=40, model=ba.ErrorModel(substitution=0.01), seed=7)
+    return ba.Data.from_dir(directory, "pyrg")
+
+
+def example_454(tmp_path: Path):
+    """Leave-taxa-out on the bundled simulated reference, 454-like reads (homopolymer indels)."""
+    example = ROOT / "data" / "example"
+    model = ba.ErrorModel(substitution=0.003, insertion=0.003, deletion=0.003, homopolymer=0.3,
+                          length_mean=150, length_sd=15)
+    directory = ba.leave_taxa_out(example / "tree.nwk", example / "ref.phy", tmp_path / "ex454", prune=5,
+                                  n_reads=60, model=model, seed=7)
+    return ba.Data.from_dir(directory, "example-454")
+
+
+def example(tmp_path: Path):
+    """scripts/simulate.py's bundled example, scored against its own truth (indels in the history)."""
+    return ba.Data.from_dir(ROOT / "data" / "example", "example")
+
+
+def pfam_rrm(tmp_path: Path):
+    """A real Pfam seed (RRM_1), 50-residue reads with 1% substitutions and 1% indels."""
+    rrm = ROOT / "tests" / "data" / "pfam_rrm"
+    model = ba.ErrorModel(substitution=0.01, insertion=0.005, deletion=0.005, length_mean=50, length_sd=5,
+                          min_length=40, max_length=60)
+    directory = ba.leave_taxa_out(rrm / "tree.nwk", rrm / "ref.fasta", tmp_path / "rrm", prune=10, n_reads=80,
+                                  model=model, seed=7, alphabet="protein")
+    return ba.Data.from_dir(directory, "pfam-rrm", "protein")
+
+
+def pfam_fn3(tmp_path: Path):
+    """The most divergent study family (Pfam fn3), substitution-only 50-residue reads."""
+    fn3 = ROOT / "tests" / "data" / "pfam_fn3"
+    model = ba.ErrorModel(substitution=0.01, length_mean=50, length_sd=5, min_length=40, max_length=60)
+    directory = ba.leave_taxa_out(fn3 / "tree.nwk", fn3 / "ref.fasta", tmp_path / "fn3", prune=12, n_reads=120,
+                                  model=model, seed=8, alphabet="protein")
+    return ba.Data.from_dir(directory, "pfam-fn3", "protein")
+
+
+def protein_example(tmp_path: Path):
+    """The bundled simulated protein example (data/protein), scored against simulate.py's truth."""
+    return ba.Data.from_dir(ROOT / "data" / "protein", "protein-example", "protein")
+
+
+def protein_lg(tmp_path: Path):
+    """A family simulated under the LG replacement model, scored against simulate.py's truth."""
+    simulate = load_script("simulate")
+    params = simulate.SimParams(seed=5, taxa=40, held_out=8, columns=250, divergence=1.0, indel_rate=0.03, reads=120,
+                                read_length=50, alphabet="protein", protein_model="lg")
+    simulate.write_outputs(simulate.simulate(params), tmp_path / "lg")
+    return ba.Data.from_dir(tmp_path / "lg", "protein-lg", "protein")
+
+
+SETS = {"pyrg": pyrg, "example-454": example_454, "example": example, "pfam-rrm": pfam_rrm,
+        "pfam-fn3": pfam_fn3, "protein-example": protein_example, "protein-lg": protein_lg}
+
+
+def _measure(data, params: tuple | None = None) -> dict:
+    result = ba.bench(data, ["papara-inproc"], params=params, threads=2)["papara-inproc"]
+    print(f"{data.name}: column accuracy {result['column_accuracy']:.4f}, "
+          f"per read {result['read_accuracy']:.4f}, edge {result['edge_accuracy']}")
+    return result
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_floor(name, tmp_path):
+    """The alphabet's preset (the default: weighted for DNA, protein for protein) keeps its floor."""
+    assert _measure(SETS[name](tmp_path))["column_accuracy"] >= FLOORS[name][1]
+
+
+def test_best_edge_rate_on_the_simulated_example():
+    """The best edge is the true edge for 0.47 of the bundled example's reads (measured)."""
+    assert _measure(example(Path()))["edge_accuracy"] >= 0.40
+
+
+def _switched_off(preset: str, part: str) -> tuple:
+    values = PRESETS[preset].values()
+    if part == "posterior step":
+        values["temperature"] = 0.0
+    elif part == "near states":
+        values["near_mismatch"] = values["mismatch"]
+    else:
+        values["column_weight"] = 0.0
+    return tuple(values.values())
+
+
+@pytest.mark.parametrize("preset, part, name", [
+    ("weighted", "posterior step", "example-454"),
+    ("weighted", "near states", "pyrg"),
+    ("protein", "posterior step", "pfam-rrm"),
+    ("protein", "near states", "pfam-rrm"),
+    ("protein", "column profile cost", "pfam-rrm"),
+])
+def test_the_guard_fails_without_a_part_of_the_model(preset, part, name, tmp_path):
+    """Each part the presets keep is one the guard sees: switched off, a set falls below its floor."""
+    assert _measure(SETS[name](tmp_path), _switched_off(preset, part))["column_accuracy"] < FLOORS[name][1]

@@ -1,0 +1,159 @@
+"""The cold start (issue 55): numba's kernels compiled ahead (`papara-py warm-up`,
+run/warmup.warm_up), a notice when a run must compile them, fewer specialisations compiled,
+and commands that do not align importing neither numba nor the other heavy libraries."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "data" / "example"
+HEAVY = ("numba", "h5py", "pyopencl", "matplotlib", "dendropy", "Bio.Phylo", "papara_py.run.runner")
+
+
+def _loaded_after(argv: list[str], cwd: Path = ROOT) -> tuple[int, set[str]]:
+    """(exit status, the HEAVY modules imported) of papara-py's `main(argv)` in a fresh interpreter."""
+    script = textwrap.dedent(f"""
+        import contextlib, io, json, sys
+        from papara_py.cli import main
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            try:
+                status = main({argv!r})
+            except SystemExit as stop:
+                status = stop.code
+        print(json.dumps([status, sorted(m for m in {HEAVY!r} if m in sys.modules)]))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    status, loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    return status, set(loaded)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [["--help"], ["export", "--help"], ["merge", "--help"], ["report", "--help"],
+                                  ["devices", "--help"], ["prepare", "--help"], ["warm-up", "--help"],
+                                  ["example", "--help"], ["--version"]])
+def test_help_imports_nothing_heavy(argv):
+    """--help of every command answers before numba, h5py, pyopencl, matplotlib or the pipeline
+    are imported (each costs a quarter to half a second of a cold start)."""
+    status, loaded = _loaded_after(argv)
+    allowed = {"h5py"} if argv[0] in ("export", "merge", "report") else set()  # they read run files: 0.1 s
+    assert status == 0 and loaded <= allowed, loaded
+
+
+@pytest.mark.slow
+def test_export_and_report_load_only_what_they_use(tmp_path):
+    """Exporting FASTA reads the run file (h5py) and nothing of the aligner: no numba (the string
+    checksums of a small file take zlib), no dendropy (only the EPA pair and jplace need the
+    tree), no matplotlib."""
+    from papara_py.api import align
+
+    align(*(str(EXAMPLE / n) for n in ("tree.nwk", "ref.phy", "reads.fa")), output=tmp_path / "run.h5",
+          device="cpu", threads=1)
+    status, loaded = _loaded_after(["export", str(tmp_path / "run.h5"), "--format", "fasta", "-o",
+                                    str(tmp_path / "run.fasta")])
+    assert status == 0 and loaded == {"h5py"}, loaded
+    assert (tmp_path / "run.fasta").read_text().count(">") == 230
+    status, loaded = _loaded_after(["merge", str(tmp_path / "run.h5"), "-o", str(tmp_path / "merged.h5")])
+    assert status == 2 and "numba" not in loaded and "matplotlib" not in loaded  # not a shard: refused
+
+
+@pytest.mark.slow
+def test_short_reads_compile_only_the_int16_kernel():
+    """score_block calls the CPU kernel once per lane width its reads need: a batch of short reads
+    loads (or compiles) only the int16 variant, not also the int32 one (a fresh interpreter, where
+    numba's dispatcher lists what this process compiled or loaded)."""
+    script = textwrap.dedent("""
+        import json
+        import numpy as np
+        from papara_py.engine import cpu
+        from papara_py.model.params import ScoringParams
+        lanes = np.full((40, 16), 0b1111, np.uint8)
+        codes = np.frombuffer(b"ACGTACGT", np.uint8).copy()
+        from papara_py.phylo.encoding import DNA
+        codes = DNA.read_code[codes]
+        cpu.score_block(lanes, codes, np.array([0, 4, 8], np.int64), ScoringParams())
+        print(json.dumps([str(sig[6].dtype) for sig in cpu._score_reads.signatures]))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["int16"]
+
+
+def test_a_compile_is_announced_once(caplog):
+    """`watch_compiles` logs one notice ("compiling kernels for this CPU, once, ~N s") at the first
+    compilation of a papara-py function, however many follow, and at the end how long they took;
+    functions of other packages, and functions numba already has, say nothing."""
+    import numba
+
+    from papara_py.engine.compile_watch import COMPILE_ESTIMATE_SECONDS, watch_compiles
+
+    namespace: dict = {"__name__": "papara_py.engine.test_stub"}
+    exec("def double(x):\n    return 2 * x\n\ndef triple(x):\n    return 3 * x\n", namespace)
+    double, triple = numba.njit(namespace["double"]), numba.njit(namespace["triple"])
+    foreign = numba.njit(lambda x: x + 1)
+    caplog.set_level(logging.INFO, logger="papara_py")
+    with watch_compiles() as watch:
+        foreign(1)
+        assert not caplog.records
+        double(2), triple(3), double(2.5)
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages[0] == (f"compiling kernels for this CPU, once, ~{COMPILE_ESTIMATE_SECONDS} s (later runs load "
+                           "them from numba's cache; `papara-py warm-up` compiles them ahead)")
+    assert len(messages) == 2 and messages[1].startswith("compiled 3 kernel(s) in ")
+    assert watch.functions == 3 and watch.seconds > 0
+    caplog.clear()
+    with watch_compiles() as watch:
+        double(4), triple(5)
+    assert not caplog.records and watch.functions == 0
+
+
+@pytest.mark.slow
+def test_warm_up_aligns_both_examples_and_the_wide_lanes(caplog):
+    """warm_up runs what a DNA and a protein run call (the bundled examples, then the 32-bit CPU
+    kernel); afterwards both variants of the kernel are in this process's dispatcher."""
+    from papara_py.engine import cpu
+    from papara_py.run.warmup import warm_up
+
+    caplog.set_level(logging.INFO, logger="papara_py")
+    done = warm_up()
+    assert set(done.seconds) == {"dna", "protein"} and done.total > 0
+    assert {(str(sig[0].dtype), str(sig[6].dtype)) for sig in cpu._score_reads.signatures} >= {
+        ("uint8", "int16"), ("uint8", "int32"), ("uint32", "int16"), ("uint32", "int32")}
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages[0].startswith("warm-up: compiling the kernels of a dna and a protein run")
+    assert not any(m.startswith("compiling kernels for this CPU") for m in messages)  # not the runs' own
+    with pytest.raises(ValueError, match="no alphabet 'rna'"):
+        warm_up(("rna",))
+
+
+@pytest.mark.slow
+def test_warm_up_command(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "papara_py", "warm-up"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("papara-py: warm-up: compiling the kernels of a dna and a protein run")
+    assert lines[-1].startswith("papara-py: kernels ready for this CPU in ")
+    assert not list(tmp_path.iterdir())  # its runs went to a temporary folder, removed
+
+
+def test_quiet_silences_the_notices(capsys):
+    from papara_py.run.log import messages_on_stderr
+
+    logger = logging.getLogger("papara_py")
+    handlers, level = list(logger.handlers), logger.level
+    with messages_on_stderr(quiet=True):
+        logger.info("compiling kernels for this CPU")
+    with messages_on_stderr():
+        logger.info("a notice")
+        logger.debug("a detail")
+    assert capsys.readouterr().err == "papara-py: a notice\n"
+    assert logger.handlers == handlers and logger.level == level  # the block leaves logging as it was
