@@ -105,17 +105,6 @@ def string_crc32(values) -> np.ndarray:
     return PackedStrings.of(values).crc32()
 
 
-def _crc_table() -> np.ndarray:
-    """The 256 entries of the table-driven CRC-32 (reflected polynomial 0xEDB88320, zlib's)."""
-    table = np.arange(256, dtype=np.uint32)
-    for _ in range(8):
-        table = np.where(table & 1, (table >> 1) ^ np.uint32(0xEDB88320), table >> 1).astype(np.uint32)
-    return table
-
-
-_CRC_TABLE = _crc_table()
-
-
 def attributes_crc32(attrs) -> int:
     """CRC-32 of an HDF5 attribute set (an h5py AttributeManager) in a canonical form: every
     (name, value) in name order, values as plain Python (bytes decoded, numpy scalars unwrapped).

@@ -27,6 +27,17 @@ from h5py._objects import phil as _phil  # h5py's lock, held around every call i
 _JIT_STRINGS = 100_000
 
 
+
+def _crc_table() -> np.ndarray:
+    """The 256 entries of the table-driven CRC-32 (reflected polynomial 0xEDB88320, zlib's)."""
+    table = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        table = np.where(table & 1, (table >> 1) ^ np.uint32(0xEDB88320), table >> 1).astype(np.uint32)
+    return table
+
+
+_CRC_TABLE = _crc_table()
+
 @dataclass(frozen=True)
 class PackedStrings:
     """Strings i = 0 .. n - 1 as bytes data[starts[i]:ends[i]] (UTF-8); data uint8, starts and
@@ -102,7 +113,6 @@ class PackedStrings:
         merge, the report reading a small run file) take zlib one by one: numba's import alone
         would cost more."""
         if len(self) >= _JIT_STRINGS or "numba" in sys.modules:
-            from papara_py.io.checksums import _CRC_TABLE
             from papara_py.io.jit import crc32_pieces
 
             return crc32_pieces(self.data, self.starts, self.ends, _CRC_TABLE)
