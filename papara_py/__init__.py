@@ -79,12 +79,13 @@ def _place_kernel_cache() -> None:
     fallback = _private_directory(os.path.join(tempfile.gettempdir(), f"papara-py-numba-cache-{os.getuid()}"))
     if fallback is not None:
         os.environ["NUMBA_CACHE_DIR"] = fallback
-        print(f"papara-py: neither the install ({here}) nor {user_cache} is writable; numba's kernel "
-              f"cache goes to {fallback}", file=sys.stderr)
+        # a warning: with no handler attached yet, logging's last resort writes it to stderr
+        logging.getLogger("papara_py").warning(f"papara-py: neither the install ({here}) nor {user_cache} is "
+                                               f"writable; numba's kernel cache goes to {fallback}")
     else:
-        print(f"papara-py: no writable place for numba's kernel cache ({here}, {user_cache}, the temporary "
-              "directory); "
-              "set NUMBA_CACHE_DIR to a writable directory", file=sys.stderr)
+        logging.getLogger("papara_py").warning(f"papara-py: no writable place for numba's kernel cache ({here}, "
+                                               f"{user_cache}, the temporary directory); set NUMBA_CACHE_DIR to a "
+                                               "writable directory")
         return
     if "numba" in sys.modules:  # imported before papara_py: make it read the variable again
         from numba.core import config
