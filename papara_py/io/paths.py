@@ -72,6 +72,24 @@ def place_ops(ops: np.ndarray, start: int, residues: np.ndarray, row: np.ndarray
             position += 1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def apply_ops(op, count, column, out, position):
+    """`count` path steps of kind `op` from reference column `column` and read residue `position`:
+    an M puts the residue in the column, an I marks it INSERTED, a D skips the column. Returns the
+    (column, position) after them: how a CIGAR and the traceback's ops both become columns."""
+    for _ in range(count):
+        if op == OP_M:
+            out[position] = column
+            column += 1
+            position += 1
+        elif op == OP_D:
+            column += 1
+        else:
+            out[position] = INSERTED
+            position += 1
+    return column, position
+
+
 @njit(cache=True, nogil=True)
 def read_columns(cigar, lo, hi, start, out):
     """out[j]: the column of the read's residue j in the CIGAR cigar[lo:hi] from `start`, -1 where
@@ -82,17 +100,7 @@ def read_columns(cigar, lo, hi, start, out):
         if _DIGIT_0 <= c <= _DIGIT_9:
             length = length * 10 + c - _DIGIT_0
             continue
-        op = _CIGAR_OP[c]
-        for _ in range(length):
-            if op == OP_M:
-                out[position] = column
-                column += 1
-                position += 1
-            elif op == OP_D:
-                column += 1
-            else:
-                out[position] = INSERTED
-                position += 1
+        column, position = apply_ops(_CIGAR_OP[c], length, column, out, position)
         length = 0
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from papara_py.io.paths import INSERTED, OP_D, OP_I, OP_M, cigar_string
+from papara_py.io.paths import OP_D, OP_I, OP_M, apply_ops, cigar_string
 from papara_py.model.column_costs import ColumnCosts, kernel_costs
 from papara_py.model.params import ScoringParams
 from papara_py.model.reference_scorer import (
@@ -128,15 +128,7 @@ def _align_many(codes, offsets, edge_slot, profiles, near, p, costs, scores, col
         scores[r] = score
         j = a
         for op in ops:
-            if op == OP_M:
-                columns[j] = column
-                column += 1
-                j += 1
-            elif op == OP_D:
-                column += 1
-            else:
-                columns[j] = INSERTED
-                j += 1
+            column, j = apply_ops(op, 1, column, columns, j)
 
 
 def align_many(codes: np.ndarray, offsets: np.ndarray, edge_slot: np.ndarray, profiles: np.ndarray,
