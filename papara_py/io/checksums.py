@@ -90,19 +90,61 @@ def sha256_file(path: str) -> str:
     return digest.hexdigest()
 
 
+#: Strings from which `string_crc32` imports numba for its one-pass kernel (io/jit.py).
+_JIT_STRINGS = 100_000
+
+
 def string_crc32(values) -> np.ndarray:
     """CRC-32 of each string's UTF-8 bytes (uint32, one per value; a scalar string gives shape ()).
 
     Run files keep these beside their string datasets: HDF5's own checksum filter (fletcher32,
     used on the numeric datasets) cannot be applied to variable-length data, whose bytes live in
     an unchecked heap, so without them a damaged name or CIGAR would read back as a valid one.
-    Many strings are packed once and checked in one GIL-free numba pass (`PackedStrings.crc32`).
+
+    Strings that are all str (or all bytes) and ASCII are joined and checked in one GIL-free
+    numba pass, zlib's CRC-32 bit for bit (others one by one): the writer thread computes these
+    for five string fields of every read, and one zlib call per string held the GIL for most of
+    that time (notebook/BENCHMARKS.md, "Streaming the reads"). Fewer than _JIT_STRINGS strings in a process
+    that has not imported numba (an export, a merge, the report reading a small run file) take
+    zlib one by one instead: numba's import alone would cost more.
     """
     if isinstance(values, (str, bytes)):
         return np.uint32(zlib.crc32(values.encode("utf-8") if isinstance(values, str) else values))
-    from papara_py.io.strings import PackedStrings
+    values = list(values)
+    joined = _joined_ascii(values)
+    if joined is None or len(values) < _JIT_STRINGS and "numba" not in sys.modules:
+        return np.fromiter((zlib.crc32(v.encode("utf-8") if isinstance(v, str) else v) for v in values),
+                           dtype=np.uint32, count=len(values))
+    from papara_py.io.jit import crc32_pieces
 
-    return PackedStrings.of(values).crc32()
+    lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+    ends = np.cumsum(lengths)
+    return crc32_pieces(np.frombuffer(joined, np.uint8), ends - lengths, ends, _CRC_TABLE)
+
+
+def _joined_ascii(values: list) -> bytes | None:
+    """The values' bytes one after another, where they are all str or all bytes and ASCII (so a
+    value's length is its number of bytes); None otherwise."""
+    try:
+        text = "".join(values)
+    except TypeError:
+        try:
+            data = b"".join(values)
+        except TypeError:
+            return None
+        return data if data.isascii() else None
+    return text.encode("ascii") if text.isascii() else None
+
+
+def _crc_table() -> np.ndarray:
+    """The 256 entries of the table-driven CRC-32 (reflected polynomial 0xEDB88320, zlib's)."""
+    table = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        table = np.where(table & 1, (table >> 1) ^ np.uint32(0xEDB88320), table >> 1).astype(np.uint32)
+    return table
+
+
+_CRC_TABLE = _crc_table()
 
 
 def attributes_crc32(attrs) -> int:

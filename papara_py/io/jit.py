@@ -1,8 +1,7 @@
-"""The numba side of io/: the read gather of `ReadSet.select_residues` (io/reads.py), the CRC-32
-of many strings at once (`PackedStrings.crc32`), their C strings for HDF5 (io/strings.py) and
-HDF5's fletcher32 checksum of a compressed chunk (io/chunks.py), GIL-free.
+"""The numba side of io/: the read gather of `ReadSet.select_residues` (io/reads.py) and the
+CRC-32 of many strings at once (`checksums.string_crc32`), GIL-free.
 
-Apart from reads.py, checksums.py and strings.py so that importing those (the run file, exports, `merge`,
+Apart from reads.py and checksums.py so that importing those (the run file, exports, `merge`,
 the report) does not import numba, whose import alone costs about half a second; the functions
 that need these import this module when first called.
 """
@@ -144,59 +143,3 @@ def upper_rows(rows, first_row, end_row, upper):
     for r in range(first_row, end_row):
         for j in range(rows.shape[1]):
             rows[r, j] = upper[rows[r, j]]
-
-
-@njit(cache=True, nogil=True)
-def fletcher32(data):
-    """HDF5's Fletcher-32 of `data` (uint8), bit for bit H5_checksum_fletcher32 (src/H5checksum.c):
-    big-endian 16-bit words summed from 0, both sums folded to 16 bits every 360 words (uint32
-    never overflows there), a last odd byte as the high half of a word, two final folds; the
-    filter appends it little-endian (H5Zfletcher32.c, UINT32ENCODE)."""
-    n = data.shape[0]
-    words = n // 2
-    sum1 = np.int64(0)
-    sum2 = np.int64(0)
-    i = 0
-    while words > 0:
-        block = min(words, 360)
-        words -= block
-        for _ in range(block):
-            sum1 += (np.int64(data[i]) << 8) | np.int64(data[i + 1])
-            i += 2
-            sum2 += sum1
-        sum1 = (sum1 & 0xFFFF) + (sum1 >> 16)
-        sum2 = (sum2 & 0xFFFF) + (sum2 >> 16)
-    if n % 2:
-        sum1 += np.int64(data[i]) << 8
-        sum2 += sum1
-        sum1 = (sum1 & 0xFFFF) + (sum1 >> 16)
-        sum2 = (sum2 & 0xFFFF) + (sum2 >> 16)
-    sum1 = (sum1 & 0xFFFF) + (sum1 >> 16)
-    sum2 = (sum2 & 0xFFFF) + (sum2 >> 16)
-    return np.uint32(((sum2 & 0xFFFF) << 16) | (sum1 & 0xFFFF))
-
-
-@njit(cache=True, nogil=True)
-def terminated_strings(data, starts, ends):
-    """Strings data[starts[i]:ends[i]] one after another, each followed by a NUL, and where each
-    begins (C strings for HDF5's variable-length string type, io/strings.py); also whether any
-    string holds a NUL itself (it would end there)."""
-    n = starts.shape[0]
-    total = n
-    for i in range(n):
-        total += ends[i] - starts[i]
-    out = np.empty(total, np.uint8)
-    at = np.empty(n, np.uint64)
-    nul = False
-    pos = 0
-    for i in range(n):
-        at[i] = pos
-        for j in range(starts[i], ends[i]):
-            c = data[j]
-            out[pos] = c
-            pos += 1
-            if c == 0:
-                nul = True
-        out[pos] = 0
-        pos += 1
-    return out, at, nul

@@ -510,27 +510,16 @@ class _GuardedFile:
             raise self.error
 
 
-_guards: dict[int, tuple[_GuardedFile, str, bool]] = {}  # (guard, target, direct) by id of the h5py.File
+_guards: dict[int, _GuardedFile] = {}
 
 
 def check_writes(handle: h5py.File) -> None:
-    """Raise the first write fault of an `hdf5_output` file so far (a no-op for other files), as
-    the OutputError naming its target that the end of `hdf5_output` would raise.
+    """Raise the first write fault of an `hdf5_output` file so far (a no-op for other files).
 
-    Writers call it after each step, so a full disk stops the run at once, not at its end (the
-    error may leave the writer's thread before the file's block is left, as when a sample's run
-    file fails while it is completed: it names the target all the same)."""
-    found = _guards.get(id(handle))
-    if found is None:
-        return
-    guard, target, direct = found
-    try:
+    Writers call it after each step, so a full disk stops the run at once, not at its end."""
+    guard = _guards.get(id(handle))
+    if guard is not None:
         guard.check()
-    except (OSError, RuntimeError) as error:
-        converted = as_output_error(target, error, direct)
-        if converted is None:
-            raise
-        raise converted from None
 
 
 @contextmanager
@@ -544,7 +533,7 @@ def hdf5_output(path: str | os.PathLike) -> Iterator[h5py.File]:
         guard = _GuardedFile(tmp_path)
         try:
             handle = h5py.File(guard, "w")
-            _guards[id(handle)] = guard, os.fspath(path), is_direct(path)
+            _guards[id(handle)] = guard
             try:
                 yield handle
                 handle.flush()

@@ -2,7 +2,7 @@
 
 The model hands on each read's alignment in one form: the column of each of its residues
 (INSERTED where a residue lies between columns). The writers turn that into the run file's forms
-(`batch_forms`, a batch at a time inside numba): a path, an op array from a start column
+(`alignment_forms`, a batch at a time inside numba): a path, an op array from a start column
 (OP_M: a column holding a read residue, OP_D: a column without one, OP_I: a read residue between
 columns; between two placed residues the inserted ones come before the skipped columns), its
 ASCII CIGAR (run-length encoded ops) and the read's row in reference columns (its residues at
@@ -156,46 +156,34 @@ def path_ops(columns, ops):
 
 
 @njit(cache=True, nogil=True)
-def _batch_forms(columns, offsets, residues, row_of, n_rows, m, gap):
-    """`batch_forms` inside numba: read q's path from columns[offsets[q]:offsets[q + 1]], its row
-    rows[row_of[q]] (the rows' matrix made here too: no numpy call outside)."""
-    count = offsets.shape[0] - 1
-    starts = np.empty(count, np.int32)
-    rows = np.full((n_rows, m), gap, np.uint8)
-    # a path has n M/I ops and at most m D ops; 2 bytes per op bound the CIGAR (see encode_cigar)
-    cigar_bytes = np.empty(2 * (offsets[count] + count * m), np.uint8)
-    cigar_ends = np.empty(count, np.int64)
-    ops = np.empty(int((offsets[1:] - offsets[:-1]).max()) + m if count > 0 else 0, np.uint8)
+def _forms(columns, offsets, residues, starts, rows, cigar_bytes, cigar_ends):
+    """`alignment_forms` inside numba: read q's path from columns[offsets[q]:offsets[q + 1]]."""
+    m = rows.shape[1]
+    ops = np.empty(int((offsets[1:] - offsets[:-1]).max()) + m if offsets.shape[0] > 1 else 0, np.uint8)
     pos = np.int64(0)  # not a literal 0: numba would compile encode_cigar for that type as well
-    for q in range(count):
+    for q in range(offsets.shape[0] - 1):
         a, b = offsets[q], offsets[q + 1]
-        start, n_ops = path_ops(columns[a:b], ops)
+        start, count = path_ops(columns[a:b], ops)
         start = max(start, 0)  # no residue placed (all inserted): the path starts at column 0
         starts[q] = start
-        place_ops(ops[:n_ops], start, residues[a:b], rows[row_of[q]])
-        pos = encode_cigar(ops[:n_ops], cigar_bytes, pos)
+        place_ops(ops[:count], start, residues[a:b], rows[q])
+        pos = encode_cigar(ops[:count], cigar_bytes, pos)
         cigar_ends[q] = pos
-    return starts, rows, cigar_bytes, cigar_ends
-
-
-def batch_forms(columns: np.ndarray, offsets: np.ndarray, residues: np.ndarray, m: int, row_of: np.ndarray,
-                n_rows: int, gap: int = ord("-")) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The run file's forms of a batch's alignments in one GIL-free call, no Python object per
-    read (the writer's form): (start columns int32 [reads], rows uint8 [n_rows, m] with read q's
-    at row_of[q] and `gap` in the rows no read fills, CIGAR bytes, CIGAR ends int64 [reads]: read
-    q's CIGAR is bytes[ends[q - 1]:ends[q]]); columns: each residue's column (INSERTED where
-    inserted), residues the reads' ASCII (as oriented), both cut by offsets (int64 [reads + 1])."""
-    return _batch_forms(np.ascontiguousarray(columns, np.int32), np.ascontiguousarray(offsets, np.int64),
-                        np.ascontiguousarray(residues, np.uint8), np.ascontiguousarray(row_of, np.int64),
-                        np.int64(n_rows), np.int64(m), np.uint8(gap))
 
 
 def alignment_forms(columns: np.ndarray, offsets: np.ndarray, residues: np.ndarray, m: int,
                     gap: int = ord("-")) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """`batch_forms` with read q in row q and the CIGARs as strings: (start columns int32 [reads],
-    CIGARs, rows uint8 [reads, m])."""
-    count = len(offsets) - 1
-    starts, rows, cigar_bytes, cigar_ends = batch_forms(columns, offsets, residues, m, np.arange(count), count, gap)
+    """The run file's forms of a batch's alignments: (start columns int32 [reads], CIGARs, rows
+    uint8 [reads, m]); columns: each residue's column (INSERTED where inserted), residues the
+    reads' ASCII (as oriented), both cut by offsets (int64 [reads + 1])."""
+    count = offsets.size - 1
+    starts = np.empty(count, np.int32)
+    rows = np.full((count, m), gap, np.uint8)
+    # a path has n M/I ops and at most m D ops; 2 bytes per op bound the CIGAR (see encode_cigar)
+    cigar_bytes = np.empty(2 * (int(offsets[-1]) + count * m), np.uint8)
+    cigar_ends = np.empty(count, np.int64)
+    _forms(np.ascontiguousarray(columns), np.ascontiguousarray(offsets, np.int64), residues, starts, rows, cigar_bytes,
+           cigar_ends)
     return starts, cigar_strings(cigar_bytes, cigar_ends), rows
 
 

@@ -19,19 +19,15 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Iterator, Sequence
+from typing import Iterator
 
 import h5py
 import numpy as np
 
 from papara_py import __version__
 from papara_py.io.checksums import attributes_crc32, string_crc32
-from papara_py.io.chunks import ChunkStream, pool_threads
 from papara_py.io.outputs import atomic_path, check_writes, hdf5_output
-from papara_py.io.strings import PackedStrings, write_strings
 
 __all__ = ["RunWriter", "run_writer", "atomic_path", "FORMAT_NAME", "FORMAT_VERSION", "STRINGS", "CHECKSUMS"]
 
@@ -48,28 +44,16 @@ _READ_CHUNK_ROWS = 1_024
 
 
 @contextmanager
-def run_writer(path: str | os.PathLike, n_columns: int, k: int, command_line: str,
-               parallel: bool | None = None) -> Iterator["RunWriter"]:
-    """Open a RunWriter on a temporary file that becomes `path` only when the block completes
-    (`parallel`: see RunWriter)."""
+def run_writer(path: str | os.PathLike, n_columns: int, k: int, command_line: str) -> Iterator["RunWriter"]:
+    """Open a RunWriter on a temporary file that becomes `path` only when the block completes."""
     with hdf5_output(path) as handle:
-        writer = RunWriter(handle, n_columns, k, command_line, parallel)
-        try:
-            yield writer
-            writer.finish()
-        finally:
-            writer.close()
+        yield RunWriter(handle, n_columns, k, command_line)
 
 
 class RunWriter:
-    """Lays out and fills one run file (use `run_writer` to get one with atomic commit).
+    """Lays out and fills one run file (use `run_writer` to get one with atomic commit)."""
 
-    With `parallel` (default: where numba is loaded already, as in a run; its kernels cost half a
-    second to import elsewhere), the rows of /reads/aligned go through a `ChunkStream`: compressed
-    on a pool of threads and written whole, in order (io/chunks.py); without, through h5py."""
-
-    def __init__(self, handle: h5py.File, n_columns: int, k: int, command_line: str,
-                 parallel: bool | None = None) -> None:
+    def __init__(self, handle: h5py.File, n_columns: int, k: int, command_line: str) -> None:
         self.file = handle
         self.n_columns = n_columns
         self.k = k
@@ -77,28 +61,7 @@ class RunWriter:
         #: datasets stay open while the file is written: a dataset closed mid-run flushes its
         #: cached chunks in a destructor, where a full disk is only printed, never raised
         self._datasets: dict[str, h5py.Dataset] = {}
-        self._rows: dict[str, int] = {}  # each dataset's length, as `_grown` left it
-        self._tails: dict[str, tuple] = {}  # each dataset's shape past the read axis
         self._create_layout()
-        self._pool: ThreadPoolExecutor | None = None
-        self._aligned: ChunkStream | None = None
-        if "numba" in sys.modules if parallel is None else parallel:
-            self._pool = ThreadPoolExecutor(max_workers=pool_threads(), thread_name_prefix="papara-chunks")
-            self._aligned = ChunkStream(self._dataset("reads/aligned"), self._pool)
-
-    def finish(self) -> None:
-        """Every row given written (the aligned rows' chunks still compressing, their last one)."""
-        if self._aligned is not None:
-            self._aligned.flush()
-            check_writes(self.file)
-
-    def close(self) -> None:
-        """The compression pool stopped (chunks not yet written are dropped: after `finish`, none)."""
-        if self._aligned is not None:
-            self._aligned.cancel()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
 
     def _create_layout(self) -> None:
         f, m, k = self.file, self.n_columns, self.k
@@ -142,48 +105,22 @@ class RunWriter:
         self._numbers("reference/alignment", rows.shape, np.uint8, data=rows, compression="gzip",
                       compression_opts=4)
 
-    def write_reads(self, start: int, fields: dict[str, np.ndarray | PackedStrings | Sequence]) -> None:
+    def write_reads(self, start: int, fields: dict[str, np.ndarray]) -> None:
         """Write rows [start, start + len) of the per-read datasets named in `fields`.
 
         Keys are dataset paths below /reads (e.g. "score", "candidates/edge"); a string dataset's
-        values (str or bytes, or a PackedStrings) are written with their CRC-32s. Datasets grow to
-        hold the rows. With a ChunkStream, rows of "aligned" go in order (see RunWriter).
+        CRC-32s are written with it. Datasets grow to hold the rows.
         """
         for name, values in fields.items():
-            if name == "aligned" and self._aligned is not None:
-                self._aligned.put(start, values)
-                continue
-            path = f"reads/{name}"
-            dataset = self._dataset(path)
-            if dataset is not None and dataset.dtype == STRINGS:
-                self._write_strings(path, start, PackedStrings.of(values))
-                continue
-            self._write_rows(path, start, values)
+            end = start + len(values)
+            dataset = self._grown(f"reads/{name}", end)
+            if dataset.dtype == STRINGS:
+                values = np.asarray(values, dtype=object)
+                crcs = self._grown(f"{CHECKSUMS}/reads/{name}", end)
+                if crcs is not None:
+                    crcs[start:end] = string_crc32(values)
+            dataset[start:end] = values
         check_writes(self.file)  # a full disk stops the run now, not at its end
-
-    def _write_strings(self, path: str, start: int, strings: PackedStrings) -> None:
-        """A string dataset's rows and their CRC-32s (io/strings.py)."""
-        end = start + len(strings)
-        if self._dataset(f"{CHECKSUMS}/{path}") is not None:
-            self._write_rows(f"{CHECKSUMS}/{path}", start, strings.crc32())
-        write_strings(self._grown(path, end), start, strings)
-
-    def _write_rows(self, path: str, start: int, values: np.ndarray | Sequence) -> None:
-        """Rows [start, start + len(values)) of numeric dataset `path`, grown to hold them: h5py's
-        low-level write (HDF5 converts the values' type as `dataset[a:b] = values` would), without
-        the high-level selection machinery, which held the GIL longer than the write itself."""
-        dataset = self._dataset(path)
-        values = np.ascontiguousarray(values if isinstance(values, np.ndarray) else np.asarray(values, dataset.dtype))
-        n = len(values)
-        self._grown(path, start + n)
-        if n == 0:
-            return
-        shape = (n,) + self._tails[path]
-        if values.shape != shape:
-            raise ValueError(f"{dataset.name}: rows of shape {values.shape[1:]}, not {shape[1:]}")
-        file_space = dataset.id.get_space()
-        file_space.select_hyperslab((start,) + (0,) * (len(shape) - 1), shape)
-        dataset.id.write(h5py.h5s.create_simple(shape), file_space, values)
 
     def set_read_count(self, n_reads: int) -> None:
         """Every per-read dataset (and its checksums) `n_reads` rows long: the rows never
@@ -193,20 +130,13 @@ class RunWriter:
                 node.resize(n_reads, axis=0)
         for group in ("reads", f"{CHECKSUMS}/reads"):
             self.file[group].visititems(resize)
-        self._rows.clear()
-        self.finish()
         check_writes(self.file)
 
     def _grown(self, path: str, rows: int) -> h5py.Dataset | None:
-        """Dataset `path`, at least `rows` long (its length kept here: h5py asks HDF5 each time)."""
+        """Dataset `path`, at least `rows` long."""
         dataset = self._dataset(path)
-        if dataset is not None:
-            length = self._rows.get(path)
-            if length is None:
-                length = self._rows[path] = dataset.shape[0]
-            if length < rows:
-                dataset.resize(rows, axis=0)
-                self._rows[path] = rows
+        if dataset is not None and dataset.shape[0] < rows:
+            dataset.resize(rows, axis=0)
         return dataset
 
     def _dataset(self, path: str) -> h5py.Dataset | None:
@@ -215,7 +145,6 @@ class RunWriter:
             dataset = self.file.get(path)
             if dataset is not None:
                 self._datasets[path] = dataset
-                self._tails[path] = dataset.shape[1:]
         return dataset
 
     def write_run_record(self, record: dict) -> None:

@@ -140,7 +140,7 @@ class SampleRun:
             started = time.perf_counter()
             inputs = self.inputs
             self._writer = self._closer.enter_context(
-                run_writer(self.config.output, inputs.n_columns, k, self.config.command_line, parallel=True))
+                run_writer(self.config.output, inputs.n_columns, k, self.config.command_line))
             self._writer.write_reference(inputs.alignment.names, inputs.alignment.rows,
                                          inputs.edge_tree.numbered_newick)
             self.timings["output"] += time.perf_counter() - started

@@ -6,17 +6,17 @@ its last batch (`commit_sample`), its summary line counting the outliers of the 
 from __future__ import annotations
 
 import time
+from itertools import pairwise
 from typing import NamedTuple
 
 import numpy as np
 
 from papara_py.engine.candidates import Candidates
-from papara_py.io.paths import batch_forms
+from papara_py.io.paths import alignment_forms
 from papara_py.io.read_stream import Stretch
 from papara_py.io.reads import STATUS_ALIGNED, STATUSES
 from papara_py.io.run_file import RunFile
 from papara_py.io.run_writer import RunWriter
-from papara_py.io.strings import PackedStrings
 from papara_py.model.decode import Decoded
 from papara_py.model.fixed_point import PROB_ONE
 from papara_py.model.outliers import run_outliers
@@ -29,52 +29,38 @@ from papara_py.run.log import Reporter
 from papara_py.run.record import Tally, run_record
 from papara_py.run.samples import SampleRun
 
-#: The strand field's two values, by `reverse`.
-STRANDS = ("+", "-")
-
 
 class BatchStrings(NamedTuple):
     """A decoded batch's string fields, per alignable read (`write_batch`), for `write_stretch`."""
 
-    cigars: PackedStrings      # each read's CIGAR
-    pp: PackedStrings | None   # each read's PP line; None where the run has no posteriors ("")
+    cigars: np.ndarray     # object [reads]: each read's CIGAR
+    pp: np.ndarray         # object [reads]: each read's PP line ("" where the run has no posteriors)
 
 
 def write_batch(writer: RunWriter, batch: np.ndarray, candidates: Candidates, decoded: Decoded,
                 m: int) -> BatchStrings:
-    """One decoded batch's numeric results into the per-read datasets (`batch`: the reads' rows,
-    ascending): its alignments turned into the run file's forms (io/paths.py), the candidates
-    with their weights. Returns the batch's string fields, which go with its stretch's
-    (`write_stretch`).
-
-    Rows from the batch's first to its last, each field in one write: the rows between (reads of
-    the stretch that are not aligned) hold the datasets' fill values, which is what they read as
-    unwritten. Every step is a numba or numpy call over the batch: no Python object per read."""
-    first = int(batch[0])
-    span = int(batch[-1]) + 1 - first
-    at = np.asarray(batch, np.int64) - first
-    starts, rows, cigar_bytes, cigar_ends = batch_forms(decoded.columns, decoded.offsets, decoded.residues, m, at,
-                                                        span)
+    """One decoded batch's numeric results scattered into the per-read datasets (`batch`: the
+    reads' rows, in input order): its alignments turned into the run file's forms (io/paths.py),
+    the candidates with their weights. Returns the batch's string fields, which go with its
+    stretch's (`write_stretch`)."""
+    starts, cigars, rows = alignment_forms(decoded.columns, decoded.offsets, decoded.residues, m)
     weights = decoded.weights / np.float32(PROB_ONE)
-
-    def spread(values: np.ndarray, fill) -> np.ndarray:
-        if span == len(batch):
-            return values
-        out = np.full((span,) + values.shape[1:], fill, values.dtype)
-        out[at] = values
-        return out
-
-    edges = candidates.edge
-    writer.write_reads(first, {
-        "best_edge": spread(edges[:, 0], -1), "score": spread(candidates.score[:, 0], -1),
-        "start": spread(starts, -1), "aligned": rows, "candidates/edge": spread(edges, -1),
-        "candidates/score": spread(np.where(edges >= 0, candidates.score, -1), -1),
-        "candidates/weight": spread(weights, 0),
-    })
-    cigars = PackedStrings(cigar_bytes, np.concatenate(([0], cigar_ends[:-1])), cigar_ends)
+    # batches are slices of the alignable reads in input order; write contiguous runs
+    breaks = np.flatnonzero(np.diff(batch) != 1) + 1
+    for lo, hi in zip(np.concatenate(([0], breaks)), np.concatenate((breaks, [len(batch)]))):
+        writer.write_reads(int(batch[lo]), {
+            "best_edge": candidates.edge[lo:hi, 0], "score": candidates.score[lo:hi, 0], "start": starts[lo:hi],
+            "aligned": rows[lo:hi], "candidates/edge": candidates.edge[lo:hi],
+            "candidates/score": np.where(candidates.edge[lo:hi] >= 0, candidates.score[lo:hi], -1),
+            "candidates/weight": weights[lo:hi],
+        })
     if decoded.pp is None:
-        return BatchStrings(cigars, None)
-    return BatchStrings(cigars, PackedStrings(pp_digits(decoded.pp), decoded.offsets[:-1], decoded.offsets[1:]))
+        pp = np.full(len(batch), "", dtype=object)
+    else:
+        text = pp_digits(decoded.pp).tobytes().decode("ascii")
+        bounds = decoded.offsets.tolist()
+        pp = np.array([text[a:b] for a, b in pairwise(bounds)], dtype=object)
+    return BatchStrings(np.array(cigars, dtype=object), pp)
 
 
 def write_stretch(writer: RunWriter, stretch: Stretch, chunk: int, reverse: np.ndarray | None = None,
@@ -82,28 +68,29 @@ def write_stretch(writer: RunWriter, stretch: Stretch, chunk: int, reverse: np.n
     """The string fields of a stretch's rows: names, statuses and sequences (as given), and the
     strand, CIGAR and PP line (of its aligned reads, `reverse` and `batch` per alignable read;
     "+", "" and "" for the others), `chunk` rows at a time (a stretch may hold any number of reads
-    that are not aligned; memory stays bounded). Each string field is written once, from
-    PackedStrings (io/strings.py): the sequences are the reads' residues as they lie, the CIGARs
-    and PP lines the batch's bytes; only the names are joined.
+    that are not aligned; memory stays bounded). Each string field is written once: h5py's
+    variable-length string writes are the writer thread's largest cost.
     """
     reads = stretch.reads
-    n = len(reads)
-    strand = np.zeros(n, np.uint8)
+    strand = np.full(len(reads), "+", dtype=object)
+    cigar = np.full(len(reads), "", dtype=object)
+    pp = np.full(len(reads), "", dtype=object)
     if reverse is not None:
-        strand[stretch.alignable] = reverse
-        cigar = batch.cigars.spread(n, stretch.alignable)
-        pp = PackedStrings.empty(n) if batch.pp is None else batch.pp.spread(n, stretch.alignable)
-    else:
-        cigar = pp = PackedStrings.empty(n)
-    offsets = np.asarray(reads.offsets, np.int64)
-    for lo in range(0, n, chunk):
-        hi = min(n, lo + chunk)
+        strand[stretch.alignable] = np.where(reverse, "-", "+")
+        cigar[stretch.alignable] = batch.cigars
+        pp[stretch.alignable] = batch.pp
+    for lo in range(0, len(reads), chunk):
+        hi = min(len(reads), lo + chunk)
+        # the sequences: one decoded text and a str slice per read (a numpy slice, bytes and str
+        # per read held the GIL three times as long)
+        first, ends = reads.offsets[lo], reads.offsets[lo + 1:hi + 1]
+        text = reads.residues[first:ends[-1]].tobytes().decode("ascii")
+        bounds = (np.concatenate(([first], ends)) - first).tolist()
         writer.write_reads(stretch.first + lo, {
-            "names": PackedStrings.of(reads.names[lo:hi]),
-            "status": PackedStrings.table(STATUSES, stretch.statuses[lo:hi]),
-            "strand": PackedStrings.table(STRANDS, strand[lo:hi]),
-            "cigar": cigar.part(lo, hi), "pp": pp.part(lo, hi),
-            "sequence": PackedStrings(reads.residues, offsets[lo:hi], offsets[lo + 1:hi + 1])})
+            "names": np.array(reads.names[lo:hi], dtype=object),
+            "status": np.array(STATUSES, dtype=object)[stretch.statuses[lo:hi]],
+            "strand": strand[lo:hi], "cigar": cigar[lo:hi], "pp": pp[lo:hi],
+            "sequence": np.array([text[a:b] for a, b in pairwise(bounds)], dtype=object)})
 
 
 def _fitting(path: str, tally: Tally) -> str:
