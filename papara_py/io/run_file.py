@@ -221,6 +221,8 @@ class RunFile:
         version = self.attrs.get("format_version")
         if not isinstance(version, int) or isinstance(version, bool):
             raise self.damaged(f"its format_version is {version!r}, not a number")
+        if version < 1:
+            raise self.damaged(f"its format_version is {version}; papara-py run files start at 1")
         if version > FORMAT_VERSION:
             raise InputError(path, f"written in run-file format version {version} (by papara-py "
                                    f"{self.attrs.get('version', '?')}); this papara-py {__version__} reads "

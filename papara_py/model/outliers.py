@@ -53,17 +53,24 @@ class Outliers:
         return (f"A read is an outlier when its penalty per residue (best score / read length) exceeds "
                 f"{self.threshold:.3f}. That is the sample's median ({self.median:.3f}) plus "
                 f"{OUTLIER_ROBUST_Z:g} robust standard deviations ({self.robust_sd:.3f}: 1.4826 × the median "
-                f"absolute deviation), kept between {self.floor:.3f} (one mismatch penalty in ten residues, so "
-                f"that a few sequencing errors in a sample of near-perfect reads are not flagged) and "
-                f"{self.ceiling:.3f} (one mismatch penalty in four residues: random sequence scores about one "
-                f"in three, so a read above this fits hardly better than random sequence).")
+                f"absolute deviation), kept above {self.floor:.3f} (one mismatch penalty in ten residues, so "
+                f"that a few sequencing errors in a sample of near-perfect reads are not flagged)"
+                + (f" and below {self.ceiling:.3f} (one mismatch penalty in four residues: random DNA scores "
+                   f"about one in three, so a read above this fits hardly better than random sequence)."
+                   if np.isfinite(self.ceiling) else "."))
 
 
-def find_outliers(score: np.ndarray, length: np.ndarray, aligned: np.ndarray, mismatch: int) -> Outliers:
+def find_outliers(score: np.ndarray, length: np.ndarray, aligned: np.ndarray, mismatch: int,
+                  alphabet: str = "dna") -> Outliers:
     """Flag aligned reads whose penalty per residue is unusual for the sample or random-like.
 
     threshold = min(ceiling, max(floor, median + 5 * 1.4826 * MAD)), with floor = 0.1 and
-    ceiling = 0.25 mismatch penalties per residue. The robust part (median and MAD, not mean and
+    ceiling = 0.25 mismatch penalties per residue. The ceiling is DNA's: a random base mismatches
+    three times in four, so random DNA scores about a third of a mismatch penalty per residue
+    whatever the reference. A protein read's penalty also holds the column profile cost (DESIGN 4),
+    and real reads of the bundled protein example score 2.5 per residue at the median (0.85
+    mismatch penalties, far above DNA's ceiling), so for protein there is no ceiling (it is
+    infinite) and the rule is the sample's. The robust part (median and MAD, not mean and
     SD, so the outliers do not hide themselves) finds reads unusual for this sample; the
     ceiling still flags them when most of the sample is off (e.g. reads of the other strand, or a
     contaminated sample, where the median itself is random-like); the floor keeps a sample of
@@ -76,7 +83,8 @@ def find_outliers(score: np.ndarray, length: np.ndarray, aligned: np.ndarray, mi
     median = float(np.median(values)) if values.size else 0.0
     robust_sd = 1.4826 * float(np.median(np.abs(values - median))) if values.size else 0.0
     unit = max(int(mismatch), 1)
-    floor, ceiling = OUTLIER_FLOOR * unit, OUTLIER_CEILING * unit
+    floor = OUTLIER_FLOOR * unit
+    ceiling = OUTLIER_CEILING * unit if alphabet == "dna" else float("inf")
     threshold = min(ceiling, max(floor, median + OUTLIER_ROBUST_Z * robust_sd))
     flagged = np.flatnonzero(usable & (np.nan_to_num(per_residue, nan=-1.0) > threshold))
     flagged = flagged[np.argsort(-per_residue[flagged], kind="stable")]
@@ -91,4 +99,4 @@ def run_outliers(run: RunFile) -> Outliers:
     aligned = (run.column("status") == STATUS_ALIGNED) & (run.column("best_edge") >= 0)
     parameters = run.record.get("parameters")
     mismatch = int(parameters.get("mismatch", 3)) if isinstance(parameters, dict) else 3
-    return find_outliers(run.column("score"), run.read_lengths(), aligned, mismatch)
+    return find_outliers(run.column("score"), run.read_lengths(), aligned, mismatch, run.alphabet.name)

@@ -5,6 +5,8 @@ its last batch (`commit_sample`), its summary line counting the outliers of the 
 """
 from __future__ import annotations
 
+import os
+
 import time
 from itertools import pairwise
 from typing import NamedTuple
@@ -98,7 +100,7 @@ def _fitting(path: str, tally: Tally) -> str:
     rule (model/outliers.py) on the committed run file `path`: the per-read scores and lengths are
     not held while the run is written, so they are read back (status, best edge, score and the
     sequences' lengths: about a second for a million reads)."""
-    if not tally.n_alignable:
+    if not tally.n_alignable or not os.path.isfile(path):  # /dev/null or a FIFO: nothing to read back
         return ""
     with RunFile(path) as run:
         outliers = len(run_outliers(run).indices)
