@@ -29,8 +29,9 @@ def gather_oriented(residues, offsets, indices, reverse, complement):
         if reverse[s]:
             for i in range(length):
                 out[at + i] = complement[residues[first + length - 1 - i]]
-        else:
-            out[at:at + length] = residues[first:first + length]
+        else:  # element by element: a slice assignment compiles numba's shape-mismatch message
+            for i in range(length):  # (seconds of a cold start)
+                out[at + i] = residues[first + i]
     return out, out_offsets
 
 
@@ -120,9 +121,9 @@ def copy_rows(data, seg_start, seg_end, row_ptr, first_row, end_row, out):
         k = 0
         if total == length:  # no whitespace, or some that the byte count finds (not a character)
             for s in range(row_ptr[r], row_ptr[r + 1]):
-                size = seg_end[s] - seg_start[s]
-                out[r, k:k + size] = data[seg_start[s]:seg_end[s]]
-                k += size
+                for i in range(seg_start[s], seg_end[s]):  # element by element, as in gather_oriented
+                    out[r, k] = data[i]
+                    k += 1
         else:
             for s in range(row_ptr[r], row_ptr[r + 1]):
                 for i in range(seg_start[s], seg_end[s]):

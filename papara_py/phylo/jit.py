@@ -176,10 +176,11 @@ def up_pass(down, up, child_ptr, child_ids, top, n_states, c0, c1):
         else:
             n = k + (1 if v != top else 0)
             sets = np.empty((n, down.shape[1]), down.dtype)
-            for j in range(k):
-                sets[j] = down[child_ids[first + j]]
-            if v != top:
-                sets[k] = up[v]
+            for col in range(c0, c1):  # element by element: a row assignment would compile numba's
+                for j in range(k):     # shape-mismatch message, seconds of a cold start
+                    sets[j, col] = down[child_ids[first + j], col]
+                if v != top:
+                    sets[k, col] = up[v, col]
             for col in range(c0, c1):
                 best, runner_up = _count_levels(sets, col, n_states, n_bits, counts)
                 for j in range(k):
