@@ -35,21 +35,29 @@ from papara_py.phylo.encoding import DNA, alphabet_of
 
 #: Work-items per work-group: four NVIDIA warps.
 WORK_GROUP = 128
+#: A launch's work space is at most 1 / MEMORY_SHARE of the device's memory (its Forward energies
+#: within the largest buffer the device allows). Each work-item decodes one (read, candidate)
+#: pair and each pair's Forward energies take most of the space, so this share bounds a launch's
+#: parallelism: on an H200 a 12,500-read batch of 100-bp reads against rpsS (W about 970) took
+#: 0.82 s of the device in three launches at an eighth, 0.59 s in two at a quarter and 0.35 s in
+#: one (docs/performance.md). A third leaves room for the scoring beside the two decoding threads
+#: (engine/tracer.GPU_TRACING_THREADS).
+MEMORY_SHARE = 3
 
 
 class GpuPosterior:
     """Decodes batches of reads on one OpenCL device; safe to call from several threads (each
     call has buffers of its own).
 
-    memory_bytes: device memory one launch's work space may take (default: an eighth of the
-    device's memory, within its largest buffer).
+    memory_bytes: device memory one launch's work space may take (default: 1 / MEMORY_SHARE of the
+    device's memory; its Forward energies, one buffer, also within the device's largest buffer).
     """
 
     def __init__(self, device: DeviceInfo, memory_bytes: int | None = None) -> None:
         self.device = device
         self.context = shared_context(device.cl_device)
         self.queue = cl.CommandQueue(self.context, device.cl_device)
-        self.memory_bytes = int(memory_bytes or min(device.max_alloc_bytes, device.global_mem_bytes // 8))
+        self.memory_bytes = int(memory_bytes or device.global_mem_bytes // MEMORY_SHARE)
         self.device_cells = 0
         self._lock = threading.Lock()
 
@@ -116,7 +124,8 @@ class GpuPosterior:
         """The reads `decoded` (indices into the batch) in launches, longest first: each launch's
         work space (F: its pairs x its longest read's rows x its shortest read's band width, 4
         bytes a cell; pooled, ins and the MEA's rows: 16 bytes a cell of each read) within
-        memory_bytes, at least one read a launch."""
+        memory_bytes and each of its two largest buffers (F, the MEA's rows) within the device's
+        largest, at least one read a launch."""
         lengths = batch.lengths[decoded]
         order = decoded[np.argsort(-lengths, kind="stable")]
         pairs = (batch.slots[order] >= 0).sum(axis=1)
@@ -125,8 +134,11 @@ class GpuPosterior:
         launches, begin = [], 0
         while begin < order.size:
             cells = int(rows[begin]) * widths[begin:]  # the launch's cell grid per pair / read, grows with its end
-            need = cells * (4 * np.cumsum(pairs[begin:]) + 16 * np.arange(1, order.size - begin + 1))
-            end = begin + max(1, int(np.searchsorted(need, self.memory_bytes, side="right")))
+            forward = cells * (4 * np.cumsum(pairs[begin:]))  # F
+            mea = cells * (8 * np.arange(1, order.size - begin + 1))  # the MEA's rows
+            need = forward + 2 * mea  # and pooled and ins, within 8 bytes a cell
+            fits = (need <= self.memory_bytes) & (np.maximum(forward, mea) <= self.device.max_alloc_bytes)
+            end = begin + max(1, int(np.argmin(fits)) if not fits.all() else fits.size)
             launches.append(order[begin:end])
             begin = end
         return launches

@@ -11,6 +11,8 @@ CI).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -21,7 +23,7 @@ from posterior_cases import TIES, example_each, pooled_matrices
 from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
 from papara_py.io.reads import ReadSet
 from papara_py.model.fixed_point import PosteriorTables
-from papara_py.model.posterior import decode_batch, mea_alignment
+from papara_py.model.posterior import Batch, decode_batch, mea_alignment
 from papara_py.model.params import ScoringParams
 from papara_py.model.reference_scorer import profile_near, score_one
 from papara_py.model.column_costs import column_costs, kernel_costs
@@ -38,9 +40,34 @@ DATA = __import__("pathlib").Path(__file__).resolve().parents[2] / "data"
 
 
 @pytest.fixture(scope="module")
-def decoders(opencl_device) -> dict[int, GpuPosterior]:
-    """Decoders by launch budget: one launch per call, and a few kilobytes (many launches)."""
-    return {budget: GpuPosterior(opencl_device, memory_bytes=budget) for budget in (1 << 26, 3000)}
+def decoders(opencl_device) -> dict[str, GpuPosterior]:
+    """Decoders by what splits a batch into launches: nothing (one launch per call), a budget of
+    a few kilobytes, and a device whose largest buffer is a few kilobytes (many launches)."""
+    small_buffers = dataclasses.replace(opencl_device, max_alloc_bytes=3000)
+    return {"one": GpuPosterior(opencl_device, memory_bytes=1 << 26),
+            "budget": GpuPosterior(opencl_device, memory_bytes=3000),
+            "largest buffer": GpuPosterior(small_buffers, memory_bytes=1 << 26)}
+
+
+def test_launches_keep_within_the_budget_and_the_largest_buffer(decoders):
+    """Each launch's F and MEA rows fit the device's largest buffer and its work space the budget
+    (one read a launch where a single read does not fit); every read is in one launch."""
+    rng = np.random.default_rng(3)
+    profiles = random_profiles(rng, 5, 30, DNA)
+    codes, _, offsets = random_reads(rng, rng.integers(1, 30, 12), DNA)
+    slots = np.stack([rng.permutation(5)[:3] for _ in range(12)])
+    batch = Batch.of(codes, offsets, slots, None, profiles, None, ScoringParams.preset("weighted").as_array(), None,
+                     PosteriorTables.build(1.0, 64), None)
+    decoded = np.arange(12)
+    for name, decoder in decoders.items():
+        launches = decoder._launches(batch, decoded, 30)
+        np.testing.assert_array_equal(np.sort(np.concatenate(launches)), decoded)
+        for reads in launches:
+            rows, width = batch.lengths[reads].max(), 30 - batch.lengths[reads].min() + 2
+            forward, mea = 4 * rows * width * 3 * reads.size, 8 * rows * width * reads.size
+            if reads.size > 1:
+                assert max(forward, mea) <= decoder.device.max_alloc_bytes and forward + 2 * mea <= decoder.memory_bytes
+        assert (len(launches) == 1) == (name == "one")
 
 
 def assert_same(cpu, gpu) -> None:
@@ -52,10 +79,10 @@ def assert_same(cpu, gpu) -> None:
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2 ** 32 - 1), m=st.integers(2, 30), reads=st.integers(1, 20), k=st.integers(1, 4),
        values=st.lists(st.sampled_from([0, 1, 2, 3, 5, 17]), min_size=5, max_size=5), near=st.booleans(),
-       protein=st.booleans(), with_costs=st.booleans(), small_launches=st.booleans(),
+       protein=st.booleans(), with_costs=st.booleans(), launches=st.sampled_from(["one", "budget", "largest buffer"]),
        temperature=st.sampled_from([0.3, 1.0, 2.5]), scale=st.sampled_from([64, 1024]))
 def test_device_posterior_equals_host_posterior(decoders, seed, m, reads, k, values, near, protein, with_costs,
-                                                small_launches, temperature, scale):
+                                                launches, temperature, scale):
     rng = np.random.default_rng(seed)
     alphabet = PROTEIN if protein else DNA
     profiles = random_profiles(rng, 5, m, alphabet)
@@ -74,7 +101,7 @@ def test_device_posterior_equals_host_posterior(decoders, seed, m, reads, k, val
     tables = PosteriorTables.build(temperature, scale)
     args = (codes, offsets, slots, None, profiles, None, params.as_array(), costs, tables)
     cpu = decode_batch(*args, family=family)
-    gpu = decoders[3000 if small_launches else 1 << 26].decode_batch(*args, family=family)
+    gpu = decoders[launches].decode_batch(*args, family=family)
     assert_same(cpu, gpu)
 
 
@@ -85,7 +112,7 @@ def test_device_mea_equals_host_mea_ties_included(decoders, pooled):
     """posterior_mea on chosen pooled posteriors (a few values, so its tie rule decides often)
     gives model.posterior.mea's columns, posteriors and objective."""
     expected = mea_alignment(np.array(pooled, np.int32))
-    got = decoders[1 << 26].mea_alignment(np.array(pooled, np.int32))
+    got = decoders["one"].mea_alignment(np.array(pooled, np.int32))
     np.testing.assert_array_equal(got[0], expected[0])
     np.testing.assert_array_equal(got[1], expected[1])
     assert got[2] == expected[2]
@@ -122,11 +149,11 @@ def test_device_posterior_equals_host_posterior_on_real_data(decoders, name, tem
     tables = PosteriorTables.build(temperature)
     args = (codes, offsets, slots, scores, profiles, near, p, costs, tables)
     cpu = decode_batch(*args, threads=2)
-    assert_same(cpu, decoders[1 << 26].decode_batch(*args))
+    assert_same(cpu, decoders["one"].decode_batch(*args))
     assert np.all(cpu[2].sum(axis=1) <= 1 << 15) and np.all(cpu[3] > 0.5)  # real reads fit their edges
 
 
 def test_device_posterior_of_an_empty_batch(decoders):
     args = (np.zeros(0, np.uint8), np.array([0]), np.zeros((0, 3), np.int64), None, np.ones((2, 5), np.uint8), None,
             ScoringParams().as_array(), None, PosteriorTables.build(1.0))
-    assert_same(decode_batch(*args), decoders[1 << 26].decode_batch(*args))
+    assert_same(decode_batch(*args), decoders["one"].decode_batch(*args))
