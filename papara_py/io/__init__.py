@@ -9,6 +9,7 @@
 - `checksums`: SHA-256 of the inputs for the run record and the cluster guards.
 - `cigar`: the CIGAR text of a read's path.
 - `run_writer`: `RunWriter` and `atomic_path` (a file appears under its name only when complete).
+- `chunks`: a large array's gzip + fletcher32 chunks compressed on several threads (the reference).
 - `run_file`: `RunFile`, the one reader of run files (format checks, lazy chunked access).
 - `export`: PHYLIP / FASTA / EPA query exports; `jplace`: the jplace v3 placement export.
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from papara_py import __version__
 from papara_py.io.checksums import attributes_crc32, string_crc32
+from papara_py.io.chunks import write_compressed
 from papara_py.io.outputs import atomic_path, check_writes, hdf5_output
 
 __all__ = ["RunWriter", "run_writer", "atomic_path", "FORMAT_NAME", "FORMAT_VERSION", "STRINGS", "CHECKSUMS"]
@@ -102,8 +103,9 @@ class RunWriter:
     def write_reference(self, names: list[str], rows: np.ndarray, numbered_newick: str) -> None:
         self._strings("tree/newick_numbered", (), numbered_newick)
         self._strings("reference/names", (len(names),), np.array(names, dtype=object))
-        self._numbers("reference/alignment", rows.shape, np.uint8, data=rows, compression="gzip",
+        self._numbers("reference/alignment", rows.shape, np.uint8, chunks=True, compression="gzip",
                       compression_opts=4)
+        write_compressed(self.file["reference/alignment"], np.ascontiguousarray(rows, np.uint8))  # chunks on threads
 
     def write_reads(self, start: int, fields: dict[str, np.ndarray]) -> None:
         """Write rows [start, start + len) of the per-read datasets named in `fields`.
