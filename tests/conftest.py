@@ -8,15 +8,12 @@ from pathlib import Path
 
 import pytest
 
-# The helpers beside this file (misuse.py, bad_inputs.py, literal_dp.py, scripts_loader.py ...) are
-# imported by name from the tests in the package folders (tests/engine, tests/io ...); pytest's
-# default import mode puts this folder on sys.path already, this holds under any other mode too.
-# The package folders too: a test module may reuse another's helpers across folders (tests/model's
-# protein engine test takes tests/engine/test_engine.py's), whichever file pytest collects first;
-# test file names are unique across the folders.
-for _folder in [Path(__file__).resolve().parent, *sorted(Path(__file__).resolve().parent.glob("*/"))]:
-    if _folder.name not in ("data", "__pycache__") and str(_folder) not in sys.path:
-        sys.path.insert(0, str(_folder))
+# The helpers beside this file (misuse.py, bad_inputs.py, engine_cases.py, random_data.py ...) are
+# imported by name from the tests in the package folders (pyproject.toml sets pytest's prepend
+# import mode, which puts this folder and each test's own folder on sys.path); a test never
+# imports another folder's test module.
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 #: Test data inside the repository (and the sdist): tests/data/README.md says where it comes from.
 TEST_DATA = Path(__file__).resolve().parent / "data"

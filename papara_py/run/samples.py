@@ -118,6 +118,8 @@ class SampleRun:
         self.edges_scored = {"mean": 1.0, "min": 1.0, "max": 1.0}  # share of the edges per read
         self.own_scoring = 0.0                    # its scoring span (run/stages.ScoreTraceWrite)
         self.run_scoring = 0.0                    # the engine's start .. its last batch scored
+        self.best_scores: list[np.ndarray] = []   # per written batch: its aligned reads' best score
+        self.read_lengths: list[np.ndarray] = []  # ... and their lengths (the outlier rule's inputs)
         self.summary = None                       # its run/config.RunSummary, once committed
         self.failed = False                       # its reads are bad: nothing more of it is written
         self.complete = False

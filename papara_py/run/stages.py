@@ -202,6 +202,9 @@ class ScoreTraceWrite:
             reverse, candidates, decoded = traced
             batch = write_batch(writer, stretch.first + stretch.alignable, candidates, decoded, self.m)
             write_stretch(writer, stretch, self.config.batch_reads, reverse, batch)
+            placed = candidates.edge[:, 0] >= 0  # the summary's outlier count (run/writers.py)
+            sample.best_scores.append(candidates.score[placed, 0])
+            sample.read_lengths.append(np.diff(decoded.offsets)[placed])
         else:
             write_stretch(writer, stretch, self.config.batch_reads)
             sample.statuses += np.bincount(stretch.statuses, minlength=len(STATUSES))

@@ -1,11 +1,9 @@
 """The run file's rows as the stages make them (on the writer thread): a decoded batch's
 alignments in the run file's forms and its numeric results (`write_batch`), a stretch's string
 fields (`write_stretch`), and a sample's run file completed with its record and committed after
-its last batch (`commit_sample`), its summary line counting the outliers of the committed file.
+its last batch (`commit_sample`), its summary line counting the outliers.
 """
 from __future__ import annotations
-
-import os
 
 import time
 from itertools import pairwise
@@ -17,11 +15,10 @@ from papara_py.engine.candidates import Candidates
 from papara_py.io.paths import alignment_forms
 from papara_py.io.read_stream import Stretch
 from papara_py.io.reads import STATUS_ALIGNED, STATUSES
-from papara_py.io.run_file import RunFile
 from papara_py.io.run_writer import RunWriter
 from papara_py.model.decode import Decoded
 from papara_py.model.fixed_point import PROB_ONE
-from papara_py.model.outliers import run_outliers
+from papara_py.model.outliers import find_outliers
 from papara_py.model.posterior import pp_digits
 from papara_py.phylo.profiles import EdgeProfiles
 from papara_py.run.config import RunSummary
@@ -95,18 +92,19 @@ def write_stretch(writer: RunWriter, stretch: Stretch, chunk: int, reverse: np.n
             "sequence": np.array([text[a:b] for a, b in pairwise(bounds)], dtype=object)})
 
 
-def _fitting(path: str, tally: Tally) -> str:
+def _fitting(sample: SampleRun) -> str:
     """How many of the aligned reads fit the reference and how many are outliers, by the outlier
-    rule (model/outliers.py) on the committed run file `path`: the per-read scores and lengths are
-    not held while the run is written, so they are read back (status, best edge, score and the
-    sequences' lengths: about a second for a million reads)."""
-    if not tally.n_alignable or not os.path.isfile(path):  # /dev/null or a FIFO: nothing to read back
+    rule (model/outliers.py) on the best scores and lengths the writer kept (a read's row in the
+    run file has the same: `run_outliers` on the committed file counts the same reads)."""
+    scores = np.concatenate(sample.best_scores) if sample.best_scores else np.zeros(0, np.int32)
+    if not scores.size:
         return ""
-    with RunFile(path) as run:
-        outliers = len(run_outliers(run).indices)
+    lengths = np.concatenate(sample.read_lengths)
+    outliers = find_outliers(scores, lengths, np.ones(scores.size, bool), sample.inputs.params.mismatch,
+                             sample.inputs.alphabet.name).indices.size
     if not outliers:
         return " (all fit the reference: no outliers)"
-    return (f" ({tally.n_alignable - outliers} of them fit the reference, {outliers} outliers: left out of exports; "
+    return (f" ({scores.size - outliers} of them fit the reference, {outliers} outliers: left out of exports; "
             f"papara-py report explains)")
 
 
@@ -128,7 +126,7 @@ def commit_sample(sample: SampleRun, profiles: EdgeProfiles, devices: Devices, w
                     + f"; {tally.cells} cells, {tally.gcups:.1f} GCUPS")
     counts = tally.status_counts
     reporter.notice(("" if sample.count == 1 else f"{sample.label}: ")
-                    + f"{tally.n_alignable} of {tally.n_reads} reads aligned" + _fitting(config.output, tally)
+                    + f"{tally.n_alignable} of {tally.n_reads} reads aligned" + _fitting(sample)
                     + "".join(f", {n} {s}" for s, n in counts.items() if s != STATUS_ALIGNED)
                     + f"; scoring {timings['scoring']:.2f} s ({tally.gcups:.1f} GCUPS); wrote {config.output}")
     sample.summary = RunSummary(config.output, tally.n_reads, tally.n_alignable, counts, dict(timings), tally.gcups)

@@ -79,6 +79,18 @@ def test_the_run_summary_counts_the_outliers(noisy):
     assert (int(match.group(1)), int(match.group(2))) == (len(aligned) - len(flagged), len(flagged))
 
 
+def test_the_summary_counts_them_without_a_file_to_read_back(noisy):
+    """The count comes from the rows as written, not from reading the file back: a run into
+    /dev/null says the same."""
+    run_path, stderr = noisy
+    reads = run_path.parent / "reads.fa"
+    result = papara("-t", str(EXAMPLE / "tree.nwk"), "-s", str(EXAMPLE / "ref.phy"), "-r", str(reads),
+                    "-o", "/dev/null", "--device", "cpu", "-j", "1")
+    assert result.returncode == 0, result.stderr
+    summary = re.compile(r"\d+ of them fit the reference, \d+ outliers")
+    assert summary.search(result.stderr).group(0) == summary.search(stderr).group(0)
+
+
 @pytest.mark.parametrize("fmt", ["epa", "fasta", "jplace"])
 def test_exports_leave_out_the_outliers_unless_kept(noisy, tmp_path, fmt):
     run_path = noisy[0]

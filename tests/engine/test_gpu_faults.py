@@ -12,7 +12,7 @@ import h5py
 import numpy as np
 import pytest
 from misuse import EXAMPLE
-from test_engine import expected, gpu, random_case, run
+from engine_cases import expected, gpu, random_case, run
 
 from papara_py.cli import main
 from papara_py.engine.scheduler import EngineOptions, is_out_of_memory

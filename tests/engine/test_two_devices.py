@@ -16,7 +16,7 @@ import pytest
 SCRIPT = r"""
 import json, sys
 import numpy as np
-from test_engine import K, expected, random_case, run
+from engine_cases import K, expected, random_case, run
 from papara_py.engine.consumers import GpuChunkScorer
 from papara_py.engine.gpu import GpuScorer
 from papara_py.engine.opencl_devices import discover_devices

@@ -332,7 +332,7 @@ def test_prepared_profiles_carry_the_alphabet(tmp_path):
 def test_hybrid_engine_on_protein_profiles_matches_the_reference(opencl_device):
     """Real protein profiles and reads through CPU workers and the OpenCL kernel (PoCL in CI), with
     the protein preset's near states, family residues and column profile costs."""
-    from test_engine import expected, gpu, run
+    from engine_cases import expected, gpu, run
 
     from papara_py.engine.scheduler import EngineOptions, ReadBatch
 

@@ -125,3 +125,19 @@ def test_architecture_names_every_package_with_its_layer():
     present = {path.stem for path in PACKAGE.iterdir()
                if (path.is_dir() and (path / "__init__.py").is_file()) or path.suffix == ".py"} - {"__init__"}
     assert present <= named, f"not in docs/ARCHITECTURE.md's layer table: {sorted(present - named)}"
+
+
+def test_no_test_imports_another_folders_test_module():
+    """Shared test helpers live in tests/ (engine_cases.py, random_data.py ...): a test module
+    imports another test module only from its own folder, so collection order never matters."""
+    tests = PACKAGE.parent / "tests"
+    test_modules = {path.stem: path.parent for path in tests.glob("*/test_*.py")}
+    crossing = []
+    for path in tests.glob("*/test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module else
+                     [alias.name for alias in node.names] if isinstance(node, ast.Import) else [])
+            crossing += [f"{path.relative_to(tests)} imports {name}" for name in names
+                         if name in test_modules and test_modules[name] != path.parent]
+    assert not crossing, crossing
+    assert test_modules  # the glob saw the test folders
