@@ -41,7 +41,7 @@ from typing import IO, Iterator
 import numpy as np
 
 from papara_py.errors import InputError
-from papara_py.io.cigar import parse_cigar
+from papara_py.io.cigar import cigar_columns, parse_cigar
 from papara_py.io.export_names import exported_name
 from papara_py.io.outputs import atomic_path, check_output, is_direct, output_stream
 from papara_py.io.reads import STATUS_ALIGNED
@@ -300,24 +300,6 @@ def _checked_residues(run: RunFile, q: int, sequence: str, strand: str, cigar: s
     return residues
 
 
-def _cigar_columns(start: int, cigar: str, n: int) -> np.ndarray:
-    """Each of the read's n residues' reference column along `cigar` from `start` (-1 where
-    inserted), in plain numpy: an export never imports numba (io/paths.read_columns is the
-    writers' numba twin of this walk)."""
-    columns = np.full(n, -1, np.int64)
-    column, position = start, 0
-    for length, op in parse_cigar(cigar):
-        if op == "M":
-            columns[position:position + length] = np.arange(column, column + length)
-            column += length
-            position += length
-        elif op == "D":
-            column += length
-        else:
-            position += length
-    return columns
-
-
 def _pp_row(run: RunFile, q: int, placed: np.ndarray, width: int) -> bytes | None:
     """Read q's PP line in the extended alignment: its residues' PP code (/reads/pp) at their
     extended columns `placed`, '.' elsewhere; None where the run has no posteriors."""
@@ -371,7 +353,7 @@ def extended_rows(run: RunFile, aligned_ids: np.ndarray, skip_reference: set[str
             extended = np.full(width, GAP, dtype=np.uint8)
             extended[column_at] = aligned
             residues = _checked_residues(run, int(q), run.column("sequence", int(q)), strands[q], cigars[q])
-            placed = _cigar_columns(int(starts[q]), cigars[q], residues.size)  # each residue's column
+            placed = cigar_columns(int(starts[q]), cigars[q], residues.size)  # each residue's column
             placed = np.where(placed >= 0, column_at[np.maximum(placed, 0)], -1)
             for position, offset, length in insertion_runs(int(starts[q]), cigars[q]):
                 first = insert_at[position]

@@ -7,7 +7,7 @@ The model hands on each read's alignment in one form: the column of each of its 
 columns; between two placed residues the inserted ones come before the skipped columns), its
 ASCII CIGAR (run-length encoded ops) and the read's row in reference columns (its residues at
 their columns, gaps elsewhere, inserted residues left out). The exports, the API and the tests
-read CIGARs back (`read_columns`, `residue_columns`, `place_read`).
+read CIGARs back with io/cigar.py.
 """
 
 from __future__ import annotations
@@ -15,16 +15,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from papara_py.io.cigar import parse_cigar
-
 OP_M, OP_D, OP_I = 0, 1, 2
 #: A residue's column where it is inserted (lies between reference columns).
 INSERTED = -1
 _OP_LETTER = "MDI"
 _OP_BYTES = np.frombuffer(_OP_LETTER.encode(), np.uint8).copy()
-_DIGIT_0, _DIGIT_9 = ord("0"), ord("9")
-_CIGAR_OP = np.full(256, 255, np.uint8)
-_CIGAR_OP[ord("M")], _CIGAR_OP[ord("D")], _CIGAR_OP[ord("I")] = OP_M, OP_D, OP_I
 
 
 @njit(cache=True, nogil=True)
@@ -88,37 +83,6 @@ def apply_ops(op, count, column, out, position):
             out[position] = INSERTED
             position += 1
     return column, position
-
-
-@njit(cache=True, nogil=True)
-def read_columns(cigar, lo, hi, start, out):
-    """out[j]: the column of the read's residue j in the CIGAR cigar[lo:hi] from `start`, -1 where
-    it is inserted."""
-    column, position, length = start, 0, 0
-    for i in range(lo, hi):
-        c = cigar[i]
-        if _DIGIT_0 <= c <= _DIGIT_9:
-            length = length * 10 + c - _DIGIT_0
-            continue
-        column, position = apply_ops(_CIGAR_OP[c], length, column, out, position)
-        length = 0
-
-
-@njit(cache=True, nogil=True)
-def _columns_of(cigar, cigar_ends, starts, offsets, out):
-    """Each read's columns from its CIGAR (`read_columns`) into out[offsets[q]:offsets[q + 1]]."""
-    for q in range(starts.shape[0]):
-        lo = cigar_ends[q - 1] if q > 0 else 0
-        read_columns(cigar, lo, cigar_ends[q], starts[q], out[offsets[q]:offsets[q + 1]])
-
-
-def residue_columns(starts: np.ndarray, cigars: list[str], offsets: np.ndarray) -> np.ndarray:
-    """int64 [offsets[-1]]: each residue's column (-1: inserted) in the alignments (start column,
-    CIGAR) of the reads whose residues `offsets` cuts out, read q's at offsets[q]:offsets[q + 1]."""
-    out = np.empty(int(offsets[-1]), np.int64)
-    _columns_of(np.frombuffer("".join(cigars).encode(), np.uint8), np.cumsum([len(c) for c in cigars], dtype=np.int64),
-                np.asarray(starts, np.int64), np.asarray(offsets, np.int64), out)
-    return out
 
 
 @njit(cache=True, nogil=True)
@@ -195,16 +159,3 @@ def cigar_strings(cigar_bytes: np.ndarray, cigar_ends: np.ndarray) -> list[str]:
 
 
 _OP_CODE = {"M": OP_M, "D": OP_D, "I": OP_I}
-
-
-def place_read(residues: bytes, start: int, cigar: str, m: int, gap: int = ord("-")) -> np.ndarray:
-    """The read in reference columns (uint8 [m]): residues at M columns, `gap` elsewhere.
-
-    Inserted residues (I) have no reference column and are left out, as DESIGN 7 specifies for
-    /reads/aligned and the EPA export.
-    """
-    ops = np.array([_OP_CODE[op] for length, op in parse_cigar(cigar) for _ in range(length)], np.uint8)
-    row = np.full(m, gap, dtype=np.uint8)
-    # a writable array, as the kernels pass: a read-only one would compile place_ops once more
-    place_ops(ops, start, np.frombuffer(bytearray(residues), np.uint8), row)
-    return row

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from literal_dp import literal_align, literal_score, rescore_cigar
 
 from papara_py.errors import InputError
-from papara_py.io.cigar import parse_cigar
+from papara_py.io.cigar import cigar_columns, parse_cigar, place_read
 from papara_py.model.column_costs import column_costs, cost_codes
 from papara_py.model.params import PenaltyChoice, ScoringParams
-from papara_py.io.paths import alignment_forms, place_read, read_columns, residue_columns
+from papara_py.io.paths import alignment_forms
 from papara_py.model.reference_scorer import score_reference
 from papara_py.model.traceback import align, align_many
 from papara_py.phylo.encoding import DNA, PROTEIN
@@ -153,7 +153,8 @@ def test_alignment_forms_of_reads_with_no_residue_placed():
     starts, cigars, rows = alignment_forms(columns, offsets, np.frombuffer(b"ACGTA", np.uint8), 4)
     assert cigars == ["3I", "1M1I"] and starts.tolist() == [0, 1]
     assert rows.tobytes() == b"----" + b"-T--"
-    assert residue_columns(starts, cigars, offsets).tolist() == columns.tolist()
+    assert np.concatenate([cigar_columns(int(s), c, int(n)) for s, c, n in zip(starts, cigars, np.diff(offsets))]
+                          ).tolist() == columns.tolist()
 
 
 @pytest.mark.slow
@@ -177,12 +178,11 @@ def test_batched_traceback_equals_one_read_at_a_time(batch, seed):
     starts, cigars, rows = alignment_forms(columns, offsets, np.concatenate(residues), m)
     for q, read in enumerate(reads):
         one = align(read, profiles[slots[q]], params)
-        expected = np.empty(len(read), np.int64)
-        read_columns(np.frombuffer(one.cigar.encode(), np.uint8), 0, len(one.cigar), one.start, expected)
+        expected = cigar_columns(one.start, one.cigar, len(read))
         assert scores[q] == one.score and np.array_equal(columns[offsets[q]:offsets[q + 1]], expected)
         # the writers' forms of those columns: the same residues in the same columns
         assert np.array_equal(rows[q], place_read(residues[q].tobytes(), one.start, one.cigar, m))
-        assert np.array_equal(residue_columns([starts[q]], [cigars[q]], np.array([0, len(read)])), expected)
+        assert np.array_equal(cigar_columns(int(starts[q]), cigars[q], len(read)), expected)
 
 
 @st.composite
