@@ -58,10 +58,21 @@
  *   best          [n_max][W_max + 1][L]  long: posterior_mea's R(j, i) at [j][i - j + 1]
  *   columns, pp   [residues]             int: each residue's column (-1 inserted) and posterior
  *   objective     [L]                    long: each read's sum of pp
+ * Each kernel steps through a row's offsets in tiles of TILE cells, loading the tile's inputs
+ * (row / brow / grow / F / pooled / best of the row above or below, the profile's elements) into
+ * private arrays before its recurrences: the same values in the same order, one memory latency a
+ * tile.
  * Build options: -DPROF_BITS=8|32 -DSTATE_BITS=n (elements.cl), -DCOLUMN_COSTS=0|1.
  */
 
 #include "elements.cl"
+
+/* Cells a work-item steps through per tile of its row: the tile's global loads are issued
+ * together before its recurrences (each cell's loads do not depend on the cells before it), so a
+ * row costs width / TILE memory latencies instead of width. */
+#ifndef TILE
+#define TILE 8
+#endif
 
 #ifndef COLUMN_COSTS
 #define COLUMN_COSTS 0
@@ -129,21 +140,36 @@ __kernel void posterior_forward(
         int mi_left = SENTINEL, d_left = SENTINEL;  /* MI and Df at offset k - 1 */
         int above = row[p];                          /* prev[k] */
         __global int *restrict f = F + (size_t)j * max_width * P + p;
-        for (int k = 0; k < width; ++k) {
-            const int i = j + k;
-            const int above_right = row[(k + 1) * P + p];  /* prev[k + 1], not yet overwritten */
-            const elem_t e = a[i];
-            const int gap = (e & CGAP_BIT) != 0;
-            const int mval = diagonal_energy(e, a_near[i], b, mismatch, near_mismatch, cgap, X_COST(i, x_row), shift)
-                             + above;
-            const int mi = softmin2(mval, insertion + above_right, softmin, soft_mask);
-            const int dval = softmin2(mi_left + (gap ? 0 : open_extend), d_left + (gap ? 0 : extend), softmin,
-                                      soft_mask);
-            row[k * P + p] = softmin2(mi, dval, softmin, soft_mask);
-            f[k * P] = mval;
-            mi_left = mi;
-            d_left = dval;
-            above = above_right;
+        for (int k0 = 0; k0 < width; k0 += TILE) {
+            /* the tile's loads first (prev[k + 1], not yet overwritten, and the profile's elements),
+             * all in flight at once: one memory latency a tile instead of one a cell */
+            int ahead[TILE];
+            elem_t e_t[TILE], near_t[TILE];
+#pragma unroll
+            for (int t = 0; t < TILE; ++t) {
+                const int k = min(k0 + t, width - 1);
+                ahead[t] = row[(k + 1) * P + p];
+                e_t[t] = a[j + k];
+                near_t[t] = a_near[j + k];
+            }
+#pragma unroll
+            for (int t = 0; t < TILE; ++t) {
+                const int k = k0 + t;
+                if (k < width) {
+                    const int i = j + k;
+                    const int gap = (e_t[t] & CGAP_BIT) != 0;
+                    const int mval = diagonal_energy(e_t[t], near_t[t], b, mismatch, near_mismatch, cgap,
+                                                     X_COST(i, x_row), shift) + above;
+                    const int mi = softmin2(mval, insertion + ahead[t], softmin, soft_mask);
+                    const int dval = softmin2(mi_left + (gap ? 0 : open_extend), d_left + (gap ? 0 : extend), softmin,
+                                              soft_mask);
+                    row[k * P + p] = softmin2(mi, dval, softmin, soft_mask);
+                    f[k * P] = mval;
+                    mi_left = mi;
+                    d_left = dval;
+                    above = ahead[t];
+                }
+            }
         }
     }
     int z = row[p];
@@ -190,20 +216,38 @@ __kernel void posterior_backward(
         /* column i + 1's element (the previous step's): past the last column OE_m = E_m = 0, as a
          * CGAP column's */
         elem_t e_right = j + width < m ? a[j + width] : (elem_t)CGAP_BIT;
-        for (int k = width - 1; k >= 0; --k) {
-            const int i = j + k;
-            const elem_t e = a[i];
-            int x = 0;  /* the last row: the path may end here */
-            if (j < n - 1) x = softmin2(grow[k * P + p], insertion + brow[k * P + p], softmin, soft_mask);
-            const int right_gap = (e_right & CGAP_BIT) != 0;
-            const int bval = softmin2(x, (right_gap ? 0 : open_extend) + bd_right, softmin, soft_mask);
-            bd_right = softmin2(x, (right_gap ? 0 : extend) + bd_right, softmin, soft_mask);
-            brow[(k + 1) * P + p] = bval;  /* offset k at k + 1: read (as B(j+1, k)) at step k + 1 */
-            grow[k * P + p] = diagonal_energy(e, a_near[i], b, mismatch, near_mismatch, cgap, X_COST(i, x_row), shift)
-                              + bval;
-            e_right = e;
-            const int share = probability_of(f[k * P] - z + bval, prob, prob_mask);
-            if (share) atomic_add(pool + k * L, (w * share) >> PROB_BITS);
+        for (int k0 = width - 1; k0 >= 0; k0 -= TILE) {
+            /* the tile's loads first (as in posterior_forward): offsets k0, k0 - 1, ...; grow[k]
+             * and brow[k] are read before this row overwrites them (brow[k] at step k - 1) */
+            int g_t[TILE], b_t[TILE], f_t[TILE];
+            elem_t e_t[TILE], near_t[TILE];
+#pragma unroll
+            for (int t = 0; t < TILE; ++t) {
+                const int k = max(k0 - t, 0);
+                g_t[t] = grow[k * P + p];
+                b_t[t] = brow[k * P + p];
+                f_t[t] = f[k * P];
+                e_t[t] = a[j + k];
+                near_t[t] = a_near[j + k];
+            }
+#pragma unroll
+            for (int t = 0; t < TILE; ++t) {
+                const int k = k0 - t;
+                if (k >= 0) {
+                    const int i = j + k;
+                    int x = 0;  /* the last row: the path may end here */
+                    if (j < n - 1) x = softmin2(g_t[t], insertion + b_t[t], softmin, soft_mask);
+                    const int right_gap = (e_right & CGAP_BIT) != 0;
+                    const int bval = softmin2(x, (right_gap ? 0 : open_extend) + bd_right, softmin, soft_mask);
+                    bd_right = softmin2(x, (right_gap ? 0 : extend) + bd_right, softmin, soft_mask);
+                    brow[(k + 1) * P + p] = bval;  /* offset k at k + 1: read (as B(j+1, k)) at step k + 1 */
+                    grow[k * P + p] = diagonal_energy(e_t[t], near_t[t], b, mismatch, near_mismatch, cgap,
+                                                      X_COST(i, x_row), shift) + bval;
+                    e_right = e_t[t];
+                    const int share = probability_of(f_t[t] - z + bval, prob, prob_mask);
+                    if (share) atomic_add(pool + k * L, (w * share) >> PROB_BITS);
+                }
+            }
         }
     }
 }
@@ -225,26 +269,47 @@ __kernel void posterior_mea(
 #define INS(j) ins[(size_t)(j) * L + r]
 #define R(j, kp) best[((size_t)(j) * (max_width + 1) + (kp)) * L + r]
     for (int j = 0; j < n; ++j) {
-        long total = 0;
-        for (int k = 0; k < width; ++k) total += POOLED(j, k);
+        long total = 0;  /* an integer sum: the same in any order */
+        for (int k0 = 0; k0 < width; k0 += TILE) {
+            int pooled_t[TILE];
+#pragma unroll
+            for (int t = 0; t < TILE; ++t) pooled_t[t] = k0 + t < width ? POOLED(j, k0 + t) : 0;
+#pragma unroll
+            for (int t = 0; t < TILE; ++t) total += pooled_t[t];
+        }
         INS(j) = (int)max(0L, (long)PROB_ONE - total);
     }
     long none = 0;  /* the sum of ins over residues 0 .. j-1 */
     for (int j = 0; j < n; ++j) {
         R(j, 0) = j == 0 ? NEG64 : R(j - 1, 1) + INS(j);
         long left = R(j, 0);
-        for (int k = 0; k < width; ++k) {
-            long placed = NEG64, up = NEG64;
-            if (j > 0) {
-                placed = R(j - 1, k + 1);
-                up = R(j - 1, min(k + 2, width)) + INS(j);
+        const int ins_j = INS(j);
+        for (int k0 = 0; k0 < width; k0 += TILE) {
+            /* the tile's loads first (as in posterior_forward): R(j - 1, k + 1) for its offsets
+             * and one more (R(j - 1, k + 2) of its last), and the pooled posteriors */
+            long above[TILE + 1];
+            int pooled_t[TILE];
+#pragma unroll
+            for (int t = 0; t <= TILE; ++t) above[t] = j > 0 ? R(j - 1, min(k0 + t + 1, width)) : NEG64;
+#pragma unroll
+            for (int t = 0; t < TILE; ++t) pooled_t[t] = POOLED(j, min(k0 + t, width - 1));
+#pragma unroll
+            for (int t = 0; t < TILE; ++t) {
+                const int k = k0 + t;
+                if (k < width) {
+                    long placed = NEG64, up = NEG64;
+                    if (j > 0) {
+                        placed = above[t];
+                        up = above[t + 1] + ins_j;
+                    }
+                    long v = left;
+                    const long here = pooled_t[t] + max(placed, none);
+                    if (here > v) v = here;
+                    if (up > v) v = up;
+                    R(j, k + 1) = v;
+                    left = v;
+                }
             }
-            long v = left;
-            const long here = POOLED(j, k) + max(placed, none);
-            if (here > v) v = here;
-            if (up > v) v = up;
-            R(j, k + 1) = v;
-            left = v;
         }
         none += INS(j);
     }
