@@ -1,15 +1,16 @@
-"""A large array written into a gzip + fletcher32 HDF5 dataset with its chunks compressed on
-several threads (`write_compressed`), readable by any HDF5 reader exactly as if HDF5 had
-compressed them.
+"""Rows written into a gzip + fletcher32 HDF5 dataset with their chunks compressed on several
+threads (`write_compressed`), readable by any HDF5 reader exactly as if HDF5 had compressed them.
 
 HDF5 compresses a dataset's chunks one after another on the writing thread: the 10^5-taxon
-reference (180 MB) took about 5.5 s of a run's output stage on one core (docs/performance.md).
+reference (180 MB) took about 5.5 s of a run's output stage on one core, and a million reads'
+rows in reference columns (/reads/aligned, 1 GB for rpsS) most of the writer thread's time
+(docs/performance.md).
 Here each chunk goes through the dataset's own filter pipeline by hand, on a thread pool (zlib
 releases the GIL): deflate at the dataset's level (zlib.compress, the call HDF5's deflate filter
 makes), then HDF5's fletcher32 of the compressed bytes appended little-endian (H5Z_filter_fletcher32
 with H5_checksum_fletcher32, src/H5checksum.c in HDFGroup/hdf5), and the result is stored with
 `write_direct_chunk`. Edge chunks are padded with the dataset's fill value to the full chunk
-shape, as HDF5 stores them. tests/io/test_chunks.py holds the chunks equal, byte for byte, to
+shape, as HDF5 stores them; chunks only partly in the rows written go through HDF5. tests/io/test_chunks.py holds the chunks equal, byte for byte, to
 those HDF5 writes itself.
 """
 
@@ -56,26 +57,42 @@ def fletcher32(data: bytes) -> int:
     return (sum2 << 16) | sum1
 
 
-def write_compressed(dataset: h5py.Dataset, data: np.ndarray, threads: int | None = None) -> None:
-    """Fill `dataset` (chunked, gzip then fletcher32 and no other filter, `data`'s shape and
-    dtype) with `data`, its chunks compressed on `threads` threads (default: the CPUs usable)."""
+def write_compressed(dataset: h5py.Dataset, data: np.ndarray, start: int = 0, threads: int | None = None) -> None:
+    """dataset[start:start + len(data)] = data for a chunked gzip + fletcher32 dataset (no other
+    filter): the chunks whose rows lie wholly in the range compressed on `threads` threads
+    (default: the CPUs usable) and written directly, the partial ones at its two ends (which
+    other writes share) through HDF5, which merges them with what the chunk holds."""
     chunks, level = dataset.chunks, dataset.compression_opts
+    end = start + len(data)
     if (chunks is None or dataset.compression != "gzip" or not dataset.fletcher32 or dataset.shuffle
-            or dataset.scaleoffset is not None or dataset.shape != data.shape or dataset.dtype != data.dtype):
-        raise ValueError(f"write_compressed: {dataset.name} is not a gzip + fletcher32 dataset of {data.shape}")
+            or dataset.scaleoffset is not None or dataset.shape[1:] != data.shape[1:] or dataset.dtype != data.dtype
+            or not 0 <= start <= end <= dataset.shape[0]):
+        raise ValueError(f"write_compressed: {dataset.name} is not a gzip + fletcher32 dataset to hold {data.shape} "
+                         f"at row {start}")
+    rows = chunks[0]
+    first, last = -(-start // rows) * rows, end // rows * rows  # the whole chunks' rows: [first, last)
+    if first >= last:
+        dataset[start:end] = data
+        return
+    if start < first:
+        dataset[start:first] = data[:first - start]
+    if last < end:
+        dataset[last:end] = data[last - start:]
     fill = dataset.fillvalue
-    starts = [range(0, extent, size) for extent, size in zip(data.shape, chunks)]
 
     def compressed(origin: tuple[int, ...]) -> tuple[tuple[int, ...], bytes]:
-        piece = data[tuple(slice(o, o + size) for o, size in zip(origin, chunks))]
-        if piece.shape != chunks:
+        at = (origin[0] - start, *origin[1:])
+        piece = data[tuple(slice(o, o + size) for o, size in zip(at, chunks))]
+        if piece.shape != chunks:  # an edge chunk in the other dimensions: padded as HDF5 stores it
             full = np.full(chunks, fill, data.dtype)
             full[tuple(slice(0, extent) for extent in piece.shape)] = piece
             piece = full
         packed = zlib.compress(np.ascontiguousarray(piece).tobytes(), level)
         return origin, packed + fletcher32(packed).to_bytes(4, "little")
 
+    origins = itertools.product(range(first, last, rows),
+                                *[range(0, extent, size) for extent, size in zip(data.shape[1:], chunks[1:])])
     workers = threads or len(os.sched_getaffinity(0))
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for origin, chunk in pool.map(compressed, itertools.product(*starts)):
+        for origin, chunk in pool.map(compressed, origins):
             dataset.id.write_direct_chunk(origin, chunk, 0)

@@ -121,7 +121,10 @@ class RunWriter:
                 crcs = self._grown(f"{CHECKSUMS}/reads/{name}", end)
                 if crcs is not None:
                     crcs[start:end] = string_crc32(values)
-            dataset[start:end] = values
+            if name == "aligned":  # the largest: its chunks compressed on every core
+                write_compressed(dataset, np.ascontiguousarray(values, np.uint8), start)
+            else:
+                dataset[start:end] = values
         check_writes(self.file)  # a full disk stops the run now, not at its end
 
     def set_read_count(self, n_reads: int) -> None:

@@ -12,14 +12,23 @@ from hypothesis import strategies as st
 from papara_py.io.chunks import fletcher32, write_compressed
 
 
-def hdf5_chunks(path, shape, chunks, data, level):
-    """Every chunk of `data` as HDF5 writes it (gzip `level`, fletcher32), and `write_compressed`'s."""
+def hdf5_chunks(path, chunks, data, level, cuts=(), rng=None):
+    """Every chunk of `data` as HDF5 writes it (gzip `level`, fletcher32, one write) and as
+    `write_compressed` writes it in pieces (rows cut at `cuts`, written in row order or, given
+    `rng`, shuffled, into a dataset grown to each piece's end, as the run writer grows
+    /reads/aligned)."""
+    bounds = [0, *sorted(set(cuts)), len(data)]
+    pieces = [(a, b) for a, b in zip(bounds, bounds[1:]) if a < b]
     with h5py.File(path, "w") as f:
-        plain = f.create_dataset("plain", shape, dtype=data.dtype, chunks=chunks, compression="gzip",
+        plain = f.create_dataset("plain", data.shape, dtype=data.dtype, chunks=chunks, compression="gzip",
                                  compression_opts=level, fletcher32=True, data=data)
-        ours = f.create_dataset("ours", shape, dtype=data.dtype, chunks=chunks, compression="gzip",
-                                compression_opts=level, fletcher32=True)
-        write_compressed(ours, data, threads=3)
+        ours = f.create_dataset("ours", (0, *data.shape[1:]), dtype=data.dtype, chunks=chunks, compression="gzip",
+                                compression_opts=level, fletcher32=True, maxshape=(None, *data.shape[1:]))
+        for piece in (rng.permutation(len(pieces)) if rng is not None else range(len(pieces))):
+            a, b = pieces[piece]
+            if ours.shape[0] < b:
+                ours.resize(b, axis=0)
+            write_compressed(ours, data[a:b], a, threads=3)
     with h5py.File(path, "r") as f:
         np.testing.assert_array_equal(f["ours"][()], data)  # HDF5 verifies each chunk's checksum
         origins = [f["plain"].id.get_chunk_info(i).chunk_offset for i in range(f["plain"].id.get_num_chunks())]
@@ -29,14 +38,18 @@ def hdf5_chunks(path, shape, chunks, data, level):
 
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2 ** 32 - 1), rows=st.integers(1, 300), columns=st.integers(1, 90),
-       chunk_rows=st.integers(1, 64), chunk_columns=st.integers(1, 40), level=st.sampled_from([1, 4, 9]))
-def test_chunks_are_those_hdf5_writes(tmp_path_factory, seed, rows, columns, chunk_rows, chunk_columns, level):
+       chunk_rows=st.integers(1, 64), chunk_columns=st.integers(1, 40), level=st.sampled_from([1, 4, 9]),
+       cuts=st.lists(st.integers(0, 300), max_size=6), shuffled=st.booleans())
+def test_chunks_are_those_hdf5_writes(tmp_path_factory, seed, rows, columns, chunk_rows, chunk_columns, level, cuts,
+                                      shuffled):
+    """Whole or in pieces cut anywhere (a chunk shared by two pieces goes through HDF5 twice), in
+    row order or not: every chunk is the one HDF5 writes for the whole array."""
     rng = np.random.default_rng(seed)
     letters = np.frombuffer(b"ACGT-", np.uint8)
     data = letters[rng.integers(0, 2 if seed % 2 else 5, (rows, columns))]  # runs (compress well) or noise
     path = tmp_path_factory.mktemp("chunks") / "c.h5"
-    for theirs, ours in hdf5_chunks(path, data.shape, (min(chunk_rows, rows), min(chunk_columns, columns)), data,
-                                    level):
+    for theirs, ours in hdf5_chunks(path, (min(chunk_rows, rows), min(chunk_columns, columns)), data, level,
+                                    [c for c in cuts if c < rows], rng if shuffled else None):
         assert ours == theirs
 
 
