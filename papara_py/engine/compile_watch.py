@@ -4,7 +4,7 @@ numba compiles papara-py's kernels for the CPU it runs on the first time a run c
 caches the machine code (NUMBA_CACHE_DIR, else __pycache__ beside the installed sources, else
 ~/.cache/numba: papara_py/__init__.py picks a writable place); every later run on that CPU loads
 them in a fraction of a second. On the 2-core development machine compiling what one example
-run calls took about COMPILE_ESTIMATE_SECONDS of one core (notebook/BENCHMARKS.md, "Cold start").
+run calls took about COMPILE_ESTIMATE_SECONDS of one core (docs/performance.md, "Start-up").
 papara_py/run/warmup.py pays that ahead (`papara-py warm-up`, which the container definitions run at
 build time); a run that must compile says so once, through the "papara_py" logger (this module
 never prints).
@@ -23,7 +23,7 @@ logger = logging.getLogger("papara_py")
 
 #: Seconds of one core that compiling one alphabet's kernels took on the 2-core development
 #: machine with an empty cache (measured; the notice's estimate).
-COMPILE_ESTIMATE_SECONDS = 45
+COMPILE_ESTIMATE_SECONDS = 25
 
 
 @dataclass
