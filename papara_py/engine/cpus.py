@@ -13,15 +13,9 @@ import math
 import os
 from pathlib import Path
 
+from papara_py.host import affinity_cpus
+
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-
-
-def affinity_cpus() -> int:
-    """CPUs in this process's affinity mask (all of them where the platform has no mask)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _quota(cpu_max: str) -> float | None:

@@ -13,5 +13,5 @@
 - `run_file`: `RunFile`, the one reader of run files (format checks, lazy chunked access).
 - `export`: PHYLIP / FASTA / EPA query exports; `jplace`: the jplace v3 placement export.
 
-Layer: imports `papara_py.errors` and `papara_py.phylo`.
+Layer: imports `papara_py.errors`, `papara_py.host` and `papara_py.phylo`.
 """

@@ -17,12 +17,13 @@ those HDF5 writes itself.
 from __future__ import annotations
 
 import itertools
-import os
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 
 import h5py
 import numpy as np
+
+from papara_py.host import affinity_cpus
 
 #: HDF5's fletcher32 folds its sums every 360 16-bit words (they cannot overflow 32 bits then).
 _FLETCHER_BLOCK = 360
@@ -92,7 +93,7 @@ def write_compressed(dataset: h5py.Dataset, data: np.ndarray, start: int = 0, th
 
     origins = itertools.product(range(first, last, rows),
                                 *[range(0, extent, size) for extent, size in zip(data.shape[1:], chunks[1:])])
-    workers = threads or len(os.sched_getaffinity(0))
+    workers = threads or affinity_cpus()
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         for origin, chunk in pool.map(compressed, origins):
             dataset.id.write_direct_chunk(origin, chunk, 0)

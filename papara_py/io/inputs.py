@@ -35,6 +35,7 @@ from dendropy.dataio.newickreader import NewickReader
 from dendropy.utility.error import DataParseError
 
 from papara_py.errors import InputError
+from papara_py.host import affinity_cpus
 from papara_py.io.checksums import Digest, drain, open_input
 from papara_py.io.reads import ReadChunk
 from papara_py.phylo.encoding import (
@@ -545,7 +546,7 @@ def _alignment_copy(buffer: np.ndarray, seg_start, seg_end, row_ptr, out: np.nda
     from papara_py.phylo.counts import byte_counts
 
     n_rows = out.shape[0]
-    pieces = max(1, min(_BULK_THREADS, _input_cpus(), out.nbytes >> 23, n_rows))
+    pieces = max(1, min(_BULK_THREADS, affinity_cpus(), out.nbytes >> 23, n_rows))
     bounds = np.linspace(0, n_rows, pieces + 1).astype(np.int64)
 
     def copy(p: int) -> tuple[int, np.ndarray]:
@@ -572,14 +573,6 @@ _LOWER_CASE = np.frombuffer(bytes(range(256)).upper(), dtype=np.uint8) != np.ara
 #: [256, 256]: counts of bytes -> counts of their upper-case bytes
 _UPPER_COUNTS = np.zeros((256, 256), dtype=np.int64)
 _UPPER_COUNTS[np.frombuffer(bytes(range(256)).upper(), dtype=np.uint8), np.arange(256)] = 1
-
-
-def _input_cpus() -> int:
-    """CPUs this process may use (engine/cpus.py has the full rule; the affinity is enough here)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _alignio_rows(lines: list[bytes], fmt: str, source: str) -> list[_Row]:

@@ -7,5 +7,5 @@
   `EdgeProfiles`, what the engine and the traceback need of any source of edge profiles.
 - `clusters`: `cluster_edges`, connected clusters of edges with central edges (DESIGN 6a).
 
-Layer: imports `papara_py.errors` only (and numpy, numba, dendropy).
+Layer: imports `papara_py.errors` and `papara_py.host` only (and numpy, numba, dendropy).
 """

@@ -31,11 +31,11 @@ and without that rule every residue next to it would be one step away (notebook/
 
 from __future__ import annotations
 
-import os
 from typing import Protocol
 
 import numpy as np
 
+from papara_py.host import affinity_cpus
 from papara_py.phylo.encoding import DNA, IS_GAP, Alphabet, encode_near_states
 from papara_py.phylo.tree import EdgeTree
 
@@ -262,7 +262,7 @@ class ProfileBuilder:
         tip_node = tree.tip_node.astype(np.int64)
         child_ptr, child_ids = tree.child_ptr.astype(np.int64), tree.child_ids.astype(np.int64)
         n_states = packing.alphabet.n_states
-        pieces = max(1, min(threads or min(_PASS_THREADS, _usable_cpus()), -(-m // _PASS_COLUMNS)))
+        pieces = max(1, min(threads or min(_PASS_THREADS, affinity_cpus()), -(-m // _PASS_COLUMNS)))
         cuts = [m * p // pieces for p in range(pieces + 1)]
 
         def passes(p: int) -> tuple[int, int]:
@@ -337,14 +337,6 @@ class ProfileBuilder:
 #: Threads the passes share at most, and the fewest columns one takes.
 _PASS_THREADS = 8
 _PASS_COLUMNS = 64
-
-
-def _usable_cpus() -> int:
-    """CPUs this process may use (its affinity: engine/cpus.py has the full rule)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 class _Levels:

@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "papara_py"
 
 #: A module may import from its own layer or a lower one. The subpackages' docstrings say the same.
 LAYER = {
-    "errors": 0, "kernels": 0, "examples": 0,
+    "errors": 0, "kernels": 0, "examples": 0, "host": 0,
     "phylo": 1,
     "io": 2,
     "model": 3,
