@@ -138,7 +138,7 @@ class GpuPosterior:
             mea = cells * (8 * np.arange(1, order.size - begin + 1))  # the MEA's rows
             need = forward + 2 * mea  # and pooled and ins, within 8 bytes a cell
             fits = (need <= self.memory_bytes) & (np.maximum(forward, mea) <= self.device.max_alloc_bytes)
-            end = begin + max(1, int(np.argmin(fits)) if not fits.all() else fits.size)
+            end = begin + max(1, int(fits.sum()))  # need grows along `order`: the fits are a prefix
             launches.append(order[begin:end])
             begin = end
         return launches

@@ -121,8 +121,8 @@ class RunWriter:
                 crcs = self._grown(f"{CHECKSUMS}/reads/{name}", end)
                 if crcs is not None:
                     crcs[start:end] = string_crc32(values)
-            if name == "aligned":  # the largest: its chunks compressed on every core
-                write_compressed(dataset, np.ascontiguousarray(values, np.uint8), start)
+            if dataset.compression == "gzip":  # /reads/aligned, the largest: chunks compressed on every core
+                write_compressed(dataset, np.ascontiguousarray(values, dataset.dtype), start)
             else:
                 dataset[start:end] = values
         check_writes(self.file)  # a full disk stops the run now, not at its end
