@@ -186,13 +186,15 @@ def _export(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: lis
 
 
 def _devices_arguments(parser: argparse.ArgumentParser) -> None:
-    """None: `papara-py devices` takes no arguments."""
+    parser.add_argument("--check", action="store_true",
+                        help="also build every variant of papara-py's OpenCL kernels on each device (the first time "
+                             "on a machine: about 30 s on an H200; the driver caches them)")
 
 
 def _devices(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: list[str]) -> int:
     from papara_py.engine.opencl_devices import describe_devices
 
-    print(describe_devices())
+    print(describe_devices(kernels=args.check))
     return 0
 
 

@@ -65,10 +65,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyopencl as cl
-from numba import njit
 
 from papara_py import kernels
 from papara_py.engine.candidates import merge_rows
+from papara_py.engine.lane_tables import pair_words, table_lanes
 from papara_py.engine.opencl_devices import DeviceInfo
 from papara_py.model.column_costs import ColumnCosts
 from papara_py.model.params import ScoringParams
@@ -287,7 +287,7 @@ def _padded_profile(lanes: np.ndarray, variant: Variant, family: np.ndarray | No
     alphabet = variant.alphabet
     if alphabet.dtype.itemsize == 1 and variant.near and family is None:  # DNA's usual case, in numba
         out = np.empty((m, _units(n_edges, variant) * variant.lanes), np.uint16)
-        _table_lanes(lanes, _near_table16(alphabet), out)
+        table_lanes(lanes, _near_table16(alphabet), out)
         return out
     padded = np.zeros((m, _units(n_edges, variant) * variant.lanes), lanes.dtype)
     padded[:, :n_edges] = lanes
@@ -309,35 +309,6 @@ def _padded_profile(lanes: np.ndarray, variant: Variant, family: np.ndarray | No
 def _near_table16(alphabet: Alphabet) -> np.ndarray:
     """`_near_bytes` of every element byte (no family residues): uint16 [256]."""
     return _near_bytes(np.arange(256, dtype=np.uint8), alphabet, None)
-
-
-@njit(cache=True, nogil=True)
-def _table_lanes(lanes, table, out):
-    """out[i, j] = table[lanes[i, j]], and table[0] past the lanes (the zero padding's)."""
-    n = lanes.shape[1]
-    for i in range(out.shape[0]):
-        for j in range(n):
-            out[i, j] = table[lanes[i, j]]
-        for j in range(n, out.shape[1]):
-            out[i, j] = table[0]
-
-
-@njit(cache=True, nogil=True)
-def _pair_words(lanes, pairs, words):
-    """words[i, u] = pairs[lanes[i, 2u] | lanes[i, 2u+1] << 8] (lanes past the edges: 0), and the
-    rows from lanes' last column on zero (`lookup_words` of DNA without family residues)."""
-    m, n = lanes.shape
-    for i in range(m):
-        for u in range(words.shape[1]):
-            even = lanes[i, 2 * u] if 2 * u < n else 0
-            odd = lanes[i, 2 * u + 1] if 2 * u + 1 < n else 0
-            key = np.int64(even) | (np.int64(odd) << 8)
-            for w in range(4):
-                words[i, u, w] = pairs[key, w]
-    for i in range(m, words.shape[0]):
-        for u in range(words.shape[1]):
-            for w in range(4):
-                words[i, u, w] = 0
 
 
 def _near_bytes(padded: np.ndarray, alphabet: Alphabet, family: np.ndarray | None) -> np.ndarray:
@@ -388,7 +359,7 @@ def lookup_words(lanes: np.ndarray, variant: Variant, params: ScoringParams,
     alphabet = variant.alphabet
     if family is None:  # each lane pair's two element bytes index one table of every pair's words (numba)
         words = np.empty((m + variant.rows - 1, units, 4), np.uint32)
-        _pair_words(np.ascontiguousarray(lanes), _pair_table(alphabet, params.values()), words)
+        pair_words(np.ascontiguousarray(lanes), _pair_table(alphabet, params.values()), words)
         return words.reshape(m + variant.rows - 1, units * 4)
     padded = np.zeros((m, units * 2), lanes.dtype)
     padded[:, :n_edges] = lanes

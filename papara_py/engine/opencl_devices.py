@@ -304,19 +304,21 @@ def _compiler_answer(error: Exception) -> str:
     return text if len(text) <= 400 else text[:397] + "..."
 
 
-def check_device(device: DeviceInfo) -> DeviceCheck:
-    """Compile papara-py's kernels (CHECK_BUILDS) and run PROBE_KERNEL on `device`."""
+def check_device(device: DeviceInfo, kernels: bool = True) -> DeviceCheck:
+    """Run PROBE_KERNEL on `device`, after compiling papara-py's kernels (CHECK_BUILDS) with
+    `kernels`. Their first build on a machine is the slow part (about 30 s on an H200 for the 20
+    variants; the driver caches them afterwards), which `papara-py devices` leaves to `--check`."""
     if not opencl_installed():
         return DeviceCheck(device, PYOPENCL_MISSING)
     import numpy as np
     import pyopencl as cl
 
-    from papara_py import kernels
+    from papara_py import kernels as sources
 
     try:
         context = cl.Context([device.cl_device])
-        for source, options in CHECK_BUILDS:
-            cl.Program(context, kernels.source(source)).build(options=list(options), devices=[device.cl_device])
+        for source, options in CHECK_BUILDS if kernels else ():
+            cl.Program(context, sources.source(source)).build(options=list(options), devices=[device.cl_device])
         queue = cl.CommandQueue(context, device.cl_device)
         out = np.zeros(4, np.int32)
         buffer = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, out.nbytes)
@@ -326,7 +328,8 @@ def check_device(device: DeviceInfo) -> DeviceCheck:
         if out.tolist() != [1, 2, 3, 4]:
             return DeviceCheck(device, f"the probe kernel ran but returned {out.tolist()}, not [1, 2, 3, 4]")
     except Exception as error:  # cl.Error, RuntimeError from the compiler, a lost device, ...
-        return DeviceCheck(device, f"cannot build papara-py's kernels: {_compiler_answer(error)}")
+        built = "papara-py's kernels" if kernels else "an OpenCL kernel"
+        return DeviceCheck(device, f"cannot build {built}: {_compiler_answer(error)}")
     return DeviceCheck(device, None)
 
 
@@ -351,15 +354,16 @@ def why_not(check: DeviceCheck) -> str:
     return text
 
 
-def diagnose(devices: list[DeviceInfo] | None = None) -> tuple[list[DeviceCheck], str | None]:
-    """Check every device (all of them when `devices` is None). Returns the checks and, when no
-    device works, one paragraph saying what each answered and what to install."""
+def diagnose(devices: list[DeviceInfo] | None = None, kernels: bool = True) -> tuple[list[DeviceCheck], str | None]:
+    """Check every device (all of them when `devices` is None; `check_device`'s `kernels`). Returns
+    the checks and, when no device works, one paragraph saying what each answered and what to
+    install."""
     notes: list[str] = []
     if devices is None and not opencl_installed():
         return [], f"{PYOPENCL_MISSING[0].upper()}{PYOPENCL_MISSING[1:]}."
     if devices is None:
         devices, notes = _enumerate()
-    checks = [check_device(d) for d in devices]
+    checks = [check_device(d, kernels) for d in devices]
     if any(c.works for c in checks):
         return checks, None
     if not checks:
@@ -368,19 +372,21 @@ def diagnose(devices: list[DeviceInfo] | None = None) -> tuple[list[DeviceCheck]
                 + ". `pip install pocl-binary-distribution` (the `pocl` extra) brings PoCL for the CPUs "
                   "its LLVM 14 knows (up to AMD Zen 3 and Intel's of 2021).")
     else:
-        seen = "No OpenCL device can run papara-py's kernels. " + "; ".join(why_not(c) for c in checks) + "."
+        what = "papara-py's kernels" if kernels else "OpenCL kernels"
+        seen = f"No OpenCL device can run {what}. " + "; ".join(why_not(c) for c in checks) + "."
     return checks, f"{seen} {INSTALL_ADVICE}"
 
 
-def describe_devices() -> str:
-    """Human-readable report for `papara-py devices`: every platform/device, whether it compiles
-    papara-py's kernels (and why not), and which the GPU engine would use."""
+def describe_devices(kernels: bool = False) -> str:
+    """Human-readable report for `papara-py devices`: every platform/device, whether it runs an
+    OpenCL kernel (with `kernels`, `devices --check`: whether it builds every variant of papara-py's
+    kernels too), why not, and which the GPU engine would use."""
     if not opencl_installed():
         return f"OpenCL devices: none seen. {PYOPENCL_MISSING[0].upper()}{PYOPENCL_MISSING[1:]}.\n" \
                "Alignment will run on the CPU engine only."
     devices, notes = _enumerate()
     gpus = _usable(devices, "gpu")
-    checks, problem = diagnose(devices)
+    checks, problem = diagnose(devices, kernels)
     lines = ["OpenCL devices:"]
     if not devices:
         lines.append("  (none)")
@@ -393,7 +399,7 @@ def describe_devices() -> str:
         # list.index would number both 0
         number = next((i for i, gpu in enumerate(gpus) if gpu is d), None)
         if check.works:
-            lines.append("    builds and runs papara-py's kernels; "
+            lines.append(("    builds and runs papara-py's kernels; " if kernels else "    runs OpenCL kernels; ")
                          + (f"GPU {number} of the GPU engine (--gpus {number})" if number is not None
                             else "not used (papara-py's CPU engine covers CPUs)"))
         else:
@@ -401,6 +407,9 @@ def describe_devices() -> str:
     lines += [f"Note: {n}" for n in notes]
     if not any(c.works and c.device in gpus for c in checks):
         lines.append("No OpenCL GPU is usable: alignment will run on the CPU engine only.")
+    if devices and not kernels:
+        lines.append("`papara-py devices --check` also builds every variant of papara-py's kernels on each device "
+                     "(the first time on a machine: about 30 s on an H200).")
     if problem:
         lines.append(problem)
     return "\n".join(lines)

@@ -482,10 +482,12 @@ def decode_batch(codes: np.ndarray, offsets: np.ndarray, slots: np.ndarray, scor
     return columns, pp, weights, batch.accuracy(objective)
 
 
-@njit(cache=True, nogil=True)
+@njit("void(int64[:, ::1], int64[:, ::1], uint16[::1], int64, int32[:, ::1])", cache=True, nogil=True)
 def batch_weights(z, slots, prob, sign, weights):
     """`edge_weights` of every read of a batch: z int64 [Q, K], slots [Q, K], weights int32 [Q, K]
-    (rows without a candidate stay 0)."""
+    (rows without a candidate stay 0). Only the GPU's posterior step calls it; its signature is
+    declared so that importing this module compiles it, in the wheel's build and the warm-up too
+    (engine/lane_tables.py says why)."""
     for q in range(slots.shape[0]):
         for e in range(slots.shape[1]):
             if slots[q, e] >= 0:

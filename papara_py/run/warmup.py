@@ -37,8 +37,10 @@ def warm_up(alphabets: tuple[str, ...] = ALPHABETS) -> WarmUp:
     """Compile (or load from numba's cache) the kernels a run calls, for each of `alphabets`
     ("dna", "protein"): the bundled example of that alphabet (papara_py/examples.py) aligned with
     the default preset on the CPU into a temporary folder, then the CPU kernel's 32-bit variant,
-    which only reads too long for 16-bit lanes call. Other presets' variants (Eq. 1's, without
-    near states) and other lane counts (--lanes) still compile on first use, with the notice.
+    which only reads too long for 16-bit lanes call, and the GPU engine's host-side functions (they
+    declare their signatures, so importing engine/lane_tables.py and model/posterior.py compiles
+    them: no GPU needed). Other presets' variants (Eq. 1's, without near states) and other lane
+    counts (--lanes) still compile on first use, with the notice.
     Progress goes to the "papara_py" logger."""
     from papara_py import examples
 
@@ -51,6 +53,7 @@ def warm_up(alphabets: tuple[str, ...] = ALPHABETS) -> WarmUp:
     _warming.active += 1
     try:
         with tempfile.TemporaryDirectory(prefix="papara-py-warm-up-") as folder, watch_compiles(notice=False) as watch:
+            from papara_py.engine import lane_tables  # noqa: F401  (compiles on import)
             for alphabet in alphabets:
                 name = "example" if alphabet == "dna" else "protein"
                 examples.write(folder, (name,))

@@ -382,29 +382,57 @@ def test_describe_lists_every_device(device) -> None:
             opencl_devices.discover_devices("gpu", required=True)
 
 
-def test_waiting_sleeps_instead_of_spinning(scorers) -> None:
-    """While the device works, the waiting thread uses (almost) no CPU time of its own."""
-    rng = np.random.default_rng(2)
-    profiles = random_profiles(rng, 64, 400)
-    reads = [rng.choice(READ_STATES, size=60) for _ in range(16)]
-    codes, offsets = pack_reads(reads)
-    blocks = as_chunk(profiles, 16, 0)
-    scorer = scorers[True, 32]
-    scorer.score_chunk(blocks, 0, 64, codes, offsets, ScoringParams(), 3)  # programs built
-    used = {}
+def _a_busy_chunk(scorer, seed: int, edges: int, width: int) -> tuple[list, np.ndarray, np.ndarray]:
+    """(blocks, codes, offsets): `edges` random profiles in blocks of `width` and enough 100-residue
+    reads to keep `scorer`'s device busy for 0.2 s or more, found by doubling the reads (PoCL
+    takes seconds for 16 reads, an H200 milliseconds) once its programs are built."""
+    rng = np.random.default_rng(seed)
+    blocks = as_chunk(random_profiles(rng, edges, 400), width, 0)
+    codes, offsets = pack_reads([rng.choice(READ_STATES, size=100)])
+    scorer.score_chunk(blocks[:1], 0, width, codes, offsets, ScoringParams(), 3)  # programs built: not timed
+    reads = 16
+    while True:
+        codes, offsets = pack_reads(list(rng.choice(READ_STATES, size=(reads, 100))))
+        started = perf_counter()
+        scorer.score_chunk(blocks, 0, edges, codes, offsets, ScoringParams(), 3)
+        if perf_counter() - started >= 0.2 or reads >= 1 << 18:
+            return blocks, codes, offsets
+        reads *= 2
 
-    def score() -> None:
-        start = thread_time()
-        scorer.score_chunk(blocks, 0, 64, codes, offsets, ScoringParams(), 3)
-        used["cpu"] = thread_time() - start
 
-    worker = threading.Thread(target=score)
-    wall = perf_counter()
-    worker.start()
-    worker.join()
-    wall = perf_counter() - wall
-    assert used["cpu"] < 0.2 * wall, (used, wall)
+#: A kernel that keeps one work-item busy for `n` steps of a linear congruential generator.
+_SPIN = """__kernel void spin(__global uint *out, uint n) {
+    uint x = get_global_id(0);
+    for (uint i = 0; i < n; i++) x = x * 1664525u + 1013904223u;
+    out[get_global_id(0)] = x;
+}"""
 
+
+def test_waiting_sleeps_instead_of_spinning(device) -> None:
+    """While the device works, `wait_sleeping` (how the feeders wait for a launch) uses almost no
+    CPU time of the waiting thread: measured around the wait alone, on a kernel doubled in length
+    until it runs 0.2 s or more on this device (the chunk scorer's own host work would dominate on
+    a fast GPU)."""
+    import pyopencl as cl
+
+    from papara_py.engine.gpu import shared_context, wait_sleeping
+
+    context = shared_context(device.cl_device)
+    queue = cl.CommandQueue(context, device.cl_device)
+    kernel = cl.Program(context, _SPIN).build().spin
+    out = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, 4)
+    steps = 1 << 16
+    while True:
+        kernel.set_args(out, np.uint32(steps))
+        event = cl.enqueue_nd_range_kernel(queue, kernel, (1,), (1,))
+        cpu, wall = thread_time(), perf_counter()
+        wait_sleeping(queue, event)
+        cpu, wall = thread_time() - cpu, perf_counter() - wall
+        if wall >= 0.2 or steps >= 1 << 31:
+            break
+        steps *= 2
+    assert wall >= 0.2, f"{steps} steps took {wall:.3f} s"
+    assert cpu < 0.2 * wall, (cpu, wall)
 
 
 @pytest.mark.slow
@@ -412,12 +440,8 @@ def test_a_chunk_on_the_device_leaves_the_gil_to_other_threads(scorers) -> None:
     """While a chunk runs, other Python threads run: the engine's CPU workers, the other GPU
     feeder and the traceback need the GIL. (A non-blocking result download held it for the
     whole kernel on PoCL: 12 s of a 12 s kernel.)"""
-    rng = np.random.default_rng(4)
-    profiles = random_profiles(rng, 256, 400)
-    codes, offsets = pack_reads([rng.choice(READ_STATES, size=100) for _ in range(100)])
-    blocks = as_chunk(profiles, 32, 0)
     scorer = scorers[True, 32]
-    scorer.score_chunk(blocks[:1], 0, 32, codes[:offsets[1]], offsets[:2], ScoringParams(), 3)  # programs built
+    blocks, codes, offsets = _a_busy_chunk(scorer, 4, 256, 32)
     worker = threading.Thread(target=scorer.score_chunk, args=(blocks, 0, 256, codes, offsets, ScoringParams(), 3))
     longest_pause, wall = 0.0, perf_counter()
     worker.start()

@@ -113,12 +113,27 @@ def test_a_working_device_needs_no_advice(opencl_device):
 
 @pytest.mark.slow
 def test_papara_py_devices_says_which_device_builds(opencl_device):
-    result = subprocess.run([sys.executable, "-m", "papara_py", "devices"], capture_output=True, text=True,
-                            timeout=300)
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    at = next(i for i, line in enumerate(lines) if opencl_device.name.strip() in line)
-    assert lines[at + 1].strip().startswith("builds and runs papara-py's kernels")
+    """`devices` runs a probe kernel on each device; `devices --check` builds papara-py's kernels."""
+    for words, said in ((["devices"], "runs OpenCL kernels"), (["devices", "--check"], "builds and runs papara-py's kernels")):
+        result = subprocess.run([sys.executable, "-m", "papara_py", *words], capture_output=True, text=True,
+                                timeout=300)
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        at = next(i for i, line in enumerate(lines) if opencl_device.name.strip() in line)
+        assert lines[at + 1].strip().startswith(said), words
+    assert "devices --check` also builds" in subprocess.run([sys.executable, "-m", "papara_py", "devices"],
+                                                            capture_output=True, text=True, timeout=300).stdout
+
+
+def test_the_listing_builds_only_the_probe(opencl_device, monkeypatch):
+    """`papara-py devices` answers fast on a fresh machine: it builds the probe, not the 20 variants of
+    papara-py's kernels (their first build takes about 30 s on an H200), which `--check` builds."""
+    from papara_py import kernels
+
+    monkeypatch.setattr(kernels, "source", lambda name: "__kernel void broken(__global int *out) { out[0] = ; }")
+    assert check_device(opencl_device, kernels=False).works
+    check = check_device(opencl_device)
+    assert not check.works and check.problem.startswith("cannot build papara-py's kernels: ")
 
 
 def test_without_pyopencl_the_cpu_engine_runs_and_gpus_are_refused(monkeypatch, tmp_path):

@@ -148,6 +148,6 @@ def test_devices_numbers_two_gpus_of_one_model_apart(opencl_device, monkeypatch)
     second = dataclasses.replace(opencl_device, kind="gpu")
     assert first == second and first is not second
     monkeypatch.setattr(opencl_devices, "_enumerate", lambda: ([first, second], []))
-    monkeypatch.setattr(opencl_devices, "check_device", lambda d: opencl_devices.DeviceCheck(d, None))
+    monkeypatch.setattr(opencl_devices, "check_device", lambda d, kernels=True: opencl_devices.DeviceCheck(d, None))
     text = opencl_devices.describe_devices()
     assert "GPU 0 of the GPU engine (--gpus 0)" in text and "GPU 1 of the GPU engine (--gpus 1)" in text

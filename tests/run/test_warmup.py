@@ -157,3 +157,34 @@ def test_quiet_silences_the_notices(capsys):
         logger.debug("a detail")
     assert capsys.readouterr().err == "papara-py: a notice\n"
     assert logger.handlers == handlers and logger.level == level  # the block leaves logging as it was
+
+
+@pytest.mark.slow
+def test_after_the_warm_up_a_gpu_run_compiles_nothing(opencl_device, tmp_path):
+    """The warm-up (and so the wheel's build, setup.py) runs on the CPU, yet a first GPU run then
+    compiles none of numba's functions: the GPU engine's host-side ones compile on import
+    (engine/lane_tables.py, model/posterior.batch_weights). Both in fresh interpreters on an empty
+    cache, the OpenCL device standing in for a GPU."""
+    import os
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    warm = subprocess.run([sys.executable, "-c", "from papara_py.run.warmup import warm_up; warm_up(('dna',))"],
+                          capture_output=True, text=True, timeout=1200, env=env)
+    assert warm.returncode == 0, warm.stderr
+    gpu_run = textwrap.dedent(f"""
+        import sys
+        import papara_py
+        from papara_py.engine import opencl_devices
+        from papara_py.engine.compile_watch import watch_compiles
+
+        device = next(d for d in opencl_devices.discover_devices("any") if d.name == {opencl_device.name!r})
+        opencl_devices.discover_devices = lambda kind="gpu", required=False: [device]
+        with watch_compiles(notice=False) as watch:
+            papara_py.align(*sys.argv[1:4], output=sys.argv[4], device="gpu")
+        print(watch.functions)
+    """)
+    inputs = [str(EXAMPLE / name) for name in ("tree.nwk", "ref.phy", "reads.fa")]
+    done = subprocess.run([sys.executable, "-c", gpu_run, *inputs, str(tmp_path / "gpu.h5")], capture_output=True,
+                          text=True, timeout=1200, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "0", done.stdout
