@@ -36,7 +36,7 @@ from pathlib import Path
 if not Path(papara_py.__file__).resolve().is_relative_to(sys.argv[1]):
     sys.exit(f"papara_py was imported from {papara_py.__file__}, not from the build folder {sys.argv[1]}")
 from papara_py.run.warmup import warm_up
-done = warm_up(tuple(sys.argv[2:]) or ("dna", "protein"))
+done = warm_up(tuple(sys.argv[2:]) or ("dna", "protein"), gpus=False)  # a GPU's kernels are the user's driver's
 print(f"papara-py kernels: {' and '.join(sys.argv[2:]) or 'all'} ready in {done.total:.1f} s, "
       f"{done.compiled} compiled", flush=True)
 """

@@ -275,7 +275,7 @@ def _warm_up(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: li
     from papara_py.run.warmup import warm_up
 
     done = warm_up()
-    print(f"papara-py: kernels ready for this CPU in {done.total:.1f} s "
+    print(f"papara-py: kernels ready for this CPU{f' and {done.gpus} GPU(s)' if done.gpus else ''} in {done.total:.1f} s "
           + (f"({done.compiled} functions compiled)" if done.compiled else "(all from numba's cache)"), file=sys.stderr)
     return 0
 
@@ -309,7 +309,9 @@ COMMANDS: dict[str, _Command] = {
                 _example_arguments, _example),
     "warm-up": ("numba's kernels compiled for this CPU ahead of the first run",
                 "Compile numba's kernels for this CPU now (a DNA and a protein run's, by aligning the bundled "
-                "examples), so that the first real run does not wait for them; a container build runs this.",
+                "examples), so that the first real run does not wait for them; with usable OpenCL GPUs, align the "
+                "examples on them too, so that their driver builds and caches the GPU kernels. An install from "
+                "source (pip install .) has compiled the CPU's already; a container build runs this.",
                 _warm_up_arguments, _warm_up),
 }
 

@@ -1,4 +1,5 @@
-"""`warm_up` (`papara-py warm-up`): numba's kernels compiled ahead, before the first run.
+"""`warm_up` (`papara-py warm-up`): numba's kernels compiled ahead, before the first run (and the
+OpenCL kernels built, where there are GPUs).
 
 numba compiles the kernels for the CPU it runs on the first time a run calls them (about
 engine/compile_watch.COMPILE_ESTIMATE_SECONDS of one core for a DNA or a protein run on the
@@ -22,26 +23,31 @@ ALPHABETS = ("dna", "protein")
 
 @dataclass(frozen=True)
 class WarmUp:
-    """What `warm_up` did: seconds per alphabet, and the compilations of papara-py functions it
-    saw (`CompileWatch.functions`; 0: everything came from numba's cache)."""
+    """What `warm_up` did: seconds per alphabet, the compilations of papara-py functions it saw
+    (`CompileWatch.functions`; 0: everything came from numba's cache), and the GPUs it built the
+    OpenCL kernels on (0: none, or not asked)."""
 
     seconds: dict[str, float]
     compiled: int
+    gpus: int = 0
 
     @property
     def total(self) -> float:
         return sum(self.seconds.values())
 
 
-def warm_up(alphabets: tuple[str, ...] = ALPHABETS) -> WarmUp:
+def warm_up(alphabets: tuple[str, ...] = ALPHABETS, gpus: bool = True) -> WarmUp:
     """Compile (or load from numba's cache) the kernels a run calls, for each of `alphabets`
     ("dna", "protein"): the bundled example of that alphabet (papara_py/examples.py) aligned with
     the default preset on the CPU into a temporary folder, then the CPU kernel's 32-bit variant,
     which only reads too long for 16-bit lanes call, and the GPU engine's host-side functions (they
     declare their signatures, so importing engine/lane_tables.py and model/posterior.py compiles
     them: no GPU needed). Other presets' variants (Eq. 1's, without near states) and other lane
-    counts (--lanes) still compile on first use, with the notice.
-    Progress goes to the "papara_py" logger."""
+    counts (--lanes) still compile on first use, with the notice. With `gpus`, where pyopencl sees
+    usable GPUs, the example is aligned on them too, so that their driver builds (and caches) the
+    OpenCL kernels such a run uses: a fresh H200 host's first GPU run of the DNA example took 6.8 s
+    against 3.0 s later (docs/performance.md, "Start-up"). A GPU that fails is logged and skipped:
+    the run that needs it builds its kernels. Progress goes to the "papara_py" logger."""
     from papara_py import examples
 
     unknown = [a for a in alphabets if a not in ALPHABETS]
@@ -54,29 +60,54 @@ def warm_up(alphabets: tuple[str, ...] = ALPHABETS) -> WarmUp:
     try:
         with tempfile.TemporaryDirectory(prefix="papara-py-warm-up-") as folder, watch_compiles(notice=False) as watch:
             from papara_py.engine import lane_tables  # noqa: F401  (compiles on import)
+            gpu_count = _usable_gpus() if gpus else 0
             for alphabet in alphabets:
                 name = "example" if alphabet == "dna" else "protein"
                 examples.write(folder, (name,))
                 started = time.perf_counter()
                 _align_example(Path(folder) / name, Path(folder) / f"{name}.h5")
                 _wide_lanes(Path(folder) / name / "ref.phy")
+                if gpu_count and not _on_gpus(Path(folder) / name, Path(folder) / f"{name}-gpu.h5"):
+                    gpu_count = 0
                 seconds[alphabet] = time.perf_counter() - started
-                logger.info(f"warm-up: the {alphabet} kernels are ready ({seconds[alphabet]:.1f} s)")
+                logger.info(f"warm-up: the {alphabet} kernels are ready ({seconds[alphabet]:.1f} s"
+                            + (f", with the OpenCL kernels of {gpu_count} GPU(s))" if gpu_count else ")"))
     finally:
         _warming.active -= 1
-    return WarmUp(seconds, watch.functions)
+    return WarmUp(seconds, watch.functions, gpu_count)
 
 
-def _align_example(example: Path, output: Path) -> None:
-    """The example in `example` aligned as `papara-py -t tree.nwk -s ref.phy -r reads.fa` would,
-    on the CPU (one thread: the kernels are the same for any count), quietly, into `output`."""
+def _usable_gpus() -> int:
+    """How many GPUs the GPU engine would use (0 without pyopencl)."""
+    from papara_py.engine.opencl_devices import discover_devices, opencl_installed
+
+    return len(discover_devices("gpu")) if opencl_installed() else 0
+
+
+def _on_gpus(example: Path, output: Path) -> bool:
+    """The example aligned with `--device gpu` (every usable GPU builds its kernels); False, logged,
+    if that failed (a GPU held by another process, short of memory)."""
+    from papara_py.errors import PaparaError
+
+    try:
+        _align_example(example, output, device="gpu")
+    except PaparaError as error:
+        logger.warning(f"warm-up: the GPUs' OpenCL kernels were not built ({error}); a GPU run builds them")
+        return False
+    return True
+
+
+def _align_example(example: Path, output: Path, device: str = "cpu") -> None:
+    """The example in `example` aligned as `papara-py -t tree.nwk -s ref.phy -r reads.fa --device
+    DEVICE` would (on the CPU with one thread: the kernels are the same for any count), quietly,
+    into `output`."""
     from papara_py.run.config import RunConfig
     from papara_py.run.log import silenced
     from papara_py.run.runner import run
 
     with silenced():  # the run's own notices ("200 of 200 reads aligned"): not the warm-up's
         run(RunConfig(tree=str(example / "tree.nwk"), alignment=str(example / "ref.phy"),
-                      reads=str(example / "reads.fa"), output=str(output), device="cpu",
+                      reads=str(example / "reads.fa"), output=str(output), device=device,
                       command_line="papara-py warm-up"))
 
 

@@ -188,3 +188,22 @@ def test_after_the_warm_up_a_gpu_run_compiles_nothing(opencl_device, tmp_path):
                           text=True, timeout=1200, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-1] == "0", done.stdout
+
+
+@pytest.mark.slow
+def test_warm_up_builds_the_gpu_kernels_where_there_are_gpus(opencl_device, monkeypatch):
+    """With a usable GPU (the OpenCL test device standing in) the warm-up aligns the example on it
+    too, so the GPU engine builds its programs (its driver caches them); with `gpus=False` (the
+    wheel's build, setup.py) or no GPU it builds none."""
+    from papara_py.engine import gpu, opencl_devices
+    from papara_py.run.warmup import warm_up
+
+    asked = []
+    built = gpu.built_program
+    monkeypatch.setattr(gpu, "built_program", lambda *args: asked.append(args[3]) or built(*args))
+    monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu", required=False: [opencl_device])
+    assert warm_up(("dna",), gpus=False).gpus == 0 and asked == []
+    assert warm_up(("dna",)).gpus == 1 and asked
+    monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu", required=False: [])
+    asked.clear()
+    assert warm_up(("dna",)).gpus == 0 and asked == []
