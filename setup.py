@@ -4,9 +4,12 @@ papara-py's CPU kernels are numba functions cached on disk (cache=True). Compili
 about 25 s of one core per alphabet (docs/performance.md, "Start-up"); a package that left it to
 the first run made a new user wait half a minute for a 200-read example. So building the wheel
 compiles them, as a C extension's build does: after setuptools' build_py has laid the package out
-in the build folder, `papara-py warm-up` runs on that copy (one process per alphabet, then one pass
-that completes what the two wrote side by side), and numba's cache files land in the build copy's
-__pycache__ folders, which the wheel packs beside the sources.
+in the build folder, `papara-py warm-up` runs on that copy (one process, both alphabets in turn),
+and numba's cache files land in the build copy's __pycache__ folders, which the wheel packs beside
+the sources. One process, not one per alphabet: numba names a function's cache files by a counter
+read from its index, so two processes saving different signatures of one function at the same
+time can write them to the same file, and the index then maps a signature to another's machine
+code (a CI build failed so: "can't unbox array from PyObject").
 
 They are found after an install because numba (0.68 and later) stamps its cache by the source
 file's content and keys each entry by the CPU it was compiled for: the same sources at another path
@@ -36,9 +39,8 @@ from pathlib import Path
 if not Path(papara_py.__file__).resolve().is_relative_to(sys.argv[1]):
     sys.exit(f"papara_py was imported from {papara_py.__file__}, not from the build folder {sys.argv[1]}")
 from papara_py.run.warmup import warm_up
-done = warm_up(tuple(sys.argv[2:]) or ("dna", "protein"), gpus=False)  # a GPU's kernels are the user's driver's
-print(f"papara-py kernels: {' and '.join(sys.argv[2:]) or 'all'} ready in {done.total:.1f} s, "
-      f"{done.compiled} compiled", flush=True)
+done = warm_up(gpus=False)  # a GPU's kernels are the user's driver's
+print(f"papara-py kernels ready in {done.total:.1f} s, {done.compiled} compiled", flush=True)
 """
 
 
@@ -56,23 +58,17 @@ class BuildPyWithKernels(build_py):
 
 
 def _compile_kernels(build_lib: Path) -> None:
-    """Run the warm-up on the package in `build_lib`, writing numba's cache beside its sources: the
-    two alphabets in parallel processes, then one pass over both that compiles what a race between
-    them left out of an index (each process rewrites a shared function's index whole)."""
+    """Run the warm-up on the package in `build_lib`, writing numba's cache beside its sources (in
+    one process: the module docstring says why)."""
     env = {key: value for key, value in os.environ.items() if key != "NUMBA_CACHE_DIR"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(build_lib), env.get("PYTHONPATH")]))
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # no .pyc in the wheel: pip compiles them at install
 
-    def warm_up(*alphabets: str) -> subprocess.Popen:
-        # in the build folder: `python -c` imports from its working directory first
-        return subprocess.Popen([sys.executable, "-c", _WARM_UP, str(build_lib), *alphabets], env=env, cwd=build_lib)
-
-    for pass_ in ([warm_up("dna"), warm_up("protein")], [warm_up()]):
-        codes = [process.wait() for process in pass_]
-        if any(codes):
-            sys.exit("papara-py: compiling the kernels into the wheel failed (the output above says why). "
-                     "PAPARA_PY_COMPILE_KERNELS=0 builds the wheel without them; the first run then "
-                     "compiles them (about 25 s).")
+    # in the build folder: `python -c` imports from its working directory first
+    if subprocess.run([sys.executable, "-c", _WARM_UP, str(build_lib)], env=env, cwd=build_lib).returncode:
+        sys.exit("papara-py: compiling the kernels into the wheel failed (the output above says why). "
+                 "PAPARA_PY_COMPILE_KERNELS=0 builds the wheel without them; the first run then "
+                 "compiles them (about 25 s).")
 
 
 setup(cmdclass={"build_py": BuildPyWithKernels})
