@@ -304,6 +304,11 @@ def _compiler_answer(error: Exception) -> str:
     return text if len(text) <= 400 else text[:397] + "..."
 
 
+def _checked(kernels: bool) -> str:
+    """What a check with `kernels` builds and runs, in the words every answer of it uses."""
+    return "papara-py's kernels" if kernels else "an OpenCL kernel"
+
+
 def check_device(device: DeviceInfo, kernels: bool = True) -> DeviceCheck:
     """Run PROBE_KERNEL on `device`, after compiling papara-py's kernels (CHECK_BUILDS) with
     `kernels`. Their first build on a machine is the slow part (about 30 s on an H200 for the 20
@@ -328,8 +333,7 @@ def check_device(device: DeviceInfo, kernels: bool = True) -> DeviceCheck:
         if out.tolist() != [1, 2, 3, 4]:
             return DeviceCheck(device, f"the probe kernel ran but returned {out.tolist()}, not [1, 2, 3, 4]")
     except Exception as error:  # cl.Error, RuntimeError from the compiler, a lost device, ...
-        built = "papara-py's kernels" if kernels else "an OpenCL kernel"
-        return DeviceCheck(device, f"cannot build {built}: {_compiler_answer(error)}")
+        return DeviceCheck(device, f"cannot build {_checked(kernels)}: {_compiler_answer(error)}")
     return DeviceCheck(device, None)
 
 
@@ -372,8 +376,7 @@ def diagnose(devices: list[DeviceInfo] | None = None, kernels: bool = True) -> t
                 + ". `pip install pocl-binary-distribution` (the `pocl` extra) brings PoCL for the CPUs "
                   "its LLVM 14 knows (up to AMD Zen 3 and Intel's of 2021).")
     else:
-        what = "papara-py's kernels" if kernels else "OpenCL kernels"
-        seen = f"No OpenCL device can run {what}. " + "; ".join(why_not(c) for c in checks) + "."
+        seen = f"No OpenCL device can run {_checked(kernels)}. " + "; ".join(why_not(c) for c in checks) + "."
     return checks, f"{seen} {INSTALL_ADVICE}"
 
 
@@ -399,7 +402,7 @@ def describe_devices(kernels: bool = False) -> str:
         # list.index would number both 0
         number = next((i for i, gpu in enumerate(gpus) if gpu is d), None)
         if check.works:
-            lines.append(("    builds and runs papara-py's kernels; " if kernels else "    runs OpenCL kernels; ")
+            lines.append(f"    builds and runs {_checked(kernels)}; "
                          + (f"GPU {number} of the GPU engine (--gpus {number})" if number is not None
                             else "not used (papara-py's CPU engine covers CPUs)"))
         else:

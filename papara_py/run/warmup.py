@@ -78,10 +78,16 @@ def warm_up(alphabets: tuple[str, ...] = ALPHABETS, gpus: bool = True) -> WarmUp
 
 
 def _usable_gpus() -> int:
-    """How many GPUs the GPU engine would use (0 without pyopencl)."""
+    """How many GPUs the GPU engine would use: 0 without pyopencl, and 0, logged, where OpenCL
+    cannot list its devices (a broken installation is a missing GPU, as for a run: run/devices.py)."""
     from papara_py.engine.opencl_devices import discover_devices, opencl_installed
 
-    return len(discover_devices("gpu")) if opencl_installed() else 0
+    try:
+        return len(discover_devices("gpu")) if opencl_installed() else 0
+    except Exception as error:  # noqa: BLE001 - whatever the loader or a driver raises
+        logger.warning(f"warm-up: OpenCL could not list the devices ({type(error).__name__}: {error}); "
+                       "no GPU kernels built")
+        return 0
 
 
 def _on_gpus(example: Path, output: Path) -> bool:

@@ -207,3 +207,21 @@ def test_warm_up_builds_the_gpu_kernels_where_there_are_gpus(opencl_device, monk
     monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu", required=False: [])
     asked.clear()
     assert warm_up(("dna",)).gpus == 0 and asked == []
+
+
+def test_warm_up_survives_an_opencl_that_cannot_list_its_devices(monkeypatch, caplog):
+    """A broken OpenCL installation (an ICD whose library fails to load) is a missing GPU for the
+    warm-up as for a run: the CPU kernels are compiled, the failure logged, nothing raised."""
+    from papara_py.engine import opencl_devices
+    from papara_py.run.warmup import warm_up
+
+    def broken(kind="gpu", required=False):
+        raise RuntimeError("clGetPlatformIDs failed: PLATFORM_NOT_FOUND_KHR")
+
+    monkeypatch.setattr(opencl_devices, "opencl_installed", lambda: True)
+    monkeypatch.setattr(opencl_devices, "discover_devices", broken)
+    with caplog.at_level("WARNING", logger="papara_py"):
+        done = warm_up(("dna",))
+    assert done.gpus == 0 and done.seconds["dna"] > 0
+    assert any("could not list the devices" in r.getMessage() and "PLATFORM_NOT_FOUND" in r.getMessage()
+               for r in caplog.records)
