@@ -481,6 +481,42 @@ class _ChunkPlan:
         """A kernel batch's lists into its reads' rows."""
         self.score[reads], self.edge[reads] = score, edge
 
+    def gather_reads(self, codes: np.ndarray, offsets: np.ndarray, pad: int, params: ScoringParams,
+                     costs: ColumnCosts | None) -> tuple[np.ndarray, np.ndarray] | None:
+        """The reads the kernels score (0 < length < the profile's columns), longest first: their
+        codes into `sorted_codes`, padded by `pad` residues (the last stripe loads a stripe's rows),
+        and with column costs their cost rows alike (row 0, never computed: kernels/band_score.cl)
+        and the chunk's cost table. Returns (order, each one's start in sorted_codes), or None when
+        no read qualifies."""
+        lengths = np.diff(offsets)
+        order = np.flatnonzero((lengths > 0) & (lengths < self.n_columns))
+        order = order[np.argsort(-lengths[order], kind="stable")]
+        if order.size == 0:
+            return None
+        sorted_lengths = lengths[order]
+        starts = np.concatenate([[0], np.cumsum(sorted_lengths)[:-1]])
+        gather = np.arange(int(sorted_lengths.sum())) + np.repeat(offsets[order] - starts, sorted_lengths)
+        read_codes = codes[gather]
+        self.sorted_codes = np.concatenate([read_codes, np.zeros(pad, codes.dtype)])
+        if costs is not None:
+            self.cost_table = device_table(costs, params, self.n_columns)
+            self.cost_rows = np.concatenate([costs.rows_of(read_codes), np.zeros(pad, np.uint8)])
+        return order, starts
+
+    def add_variant(self, variant: Variant, lanes: np.ndarray, params: ScoringParams, alphabet: Alphabet,
+                    family: np.ndarray | None, costs: ColumnCosts | None) -> None:
+        """What a batch of `variant` reads besides its reads, made once per chunk: the profile padded
+        for its packing, and the lookup table's variant (with column costs, the single states' cost
+        rows) or the lookup words, where it takes a lookup path."""
+        if variant.packed not in self.profiles:
+            self.profiles[variant.packed] = _padded_profile(lanes, variant, family)
+        if variant.lookup and variant.table and self.table is None:
+            self.table = variant
+            if costs is not None:
+                self.state_rows = state_rows(costs, alphabet)
+        elif variant.lookup and not variant.split and self.lookup is None:
+            self.lookup = lookup_words(lanes, variant, params, family)
+
 
 @dataclass
 class _GroupPlan(_ChunkPlan):
@@ -655,28 +691,13 @@ class GpuScorer:
         n_slots = lengths.size
         plan = _GroupPlan(np.full((n_slots, k), EMPTY_SCORE, np.int32), np.full((n_slots, k), -1, np.int32), m,
                           n_lanes=all_lanes.shape[1])
-        order = np.flatnonzero((lengths > 0) & (lengths < m))
-        order = order[np.argsort(-lengths[order], kind="stable")]
-        if order.size == 0:
+        gathered = plan.gather_reads(codes, offsets, self.packed_variant.rows, params, costs)
+        if gathered is None:
             return plan
-        sorted_lengths = lengths[order]
-        starts = np.concatenate([[0], np.cumsum(sorted_lengths)[:-1]])
-        gather = np.arange(int(sorted_lengths.sum())) + np.repeat(offsets[order] - starts, sorted_lengths)
-        read_codes, pad = codes[gather], self.packed_variant.rows
-        plan.sorted_codes = np.concatenate([read_codes, np.zeros(pad, codes.dtype)])
-        if costs is not None:
-            plan.cost_table = device_table(costs, params, m)
-            plan.cost_rows = np.concatenate([costs.rows_of(read_codes), np.zeros(pad, np.uint8)])
+        order, starts = gathered
         group_of = np.repeat(np.arange(sizes.size), np.diff(slot_ptr))
         for variant, slots in self._batches(order, lengths, m, TASK_EDGES, params, alphabet, costs is not None):
-            if variant.packed not in plan.profiles:
-                plan.profiles[variant.packed] = _padded_profile(all_lanes, variant, family)
-            if variant.lookup and variant.table and plan.table is None:
-                plan.table = variant
-                if costs is not None:
-                    plan.state_rows = state_rows(costs, alphabet)
-            elif variant.lookup and not variant.split and plan.lookup is None:
-                plan.lookup = lookup_words(all_lanes, variant, params, family)
+            plan.add_variant(variant, all_lanes, params, alphabet, family, costs)
             plan.batches.extend(self._task_batches(variant, order[slots], starts[slots], lengths, m, group_of,
                                                    sizes, bases, firsts, costs is not None))
         return plan
@@ -730,29 +751,13 @@ class GpuScorer:
         lengths = np.diff(offsets)
         n_reads = lengths.size
         plan = _ChunkPlan(np.full((n_reads, k), EMPTY_SCORE, np.int32), np.full((n_reads, k), -1, np.int32), m)
-        order = np.flatnonzero((lengths > 0) & (lengths < m))
-        order = order[np.argsort(-lengths[order], kind="stable")]
-        if order.size == 0:
+        gathered = plan.gather_reads(codes, offsets, self.packed_variant.rows, params, costs)
+        if gathered is None:
             return plan
-        # the reads in processing order, padded by a stripe: the last stripe loads ROWS residues
-        sorted_lengths = lengths[order]
-        starts = np.concatenate([[0], np.cumsum(sorted_lengths)[:-1]])
-        gather = np.arange(int(sorted_lengths.sum())) + np.repeat(offsets[order] - starts, sorted_lengths)
-        read_codes, pad = codes[gather], self.packed_variant.rows
-        plan.sorted_codes = np.concatenate([read_codes, np.zeros(pad, codes.dtype)])
-        if costs is not None:  # the rows padded alike (row 0), never computed (kernels/band_score.cl)
-            plan.cost_table = device_table(costs, params, m)
-            plan.cost_rows = np.concatenate([costs.rows_of(read_codes), np.zeros(pad, np.uint8)])
+        order, starts = gathered
         lanes = np.moveaxis(blocks, 1, 0).reshape(m, -1)[:, :n_edges]
         for variant, slots in self._batches(order, lengths, m, n_edges, params, alphabet, costs is not None):
-            if variant.packed not in plan.profiles:
-                plan.profiles[variant.packed] = _padded_profile(lanes, variant, family)
-            if variant.lookup and variant.table and plan.table is None:
-                plan.table = variant
-                if costs is not None:
-                    plan.state_rows = state_rows(costs, alphabet)
-            elif variant.lookup and not variant.split and plan.lookup is None:
-                plan.lookup = lookup_words(lanes, variant, params, family)
+            plan.add_variant(variant, lanes, params, alphabet, family, costs)
             reads = order[slots]
             plan.batches.append(_KernelBatch(variant, reads, starts[slots].astype(np.int32),
                                              lengths[reads].astype(np.int32),
