@@ -7,8 +7,8 @@ device runs as its own `python -m papara_py` process (each pays its own start-up
 loads and OpenCL build, as a user's run does). From each run file's /run record it prints:
 scoring GCUPS (DESIGN 4), reads per second of process time, the process's peak RSS, the share of blocks and cells each consumer kind took, the stage
 timings, T_all (the run from reading inputs to the closed output file) and T_all / T_scoring,
-and the process wall time. Then it checks that every per-read dataset is identical across the
-devices (exit status 1 if not) and, for hybrid, compares its GCUPS with cpu + gpu.
+and the process wall time. Then it checks that every per-read dataset and the outlier null are
+identical across the devices (exit status 1 if not) and, for hybrid, compares its GCUPS with cpu + gpu.
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ def shares(record: dict) -> dict[str, float]:
 
 
 def identical(files: list[str]) -> list[str]:
-    """Per-read datasets that differ between the run files (empty when all agree)."""
+    """Per-read datasets, and the run record's outlier null, that differ between the run files
+    (empty when all agree)."""
     differ = []
     with h5py.File(files[0], "r") as first:
         for name in COMPARED + ["aligned"]:
@@ -78,6 +79,11 @@ def identical(files: list[str]) -> list[str]:
                 with h5py.File(other, "r") as handle:
                     if not np.array_equal(handle["reads"][name][()], want):
                         differ.append(f"{name} ({other})")
+        null = first["run"].attrs.get("outlier_null")
+        for other in files[1:]:
+            with h5py.File(other, "r") as handle:
+                if handle["run"].attrs.get("outlier_null") != null:
+                    differ.append(f"/run outlier_null ({other})")
     return differ
 
 
@@ -111,7 +117,7 @@ def main() -> int:
         print(f"hybrid / (cpu + gpu) = {records['hybrid']['gcups']:.1f} / {both:.1f} = "
               f"{records['hybrid']['gcups'] / both:.3f}")
     differ = identical([r["file"] for r in records.values()])
-    print("per-read datasets identical across devices" if not differ else f"DIFFER: {differ}")
+    print("per-read datasets and outlier null identical across devices" if not differ else f"DIFFER: {differ}")
     (args.out / "bench_hybrid.json").write_text(json.dumps(records, indent=1, default=str))
     return 1 if differ else 0
 

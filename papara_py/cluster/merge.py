@@ -18,7 +18,8 @@ block of reads at a time, so memory stays bounded whatever the read count.
 
 What equals a single-machine run of the same inputs and settings: every dataset; the root attrs
 format, format_version and version (command_line is the merge's); and the /run attrs in
-`RUN_RECORD_EQUAL` (identity keys copied, `ADDITIVE_KEYS` summed over the shards). Everything
+`RUN_RECORD_EQUAL` (identity keys copied, `ADDITIVE_KEYS` summed over the shards) and the
+outlier null (`outlier_null`: the union of the shards' lengths, model/outliers.py). Everything
 else a shard recorded about its own execution (timings, devices, lanes, consumers, command line,
 slice) is kept per shard in /run attr `merged_shards`; `timings_seconds` holds the sums over the
 shards plus the merge's own time, and `gcups` is computed from those sums.
@@ -37,14 +38,16 @@ from papara_py.cluster.shards import Shard
 from papara_py.errors import InputError
 from papara_py.io.run_file import RunFile, datasets_below
 from papara_py.io.run_writer import FORMAT_VERSION, run_writer
+from papara_py.model.outliers import OutlierNull
 
 #: /run attrs that decide the results; every shard must agree and the merged file copies them.
 IDENTITY_KEYS = ("checksums_sha256", "parameters", "alphabet", "candidates_k", "strand", "search", "n_edges",
                  "n_columns")
 #: /run attrs that count over reads; the merged file holds their sums (numbers, or dicts key-wise).
 ADDITIVE_KEYS = ("cells", "status_counts", "strand_counts")
-#: /run attrs of a merged file equal to those of a single-machine run of the same inputs.
-RUN_RECORD_EQUAL = IDENTITY_KEYS + ADDITIVE_KEYS
+#: /run attrs of a merged file equal to those of a single-machine run of the same inputs (the
+#: outlier null: the union of the shards', `_merged_record`).
+RUN_RECORD_EQUAL = IDENTITY_KEYS + ADDITIVE_KEYS + ("outlier_null",)
 #: Bytes of one dataset held per copy step (rows of all shards interleaved in memory).
 _BLOCK_BYTES = 128 << 20
 _BLOCK_ROWS = 1 << 16
@@ -249,7 +252,10 @@ def _merged_record(shards: list[_ShardFile], started: float) -> dict:
     for key in ADDITIVE_KEYS:
         if all(key in s.run for s in shards):
             record[key] = _summed([s.run[key] for s in shards])
-    own = set(IDENTITY_KEYS) | set(ADDITIVE_KEYS) | {"inputs", "shard"}
+    nulls = [null for null in (OutlierNull.from_record(s.run.get("outlier_null")) for s in shards) if null is not None]
+    if nulls:  # each shard scored the null lengths its reads need; one length's null is the same in all
+        record["outlier_null"] = OutlierNull.union(nulls).record()
+    own = set(IDENTITY_KEYS) | set(ADDITIVE_KEYS) | {"inputs", "shard", "outlier_null"}
     record["merged_shards"] = [
         {"file": os.path.abspath(s.path), "shard": s.run["shard"],
          "command_line": s.file.attrs.get("command_line", ""),

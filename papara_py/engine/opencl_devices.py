@@ -306,7 +306,7 @@ def _compiler_answer(error: Exception) -> str:
 
 def _checked(kernels: bool) -> str:
     """What a check with `kernels` builds and runs, in the words every answer of it uses."""
-    return "papara-py's kernels" if kernels else "an OpenCL kernel"
+    return "papara-py's kernels" if kernels else "a test kernel"
 
 
 def check_device(device: DeviceInfo, kernels: bool = True) -> DeviceCheck:

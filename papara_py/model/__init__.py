@@ -16,8 +16,10 @@ columns are decoded (DESIGN 5).
   posteriors' optimal-accuracy alignment (DESIGN 5), numba.
 - `traceback`: the Viterbi path at temperature 0 (the paper's Eq. 1).
 - `decode`: `decode_batch`, the one call the runner makes per scored batch.
-- `outliers`: the outlier rule (`find_outliers`, `run_outliers` on a run file): the reads that
-  do not fit the reference, which the report lists and the exports leave out unless asked.
+- `outliers`: the outlier rule (`find_outliers`, `run_outliers` on a run file) and its null
+  (`null_reads`, which the runner scores with the reads; `OutlierNull`): the reads that fit the
+  reference no better than random sequence, which the report lists and the exports leave out
+  unless asked.
 
 Layer: imports `papara_py.errors`, `papara_py.phylo` and `papara_py.io`; never the engine (the
 posterior step's GPUs are handed in by the runner as an object).

@@ -1,10 +1,22 @@
-"""The outlier rule: which aligned reads probably do not belong to the reference.
+"""The outlier rule: which aligned reads fit the reference no better than random sequence.
+
+A read that belongs to the reference scores far below random sequence of its length; a read of
+another gene, another strand or no gene at all scores like random sequence. So every run scores a
+null alongside its reads (run/stages.py): NULL_READS random reads of each power-of-two length
+that its reads' lengths fall between (8 at least, below the alignment's width: `null_lengths`),
+their residues drawn from the reference's own composition with a seed fixed per length
+(`null_reads`), scored against every branch by the same engine and parameters as the reads. Their best scores per residue give, for each length, the null's mean and SD
+(`OutlierNull`, kept in the run record as `outlier_null`); a read is an outlier when its penalty
+per residue (best score / read length) exceeds the null's mean minus NULL_Z SDs at its length
+(interpolated in log length between the null's lengths). A length's threshold depends on the
+reference and the parameters alone, so shards of one run agree (merge joins their lengths) and a
+sample of mostly foreign reads is flagged as such.
 
 One rule for every part of papara-py that tells fitting reads from the rest: `papara-py report`
 lists and draws the outliers (report/page.py), the exports leave them out unless asked
 (`export --keep-outliers`, io/export.py's `keep`), the run's summary counts them and the API's
 `Run.outliers` gives them. `find_outliers` is the rule on arrays; `run_outliers` applies it to a
-run file (its status, best edge, scores, read lengths and mismatch penalty).
+run file.
 """
 
 from __future__ import annotations
@@ -15,30 +27,120 @@ import numpy as np
 
 from papara_py.io.reads import STATUS_ALIGNED
 from papara_py.io.run_file import RunFile
+from papara_py.phylo.encoding import IS_GAP, Alphabet
 
-#: Outlier rule (see `find_outliers`): robust z above which a read is unusual for its sample ...
-OUTLIER_ROBUST_Z = 5.0
-#: ... but never flagged below this many mismatches per residue (sequencing errors, divergence)
-OUTLIER_FLOOR = 0.1
-#: ... and always flagged above this many (one residue in four mismatching: random-like).
-OUTLIER_CEILING = 0.25
+#: Random reads of each length in the null: enough for a mean and SD per length (their standard
+#: errors about a quarter and a fifth of the SD), few enough to add little to a small run.
+NULL_READS = 16
+#: A read is an outlier above the null's mean minus this many SDs per residue. A best score is a
+#: minimum over alignments and branches, so its lower tail is Gumbel-like rather than normal:
+#: about 1 random read in 100 scores below this (1 in 700 if it were normal).
+NULL_Z = 3.0
+#: The null's shortest length (shorter reads take its threshold); the others double it.
+NULL_SHORTEST = 8
+#: The null's random draws are fixed, so every run (and shard) of one reference scores the same null.
+NULL_SEED = 20111
+
+
+def null_lengths(read_lengths: np.ndarray, n_columns: int) -> np.ndarray:
+    """The null lengths that reads of `read_lengths` need: for each, the powers of two next below
+    and above it (its threshold is interpolated between them), kept to 8, 16, ... below
+    `n_columns` (reads are shorter than the alignment); none where the alignment is 8 columns wide
+    or less. Sorted, unique."""
+    longest = NULL_SHORTEST
+    while longest * 2 < n_columns:
+        longest *= 2
+    if longest >= n_columns:
+        return np.zeros(0, dtype=np.int64)
+    position = np.log2(np.maximum(np.asarray(read_lengths, dtype=np.float64), 1.0))
+    bounds = np.concatenate((np.floor(position), np.ceil(position)))
+    lengths = np.clip(2 ** bounds.astype(np.int64), NULL_SHORTEST, longest)
+    return np.unique(lengths).astype(np.int64)
+
+
+def null_reads(rows: np.ndarray, alphabet: Alphabet, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The null's reads of `lengths`, encoded as the engine takes reads: (codes, offsets), NULL_READS
+    of each length in turn, each residue drawn at random from the residues of the alignment `rows`
+    (uint8 ASCII [N, m], gaps left out): random sequence with the reference's composition. The
+    draws of one length come from a generator seeded by (NULL_SEED, length) alone, so a length's
+    reads are the same whichever other lengths a run (or shard) needs."""
+    residues = rows[~IS_GAP[rows]]
+    drawn = [residues[np.random.default_rng((NULL_SEED, int(length))).integers(0, residues.size,
+                                                                              size=NULL_READS * int(length))]
+             for length in lengths]
+    picked = np.concatenate(drawn) if drawn else residues[:0]
+    offsets = np.concatenate(([0], np.cumsum(np.repeat(np.asarray(lengths, dtype=np.int64), NULL_READS))))
+    return alphabet.encode_read(picked), offsets.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class OutlierNull:
+    """The null's best scores per residue, summarised per length: `mean` and `sd` (float [L]) at
+    `lengths` (int [L], ascending). `threshold_at` gives the rule's threshold for any length."""
+
+    lengths: np.ndarray
+    mean: np.ndarray
+    sd: np.ndarray
+
+    @classmethod
+    def from_scores(cls, lengths: np.ndarray, scores: np.ndarray) -> "OutlierNull":
+        """The null from the best scores of `null_reads(..., lengths)`' reads, in their order."""
+        lengths = np.asarray(lengths, dtype=np.int64)
+        per_residue = np.asarray(scores, dtype=np.float64).reshape(lengths.size, NULL_READS) / lengths[:, None]
+        return cls(lengths, np.round(per_residue.mean(axis=1), 6), np.round(per_residue.std(axis=1, ddof=1), 6))
+
+    @classmethod
+    def union(cls, nulls: "list[OutlierNull]") -> "OutlierNull":
+        """One null holding every length of `nulls` (a length's summary is the same in each: its
+        reads depend on the length alone)."""
+        lengths = np.concatenate([null.lengths for null in nulls])
+        lengths, first = np.unique(lengths, return_index=True)
+        return cls(lengths, np.concatenate([null.mean for null in nulls])[first],
+                   np.concatenate([null.sd for null in nulls])[first])
+
+    def subset(self, lengths: np.ndarray) -> "OutlierNull":
+        """The null at `lengths` only (each one of this null's)."""
+        keep = np.isin(self.lengths, lengths)
+        return OutlierNull(self.lengths[keep], self.mean[keep], self.sd[keep])
+
+    @property
+    def thresholds(self) -> np.ndarray:
+        """float [L]: the rule's threshold at each of `lengths`."""
+        return self.mean - NULL_Z * self.sd
+
+    def threshold_at(self, length: np.ndarray) -> np.ndarray:
+        """The threshold for reads of `length` residues: linear in log2(length) between the null's
+        lengths, the shortest's or the longest's beyond them."""
+        position = np.log2(np.maximum(np.asarray(length, dtype=np.float64), 1.0))
+        return np.interp(position, np.log2(self.lengths.astype(np.float64)), self.thresholds)
+
+    def record(self) -> dict:
+        """The run record's `outlier_null` (JSON)."""
+        return {"reads_per_length": NULL_READS, "z": NULL_Z, "seed": NULL_SEED, "lengths": self.lengths.tolist(),
+                "mean_per_residue": self.mean.tolist(), "sd_per_residue": self.sd.tolist()}
+
+    @classmethod
+    def from_record(cls, record: object) -> "OutlierNull | None":
+        """The null kept in a run record (`record`: its `outlier_null`, or None where it has none)."""
+        if not isinstance(record, dict) or not record.get("lengths"):
+            return None
+        return cls(np.array(record["lengths"], dtype=np.int64), np.array(record["mean_per_residue"], dtype=np.float64),
+                   np.array(record["sd_per_residue"], dtype=np.float64))
 
 
 @dataclass
 class Outliers:
-    """Reads whose best score per residue says they probably do not belong to this reference.
+    """Reads whose best score per residue is no better than random sequence's.
 
     per_residue: float [Q], best score / read length (NaN where not aligned).
-    threshold:   penalty per residue above which an aligned read is an outlier.
-    indices:     the outliers, worst first.
+    threshold:   float [Q], the rule's threshold at each read's length (NaN where not aligned).
+    null:        the run's null, or None (no read is flagged then).
+    indices:     the outliers, furthest above their threshold first.
     """
 
     per_residue: np.ndarray
-    threshold: float
-    median: float
-    robust_sd: float
-    floor: float
-    ceiling: float
+    threshold: np.ndarray
+    null: OutlierNull | None
     indices: np.ndarray
 
     @property
@@ -50,53 +152,39 @@ class Outliers:
 
     def rule(self) -> str:
         """The rule in words, with this run's numbers."""
-        return (f"A read is an outlier when its penalty per residue (best score / read length) exceeds "
-                f"{self.threshold:.3f}. That is the sample's median ({self.median:.3f}) plus "
-                f"{OUTLIER_ROBUST_Z:g} robust standard deviations ({self.robust_sd:.3f}: 1.4826 × the median "
-                f"absolute deviation), kept above {self.floor:.3f} (one mismatch penalty in ten residues, so "
-                f"that a few sequencing errors in a sample of near-perfect reads are not flagged)"
-                + (f" and below {self.ceiling:.3f} (one mismatch penalty in four residues: random DNA scores "
-                   f"about one in three, so a read above this fits hardly better than random sequence)."
-                   if np.isfinite(self.ceiling) else "."))
+        if self.null is None:
+            return ("This run has no null (its alignment is 8 columns wide or less, or its run file was written "
+                    "before papara-py scored one), so no read is flagged as an outlier.")
+        shown = ", ".join(f"{t:.2f} at {n}" for n, t in zip(self.null.lengths.tolist(), self.null.thresholds))
+        return (f"A read is an outlier when its penalty per residue (best score / read length) is no better than "
+                f"random sequence's: above the mean minus {NULL_Z:g} standard deviations of the penalties per "
+                f"residue of {NULL_READS} random reads of its length (residues drawn from the reference's own "
+                f"composition) aligned to every branch like the reads. About one random read in a hundred "
+                f"scores below it. Thresholds of this run by read length (residues): {shown}; between these "
+                f"lengths it is interpolated.")
 
 
-def find_outliers(score: np.ndarray, length: np.ndarray, aligned: np.ndarray, mismatch: int,
-                  alphabet: str = "dna") -> Outliers:
-    """Flag aligned reads whose penalty per residue is unusual for the sample or random-like.
-
-    threshold = min(ceiling, max(floor, median + 5 * 1.4826 * MAD)), with floor = 0.1 and
-    ceiling = 0.25 mismatch penalties per residue. The ceiling is DNA's: a random base mismatches
-    three times in four, so random DNA scores about a third of a mismatch penalty per residue
-    whatever the reference. A protein read's penalty also holds the column profile cost (DESIGN 4),
-    and real reads of the bundled protein example score 2.5 per residue at the median (0.85
-    mismatch penalties, far above DNA's ceiling), so for protein there is no ceiling (it is
-    infinite) and the rule is the sample's. The robust part (median and MAD, not mean and
-    SD, so the outliers do not hide themselves) finds reads unusual for this sample; the
-    ceiling still flags them when most of the sample is off (e.g. reads of the other strand, or a
-    contaminated sample, where the median itself is random-like); the floor keeps a sample of
-    near-perfect reads from flagging reads with a few sequencing errors.
-    """
+def find_outliers(score: np.ndarray, length: np.ndarray, aligned: np.ndarray, null: OutlierNull | None) -> Outliers:
+    """Flag the aligned reads whose penalty per residue (`score` / `length`) exceeds the `null`'s
+    threshold at their length (module docstring); none where `null` is None."""
     per_residue = np.full(len(score), np.nan)
+    threshold = np.full(len(score), np.nan)
     usable = aligned & (length > 0)
     per_residue[usable] = score[usable] / length[usable]
-    values = per_residue[usable]
-    median = float(np.median(values)) if values.size else 0.0
-    robust_sd = 1.4826 * float(np.median(np.abs(values - median))) if values.size else 0.0
-    unit = max(int(mismatch), 1)
-    floor = OUTLIER_FLOOR * unit
-    ceiling = OUTLIER_CEILING * unit if alphabet == "dna" else float("inf")
-    threshold = min(ceiling, max(floor, median + OUTLIER_ROBUST_Z * robust_sd))
-    flagged = np.flatnonzero(usable & (np.nan_to_num(per_residue, nan=-1.0) > threshold))
-    flagged = flagged[np.argsort(-per_residue[flagged], kind="stable")]
-    return Outliers(per_residue, threshold, median, robust_sd, floor, ceiling, flagged)
+    if null is None:
+        return Outliers(per_residue, threshold, None, np.zeros(0, dtype=np.int64))
+    threshold[usable] = null.threshold_at(length[usable])
+    above = np.nan_to_num(per_residue - threshold, nan=-np.inf)
+    flagged = np.flatnonzero(usable & (above > 0))
+    flagged = flagged[np.argsort(-above[flagged], kind="stable")]
+    return Outliers(per_residue, threshold, null, flagged)
 
 
 def run_outliers(run: RunFile) -> Outliers:
     """The outlier rule (`find_outliers`) applied to the open run file `run`: aligned = status
-    "aligned" with a best edge, score = /reads/score, length = residues of /reads/sequence,
-    mismatch = the run record's mismatch penalty (3 where a record has none). Reads /reads/status,
-    best_edge and score whole and the sequences' lengths (`RunFile.read_lengths`)."""
+    "aligned" with a best edge, score = /reads/score, length = residues of /reads/sequence, the
+    null = the run record's `outlier_null`. Reads /reads/status, best_edge and score whole and the
+    sequences' lengths (`RunFile.read_lengths`)."""
     aligned = (run.column("status") == STATUS_ALIGNED) & (run.column("best_edge") >= 0)
-    parameters = run.record.get("parameters")
-    mismatch = int(parameters.get("mismatch", 3)) if isinstance(parameters, dict) else 3
-    return find_outliers(run.column("score"), run.read_lengths(), aligned, mismatch, run.alphabet.name)
+    return find_outliers(run.column("score"), run.read_lengths(), aligned,
+                         OutlierNull.from_record(run.record.get("outlier_null")))

@@ -22,6 +22,7 @@ from matplotlib.colors import LogNorm, to_hex
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from papara_py.model.outliers import OutlierNull
 from papara_py.report.tree_drawing import DisplayTree, postorder
 
 #: Reads per branch: light orange (one read) to dark red (most); grey means none.
@@ -241,25 +242,30 @@ def coverage_figure(residues: np.ndarray, spans: np.ndarray, occupancy: np.ndarr
 
 
 def score_figure(per_residue: np.ndarray, lengths: np.ndarray, outlier: np.ndarray,
-                 threshold: float) -> Figure:
+                 null: OutlierNull | None) -> Figure:
     """Best score per residue of each aligned read: histogram, and against read length.
 
-    `per_residue`, `lengths` and `outlier` describe the aligned reads only; reads above
-    `threshold` (the outlier rule of `model.outliers.find_outliers`) are drawn in red.
+    `per_residue`, `lengths` and `outlier` describe the aligned reads only; the outliers (the rule
+    of `model.outliers.find_outliers`, against the run's `null`, an OutlierNull or None) are drawn
+    in red, the rule's threshold as a dashed line: at the median read length in the histogram,
+    along the read lengths in the scatter.
     """
     figure = Figure(figsize=(11, 4.0))
     _margins(figure)
     histogram, scatter = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1.3, 1], "wspace": 0.25})
-    high = max(float(per_residue.max(initial=0.0)), threshold) * 1.08 or 1.0
+    typical = float(np.median(lengths)) if len(lengths) else 0.0
+    threshold = float(null.threshold_at(typical)) if null is not None and len(lengths) else None
+    high = max(float(per_residue.max(initial=0.0)), threshold or 0.0) * 1.08 or 1.0
     bins = np.linspace(0.0, high, 50)
     histogram.hist([per_residue[~outlier], per_residue[outlier]], bins=bins, stacked=True,
                    color=[FIT_COLOUR, OUTLIER_COLOUR], label=["fits the reference", "outlier"])
     for axes in (histogram, scatter):
         axes.spines["top"].set_visible(False)
         axes.spines["right"].set_visible(False)
-    histogram.axvline(threshold, color=OUTLIER_COLOUR, linestyle="--", linewidth=1)
-    histogram.text(threshold, 1.0, f" outlier above {threshold:.2f}", color=OUTLIER_COLOUR,
-                   transform=histogram.get_xaxis_transform(), va="top", fontsize=8)
+    if threshold is not None:
+        histogram.axvline(threshold, color=OUTLIER_COLOUR, linestyle="--", linewidth=1)
+        histogram.text(threshold, 1.0, f" outlier above {threshold:.2f}\n at {typical:.0f} residues",
+                       color=OUTLIER_COLOUR, transform=histogram.get_xaxis_transform(), va="top", fontsize=8)
     histogram.set_xlabel("best score / read length (penalty per residue; 0 = perfect fit)")
     histogram.set_ylabel("reads")
     histogram.legend(frameon=False, fontsize=8, loc="center right")
@@ -268,7 +274,9 @@ def score_figure(per_residue: np.ndarray, lengths: np.ndarray, outlier: np.ndarr
                         f"outliers (probably not from this reference)", loc="left", fontsize=9)
     scatter.scatter(lengths[~outlier], per_residue[~outlier], s=9, color=FIT_COLOUR, alpha=0.6, linewidths=0)
     scatter.scatter(lengths[outlier], per_residue[outlier], s=12, color=OUTLIER_COLOUR, alpha=0.8, linewidths=0)
-    scatter.axhline(threshold, color=OUTLIER_COLOUR, linestyle="--", linewidth=1)
+    if threshold is not None:
+        along = np.linspace(float(lengths.min()), float(lengths.max()), 100)
+        scatter.plot(along, null.threshold_at(along), color=OUTLIER_COLOUR, linestyle="--", linewidth=1)
     scatter.set_xlabel("read length (residues)")
     scatter.set_ylabel("penalty per residue")
     scatter.set_ylim(0, high)

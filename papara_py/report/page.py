@@ -25,7 +25,7 @@ import numpy as np
 from papara_py.errors import InputError
 from papara_py.io.outputs import atomic_path
 from papara_py.io.run_file import RunFile
-from papara_py.model.outliers import Outliers, find_outliers
+from papara_py.model.outliers import OutlierNull, Outliers, find_outliers
 from papara_py.phylo.encoding import IS_GAP
 
 if TYPE_CHECKING:  # matplotlib and Bio.Phylo are imported when a report is built, not with this module
@@ -258,7 +258,7 @@ def build_report(path: str | os.PathLike, max_tips: int = DEFAULT_MAX_TIPS) -> R
     if np.any(run.best_edge[aligned] >= tree.n_edges) or np.any(run.candidate_edge >= tree.n_edges):
         raise InputError(run.path, "/reads/best_edge or /reads/candidates/edge names edges the tree does not have")
     mismatch = int(run.parameters.get("mismatch", 3))
-    outliers = find_outliers(run.score, run.length, aligned, mismatch, str(run.run_attrs.get("alphabet", "dna")))
+    outliers = find_outliers(run.score, run.length, aligned, OutlierNull.from_record(run.run_attrs.get("outlier_null")))
     group = np.where(aligned, 0, -1)
     group[outliers.indices] = 1
     placed = group == 0
@@ -270,7 +270,7 @@ def build_report(path: str | os.PathLike, max_tips: int = DEFAULT_MAX_TIPS) -> R
         "tree": figures.tree_figure(display, edge_reads, len(outliers.indices)),
         "coverage": figures.coverage_figure(*run.read_depth(group, 2), run.occupancy),
         "scores": figures.score_figure(outliers.per_residue[aligned], run.length[aligned],
-                                       group[aligned] == 1, outliers.threshold),
+                                       group[aligned] == 1, outliers.null),
     }
     if confidence is not None:
         drawn["confidence"] = figures.confidence_figure(confidence.gap, confidence.n_close, confidence.connected,
@@ -447,7 +447,7 @@ def _score_section(run: RunView, outliers: Outliers, figure: bytes) -> list[str]
                             {1, 2, 3, 4}))
         if more:
             parts.append(f"<p class=\"muted\">… and {more} more (in the run file: aligned reads whose "
-                         f"score / length exceeds {outliers.threshold:.3f}).</p>")
+                         f"score / length exceeds the threshold at their length).</p>")
     else:
         parts.append("<h3>Outliers: none</h3>")
     return parts

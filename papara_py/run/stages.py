@@ -8,6 +8,10 @@ writer thread, which writes it with its stretch's rows, while later batches are 
 (`BatchStages`). Several samples go through one engine one after the other (run/samples.py),
 each committed after its last batch is written (on the writer thread).
 
+Each stretch's batch may be preceded by a batch of the outlier null's random reads
+(model/outliers.py) for the read lengths that no earlier batch needed; a sample is committed once
+the null of all its read lengths is scored (`_finish`).
+
 Only the first batch's preparation and the last batch's traceback and writing stand outside the
 scoring; a run ends with at least MIN_BATCHES batches where the reads allow it, so that the last
 batch is a small part of the whole.
@@ -31,6 +35,7 @@ from papara_py.engine.strand import StrandPlan, orient
 from papara_py.io.read_stream import Stretch
 from papara_py.io.reads import STATUSES
 from papara_py.model.decode import decode_batch
+from papara_py.model.outliers import OutlierNull, null_lengths, null_reads
 from papara_py.phylo.profiles import EdgeProfiles
 from papara_py.run.config import RunConfig
 from papara_py.run.devices import Devices
@@ -74,6 +79,15 @@ class ScoreTraceWrite:
         self._blocks_per_batch = None if config.search == "guided" else block_count(profiles.n_edges, devices.width)
         self._bar = None
         self._cells_scored = 0
+        # the outlier null (model/outliers.py): its lengths asked for, the batches asking (index ->
+        # lengths), the scored part, and the samples whose commit waits for a length of it
+        self._null_asked: set[int] = set()
+        self._null_batches: dict[int, np.ndarray] = {}
+        self._null_made = 0
+        self._null: OutlierNull | None = None
+        self._null_lock = threading.Lock()
+        self._awaiting_null: list[SampleRun] = []
+        self._stages: BatchStages | None = None
         self._engine_started = 0.0
 
     def run(self, jit_loader: threading.Thread) -> None:
@@ -93,7 +107,8 @@ class ScoreTraceWrite:
             # batches arrive as they finish and go on to the traceback thread, then the writer thread
             # (BatchStages): the engine's batch slot is handed back at once, so neither stage's time
             # (a GPU traceback waits for the scoring launch in progress) keeps the GPU from its next batch
-            stages = BatchStages(self.trace, self.write, TRACE_DEPTH, self.tracer.threads if self.tracer else 1)
+            stages = self._stages = BatchStages(self.trace, self.write, TRACE_DEPTH,
+                                                self.tracer.threads if self.tracer else 1)
             failed = True
             try:
                 with closing(engine.run(self.batches())) as finished:
@@ -142,6 +157,12 @@ class ScoreTraceWrite:
                 if not len(stretch.alignable):  # no read to score: the input ended in this stretch
                     self.write(sample, stretch)
                     continue
+                null = self._null_batch(sample, stretch)
+                if null is not None:
+                    self._null_batches[index] = null[0]
+                    self._null_made += 1
+                    yield null[1]
+                    index += 1
                 started = time.perf_counter()
                 plan = StrandPlan.for_batch(stretch.alignable, orient(sample.inputs.strand, stretch.reads,
                                                                       stretch.alignable, self.work.kmers))
@@ -149,7 +170,8 @@ class ScoreTraceWrite:
                 sample.timings["strand"] += time.perf_counter() - started
                 if self._blocks_per_batch is not None and number + 1 == len(samples) \
                         and sample.inputs.reads.stretch_count is not None:
-                    self._bar.total = self._blocks_per_batch * (earlier + sample.inputs.reads.stretch_count)
+                    self._bar.total = self._blocks_per_batch * (earlier + self._null_made
+                                                                 + sample.inputs.reads.stretch_count)
                 if not sample.entered:
                     sample.first_batch_entering(self.search)
                 yield ReadBatch(*stretch.reads.select(plan.reads, plan.reverse))
@@ -158,6 +180,18 @@ class ScoreTraceWrite:
                 self._finish(sample)
             earlier += made
             self._open_next(number)
+
+    def _null_batch(self, sample: SampleRun, stretch: Stretch) -> tuple[np.ndarray, ReadBatch] | None:
+        """The null lengths the stretch's reads need (noted in the sample) that no earlier batch
+        asked for, and the batch of their null reads; None where there are none."""
+        inputs = sample.inputs
+        needed = null_lengths(stretch.reads.lengths[stretch.alignable], self.m)
+        sample.null_lengths.update(needed.tolist())
+        new = np.array(sorted(set(needed.tolist()) - self._null_asked), dtype=np.int64)
+        if not new.size:
+            return None
+        self._null_asked.update(new.tolist())
+        return new, ReadBatch(*null_reads(inputs.alignment.rows, inputs.alphabet, new))
 
     def _open_next(self, number: int) -> None:
         """The reads of the sample after samples[number] opened (their parsing started)."""
@@ -168,8 +202,11 @@ class ScoreTraceWrite:
     def _scored(self, engine, stages: BatchStages, index: int, candidates: Candidates) -> None:
         """A batch back from the engine (`engine`: the Engine or the GuidedSearch), counted and
         handed on to its traceback and writing."""
-        sample, stretch, plan = self.held.pop(index)
         started = engine.batch_started.pop(index)  # noted at its first take (engine's)
+        if index in self._null_batches:
+            self._null_scored(OutlierNull.from_scores(self._null_batches.pop(index), candidates.score[:, 0]))
+            return
+        sample, stretch, plan = self.held.pop(index)
         if sample.failed:  # its reads turned out bad further on: it is not written
             return
         reverse, candidates = plan.pick(candidates)
@@ -217,11 +254,34 @@ class ScoreTraceWrite:
         if sample.all_stretches_made(sample.written):
             self._finish(sample)
 
+    def _null_scored(self, null: OutlierNull) -> None:
+        """A null batch back from the engine (the caller's thread): its lengths join the null, and
+        the samples that waited for them go on to their commit (on the writer thread)."""
+        with self._null_lock:
+            self._null = null if self._null is None else OutlierNull.union([self._null, null])
+            ready = [sample for sample in self._awaiting_null if self._has_null_of(sample)]
+            self._awaiting_null = [sample for sample in self._awaiting_null if sample not in ready]
+        for sample in ready:
+            self._stages.then_write(self._commit, sample)
+
+    def _has_null_of(self, sample: SampleRun) -> bool:
+        known = set() if self._null is None else set(self._null.lengths.tolist())
+        return sample.null_lengths <= known
+
     def _finish(self, sample: SampleRun) -> None:
-        """The sample's record and its run file committed (run/samples.py)."""
+        """The sample's record and its run file committed (run/samples.py), at once if the null
+        of its read lengths is scored, else once it is (`_null_scored`)."""
+        with self._null_lock:
+            if not self._has_null_of(sample):
+                self._awaiting_null.append(sample)
+                return
+        self._commit(sample)
+
+    def _commit(self, sample: SampleRun) -> None:
         tally = sample_tally(sample, self.stats, self.search, self.tracer, several=len(self.samples) > 1,
                              reporter=self.reporter)
-        commit_sample(sample, self.profiles, self.devices, self.work, tally, self.reporter, self.run_started)
+        null = self._null.subset(np.array(sorted(sample.null_lengths))) if sample.null_lengths else None
+        commit_sample(sample, self.profiles, self.devices, self.work, tally, self.reporter, self.run_started, null)
 
 
 class BatchStages:
@@ -245,6 +305,10 @@ class BatchStages:
         self._pending.append(self._writing.submit(lambda: self._write(*traced.result())))
         while self._pending and (len(self._pending) > self._depth or self._pending[0].done()):
             self._pending.popleft().result()
+
+    def then_write(self, write, *args) -> None:
+        """`write(*args)` on the writer thread after the batches submitted so far."""
+        self._pending.append(self._writing.submit(write, *args))
 
     def drain(self) -> None:
         while self._pending:

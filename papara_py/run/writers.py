@@ -18,7 +18,7 @@ from papara_py.io.reads import STATUS_ALIGNED, STATUSES
 from papara_py.io.run_writer import RunWriter
 from papara_py.model.decode import Decoded
 from papara_py.model.fixed_point import PROB_ONE
-from papara_py.model.outliers import find_outliers
+from papara_py.model.outliers import OutlierNull, find_outliers
 from papara_py.model.posterior import pp_digits
 from papara_py.phylo.profiles import EdgeProfiles
 from papara_py.run.config import RunSummary
@@ -92,7 +92,7 @@ def write_stretch(writer: RunWriter, stretch: Stretch, chunk: int, reverse: np.n
             "sequence": np.array([text[a:b] for a, b in pairwise(bounds)], dtype=object)})
 
 
-def _fitting(sample: SampleRun) -> str:
+def _fitting(sample: SampleRun, null: OutlierNull | None) -> str:
     """How many of the aligned reads fit the reference and how many are outliers, by the outlier
     rule (model/outliers.py) on the best scores and lengths the writer kept (a read's row in the
     run file has the same: `run_outliers` on the committed file counts the same reads)."""
@@ -100,8 +100,7 @@ def _fitting(sample: SampleRun) -> str:
     if not scores.size:
         return ""
     lengths = np.concatenate(sample.read_lengths)
-    outliers = find_outliers(scores, lengths, np.ones(scores.size, bool), sample.inputs.params.mismatch,
-                             sample.inputs.alphabet.name).indices.size
+    outliers = find_outliers(scores, lengths, np.ones(scores.size, bool), null).indices.size
     if not outliers:
         return " (all fit the reference: no outliers)"
     return (f" ({scores.size - outliers} of them fit the reference, {outliers} outliers: left out of exports; "
@@ -109,14 +108,16 @@ def _fitting(sample: SampleRun) -> str:
 
 
 def commit_sample(sample: SampleRun, profiles: EdgeProfiles, devices: Devices, work: Work, tally: Tally,
-            reporter: Reporter, run_started: float) -> None:
-    """A sample's last batch written: its record, then its run file committed (writer thread)."""
+            reporter: Reporter, run_started: float, null: OutlierNull | None) -> None:
+    """A sample's last batch written: its record (with the outlier `null` of its read lengths,
+    None where it has none), then its run file committed (writer thread)."""
     config, inputs, timings = sample.config, sample.inputs, sample.timings
     writer = sample.writer(work.k)
     writer.set_read_count(inputs.reads.rows)
     log_inputs(config, reporter, inputs)
     writer.write_run_record(run_record(config, inputs, profiles, devices, work, tally, timings)
-                            | ({"sample": {"number": sample.number, "of": sample.count}} if sample.count > 1 else {}))
+                            | ({"sample": {"number": sample.number, "of": sample.count}} if sample.count > 1 else {})
+                            | ({"outlier_null": null.record()} if null is not None else {}))
     timings["total"] = time.perf_counter() - run_started
     writer.write_run_record({"timings_seconds": timings})
     reporter.log.check()  # no run file is committed after a log fault
@@ -126,7 +127,7 @@ def commit_sample(sample: SampleRun, profiles: EdgeProfiles, devices: Devices, w
                     + f"; {tally.cells} cells, {tally.gcups:.1f} GCUPS")
     counts = tally.status_counts
     reporter.notice(("" if sample.count == 1 else f"{sample.label}: ")
-                    + f"{tally.n_alignable} of {tally.n_reads} reads aligned" + _fitting(sample)
+                    + f"{tally.n_alignable} of {tally.n_reads} reads aligned" + _fitting(sample, null)
                     + "".join(f", {n} {s}" for s, n in counts.items() if s != STATUS_ALIGNED)
                     + f"; scoring {timings['scoring']:.2f} s ({tally.gcups:.1f} GCUPS); wrote {config.output}")
     sample.summary = RunSummary(config.output, tally.n_reads, tally.n_alignable, counts, dict(timings), tally.gcups)

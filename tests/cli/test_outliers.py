@@ -23,6 +23,7 @@ from papara_py.model.outliers import run_outliers  # noqa: E402
 from papara_py.report.page import build_report  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "data" / "example"
+PROTEIN = Path(__file__).resolve().parents[2] / "data" / "protein"
 N_RANDOM = 20
 
 
@@ -36,22 +37,26 @@ def fasta_records(path: Path) -> list[tuple[str, str]]:
             for block in text.split(">")[1:]]
 
 
+def align_with_foreign(data: Path, foreign: list[tuple[str, str]], directory: Path) -> tuple[Path, str]:
+    """(run file, the main job's stderr) of the example in `data` with the `foreign` reads
+    (name, sequence) appended to its reads."""
+    reads = directory / "reads.fa"
+    reads.write_text("".join(f">{name}\n{sequence}\n" for name, sequence in fasta_records(data / "reads.fa") + foreign))
+    out = directory / "run.h5"
+    result = papara("-t", str(data / "tree.nwk"), "-s", str(data / "ref.phy"), "-r", str(reads),
+                    "-o", str(out), "--device", "cpu", "-j", "1")
+    assert result.returncode == 0, result.stderr
+    return out, result.stderr
+
+
 @pytest.fixture(scope="module")
 def noisy(tmp_path_factory) -> tuple[Path, str]:
     """(run file, the main job's stderr) of the example's reads plus 20 random reads (seeded, of the
     example reads' lengths) appended."""
-    tmp = tmp_path_factory.mktemp("outliers")
-    records = fasta_records(EXAMPLE / "reads.fa")
     rng = np.random.default_rng(20261201)
     random_reads = [(f"random_{i}", "".join(rng.choice(list("ACGT"), len(sequence))))
-                    for i, (_, sequence) in enumerate(records[:N_RANDOM])]
-    reads = tmp / "reads.fa"
-    reads.write_text("".join(f">{name}\n{sequence}\n" for name, sequence in records + random_reads))
-    out = tmp / "run.h5"
-    result = papara("-t", str(EXAMPLE / "tree.nwk"), "-s", str(EXAMPLE / "ref.phy"), "-r", str(reads),
-                    "-o", str(out), "--device", "cpu", "-j", "1")
-    assert result.returncode == 0, result.stderr
-    return out, result.stderr
+                    for i, (_, sequence) in enumerate(fasta_records(EXAMPLE / "reads.fa")[:N_RANDOM])]
+    return align_with_foreign(EXAMPLE, random_reads, tmp_path_factory.mktemp("outliers"))
 
 
 def flagged_names(run_path: Path) -> tuple[set[str], list[str]]:
@@ -67,8 +72,21 @@ def test_the_random_reads_are_the_outliers(noisy):
     flagged, aligned = flagged_names(noisy[0])
     assert len(aligned) == 200 + N_RANDOM
     random_flagged = {name for name in flagged if name.startswith("random_")}
-    assert len(random_flagged) >= 15
-    assert len(flagged - random_flagged) <= 3  # the real reads fit
+    assert len(random_flagged) >= N_RANDOM - 2  # about 1 random read in 100 escapes the null's threshold
+    assert flagged == random_flagged  # the real reads fit
+
+
+def test_a_protein_sample_half_of_it_foreign_is_flagged_half(tmp_path):
+    """The rule depends on the reference's null, not on the sample: shuffled copies of half of the
+    protein example's reads are flagged however many of them there are, the real ones are not."""
+    records = fasta_records(PROTEIN / "reads.fa")
+    rng = np.random.default_rng(20261129)
+    shuffled = [(f"shuffled_{i}", "".join(rng.permutation(list(sequence)))) for i, (_, sequence) in enumerate(records)]
+    out, _ = align_with_foreign(PROTEIN, shuffled, tmp_path)
+    flagged, aligned = flagged_names(out)
+    assert len(aligned) == 2 * len(records)
+    assert not {name for name in flagged if not name.startswith("shuffled_")}
+    assert len(flagged) >= 0.95 * len(records)
 
 
 def test_the_run_summary_counts_the_outliers(noisy):

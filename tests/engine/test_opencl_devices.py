@@ -114,7 +114,7 @@ def test_a_working_device_needs_no_advice(opencl_device):
 @pytest.mark.slow
 def test_papara_py_devices_says_which_device_builds(opencl_device):
     """`devices` runs a probe kernel on each device; `devices --check` builds papara-py's kernels."""
-    for words, said in ((["devices"], "builds and runs an OpenCL kernel"),
+    for words, said in ((["devices"], "builds and runs a test kernel"),
                         (["devices", "--check"], "builds and runs papara-py's kernels")):
         result = subprocess.run([sys.executable, "-m", "papara_py", *words], capture_output=True, text=True,
                                 timeout=300)

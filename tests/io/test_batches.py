@@ -148,7 +148,8 @@ def test_the_device_choice_waits_only_for_the_residues_it_needs():
 def test_streamed_batches_give_one_result_on_every_device(opencl_device, monkeypatch, tmp_path):
     """The bundled example in batches of 7 reads (cut while the reads are parsed, the last ones
     split at the end) on cpu, gpu (PoCL in CI) and hybrid, against one batch on the CPU: every
-    /reads dataset identical."""
+    /reads dataset identical, and the outlier null (asked for batch by batch as new read lengths
+    come, or at once) too."""
     from pathlib import Path
 
     from papara_py.engine import opencl_devices
@@ -158,7 +159,7 @@ def test_streamed_batches_give_one_result_on_every_device(opencl_device, monkeyp
 
     monkeypatch.setattr(opencl_devices, "discover_devices", lambda kind="gpu": [opencl_device])
     example = Path(__file__).resolve().parents[2] / "data" / "example"
-    results = {}
+    results, nulls = {}, {}
     for device, batch_reads in (("cpu", 12_500), ("cpu", 7), ("gpu", 7), ("hybrid", 7)):
         out = tmp_path / f"{device}-{batch_reads}.h5"
         run(RunConfig(tree=str(example / "tree.nwk"), alignment=str(example / "ref.phy"),
@@ -166,6 +167,7 @@ def test_streamed_batches_give_one_result_on_every_device(opencl_device, monkeyp
                       device=device))
         with RunFile(out) as handle:
             results[device, batch_reads] = {path: dataset[()] for path, dataset in handle.read_datasets().items()}
+            nulls[device, batch_reads] = handle.record["outlier_null"]
             if batch_reads == 7:  # 200 reads: full batches of 7 while 56 were left, then 8 equal ones
                 assert handle.record["traceback"]["batches"]["gpu" if device != "cpu" else "cpu"] == 29
     whole = results["cpu", 12_500]
@@ -173,6 +175,8 @@ def test_streamed_batches_give_one_result_on_every_device(opencl_device, monkeyp
         assert datasets.keys() == whole.keys()
         for path, values in datasets.items():
             np.testing.assert_array_equal(values, whole[path], f"{key}: {path}")
+        assert nulls[key] == nulls["cpu", 12_500], key
+    assert nulls["cpu", 12_500]["lengths"] == [64, 128, 256]  # the example's reads: 67-142 residues
 
 
 def test_batch_stages_hold_one_batch_more_than_their_traceback_threads():

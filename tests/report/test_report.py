@@ -27,7 +27,8 @@ from PIL import Image  # noqa: E402
 
 from papara_py.io.inputs import read_tree  # noqa: E402
 from papara_py.io.run_writer import run_writer  # noqa: E402
-from papara_py.model.outliers import find_outliers  # noqa: E402
+from papara_py.model.outliers import NULL_READS, OutlierNull, find_outliers, null_lengths, null_reads  # noqa: E402
+from papara_py.phylo.encoding import DNA  # noqa: E402
 from papara_py.phylo.tree import EdgeTree  # noqa: E402
 from papara_py.report.page import (  # noqa: E402
     best_branch_counts,
@@ -162,27 +163,53 @@ def test_collapsing_keeps_placed_branches_and_accounts_for_every_read(tmp_path):
 
 # --- statistics ---------------------------------------------------------------------------------
 
-def test_outliers_robust_rule_floor_and_ceiling():
-    length = np.full(100, 100)
-    aligned = np.ones(100, dtype=bool)
-    tight = np.zeros(100, dtype=np.int64)
-    tight[:10] = 4                      # a few sequencing errors: below the floor, kept
-    tight[10] = 60                      # 0.6 per residue in a sample of perfect reads
-    result = find_outliers(tight, length, aligned, mismatch=3)
-    assert result.threshold == pytest.approx(0.3)  # the floor: MAD is 0 here
-    assert list(result.indices) == [10]
-    mostly_bad = np.full(100, 110)      # most reads random-like (e.g. the other strand)
-    mostly_bad[:30] = 2
-    result = find_outliers(mostly_bad, length, aligned, mismatch=3)
-    assert result.threshold == pytest.approx(0.75)  # the ceiling
-    assert sorted(result.indices) == list(range(30, 100))
-    spread = np.arange(100) % 40        # 0..0.39 per residue, a divergent but coherent sample
-    result = find_outliers(spread, length, aligned, mismatch=3)
-    assert len(result.indices) == 0 and 0.3 < result.threshold <= 0.75
-    not_aligned = aligned.copy()
-    not_aligned[10] = False
-    assert 10 not in find_outliers(tight, length, not_aligned, 3).indices
-    assert "median" in result.rule() and "0.750" in result.rule()
+def test_outliers_are_reads_no_better_than_the_null_at_their_length():
+    null = OutlierNull(np.array([16, 64]), np.array([2.0, 2.4]), np.array([0.2, 0.1]))
+    assert null.thresholds.tolist() == pytest.approx([1.4, 2.1])
+    assert null.threshold_at(np.array([8, 16, 32, 64, 500])).tolist() == pytest.approx([1.4, 1.4, 1.75, 2.1, 2.1])
+    length = np.array([16, 16, 32, 32, 64, 64, 100])
+    score = np.array([20, 24, 55, 57, 130, 20, 300])  # per residue 1.25, 1.5, 1.72, 1.78, 2.03, 0.31, 3.0
+    aligned = np.ones(7, dtype=bool)
+    result = find_outliers(score, length, aligned, null)
+    assert result.indices.tolist() == [6, 1, 3]  # furthest above its threshold first
+    aligned[6] = False
+    assert find_outliers(score, length, aligned, null).indices.tolist() == [1, 3]
+    assert "16 random reads" in result.rule() and "1.40 at 16, 2.10 at 64" in result.rule()
+    nothing = find_outliers(score, length, aligned, None)
+    assert not nothing.indices.size and "no read is flagged" in nothing.rule()
+
+
+def test_null_lengths_bracket_each_read_length_below_the_width():
+    assert null_lengths(np.array([3, 8, 100, 128, 129]), 1000).tolist() == [8, 64, 128, 256]
+    assert null_lengths(np.array([100, 900]), 300).tolist() == [64, 128, 256]  # none at or above the width
+    assert null_lengths(np.array([5]), 8).size == 0  # too narrow for any null read
+    assert null_lengths(np.zeros(0), 1000).size == 0
+
+
+def test_null_reads_depend_on_their_length_alone_and_the_reference_composition():
+    rows = np.frombuffer(b"AC-A--CAAC" * 4, dtype=np.uint8).reshape(4, 10)
+    codes, offsets = null_reads(rows, DNA, np.array([8, 32]))
+    lengths = [8] * NULL_READS + [32] * NULL_READS
+    assert offsets.tolist() == np.concatenate(([0], np.cumsum(lengths))).tolist()
+    alone, _ = null_reads(rows, DNA, np.array([32]))
+    assert np.array_equal(codes[8 * NULL_READS:], alone)  # a length's reads whatever else is asked for
+    assert set(np.unique(codes).tolist()) == set(DNA.encode_read(np.frombuffer(b"AC", np.uint8)).tolist())
+    share_a = np.mean(codes == DNA.encode_read(np.frombuffer(b"A", np.uint8))[0])
+    assert 0.5 < share_a < 0.7  # the rows' composition: 6 A in 10 residues
+
+
+def test_the_null_summarises_its_scores_and_survives_the_record_and_merging():
+    scores = np.concatenate([np.full(NULL_READS, 16), np.arange(NULL_READS) * 2 + 40])
+    null = OutlierNull.from_scores(np.array([8, 32]), scores)
+    assert null.mean.tolist() == pytest.approx([2.0, np.mean(np.arange(NULL_READS) * 2 + 40) / 32])
+    assert null.sd[0] == 0 and null.sd[1] == pytest.approx(np.std(np.arange(NULL_READS) * 2 / 32, ddof=1), abs=1e-6)
+    again = OutlierNull.from_record(json.loads(json.dumps(null.record())))
+    assert again.lengths.tolist() == [8, 32] and again.mean.tolist() == null.mean.tolist()
+    other = OutlierNull(np.array([32, 64]), np.array([null.mean[1], 3.0]), np.array([null.sd[1], 0.1]))
+    both = OutlierNull.union([other, null])
+    assert both.lengths.tolist() == [8, 32, 64] and both.mean.tolist() == [2.0, null.mean[1], 3.0]
+    assert both.subset(np.array([8, 32])).record() == null.record()
+    assert OutlierNull.from_record(None) is None
 
 
 def test_placement_confidence_ties_margins_and_distance(tmp_path):
@@ -252,8 +279,8 @@ def test_pyrg_report_lists_its_outliers(pyrg_run, tmp_path):
         score = handle["reads/score"][:]
         length = np.array([len(s) for s in handle["reads/sequence"][:]])
         aligned = handle["reads/status"].asstr()[:] == "aligned"
-        mismatch = json.loads(handle["run"].attrs["parameters"])["mismatch"]
-    outliers = find_outliers(score, length, aligned, mismatch)
+        null = OutlierNull.from_record(json.loads(handle["run"].attrs["outlier_null"]))
+    outliers = find_outliers(score, length, aligned, null)
     match = re.search(r"Outliers: (\d+) reads", html)
     assert match and int(match.group(1)) == len(outliers.indices)
     assert len(outliers.indices) < aligned.sum()  # most pyrG reads belong to the pyrG reference

@@ -82,6 +82,8 @@ def test_each_sample_gets_the_run_file_of_its_reads_alone(options, tmp_path):
             assert "sample" not in single_run.record
             assert run.record["checksums_sha256"] == single_run.record["checksums_sha256"]
             assert run.record["status_counts"] == single_run.record["status_counts"]
+            assert run.record.get("outlier_null") == single_run.record.get("outlier_null")  # its reads' lengths only
+            assert ("outlier_null" in run.record) == (number != 3)  # S3: one read, too long to align
             assert run.record["timings_seconds"]["total"] > 0
             assert run.record["search"] == single_run.record["search"]
             # the sample's own cells and share of the edges, not the run's so far
@@ -213,6 +215,12 @@ def test_samples_on_the_gpu_match_the_cpu(opencl_device, monkeypatch, tmp_path):
             for name in ("reads/best_edge", "reads/score", "reads/start", "reads/aligned", "reads/cigar",
                          "reads/candidates/edge", "reads/candidates/score"):
                 assert np.array_equal(cpu[name], other[name]), (device, name)
+    for n in range(len(reads)):
+        nulls = []
+        for device in ("cpu", "gpu", "hybrid"):
+            with RunFile(tmp_path / f"{device}-{n}.h5") as handle:
+                nulls.append(handle.record.get("outlier_null"))
+        assert nulls[1] == nulls[0] and nulls[2] == nulls[0]
 
 
 @pytest.mark.slow
