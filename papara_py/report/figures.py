@@ -264,8 +264,11 @@ def score_figure(per_residue: np.ndarray, lengths: np.ndarray, outlier: np.ndarr
         axes.spines["right"].set_visible(False)
     if threshold is not None:
         histogram.axvline(threshold, color=OUTLIER_COLOUR, linestyle="--", linewidth=1)
-        histogram.text(threshold, 1.0, f" outlier above {threshold:.2f}\n at {typical:.0f} residues",
-                       color=OUTLIER_COLOUR, transform=histogram.get_xaxis_transform(), va="top", fontsize=8)
+        left = threshold > high / 2  # the label on the side of the line with more room
+        histogram.text(threshold, 1.0, f"outlier above {threshold:.2f} \nat {typical:.0f} residues "
+                       if left else f" outlier above {threshold:.2f}\n at {typical:.0f} residues",
+                       color=OUTLIER_COLOUR, transform=histogram.get_xaxis_transform(), va="top",
+                       ha="right" if left else "left", fontsize=8)
     histogram.set_xlabel("best score / read length (penalty per residue; 0 = perfect fit)")
     histogram.set_ylabel("reads")
     histogram.legend(frameon=False, fontsize=8, loc="center right")
