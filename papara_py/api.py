@@ -113,9 +113,9 @@ class Run:
     def outliers(self) -> np.ndarray:
         """bool [n_reads], in read order: True for the reads the outlier rule flags (model/outliers.py,
         the rule `papara-py report` explains: aligned reads whose penalty per residue is no better than
-        that of random sequence of the reference's composition, scored by the run). The exports and `to_alignment` leave them out unless asked;
-        `run.outliers.sum()` counts them, `np.flatnonzero(run.outliers)` gives their positions.
-        Computed once, at first use."""
+        that of random sequence of the reference's composition, scored by the run). The exports and
+        `to_alignment` leave them out unless asked; `run.outliers.sum()` counts them,
+        `np.flatnonzero(run.outliers)` gives their positions. Computed once, at first use."""
         return self._outlier_flags().copy()
 
     def _outlier_flags(self) -> np.ndarray:

@@ -1,6 +1,6 @@
-"""Does the outlier rule (model/outliers.py: penalty per residue against the sample and, for DNA, a
-random-like ceiling) or the posterior (a read's mean PP, its expected accuracy) tell reads that fit
-the reference from reads that fit nowhere? Builds a mixed sample per alphabet, aligns it with the
+"""Does the outlier rule (model/outliers.py: at first the penalty per residue against the sample
+and, for DNA, a random-like ceiling; since, against the run's null) or the posterior (a read's mean
+PP, its expected accuracy) tell reads that fit the reference from reads that fit nowhere? Builds a mixed sample per alphabet, aligns it with the
 default preset and prints, per group of reads, how many the rule flags and the quantiles of the
 mean PP and of the penalty per residue (README.md beside this file has the results).
 

@@ -5,10 +5,11 @@ another gene, another strand or no gene at all scores like random sequence. So e
 null alongside its reads (run/stages.py): NULL_READS random reads of each power-of-two length
 that its reads' lengths fall between (8 at least, below the alignment's width: `null_lengths`),
 their residues drawn from the reference's own composition with a seed fixed per length
-(`null_reads`), scored against every branch by the same engine and parameters as the reads. Their best scores per residue give, for each length, the null's mean and SD
-(`OutlierNull`, kept in the run record as `outlier_null`); a read is an outlier when its penalty
-per residue (best score / read length) exceeds the null's mean minus NULL_Z SDs at its length
-(interpolated in log length between the null's lengths). A length's threshold depends on the
+(`null_reads`), scored by the same engine, search and parameters as the reads. Their best
+scores per residue give, for each length, the null's mean and SD (`OutlierNull`, kept in the
+run record as `outlier_null`); a read is an outlier when its penalty per residue (best score /
+read length) exceeds the null's mean minus NULL_Z SDs at its length (interpolated in log length
+between the null's lengths). A length's threshold depends on the
 reference and the parameters alone, so shards of one run agree (merge joins their lengths) and a
 sample of mostly foreign reads is flagged as such.
 
@@ -34,7 +35,7 @@ from papara_py.phylo.encoding import IS_GAP, Alphabet
 NULL_READS = 16
 #: A read is an outlier above the null's mean minus this many SDs per residue. A best score is a
 #: minimum over alignments and branches, so its lower tail is Gumbel-like rather than normal:
-#: about 1 random read in 100 scores below this (1 in 700 if it were normal).
+#: about 1 random read in 100 scores below this (1 in 740 if it were normal).
 NULL_Z = 3.0
 #: The null's shortest length (shorter reads take its threshold); the others double it.
 NULL_SHORTEST = 8
@@ -159,7 +160,7 @@ class Outliers:
         return (f"A read is an outlier when its penalty per residue (best score / read length) is no better than "
                 f"random sequence's: above the mean minus {NULL_Z:g} standard deviations of the penalties per "
                 f"residue of {NULL_READS} random reads of its length (residues drawn from the reference's own "
-                f"composition) aligned to every branch like the reads. About one random read in a hundred "
+                f"composition) scored by this run like its reads. About one random read in a hundred "
                 f"scores below it. Thresholds of this run by read length (residues): {shown}; between these "
                 f"lengths it is interpolated.")
 
