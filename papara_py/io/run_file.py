@@ -129,6 +129,9 @@ RUN_RECORD_FIELDS = {
                                         "was scored against"),
     "traceback": ("always", "`device` (the GPUs' names or `cpu`) and `batches` (batches per device) of the "
                             "posterior step"),
+    "outlier_null": ("where a read was aligned and the alignment is over 8 columns wide",
+                     "the outlier rule's null (DESIGN 5): `lengths`, `mean_per_residue` and `sd_per_residue` at "
+                     "each, `reads_per_length`, `z`, `seed`"),
     "sample": ("in a run of several samples", "`number` and `of`"),
     "shard": ("in a shard file (`--shard K/N`)", "`index`, `count`, `n_reads`, `n_reads_total`, `rule`, `source`"),
     "profiles": ("with `--profiles`", "the profiles file's absolute path"),
