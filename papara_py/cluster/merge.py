@@ -252,7 +252,7 @@ def _merged_record(shards: list[_ShardFile], started: float) -> dict:
     for key in ADDITIVE_KEYS:
         if all(key in s.run for s in shards):
             record[key] = _summed([s.run[key] for s in shards])
-    nulls = [null for null in (OutlierNull.from_record(s.run.get("outlier_null")) for s in shards) if null is not None]
+    nulls = [null for null in (OutlierNull.in_run_record(s.run) for s in shards) if null is not None]
     if nulls:  # each shard scored the null lengths its reads need; one length's null is the same in all
         record["outlier_null"] = OutlierNull.union(nulls).record()
     own = set(IDENTITY_KEYS) | set(ADDITIVE_KEYS) | {"inputs", "shard", "outlier_null"}

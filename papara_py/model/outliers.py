@@ -22,6 +22,7 @@ run file.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,8 +122,10 @@ class OutlierNull:
                 "mean_per_residue": self.mean.tolist(), "sd_per_residue": self.sd.tolist()}
 
     @classmethod
-    def from_record(cls, record: object) -> "OutlierNull | None":
-        """The null kept in a run record (`record`: its `outlier_null`, or None where it has none)."""
+    def in_run_record(cls, run_record: Mapping) -> "OutlierNull | None":
+        """The null a run record keeps as `outlier_null` (`record`'s form), or None where it has
+        none (run files written before the null, or of an alignment 8 columns wide or less)."""
+        record = run_record.get("outlier_null")
         if not isinstance(record, dict) or not record.get("lengths"):
             return None
         return cls(np.array(record["lengths"], dtype=np.int64), np.array(record["mean_per_residue"], dtype=np.float64),
@@ -188,4 +191,4 @@ def run_outliers(run: RunFile) -> Outliers:
     sequences' lengths (`RunFile.read_lengths`)."""
     aligned = (run.column("status") == STATUS_ALIGNED) & (run.column("best_edge") >= 0)
     return find_outliers(run.column("score"), run.read_lengths(), aligned,
-                         OutlierNull.from_record(run.record.get("outlier_null")))
+                         OutlierNull.in_run_record(run.record))

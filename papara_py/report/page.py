@@ -258,7 +258,7 @@ def build_report(path: str | os.PathLike, max_tips: int = DEFAULT_MAX_TIPS) -> R
     if np.any(run.best_edge[aligned] >= tree.n_edges) or np.any(run.candidate_edge >= tree.n_edges):
         raise InputError(run.path, "/reads/best_edge or /reads/candidates/edge names edges the tree does not have")
     mismatch = int(run.parameters.get("mismatch", 3))
-    outliers = find_outliers(run.score, run.length, aligned, OutlierNull.from_record(run.run_attrs.get("outlier_null")))
+    outliers = find_outliers(run.score, run.length, aligned, OutlierNull.in_run_record(run.run_attrs))
     group = np.where(aligned, 0, -1)
     group[outliers.indices] = 1
     placed = group == 0

@@ -203,13 +203,13 @@ def test_the_null_summarises_its_scores_and_survives_the_record_and_merging():
     null = OutlierNull.from_scores(np.array([8, 32]), scores)
     assert null.mean.tolist() == pytest.approx([2.0, np.mean(np.arange(NULL_READS) * 2 + 40) / 32])
     assert null.sd[0] == 0 and null.sd[1] == pytest.approx(np.std(np.arange(NULL_READS) * 2 / 32, ddof=1), abs=1e-6)
-    again = OutlierNull.from_record(json.loads(json.dumps(null.record())))
+    again = OutlierNull.in_run_record(json.loads(json.dumps({"outlier_null": null.record()})))
     assert again.lengths.tolist() == [8, 32] and again.mean.tolist() == null.mean.tolist()
     other = OutlierNull(np.array([32, 64]), np.array([null.mean[1], 3.0]), np.array([null.sd[1], 0.1]))
     both = OutlierNull.union([other, null])
     assert both.lengths.tolist() == [8, 32, 64] and both.mean.tolist() == [2.0, null.mean[1], 3.0]
     assert both.subset(np.array([8, 32])).record() == null.record()
-    assert OutlierNull.from_record(None) is None
+    assert OutlierNull.in_run_record({}) is None
 
 
 def test_placement_confidence_ties_margins_and_distance(tmp_path):
@@ -279,7 +279,7 @@ def test_pyrg_report_lists_its_outliers(pyrg_run, tmp_path):
         score = handle["reads/score"][:]
         length = np.array([len(s) for s in handle["reads/sequence"][:]])
         aligned = handle["reads/status"].asstr()[:] == "aligned"
-        null = OutlierNull.from_record(json.loads(handle["run"].attrs["outlier_null"]))
+        null = OutlierNull.in_run_record({"outlier_null": json.loads(handle["run"].attrs["outlier_null"])})
     outliers = find_outliers(score, length, aligned, null)
     match = re.search(r"Outliers: (\d+) reads", html)
     assert match and int(match.group(1)) == len(outliers.indices)
