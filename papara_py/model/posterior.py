@@ -121,22 +121,24 @@ def edge_terms(profiles, p, shift):
 
 
 @njit(cache=True, nogil=True)
+def band_constants(read, profile, p, shift):
+    """What Forward and Backward both read before their loops: the read's length n, the band's
+    width m - n + 1, the profile's state mask, and the insertion, mismatch and near mismatch
+    penalties in fixed point (shifted by `shift`)."""
+    n = read.shape[0]
+    return (n, profile.shape[0] - n + 1, state_mask_of(profile), p[4] << shift, p[0] << shift,
+            p[5] << shift)
+
+
+@njit(cache=True, nogil=True)
 def forward(read, profile, near, p, costs, terms, shift, softmin, F, sf_a, sf_b, sign):
     """Forward over the band of `read` against `profile` (near states `near`, column costs
     `costs` in kernel form, `terms` its edge_terms [3, m + 1]): stores M's Forward energy in F
     (int32 [n, W]) and returns Z (module docstring). sf_a, sf_b: int64 work rows of at least
     W + 1 cells (offset W holds the sentinel: I at the last offset is out of the band); sign:
     SIGN."""
-    n = read.shape[0]
-    m = profile.shape[0]
-    width = m - n + 1
-    states = state_mask_of(profile)
-    ins = p[4] << shift
-    mismatch = p[0] << shift
-    near_mismatch = p[5] << shift
-    cg = terms[0]
-    oe = terms[1]
-    ex = terms[2]
+    n, width, states, ins, mismatch, near_mismatch = band_constants(read, profile, p, shift)
+    cg, oe, ex = terms[0], terms[1], terms[2]
     prev = sf_a  # (+){M, D, I} of the row above, by offset
     cur = sf_b
     for k in range(width):
@@ -173,16 +175,8 @@ def backward_pool(read, profile, near, p, costs, terms, shift, softmin, prob, F,
     (PROB_ONE units), floored to PROB_ONE units, to pooled (int32 [n, W]). F and z: `forward`'s;
     b_a, b_b, g_a, g_b: int64 work rows of at least W + 1 cells (b rows hold offset k at k + 1,
     the sentinel at 0: I(i, j+1) at offset -1 is out of the band); sign: SIGN."""
-    n = read.shape[0]
-    m = profile.shape[0]
-    width = m - n + 1
-    states = state_mask_of(profile)
-    ins = p[4] << shift
-    mismatch = p[0] << shift
-    near_mismatch = p[5] << shift
-    cg = terms[0]
-    oe = terms[1]
-    ex = terms[2]
+    n, width, states, ins, mismatch, near_mismatch = band_constants(read, profile, p, shift)
+    cg, oe, ex = terms[0], terms[1], terms[2]
     b_next = b_a  # B of the row below, offset k at k + 1
     g_next = g_a  # cM + B of the row below (its diagonal step), offset k at k
     b_cur = b_b
