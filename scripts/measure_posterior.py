@@ -265,8 +265,7 @@ def timing(reads, order, profiles, near, p, column_costs, costs, m, args) -> Non
     def integer():
         for q, read in enumerate(reads):
             for e in order[q]:
-                fill_band_into(read, profiles[e], near[e], p, costs, band(S_space, read), band(D_space, read), None, 0,
-                               0)
+                fill_band_into(read, profiles[e], near[e], p, costs, band(S_space, read), band(D_space, read))
 
     def batch():
         decode_batch(codes, offsets, order, None, profiles, near, p, column_costs, tables)
