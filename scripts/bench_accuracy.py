@@ -429,6 +429,17 @@ class Placement:
     split: frozenset[str] | None = None  # the best edge as a normalised split (None: no placement)
 
 
+def read_right(placements: dict[str, Placement], name: str, true_cols: list[int]) -> tuple[int, int]:
+    """(residues right, residues with a true column) of read `name`: `score`'s count for one read
+    (a read missing from `placements` is all wrong)."""
+    got = placements.get(name)
+    got_cols = got.columns if got is not None else [-1] * len(true_cols)
+    if len(got_cols) != len(true_cols):
+        raise ValueError(f"{name}: {len(got_cols)} placed residues, truth has {len(true_cols)}")
+    scored = [(g, t) for g, t in zip(got_cols, true_cols) if t >= 0]
+    return sum(g == t for g, t in scored), len(scored)
+
+
 def score(placements: dict[str, Placement], truth: dict[str, tuple[list[int], frozenset[str] | None]],
           ref_tips: frozenset[str] | None = None) -> dict[str, float]:
     """Column accuracy, mean per-read accuracy and edge accuracy of `placements` against `truth`.
@@ -442,15 +453,11 @@ def score(placements: dict[str, Placement], truth: dict[str, tuple[list[int], fr
     has_edges = any(p.split is not None for p in placements.values())
     for name, (true_cols, true_split) in truth.items():
         got = placements.get(name)
-        got_cols = got.columns if got is not None else [-1] * len(true_cols)
-        if len(got_cols) != len(true_cols):
-            raise ValueError(f"{name}: {len(got_cols)} placed residues, truth has {len(true_cols)}")
-        scored = [(g, t) for g, t in zip(got_cols, true_cols) if t >= 0]
-        r = sum(g == t for g, t in scored)
+        r, scored = read_right(placements, name, true_cols)
         right += r
-        total += len(scored)
+        total += scored
         if scored:
-            per_read.append(r / len(scored))
+            per_read.append(r / scored)
         if has_edges and true_split is not None:
             edges_total += 1
             if got is not None and got.split is not None:

@@ -21,8 +21,8 @@ import bench_accuracy as ba  # noqa: E402
 
 def wrong_residues(placements: dict, name: str, true_columns: list[int]) -> int:
     """Residues of read `name` with a true column that `placements` puts elsewhere (all, if absent)."""
-    got = placements[name].columns if name in placements else [-1] * len(true_columns)
-    return sum(1 for column, truth in zip(got, true_columns) if truth >= 0 and column != truth)
+    right, scored = ba.read_right(placements, name, true_columns)
+    return scored - right
 
 
 def main() -> int:
