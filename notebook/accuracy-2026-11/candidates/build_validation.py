@@ -1,7 +1,7 @@
 """The 32 protein validation sets built for the K question (notebook/accuracy-2026-11/candidates.md),
-after its declaration, with MAFFT --addfragments and hmmalign run once on each. They were not used
-for that question's decision (K = 5 won on the fit sets), so they are still unseen by any model
-choice.
+after its declaration, with MAFFT --addfragments and hmmalign run once on each. K = 5 won on the
+fit sets, so that question did not need them; the next one (reference-score.md) used them once and
+reports them.
 
     python3 notebook/accuracy-2026-11/candidates/build_validation.py DATA OUT
 
