@@ -51,12 +51,28 @@ def run_one(job: tuple[str, Path, str, Path]) -> dict:
     return record
 
 
+PEERS = ("mafft", "hmmalign")
+
+
+def peer_accuracies(bench_accuracy, data, sets: Path) -> dict[str, float]:
+    """MAFFT's and hmmalign's column accuracy on one set of the folder `sets`, each peer run once:
+    its whole record is kept as SETS/NAME.TOOL.json, so later calls (and `margins`) read it.
+    `bench_accuracy`: the caller's scripts/bench_accuracy module (it runs the peers)."""
+    accuracies = {}
+    for tool in PEERS:
+        record = sets / f"{data.name}.{tool}.json"
+        if not record.exists():
+            record.write_text(json.dumps(bench_accuracy.bench(data, [tool], None, 1)[tool]))
+        accuracies[tool] = json.loads(record.read_text())["column_accuracy"]
+    return accuracies
+
+
 def margins(sets: Path, records: list[dict]) -> None:
     """Per point: sets at or above the better peer, worst and mean margin (sets with peers only)."""
     for point in dict.fromkeys(r["point"] for r in records):
         rows = []
         for r in records:
-            peers = [sets / f"{r['set']}.{tool}.json" for tool in ("mafft", "hmmalign")]
+            peers = [sets / f"{r['set']}.{tool}.json" for tool in PEERS]
             if r["point"] == point and all(p.exists() for p in peers):
                 rows.append(r["papara"] - max(json.loads(p.read_text())["column_accuracy"] for p in peers))
         if rows:
