@@ -60,14 +60,13 @@ def amino_acid(letter: str) -> str:
 def literal_column_cost(column_rows: list[str], weight: float, i: int, b: int) -> int:
     """X(i, b) of DESIGN 4 spelled out: for each state s of read code b, the reference rows' total
     BLOSUM62 score of s against their residue at column i (U as C, O as K; a gap or an ambiguity
-    code -1), T; X is round(weight * max(0, 5 * rows - T) / rows), half to even (Python's round);
-    the least over b's states."""
+    code adds 0), T; X is round(weight * max(0, 5 * rows - T) / rows), half to even (Python's
+    round); the least over b's states."""
     costs = []
     letters = [amino_acid(row[i]) for row in column_rows]
     for s in range(20):
         if b >> s & 1:
-            total = sum(int(_blosum62()[PROTEIN_LETTERS[s]][letter]) if letter in PROTEIN_LETTERS else -1
-                        for letter in letters)
+            total = sum(int(_blosum62()[PROTEIN_LETTERS[s]][letter]) for letter in letters if letter in PROTEIN_LETTERS)
             costs.append(round(weight * max(0, 5 * len(column_rows) - total) / len(column_rows)))
     return min(costs)
 

@@ -9,12 +9,12 @@ residue against the whole column. This term does the same inside Eq. 1: notebook
 
     P(c, s) = the mean over the reference alignment's rows of BLOSUM62(s, the row's residue at
               column c; U as C, O as K); a row without one of the 20 residues there (a gap, an
-              ambiguity code) adds GAP_ROW_SCORE
+              ambiguity code) adds nothing to the sum and counts in the mean
     X(c, s) = round(weight * max(0, REFERENCE_SCORE - P(c, s)))      (round half to even)
 
 A residue the column's residues favour costs nothing more; one they disfavour costs up to
 weight * (REFERENCE_SCORE + 4); a column most rows leave empty costs about weight *
-(REFERENCE_SCORE - GAP_ROW_SCORE) for any residue. An ambiguous read residue (B, Z, J, X) costs
+REFERENCE_SCORE for any residue. An ambiguous read residue (B, Z, J, X) costs
 the least X of its states, as Eq. 1's M_ij takes the cheapest of its states.
 
 The table is computed once per run on the host, in float64 then rounded, so every device sees
@@ -36,11 +36,6 @@ from papara_py.phylo.encoding import Alphabet
 #: The mean BLOSUM62 score at or above which a residue costs nothing more: about what a column
 #: of one conserved residue scores against itself (BLOSUM62's diagonal runs 4-11).
 REFERENCE_SCORE = 5
-#: What a row without a residue in the column (a gap, an ambiguity code) adds to P's sum: a
-#: residue put where most rows have none is then disfavoured like a mild mismatch (BLOSUM62's
-#: off-diagonal scores run -4..3). -1 rather than 0 raised every measure of notebook/ACCURACY.md's
-#: protein study ("The gap row score"); 1 and above lowered them.
-GAP_ROW_SCORE = -1
 #: Largest weight (`--column-weight`): X then stays below 128 (kernels read it as one byte).
 MAX_COLUMN_WEIGHT = 10.0
 
@@ -107,8 +102,8 @@ def _matrix(name: str, letters: str) -> np.ndarray:
 
 
 def largest_cost(weight: float) -> int:
-    """The most X can be at `weight` (P is at least BLOSUM62's smallest score, -4, which
-    GAP_ROW_SCORE is not below)."""
+    """The most X can be at `weight` (P is at least BLOSUM62's smallest score, -4: a row without
+    a residue adds 0)."""
     return math.ceil(weight * (REFERENCE_SCORE + 4))
 
 
@@ -131,8 +126,7 @@ def column_costs(tip_rows: np.ndarray, alphabet: Alphabet, weight: float) -> Col
     counts = np.stack([(codes == 1 << state).sum(axis=0) for state in range(alphabet.n_states)], axis=1)
     # R * P(c, s) as exact integers, so rounding sees P's true value: weight * shortfall / R is
     # then two correctly rounded operations, and a tie (k + 1/2) is exact and rounds to even
-    totals = counts @ substitution_scores(alphabet).astype(np.int64).T  # [m, S]
-    totals += GAP_ROW_SCORE * (rows.shape[0] - counts.sum(axis=1))[:, None]  # the rows without a residue
+    totals = counts @ substitution_scores(alphabet).astype(np.int64).T  # [m, S]; rows without a residue add 0
     shortfall = np.clip(REFERENCE_SCORE * rows.shape[0] - totals, 0, None)
     per_state = np.rint(weight * shortfall / rows.shape[0]).T  # [S, m]
     codes = cost_codes(alphabet)

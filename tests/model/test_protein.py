@@ -216,7 +216,7 @@ def test_column_profile_costs_are_design_3_spelled_out():
     residue, like gaps), a column no row fills, weights 0.5-10."""
     from literal_dp import literal_column_cost
 
-    from papara_py.model.column_costs import GAP_ROW_SCORE, REFERENCE_SCORE, cost_codes
+    from papara_py.model.column_costs import REFERENCE_SCORE, cost_codes
 
     hand = ["AW-KU", "AW-OC", "aW-kc", "CX-R-", "CB-R-", "UZ.R-"]
     example = [bytes(row).decode() for row in read_alignment(PROTEIN_DATA / "ref.phy").rows]
@@ -229,9 +229,12 @@ def test_column_profile_costs_are_design_3_spelled_out():
     # U is C: a column of U and C costs C what a column of two C does
     as_c = column_costs(np.array([[ord("U")], [ord("c")]], np.uint8), PROTEIN, 1.0).table
     assert as_c.tolist() == column_costs(np.array([[ord("C")], [ord("C")]], np.uint8), PROTEIN, 1.0).table.tolist()
-    # a column no row fills costs REFERENCE_SCORE - GAP_ROW_SCORE for any residue
+    # a column no row fills costs REFERENCE_SCORE for any residue: its rows add nothing to the sum
     empty = column_costs(np.array([[ord("-")], [ord("X")]], np.uint8), PROTEIN, 1.0).table[:20, 0]
-    assert set(empty.tolist()) == {REFERENCE_SCORE - GAP_ROW_SCORE}
+    assert set(empty.tolist()) == {REFERENCE_SCORE}
+    # a row without a residue counts in the mean: one A beside three gaps is a quarter of A's own score
+    sparse = column_costs(np.array([[ord("A")], [ord("-")], [ord("-")], [ord(".")]], np.uint8), PROTEIN, 1.0).table
+    assert sparse[0, 0] == round(5 - 4 / 4)
 
 
 def test_column_family_residues_are_the_common_amino_acids_of_each_column():
