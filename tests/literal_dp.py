@@ -66,7 +66,8 @@ def literal_column_cost(column_rows: list[str], weight: float, i: int, b: int) -
     letters = [amino_acid(row[i]) for row in column_rows]
     for s in range(20):
         if b >> s & 1:
-            total = sum(int(_blosum62()[PROTEIN_LETTERS[s]][letter]) for letter in letters if letter in PROTEIN_LETTERS)
+            total = sum(int(_blosum62()[PROTEIN_LETTERS[s]][letter])
+                        for letter in letters if letter in PROTEIN_LETTERS)
             costs.append(round(weight * max(0, 5 * len(column_rows) - total) / len(column_rows)))
     return min(costs)
 

@@ -234,7 +234,7 @@ def test_column_profile_costs_are_design_3_spelled_out():
     assert set(empty.tolist()) == {REFERENCE_SCORE}
     # a row without a residue counts in the mean: one A beside three gaps is a quarter of A's own score
     sparse = column_costs(np.array([[ord("A")], [ord("-")], [ord("-")], [ord(".")]], np.uint8), PROTEIN, 1.0).table
-    assert sparse[0, 0] == round(5 - 4 / 4)
+    assert sparse[0, 0] == round(REFERENCE_SCORE - 4 / 4)
 
 
 def test_column_family_residues_are_the_common_amino_acids_of_each_column():
