@@ -57,9 +57,10 @@ def path_cost(read: np.ndarray, columns: list[int], profile: np.ndarray, near: n
 
 def main() -> int:
     set_dir, run, names = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3].split(",")
-    alignment = read_alignment(next(p for p in (set_dir / "ref.fasta", set_dir / "ref.phy") if p.exists()))
+    data = ba.Data.from_dir(set_dir)
+    alignment = read_alignment(data.alignment)
     alphabet = alignment.alphabet
-    data = ba.Data.from_dir(set_dir, alphabet="dna" if alphabet.n_states == 4 else "protein")
+    data.alphabet = "dna" if alphabet.n_states == 4 else "protein"  # what the set's reads are read as
     tree = EdgeTree.from_dendropy(read_tree(data.tree))
     tip_rows = np.ascontiguousarray(match_tips(tree.tip_names, alignment, str(data.alignment)).tip_rows)
     builder = ProfileBuilder(tree, tip_rows, alphabet)
