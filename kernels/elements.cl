@@ -1,4 +1,4 @@
-/* Profile elements and read codes of both kernels (band_score.cl, band_posterior.cl), one definition:
+/* Profile elements and read codes of both kernels (band_score.cl, posterior.cl), one definition:
  * built with -DPROF_BITS=8|32 -DSTATE_BITS=<states> (the alphabet, phylo/encoding.py), an element
  * holds the state set in bits 0 .. STATE_BITS-1 and the CGAP bit at bit STATE_BITS (uchar for
  * DNA, uint for protein). Included by `#include "elements.cl"`, which engine/gpu.built_program

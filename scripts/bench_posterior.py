@@ -1,4 +1,4 @@
-"""Time the posterior step's kernels (kernels/band_posterior.cl) on one OpenCL device.
+"""Time the posterior step's kernels (kernels/posterior.cl) on one OpenCL device.
 
     python3 scripts/bench_posterior.py DATA_DIR [--reads 12500] [--length 100] [--candidates 5]
         [--edges 64] [--memory-share 3] [--device gpu] [--repeat 2]
@@ -9,7 +9,7 @@ with --candidates edges drawn from --edges random edges (the weights then fall m
 edge, as on real reads). One batch of --reads reads (the runner's default batch is 12,500) is
 decoded by engine/gpu_posterior.GpuPosterior with launches of at most 1/--memory-share of the
 device's memory; per repeat it prints the wall time, each kernel's device time (OpenCL profiling
-events), the launches and the (read, candidate) band cells. docs/performance.md quotes it.
+events), the launches and the (read, candidate) cells. docs/performance.md quotes it.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def main() -> None:
     slots = np.stack([rng.permutation(edges.size)[:args.candidates] for _ in range(args.reads)])
     tables = posterior_tables(params.temperature)
     m = profiles.shape[1]
-    cells = sum(r.size * (m - r.size + 1) for r in reads) * slots.shape[1]
+    cells = sum(r.size * m for r in reads) * slots.shape[1]  # every column of each row (DESIGN 5)
 
     device = discover_devices(args.device, required=True)[0]
     decoder = gpu_posterior.GpuPosterior(device, device.global_mem_bytes // args.memory_share)
@@ -93,7 +93,7 @@ def main() -> None:
         for name, event in events:
             kernels[name] = kernels.get(name, 0.0) + (event.profile.end - event.profile.start) * 1e-9
         print(f"wall {wall:.3f} s; " + ", ".join(f"{name} {seconds:.3f} s" for name, seconds in kernels.items())
-              + f"; {sum(1 for name, _ in events if name == 'posterior_mea')} launch(es); {cells:.3g} band cells")
+              + f"; {sum(1 for name, _ in events if name == 'posterior_mea')} launch(es); {cells:.3g} cells")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from papara_py.model.posterior import (
     edge_terms,
     forward,
     backward_pool,
+    by_column,
     mea_alignment,
 )
 from papara_py.model.params import ScoringParams
@@ -60,62 +61,56 @@ def _smin(a, b, T):
 
 @njit(cache=True)
 def float_posteriors(read, profile, near, p, costs, T):
-    """The kernels' recurrences (posterior.py) in float64: (Z, M posteriors [n, W])."""
+    """The kernels' recurrences (posterior.py) in float64 over the whole rectangle, by column:
+    (Z, M posteriors [n, m])."""
     n = read.shape[0]
     m = profile.shape[0]
-    W = m - n + 1
     cg, oe, ex = column_penalties(profile, p)
     states = state_mask_of(profile)
-    cm = np.empty((n, W))
+    cm = np.empty((n, m))
     for j in range(n):
         row = read_cost_row(costs, read[j])
-        for k in range(W):
-            i = j + k
-            cm[j, k] = diagonal_cost(profile[i], near[i], read[j], states, p, costs, row, i) + cg[i]
+        for i in range(m):
+            cm[j, i] = diagonal_cost(profile[i], near[i], read[j], states, p, costs, row, i) + cg[i]
     ins = float(p[4])
     inf = np.inf
-    FM = np.full((n, W), inf)
-    FI = np.full((n, W), inf)
-    FD = np.full((n, W), inf)
+    FM = np.full((n, m), inf)
+    FI = np.full((n, m), inf)
+    FD = np.full((n, m), inf)
     for j in range(n):
-        for k in range(W):
-            i = j + k
+        for i in range(m):
             if j == 0:
-                FM[j, k] = cm[j, k]
-                if k < W - 1:
-                    FI[j, k] = ins
+                FM[j, i] = cm[j, i]
+                FI[j, i] = ins
             else:
-                FM[j, k] = cm[j, k] + _smin(_smin(FM[j - 1, k], FI[j - 1, k], T), FD[j - 1, k], T)
-                if k < W - 1:
-                    FI[j, k] = ins + _smin(_smin(FM[j - 1, k + 1], FI[j - 1, k + 1], T), FD[j - 1, k + 1], T)
-            if k > 0:
-                mi = _smin(FM[j, k - 1], FI[j, k - 1], T) + oe[i] if FI[j, k - 1] < inf else FM[j, k - 1] + oe[i]
-                FD[j, k] = _smin(mi, FD[j, k - 1] + ex[i], T) if FD[j, k - 1] < inf else mi
+                if i > 0:
+                    FM[j, i] = cm[j, i] + _smin(_smin(FM[j - 1, i - 1], FI[j - 1, i - 1], T), FD[j - 1, i - 1], T)
+                FI[j, i] = ins + _smin(_smin(FM[j - 1, i], FI[j - 1, i], T), FD[j - 1, i], T)
+            if i > 0:
+                mi = _smin(FM[j, i - 1], FI[j, i - 1], T) + oe[i]
+                FD[j, i] = _smin(mi, FD[j, i - 1] + ex[i], T) if FD[j, i - 1] < inf else mi
     z = inf
-    for k in range(W):
-        t = _smin(FM[n - 1, k], FI[n - 1, k], T) if FI[n - 1, k] < inf else FM[n - 1, k]
-        if FD[n - 1, k] < inf:
-            t = _smin(t, FD[n - 1, k], T)
+    for i in range(m):
+        t = _smin(_smin(FM[n - 1, i], FI[n - 1, i], T), FD[n - 1, i], T)
         z = t if z == inf else _smin(z, t, T)
-    B = np.empty((n, W))
-    BD = np.empty((n, W))
-    post = np.empty((n, W))
+    B = np.empty((n, m))
+    BD = np.empty((n, m))
+    post = np.empty((n, m))
     for j in range(n - 1, -1, -1):
-        for k in range(W - 1, -1, -1):
-            i = j + k
+        for i in range(m - 1, -1, -1):
             if j == n - 1:
                 x = 0.0
             else:
-                x = cm[j + 1, k] + B[j + 1, k]
-                if k > 0:
-                    x = _smin(x, ins + B[j + 1, k - 1], T)
-            if k < W - 1:
-                B[j, k] = _smin(x, oe[i + 1] + BD[j, k + 1], T)
-                BD[j, k] = _smin(x, ex[i + 1] + BD[j, k + 1], T)
+                x = ins + B[j + 1, i]
+                if i < m - 1:
+                    x = _smin(cm[j + 1, i + 1] + B[j + 1, i + 1], x, T)
+            if i < m - 1:
+                B[j, i] = _smin(x, oe[i + 1] + BD[j, i + 1], T)
+                BD[j, i] = _smin(x, ex[i + 1] + BD[j, i + 1], T)
             else:
-                B[j, k] = x
-                BD[j, k] = x
-            post[j, k] = math.exp(-(FM[j, k] + B[j, k] - z) / T)
+                B[j, i] = x
+                BD[j, i] = x
+            post[j, i] = math.exp(-(FM[j, i] + B[j, i] - z) / T) if FM[j, i] < inf else 0.0
     return z, post
 
 
@@ -195,9 +190,9 @@ def main() -> None:
             for q, read in enumerate(reads):
                 zs, posts, weights, pooled = exact[q]
                 n = read.size
-                F = np.empty((n, m - n + 1), np.int32)
-                rows = np.empty((4, m + 1), np.int64)
-                fixed_pool = np.zeros((n, m - n + 1), np.int64)
+                F = np.empty((n, m + n - 1), np.int32)  # row offsets (posterior.py's docstring)
+                rows = np.empty((4, m + n), np.int64)
+                fixed_pool = np.zeros((n, m + n - 1), np.int64)
                 for c, e in enumerate(order[q]):
                     et = edge_terms(profiles[e:e + 1], p, tables.shift)[0]
                     z = forward(read, profiles[e], near[e], p, costs, et, tables.shift, tables.softmin, F, rows[0],
@@ -206,7 +201,7 @@ def main() -> None:
                     one = np.zeros_like(F)
                     backward_pool(read, profiles[e], near[e], p, costs, et, tables.shift, tables.softmin,
                                   tables.probability, F, z, PROB_ONE, one, rows[0], rows[1], rows[2], rows[3], SIGN)
-                    err_post = max(err_post, np.abs(one / PROB_ONE - posts[c]).max())
+                    err_post = max(err_post, np.abs(by_column(one) / PROB_ONE - posts[c]).max())
                 err_w = max(err_w, np.abs(w[q] / PROB_ONE - weights).max())
                 # the pooled posteriors through decode's own path: rebuild from its weights
                 for c, e in enumerate(order[q]):
@@ -218,7 +213,7 @@ def main() -> None:
                         backward_pool(read, profiles[e], near[e], p, costs, et, tables.shift, tables.softmin,
                                       tables.probability, F, z, w[q, c], part, rows[0], rows[1], rows[2], rows[3], SIGN)
                         fixed_pool += part
-                err_pool = max(err_pool, np.abs(fixed_pool / PROB_ONE - pooled).max())
+                err_pool = max(err_pool, np.abs(by_column(fixed_pool) / PROB_ONE - pooled).max())
                 # the MEA of the float64 pool, rounded to PROB_ONE units
                 float_cols, _, _ = mea_alignment(np.rint(pooled * PROB_ONE).astype(np.int32))
                 differ += not np.array_equal(float_cols, cols[offsets[q]:offsets[q + 1]])
@@ -236,11 +231,12 @@ def timing(reads, order, profiles, near, p, column_costs, costs, m, args) -> Non
     tables = PosteriorTables.build(args.timing_temperature)
     codes = np.concatenate(reads)
     offsets = np.concatenate(([0], np.cumsum([r.size for r in reads]))).astype(np.int64)
-    cells = sum(r.size * (m - r.size + 1) for r in reads) * order.shape[1]
+    cells = sum(r.size * m for r in reads) * order.shape[1]  # the posterior step's: every column of each row
+    band_cells = sum(r.size * (m - r.size + 1) for r in reads) * order.shape[1]  # the integer traceback's
     et = edge_terms(profiles, p, tables.shift)
     longest = max(r.size for r in reads)
-    F_space = np.empty(longest * m, np.int32)
-    rows = np.empty((4, m + 1), np.int64)
+    F_space = np.empty(longest * (m + longest), np.int32)
+    rows = np.empty((4, m + longest), np.int64)
     S_space = np.empty(longest * m, np.int64)
     D_space = np.empty(longest * m, np.int64)
     zs = {}
@@ -248,18 +244,21 @@ def timing(reads, order, profiles, near, p, column_costs, costs, m, args) -> Non
     def band(space, read):
         return space[:read.size * (m - read.size + 1)].reshape((read.size, m - read.size + 1))
 
+    def rectangle(space, read):
+        return space[:read.size * (m + read.size - 1)].reshape((read.size, m + read.size - 1))
+
     def fwd():
         for q, read in enumerate(reads):
             for e in order[q]:
                 zs[q, e] = forward(read, profiles[e], near[e], p, costs, et[e], tables.shift, tables.softmin,
-                                   band(F_space, read), rows[0], rows[1], SIGN)
+                                   rectangle(F_space, read), rows[0], rows[1], SIGN)
 
     def bwd():  # F_space holds the last edge's Forward; the Backward's work does not depend on it
         for q, read in enumerate(reads):
-            pooled = np.zeros((read.size, m - read.size + 1), np.int32)
+            pooled = np.zeros((read.size, m + read.size - 1), np.int32)
             for e in order[q]:
                 backward_pool(read, profiles[e], near[e], p, costs, et[e], tables.shift, tables.softmin,
-                              tables.probability, band(F_space, read), zs[q, e], PROB_ONE // 8, pooled, rows[0],
+                              tables.probability, rectangle(F_space, read), zs[q, e], PROB_ONE // 8, pooled, rows[0],
                               rows[1], rows[2], rows[3], SIGN)
 
     def integer():
@@ -279,9 +278,10 @@ def timing(reads, order, profiles, near, p, column_costs, costs, m, args) -> Non
             started = time.thread_time()
             work()
             best[name] = min(best[name], time.thread_time() - started)
-    ns = {name: 1e9 * seconds / cells for name, seconds in best.items()}
+    ns = {name: 1e9 * seconds / (band_cells if name == "fill_band_into" else cells) for name, seconds in best.items()}
     both = ns["forward"] + ns["backward"]
-    print(f"one thread, T {tables.temperature:g}, S {tables.scale}, {cells} cells (reads x candidates x band), "
+    print(f"one thread, T {tables.temperature:g}, S {tables.scale}, {cells} cells (reads x candidates x columns; "
+          f"the integer traceback's band {band_cells}), "
           f"least of {args.repeat} runs (thread CPU time):")
     print(f"  Forward {ns['forward']:.2f} + Backward {ns['backward']:.2f} = {both:.2f} ns per cell, "
           f"{both / 3:.2f} ns per cell-state (3 states)")

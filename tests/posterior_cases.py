@@ -20,14 +20,14 @@ def example_each(values):
 
 @st.composite
 def pooled_matrices(draw):
-    """Integer pooled posteriors of n <= 5 residues over W offsets, from a few values so ties abound."""
+    """Integer pooled posteriors of n <= 5 residues over m <= 5 columns, from a few values so ties abound."""
     n = draw(st.integers(1, 5))
-    width = draw(st.integers(2, 5))
+    m = draw(st.integers(2, 5))
     # zeros and halves often: a residue half placed and half inserted ties the two (TIES below)
     value = st.sampled_from([0, 0, 0, 1, 2, 3, PROB_ONE // 4, PROB_ONE // 2, PROB_ONE // 2])
     rows = []
     for _ in range(n):
-        row = draw(st.lists(value, min_size=width, max_size=width))
+        row = draw(st.lists(value, min_size=m, max_size=m))
         while sum(row) > PROB_ONE:
             row[row.index(max(row))] = 0
         rows.append(row)
@@ -35,8 +35,10 @@ def pooled_matrices(draw):
 
 
 HALF = PROB_ONE // 2
-#: Pooled posteriors whose MEA is decided by the tie rule: residue 0 half placed in column 0 and
-#: half inserted (placed before none), equal posteriors everywhere (the smallest columns), a
-#: residue placed or inserted at equal posteriors (placed before inserted), nothing placed.
+#: Pooled posteriors (by column) whose MEA is decided by the tie rule: residue 0 half placed in
+#: column 0 and half inserted (placed before none), equal posteriors everywhere (the smallest
+#: columns), a residue placed or inserted at equal posteriors (placed before inserted), nothing
+#: placed; and a residue after the first with all its weight in column 0, where it cannot sit.
 TIES = ([[HALF, 0], [0, PROB_ONE]], [[HALF, 0, 0], [0, 0, PROB_ONE]], [[HALF, HALF], [HALF, HALF]],
-        [[0, HALF], [HALF, 0], [0, HALF]], [[0, 0], [0, 0]], [[HALF, 0, 0], [0, HALF, 0], [0, 0, HALF]])
+        [[0, HALF], [HALF, 0], [0, HALF]], [[0, 0], [0, 0]], [[HALF, 0, 0], [0, HALF, 0], [0, 0, HALF]],
+        [[0, 0, 0], [PROB_ONE, 0, 0]])

@@ -29,12 +29,9 @@ class Costs:
     e: list
     ins: int
 
-    def in_band(self, i: int, j: int) -> bool:
-        return 0 <= j < self.n and j <= i <= j + self.m - self.n
-
-    @property
-    def width(self) -> int:
-        return self.m - self.n + 1
+    def inside(self, i: int, j: int) -> bool:
+        """A cell of the rectangle (every column of every row)."""
+        return 0 <= j < self.n and 0 <= i < self.m
 
 
 def literal_costs(read, profile, penalties, protein=False, family=None, column_rows=None, column_weight=0.0) -> Costs:
@@ -44,33 +41,31 @@ def literal_costs(read, profile, penalties, protein=False, family=None, column_r
                                                 near_mismatch, protein, family, column_rows, column_weight)
     n, m = len(read), len(profile)
     gap_bit = 1 << 20 if protein else 0x10
-    cm = {(i, j): mm_cg(i, j) for j in range(n) for i in range(j, j + m - n + 1)}
+    cm = {(i, j): mm_cg(i, j) for j in range(n) for i in range(m)}
     return Costs(n, m, cm, [oe(i) for i in range(m)], [0 if profile[i] & gap_bit else gap_extend for i in range(m)],
                  insertion)
 
 
 def paths(c: Costs):
     """Every path: (energy, [(state, i, j), ...]) with state 'M', 'D' or 'I'. A path starts at
-    M(i, 0) (i in the band: from the boundary row S(i-1, -1) = 0, i - 1 in [-1, m-n-1]) or I(i, 0)
-    (i in [0, m-n-1]: from S(i, -1)); from any state it goes to M(i+1, j+1) (cm), to D(i+1, j)
-    (OE from M or I, E from D: D never opens from D), to I(i, j+1) (ins), each in the band; it
-    may end at any state of the last row."""
+    M(i, 0) or I(i, 0), any column i (from the boundary row: S(i-1, -1) = S(i, -1) = 0); from any
+    state it goes to M(i+1, j+1) (cm), to D(i+1, j) (OE from M or I, E from D: D never opens from
+    D), to I(i, j+1) (ins), each inside the rectangle; it may end at any state of the last row."""
     out = []
 
     def walk(state, i, j, energy, trail):
         trail = trail + [(state, i, j)]
         if j == c.n - 1:
             out.append((energy, trail))
-        if c.in_band(i + 1, j + 1):
+        if c.inside(i + 1, j + 1):
             walk("M", i + 1, j + 1, energy + c.cm[i + 1, j + 1], trail)
-        if c.in_band(i + 1, j):
+        if c.inside(i + 1, j):
             walk("D", i + 1, j, energy + (c.e[i + 1] if state == "D" else c.oe[i + 1]), trail)
-        if c.in_band(i, j + 1):
+        if c.inside(i, j + 1):
             walk("I", i, j + 1, energy + c.ins, trail)
 
-    for i in range(0, c.m - c.n + 1):
+    for i in range(c.m):
         walk("M", i, 0, c.cm[i, 0], [])
-    for i in range(0, c.m - c.n):
         walk("I", i, 0, c.ins, [])
     return out
 
@@ -89,6 +84,8 @@ def logsumexp_min(values, T):
 def brute_force(c: Costs, T: float):
     """(Z, posteriors {(i, j): P(M at (i, j))}, per-residue insert posteriors) over every path."""
     every = paths(c)
+    if T == 0:
+        return min(energy for energy, _ in every), None, None
     z = logsumexp_min([energy for energy, _ in every], T)
     post = {key: 0.0 for key in c.cm}
     inserted = [0.0] * c.n
@@ -104,7 +101,8 @@ def brute_force(c: Costs, T: float):
 
 def reference_posteriors(c: Costs, T: float):
     """The kernels' recurrences (posterior.py's docstring) in float64 with plain loops: (Z, M's
-    posteriors {(i, j): P}). Cells out of the band are +inf."""
+    posteriors {(i, j): P}). Cells outside the rectangle, and M at column 0 after the first row, are
+    +inf."""
     inf = math.inf
     n, m = c.n, c.m
     FM, FD, FI = {}, {}, {}
@@ -116,39 +114,40 @@ def reference_posteriors(c: Costs, T: float):
         return logsumexp_min(list(values), T)
 
     for j in range(n):
-        for i in range(j, j + m - n + 1):
+        for i in range(m):
             if j == 0:
                 FM[i, j] = c.cm[i, j]  # the boundary row, 0
-                FI[i, j] = c.ins if i <= m - n - 1 else inf
+                FI[i, j] = c.ins
             else:
                 above = smin(get(FM, i - 1, j - 1), get(FD, i - 1, j - 1), get(FI, i - 1, j - 1))
                 FM[i, j] = c.cm[i, j] + above
                 FI[i, j] = c.ins + smin(get(FM, i, j - 1), get(FD, i, j - 1), get(FI, i, j - 1))
             FD[i, j] = smin(smin(get(FM, i - 1, j), get(FI, i - 1, j)) + c.oe[i] if i >= 1 else inf,
                             get(FD, i - 1, j) + (c.e[i] if i >= 1 else 0))
-    z = smin(*[smin(FM[i, n - 1], FD[i, n - 1], FI[i, n - 1]) for i in range(n - 1, m)])
+    z = smin(*[smin(FM[i, n - 1], FD[i, n - 1], FI[i, n - 1]) for i in range(m)])
     B, BD = {}, {}
     for j in range(n - 1, -1, -1):
-        for i in range(j + m - n, j - 1, -1):
+        for i in range(m - 1, -1, -1):
             on = []
             if j == n - 1:
                 on.append(0.0)
-            if c.in_band(i + 1, j + 1):
+            if c.inside(i + 1, j + 1):
                 on.append(c.cm[i + 1, j + 1] + B[i + 1, j + 1])
-            if c.in_band(i, j + 1):
+            if c.inside(i, j + 1):
                 on.append(c.ins + B[i, j + 1])
-            right = c.in_band(i + 1, j)
+            right = c.inside(i + 1, j)
             B[i, j] = smin(*on, c.oe[i + 1] + BD[i + 1, j] if right else inf)
             BD[i, j] = smin(*on, c.e[i + 1] + BD[i + 1, j] if right else inf)
-    post = {key: math.exp(-(FM[key] + B[key] - z) / T) for key in c.cm}
+    if T == 0:
+        return z, None
+    post = {key: math.exp(-(FM[key] + B[key] - z) / T) if FM[key] < inf else 0.0 for key in c.cm}
     return z, post
 
 
 def valid_assignments(n: int, m: int):
-    """Every assignment of residues to band columns (None: inserted), placed columns strictly
-    increasing, at least one placed."""
-    width = m - n + 1
-    choices = [[None] + list(range(j, j + width)) for j in range(n)]
+    """Every assignment of residues to columns (None: inserted), placed columns strictly
+    increasing, at least one placed, no residue but the first in column 0."""
+    choices = [[None] + list(range(0 if j == 0 else 1, m)) for j in range(n)]
     for assignment in itertools.product(*choices):
         placed = [a for a in assignment if a is not None]
         if placed and all(x < y for x, y in zip(placed, placed[1:])):
@@ -157,16 +156,15 @@ def valid_assignments(n: int, m: int):
 
 def brute_mea(pooled, one: int):
     """(best objective, the assignment the tie rule picks) over every valid assignment; pooled:
-    [n][W] integers (M posteriors), the insert posterior max(0, one - row sum). The tie rule
+    [n][m] integers (M posteriors by column), the insert posterior max(0, one - row sum). The tie rule
     (posterior.mea), as a key: the lexicographically least, from the last residue to the first,
     of (the largest placed column among residues 0..j, or +inf where none is placed; 0 if
     residue j is placed, 1 if inserted)."""
-    n, width = len(pooled), len(pooled[0])
-    m = n + width - 1
+    n, m = len(pooled), len(pooled[0])
     ins = [max(0, one - sum(row)) for row in pooled]
     best, chosen = None, None
     for assignment in valid_assignments(n, m):
-        value = sum(ins[j] if a is None else pooled[j][a - j] for j, a in enumerate(assignment))
+        value = sum(ins[j] if a is None else pooled[j][a] for j, a in enumerate(assignment))
         key = []
         for j in range(n - 1, -1, -1):
             placed = [a for a in assignment[:j + 1] if a is not None]

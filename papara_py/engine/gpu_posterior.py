@@ -1,4 +1,4 @@
-"""The posterior step (model/posterior.py) on an OpenCL device (kernels/band_posterior.cl).
+"""The posterior step (model/posterior.py) on an OpenCL device (kernels/posterior.cl).
 
 `GpuPosterior.decode_batch` has the contract of `model.posterior.decode_batch` and gives the
 same integers bit for bit (tests hold the two equal on PoCL): the kernels run the CPU's
@@ -9,7 +9,7 @@ between the Forward and the Backward are computed on the host by the CPU's own f
 
 Host side: reads without a candidate are settled on the host (every residue inserted, pp 0);
 the others are sorted by length, longest first, and a launch's (read, candidate) pairs by read
-length, then edge (the work-items of a warp then step through bands of one shape, load one
+length, then edge (the work-items of a warp then step through rows of one width, load one
 profile's element where their edge is the same, and their interleaved loads, stores and
 atomic adds coalesce), and cut into launches whose device
 memory (each pair's Forward energies of M, the largest share, and each read's pooled
@@ -29,8 +29,8 @@ from papara_py.engine.gpu import built_program, shared_context, wait_sleeping
 from papara_py.engine.opencl_devices import DeviceInfo
 from papara_py.io.paths import INSERTED
 from papara_py.model.column_costs import ColumnCosts
-from papara_py.model.fixed_point import PosteriorTables
-from papara_py.model.posterior import SIGN, Batch, batch_weights
+from papara_py.model.fixed_point import SENTINEL, PosteriorTables
+from papara_py.model.posterior import SIGN, Batch, batch_weights, by_offset
 from papara_py.phylo.encoding import DNA, alphabet_of
 
 #: Work-items per work-group: four NVIDIA warps.
@@ -76,7 +76,7 @@ class GpuPosterior:
         decoded = np.flatnonzero((batch.slots >= 0).any(axis=1))
         if decoded.size:
             alphabet = alphabet_of(batch.profiles)
-            program = built_program(self.context, self.device.cl_device, "band_posterior.cl",
+            program = built_program(self.context, self.device.cl_device, "posterior.cl",
                                     (f"-DPROF_BITS={alphabet.dtype.itemsize * 8}", f"-DSTATE_BITS={alphabet.n_states}",
                                      *(("-DCOLUMN_COSTS=1",) if costs is not None else ())))
             rows = None if costs is None else costs.rows_of(batch.codes)
@@ -87,16 +87,16 @@ class GpuPosterior:
                 self._run(program, batch, launch, shared, rows, columns, pp, weights, objective)
             with self._lock:
                 lengths = batch.lengths[decoded]
-                self.device_cells += int(((batch.slots[decoded] >= 0).sum(axis=1) * lengths * (m - lengths + 1)).sum())
+                self.device_cells += int(((batch.slots[decoded] >= 0).sum(axis=1) * lengths * m).sum())
         return columns, pp, weights, batch.accuracy(objective)
 
     def mea_alignment(self, pooled: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-        """`model.posterior.mea_alignment` of one read's pooled posteriors (int32 [n, W]) by the
-        device's posterior_mea: (columns int32 [n], pp int64 [n], objective). For tests: the MEA
-        and its tie rule on chosen posteriors, ties included."""
-        pooled = np.ascontiguousarray(pooled, np.int32)
+        """`model.posterior.mea_alignment` of one read's pooled posteriors (int [n, m] by column)
+        by the device's posterior_mea: (columns int32 [n], pp int64 [n], objective). For tests: the
+        MEA and its tie rule on chosen posteriors, ties included."""
+        pooled = by_offset(np.asarray(pooled))
         n, width = pooled.shape
-        program = built_program(self.context, self.device.cl_device, "band_posterior.cl",
+        program = built_program(self.context, self.device.cl_device, "posterior.cl",
                                 ("-DPROF_BITS=8", f"-DSTATE_BITS={DNA.n_states}"))  # (the MEA reads no element)
         mf = cl.mem_flags
         buffers = (self._upload(np.array([0, n], np.int32)), self._upload(pooled),
@@ -106,7 +106,7 @@ class GpuPosterior:
                    cl.Buffer(self.context, mf.WRITE_ONLY, 8))
         offsets_buf, pooled_buf, ins_buf, best_buf, columns_buf, pp_buf, objective_buf = buffers
         kernel = cl.Kernel(program, "posterior_mea")
-        kernel.set_args(offsets_buf, np.int32(1), np.int32(n + width - 1), np.int32(width), pooled_buf, ins_buf,
+        kernel.set_args(offsets_buf, np.int32(1), np.int32(width - n + 1), np.int32(width), pooled_buf, ins_buf,
                         best_buf, columns_buf, pp_buf, objective_buf)
         done = cl.enqueue_nd_range_kernel(self.queue, kernel, (WORK_GROUP,), (WORK_GROUP,))
         wait_sleeping(self.queue, done)
@@ -122,7 +122,7 @@ class GpuPosterior:
 
     def _launches(self, batch: Batch, decoded: np.ndarray, m: int) -> list[np.ndarray]:
         """The reads `decoded` (indices into the batch) in launches, longest first: each launch's
-        work space (F: its pairs x its longest read's rows x its shortest read's band width, 4
+        work space (F: its pairs x its longest read's rows x that read's row width m + n - 1, 4
         bytes a cell; pooled, ins and the MEA's rows: 16 bytes a cell of each read) within
         memory_bytes and each of its two largest buffers (F, the MEA's rows) within the device's
         largest, at least one read a launch."""
@@ -130,10 +130,9 @@ class GpuPosterior:
         order = decoded[np.argsort(-lengths, kind="stable")]
         pairs = (batch.slots[order] >= 0).sum(axis=1)
         rows = batch.lengths[order]
-        widths = m - rows + 2  # W + 1, nondecreasing along `order`
         launches, begin = [], 0
         while begin < order.size:
-            cells = int(rows[begin]) * widths[begin:]  # the launch's cell grid per pair / read, grows with its end
+            cells = int(rows[begin]) * (m + int(rows[begin]))  # a pair's / read's cell grid: the launch's first read's
             forward = cells * (4 * np.cumsum(pairs[begin:]))  # F
             mea = cells * (8 * np.arange(1, order.size - begin + 1))  # the MEA's rows
             need = forward + 2 * mea  # and pooled and ins, within 8 bytes a cell
@@ -159,7 +158,8 @@ class GpuPosterior:
         order = np.lexsort((pair_read, pair_slot, -read_lengths[pair_read]))
         pair_read, pair_column, pair_slot = pair_read[order], pair_column[order], pair_slot[order]
         n_pairs = pair_read.size
-        max_rows, max_width = int(read_lengths.max()), m - int(read_lengths.min()) + 1
+        max_rows = int(read_lengths.max())
+        max_width = m + max_rows - 1  # the longest read's row width W (model/posterior.py)
         mf = cl.mem_flags
         i32 = np.int32
         codes_buf = self._upload(batch.codes[gather])
@@ -168,7 +168,9 @@ class GpuPosterior:
         pair_read_buf = self._upload(pair_read.astype(np.int32))
         pair_slot_buf = self._upload(pair_slot.astype(np.int32))
         row_buf = cl.Buffer(self.context, mf.READ_WRITE, 4 * (max_width + 1) * n_pairs)
-        grow_buf = cl.Buffer(self.context, mf.READ_WRITE, 4 * max_width * n_pairs)
+        grow_buf = cl.Buffer(self.context, mf.READ_WRITE, 4 * (max_width + 1) * n_pairs)
+        # the offsets no row writes (column m - 1's of the row above): no diagonal step from there
+        cl.enqueue_fill_buffer(self.queue, grow_buf, np.int32(SENTINEL), 0, 4 * (max_width + 1) * n_pairs)
         f_buf = cl.Buffer(self.context, mf.READ_WRITE, 4 * max_rows * max_width * n_pairs)
         z_buf = cl.Buffer(self.context, mf.READ_WRITE, 4 * n_pairs)
         p = batch.p

@@ -186,17 +186,18 @@ def energy_bounds(p: np.ndarray, largest_cost: int, n: int, m: int, temperature:
     largest_cost: the largest column profile cost, 0 without).
 
     upper: a Forward or Backward energy is a softmin over paths, so at most its cheapest path's
-    energy; every band cell has a path of diagonal steps from the boundary row and one to the
-    last row (DESIGN 4), each step at most mismatch + cgap + the column cost, so at most
-    n * that plus one step more (ScoringParams.cell_bound).
+    energy; every cell a path can reach has one from the boundary row and on to the last row of
+    n diagonal or insertion steps (posterior.py's docstring), each at most the larger of
+    mismatch + cgap + the column cost and the insertion, so at most n * that plus one step more.
+    (M at column 0 after the first row follows the sentinel: its stored sum is the sentinel's.)
     lower: a softmin over N paths of energies >= 0 is >= -T ln N; a path is a sequence of at most
-    n + m steps, each M, D or I, from one of at most m starts, so ln N <= (n + m + 1) ln 3 +
-    ln(m + 1). One cost unit is added to each for the tables' rounding (at most 1/2 fixed-point
+    n + m steps, each M, D or I, from one of at most 2m starts, so ln N <= (n + m + 1) ln 3 +
+    ln(2m + 1). One cost unit is added to each for the tables' rounding (at most 1/2 fixed-point
     unit per softmin, a few per cell along a path of at most n + m cells: far below one unit)."""
     diag = int(p[0]) + int(p[1]) + int(largest_cost)
     step = max(diag, int(p[2]) + int(p[3]), int(p[3]), int(p[4]))
-    upper = n * diag + step + 1.0
-    lower = temperature * ((n + m + 1) * _LN3 + math.log(m + 1)) + 1.0
+    upper = n * max(diag, int(p[4])) + step + 1.0
+    lower = temperature * ((n + m + 1) * _LN3 + math.log(2 * m + 1)) + 1.0
     return upper, lower
 
 

@@ -1,22 +1,28 @@
-"""Posterior decoding (issue 53; PLAN "The posterior model"): Forward and Backward over each
-candidate edge's band, edge weights, the pooled posteriors and their maximum expected accuracy
+"""Posterior decoding (issue 53; PLAN "The posterior model"): Forward and Backward over every
+alignment of a read to each candidate edge, edge weights, the pooled posteriors and their maximum expected accuracy
 (MEA) alignment, in fixed-point integers (model/fixed_point.py) so every device gives the same
 answer bit for bit.
 
-The model. A read's alignment to an edge is a path through DESIGN 4's band (row j, the read
-position; column i; offset k = i - j in [0, W), W = m - n + 1) over three states per cell, with
-the costs of Eq. 1 read as energies (cost << shift, fixed point):
-    M(i,j) = cM(i,j) + (+){ M, D, I }(i-1, j-1)      j = 0: the boundary row, 0 at every band offset
+The model. A read's alignment to an edge is a path through the whole rectangle of cells (row j,
+the read position, 0 <= j < n; column i, 0 <= i < m), not only DESIGN 4's band (i - j in
+[0, m - n]), which leaves out the true alignment of a read whose deletions a later insertion
+cancels near the last column (DESIGN 5). Cells are stored by offset k = i - j + n - 1 in [0, W),
+W = m + n - 1: row j's cells are the offsets [n - 1 - j, n - 1 - j + m), every other entry is
+fixed_point.SENTINEL (or never read). Three states per cell, with the costs of Eq. 1 read as
+energies (cost << shift, fixed point):
+    M(i,j) = cM(i,j) + (+){ M, D, I }(i-1, j-1)      j = 0: the boundary S(i-1, -1) = 0
     D(i,j) = (+){ (+){ M, I }(i-1, j) + OE_i,  D(i-1, j) + E_i }   (D never opens from D)
-    I(i,j) = ins + (+){ M, D, I }(i, j-1)             j = 0: the boundary S(i,-1) = 0, i in [0, m-n-1]
-    Z      = (+) over the last row's offsets (k = 0, 1, ...) of (+){ M, D, I }(i, n-1)
-with cM(i,j) = M_ij + X(i, b_j) + CG_i (reference_scorer.diagonal_cost + column_penalties; here
-`diagonal_energy`, the same without a branch), OE_i, E_i and ins as DESIGN 4, and (+) the
-softmin of temperature T (fixed_point). Cells out of the band hold fixed_point.SENTINEL, whose
-softmin with any finite energy is that energy exactly. A path's energy is
-the sum of its steps' costs: exactly the paths of Eq. 1 (whose min over D(i-1,j) + OE_i is never
-below D(i-1,j) + E_i, so leaving that term out changes no minimum and gives each path one
-derivation). At T = 0 (+) is min and Z is Eq. 1's score times the scale (tested).
+    I(i,j) = ins + (+){ M, D, I }(i, j-1)             j = 0: the boundary S(i, -1) = 0
+    Z      = (+) over the last row's columns (i = 0, 1, ...) of (+){ M, D, I }(i, n-1)
+with S(-1, j) = +infinity for j >= 0 (no residue after the first sits in column 0: nothing
+precedes column 0 for the residues before it to follow), cM(i,j) = M_ij + X(i, b_j) + CG_i
+(reference_scorer.diagonal_cost + column_penalties; here `diagonal_energy`, the same without a
+branch), OE_i, E_i and ins as DESIGN 4, and (+) the softmin of temperature T (fixed_point).
+The sentinel's softmin with any finite energy is that energy exactly. A path's energy is the
+sum of its steps' costs; the paths inside the band are exactly those of Eq. 1 (whose min over
+D(i-1,j) + OE_i is never below D(i-1,j) + E_i, so leaving that term out changes no minimum and
+gives each path one derivation). At T = 0 (+) is min and Z is the cheapest path's energy: Eq.
+1's score times the scale where that path lies in the band, less where it does not (tested).
 
 Fixed evaluation order (every device the same integers): (+){M, D, I} is ((M (+) I) (+) D),
 D's two terms in the order written, Z's offsets in increasing k, the Backward's (below)
@@ -39,11 +45,11 @@ run the Backward. Pooled posterior: P(j -> i) = sum over e of (w_e * P_e(j -> i)
 (each term floored, so the sum is the same in any order: the GPU adds them with atomics), and
 P(j inserted) = max(0, PROB_ONE - sum_i P(j -> i)).
 
-MEA. `mea` takes, among the assignments of each residue to a band column or to none (inserted),
-with the placed columns strictly increasing and at least one residue placed, one maximising the
-sum of the chosen states' pooled posteriors; every such assignment is a path of the band (a
-residue j placed in column i needs i - j in [0, W), as M(i, j); insertions and deletions fit
-between any two placed residues). Ties: see `mea`.
+MEA. `mea` takes, among the assignments of each residue to a column or to none (inserted), with
+the placed columns strictly increasing, at least one residue placed and no residue but the first
+in column 0, one maximising the sum of the chosen states' pooled posteriors; every such
+assignment is a path (insertions and deletions fit between any two placed residues, and inserted
+residues before the first placed one follow a column before it). Ties: see `mea`.
 """
 
 from __future__ import annotations
@@ -121,37 +127,42 @@ def edge_terms(profiles, p, shift):
 
 
 @njit(cache=True, nogil=True)
-def band_constants(read, profile, p, shift):
-    """What Forward and Backward both read before their loops: the read's length n, the band's
-    width m - n + 1, the profile's state mask, and the insertion, mismatch and near mismatch
-    penalties in fixed point (shifted by `shift`)."""
+def rectangle_constants(read, profile, p, shift):
+    """What Forward and Backward both read before their loops: the read's length n, the row
+    width W = m + n - 1 (module docstring: row j's cells are offsets [n - 1 - j, n - 1 - j + m)),
+    the profile's state mask, and the insertion, mismatch and near mismatch penalties in fixed
+    point (shifted by `shift`)."""
     n = read.shape[0]
-    return (n, profile.shape[0] - n + 1, state_mask_of(profile), p[4] << shift, p[0] << shift,
+    return (n, profile.shape[0] + n - 1, state_mask_of(profile), p[4] << shift, p[0] << shift,
             p[5] << shift)
 
 
 @njit(cache=True, nogil=True)
 def forward(read, profile, near, p, costs, terms, shift, softmin, F, sf_a, sf_b, sign):
-    """Forward over the band of `read` against `profile` (near states `near`, column costs
+    """Forward over every path of `read` against `profile` (near states `near`, column costs
     `costs` in kernel form, `terms` its edge_terms [3, m + 1]): stores M's Forward energy in F
-    (int32 [n, W]) and returns Z (module docstring). sf_a, sf_b: int64 work rows of at least
-    W + 1 cells (offset W holds the sentinel: I at the last offset is out of the band); sign:
-    SIGN."""
-    n, width, states, ins, mismatch, near_mismatch = band_constants(read, profile, p, shift)
+    (int32 [n, W], row j's cells only) and returns Z (module docstring). sf_a, sf_b: int64 work
+    rows of at least W + 1 cells; sign: SIGN."""
+    n, width, states, ins, mismatch, near_mismatch = rectangle_constants(read, profile, p, shift)
+    m = profile.shape[0]
     cg, oe, ex = terms[0], terms[1], terms[2]
     prev = sf_a  # (+){M, D, I} of the row above, by offset
     cur = sf_b
-    for k in range(width):
-        prev[k] = 0  # the boundary row: 0 at every band offset (S(i-1, -1) for M, S(i, -1) for I)
-    prev[width] = SENTINEL
-    cur[width] = SENTINEL
+    # the boundary row -1: S(i, -1) = 0 for i in [-1, m - 1] (offsets n - 1 .. W, M's S(i-1, -1)
+    # at its offset, I's S(i, -1) one to the right); offsets left of it stand for S(-1, j) of the
+    # rows below, +infinity: each row writes only its own cells, and the next row reads one offset
+    # left of them, which no row has written
+    for k in range(width + 1):
+        prev[k] = 0 if k >= n - 1 else SENTINEL
+        cur[k] = SENTINEL
     for j in range(n):
         b = read[j]
         row = read_cost_row(costs, b)
-        mi_left = SENTINEL  # (M (+) I) at offset k - 1: none left of offset 0
+        mi_left = SENTINEL  # (M (+) I) at offset k - 1: none left of column 0
         d_left = SENTINEL   # D at offset k - 1
-        for k in range(width):
-            i = j + k
+        first = n - 1 - j  # column 0's offset
+        for k in range(first, first + m):
+            i = k - first
             cm = diagonal_energy(profile[i], near[i], b, states, mismatch, near_mismatch, costs, row, i, shift,
                                  sign) + cg[i]
             mval = cm + prev[k]
@@ -162,8 +173,8 @@ def forward(read, profile, near, p, costs, terms, shift, softmin, F, sf_a, sf_b,
             mi_left = mi
             d_left = dval
         prev, cur = cur, prev
-    z = prev[0]
-    for k in range(1, width):
+    z = prev[0]  # the last row: column i at offset i
+    for k in range(1, m):
         z = softmin2(z, prev[k], softmin, sign)
     return z
 
@@ -171,24 +182,29 @@ def forward(read, profile, near, p, costs, terms, shift, softmin, F, sf_a, sf_b,
 @njit(cache=True, nogil=True)
 def backward_pool(read, profile, near, p, costs, terms, shift, softmin, prob, F, z, weight, pooled, b_a, b_b, g_a,
                   g_b, sign):
-    """Backward over the band (module docstring), adding each cell's M posterior times `weight`
-    (PROB_ONE units), floored to PROB_ONE units, to pooled (int32 [n, W]). F and z: `forward`'s;
-    b_a, b_b, g_a, g_b: int64 work rows of at least W + 1 cells (b rows hold offset k at k + 1,
-    the sentinel at 0: I(i, j+1) at offset -1 is out of the band); sign: SIGN."""
-    n, width, states, ins, mismatch, near_mismatch = band_constants(read, profile, p, shift)
+    """Backward over every path (module docstring), adding each cell's M posterior times `weight`
+    (PROB_ONE units), floored to PROB_ONE units, to pooled (int32 [n, W], row j's cells only). F
+    and z: `forward`'s; b_a, b_b, g_a, g_b: int64 work rows of at least W + 1 cells (b rows hold
+    offset k at k + 1); sign: SIGN."""
+    n, width, states, ins, mismatch, near_mismatch = rectangle_constants(read, profile, p, shift)
+    m = profile.shape[0]
     cg, oe, ex = terms[0], terms[1], terms[2]
     b_next = b_a  # B of the row below, offset k at k + 1
     g_next = g_a  # cM + B of the row below (its diagonal step), offset k at k
     b_cur = b_b
     g_cur = g_b
-    b_cur[0] = SENTINEL
-    b_next[0] = SENTINEL
+    # row j reads the row below's g at its own offsets and b one offset left: all written by the
+    # row below except g at column m - 1's offset (no column m to step to), which no row writes
+    for k in range(width + 1):
+        g_cur[k] = SENTINEL
+        g_next[k] = SENTINEL
     for j in range(n - 1, -1, -1):
         b = read[j]
         row = read_cost_row(costs, b)
-        bd_right = SENTINEL  # BD at offset k + 1: none right of the last offset
-        for k in range(width - 1, -1, -1):
-            i = j + k
+        bd_right = SENTINEL  # BD at column i + 1: none right of the last column
+        first = n - 1 - j  # column 0's offset
+        for k in range(first + m - 1, first - 1, -1):
+            i = k - first
             if j == n - 1:
                 x = 0  # the path may end here
             else:  # M(i+1, j+1) at offset k, I(i, j+1) at offset k - 1 of the row below
@@ -205,10 +221,13 @@ def backward_pool(read, profile, near, p, costs, terms, shift, softmin, prob, F,
 
 @njit(cache=True, nogil=True)
 def insert_posteriors(pooled, out):
-    """out[j] = max(0, PROB_ONE - sum over the band of pooled[j]): residue j's insert posterior."""
-    for j in range(pooled.shape[0]):
+    """out[j] = max(0, PROB_ONE - sum over row j's cells of pooled[j]): residue j's insert
+    posterior (pooled [n, W], module docstring)."""
+    n = pooled.shape[0]
+    m = pooled.shape[1] - n + 1
+    for j in range(n):
         total = 0
-        for k in range(pooled.shape[1]):
+        for k in range(n - 1 - j, n - 1 - j + m):
             total += pooled[j, k]
         out[j] = max(0, PROB_ONE - total)
 
@@ -221,7 +240,8 @@ def mea(pooled, R, ins, columns, pp):
     returns the sum of pp (the objective).
 
     R(j, i) is the best sum for residues 0..j with at least one placed and every placed column
-    <= i, stored at R[j, i - j + 1] for i in [j - 1, j + W - 1] (beyond, it stays R(j, j + W - 1)).
+    <= i, stored at R[j, k + 1] for column i's offset k in row j (module docstring), i in [-1, m):
+    R(j, -1) = minus infinity at R[j, n - 1 - j].
 
     Ties (deterministic, every device the same): residues are decided from the last to the
     first. Each takes the smallest column bound c (every placed column among it and the residues
@@ -230,19 +250,22 @@ def mea(pooled, R, ins, columns, pp):
     before inserted). Where a placed residue's optimum is reached both with and without a placed
     residue before it, the residues before it get one (placed before all inserted)."""
     n = pooled.shape[0]
-    width = pooled.shape[1]
+    m = pooled.shape[1] - n + 1
     insert_posteriors(pooled, ins)
     none = 0  # the sum of ins over residues 0..j-1 (all of them inserted)
     for j in range(n):
-        R[j, 0] = NEG64 if j == 0 else R[j - 1, 1] + ins[j]  # residue j cannot sit at <= j - 1
-        for k in range(width):
+        first = n - 1 - j  # column 0's offset
+        R[j, first] = NEG64  # R(j, -1): nothing can be placed at or before column -1
+        for k in range(first, first + m):
             if j == 0:
                 placed = NEG64
                 up = NEG64
+                alone = none  # residue 0 placed first: nothing before it
             else:
                 placed = R[j - 1, k + 1]  # R(j-1, i-1)
-                up = R[j - 1, min(k + 2, width)] + ins[j]  # R(j-1, i), residue j inserted
-            best = pooled[j, k] + max(placed, none)
+                up = R[j - 1, k + 2] + ins[j]  # R(j-1, i), residue j inserted
+                alone = none if k > first else NEG64  # the residues before inserted: not before column 0
+            best = pooled[j, k] + max(placed, alone)
             v = R[j, k]
             if best > v:
                 v = best
@@ -250,29 +273,23 @@ def mea(pooled, R, ins, columns, pp):
                 v = up
             R[j, k + 1] = v
         none += ins[j]
-    objective = R[n - 1, width]
+    objective = R[n - 1, m]
     # walk back; `none` is the sum of ins over residues 0..j-1 at every step
     j = n - 1
-    kp = width
+    kp = m  # R's index of the bound: column m - 1 of the last row
     none -= ins[n - 1]
     while j >= 0:
         v = R[j, kp]
-        while kp > 0 and R[j, kp - 1] == v:
+        low = n - j  # R's index of column 0 in row j (R(j, -1) below it never reaches the optimum)
+        while kp > low and R[j, kp - 1] == v:
             kp -= 1
-        if kp == 0:  # inserted, with every placed residue before it at columns <= j - 1
-            columns[j] = INSERTED
-            pp[j] = ins[j]
-            j -= 1
-            if j >= 0:
-                none -= ins[j]
-            kp = 1
-            continue
         k = kp - 1
         placed = R[j - 1, k + 1] if j > 0 else NEG64
-        if pooled[j, k] + max(placed, none) == v:
-            columns[j] = j + k
+        alone = none if j == 0 or kp > low else NEG64
+        if pooled[j, k] + max(placed, alone) == v:
+            columns[j] = k - (n - 1 - j)
             pp[j] = pooled[j, k]
-            if j > 0 and placed >= none:
+            if j > 0 and placed >= alone:
                 j -= 1
                 none -= ins[j]
                 kp = k + 1
@@ -287,7 +304,7 @@ def mea(pooled, R, ins, columns, pp):
             j -= 1
             if j >= 0:
                 none -= ins[j]
-            kp = min(k + 2, width)
+            kp = k + 2
     return objective
 
 
@@ -320,7 +337,7 @@ def decode_read(read, slots, profiles, near, terms, p, costs, shift, softmin, pr
     0). Work space: F_space int32 [K n W], pooled_space int32 [n W], R_space int64 [n (W + 1)],
     rows int64 [4, >= W + 1], z int64 [K], ins int64 [n]; sign: SIGN."""
     n = read.shape[0]
-    width = profiles.shape[1] - n + 1
+    width = profiles.shape[1] + n - 1
     cells = n * width
     count = slots.shape[0]
     found = False
@@ -353,20 +370,20 @@ def decode_read(read, slots, profiles, near, terms, p, costs, shift, softmin, pr
 def _decode_reads(codes, offsets, first, last, slots, profiles, near, terms, p, costs, shift, softmin, prob, columns,
                   pp, weights, objective, sign):
     """decode_read for reads first..last-1 of a batch, GIL released, with one set of work space
-    sized for the longest band among them (a fresh set per read would cost more in page faults
-    than the recurrence: reference_scorer.fill_band_into)."""
+    sized for the largest rectangle among them (a fresh set per read would cost more in page
+    faults than the recurrence: reference_scorer.fill_band_into)."""
     m = profiles.shape[1]
     count = slots.shape[1]
     cells = 1
     longest = 1
     for r in range(first, last):
         n = offsets[r + 1] - offsets[r]
-        cells = max(cells, n * (m - n + 1))
+        cells = max(cells, n * (m + n - 1))
         longest = max(longest, n)
     F_space = np.empty(count * cells, np.int32)
     pooled_space = np.empty(cells, np.int32)
     R_space = np.empty(cells + longest, np.int64)
-    rows = np.empty((4, m + 1), np.int64)
+    rows = np.empty((4, m + longest), np.int64)
     z = np.empty(count, np.int64)
     ins = np.empty(longest, np.int64)
     read_pp = np.empty(longest, np.int64)
@@ -499,38 +516,57 @@ def _one_edge(read, profile, p, tables, family, costs):
     check_fixed_point(p, 0 if costs is None else costs.largest, n, m, tables)
     profiles = profile[None, :]
     return (profiles, profile_near(profiles, family), edge_terms(profiles, p, tables.shift), kernel_costs(costs), p,
-            np.empty((n, m - n + 1), np.int32), np.empty((4, m + 1), np.int64))
+            np.empty((n, m + n - 1), np.int32), np.empty((4, m + n), np.int64))
+
+
+def by_column(cells: np.ndarray) -> np.ndarray:
+    """Row-offset cells [n, W] (module docstring) as columns [n, m]: row j's cells, column i at
+    [j, i] (a copy)."""
+    n = cells.shape[0]
+    m = cells.shape[1] - n + 1
+    return np.stack([cells[j, n - 1 - j:n - 1 - j + m] for j in range(n)]) if n else cells[:, :m].copy()
+
+
+def by_offset(columns: np.ndarray, dtype=np.int32) -> np.ndarray:
+    """`by_column`'s inverse: cells [n, m] by column as [n, W] row offsets, 0 outside each row's
+    cells (as the kernels' pooled posteriors)."""
+    n, m = columns.shape
+    cells = np.zeros((n, m + n - 1), dtype)
+    for j in range(n):
+        cells[j, n - 1 - j:n - 1 - j + m] = columns[j]
+    return cells
 
 
 def forward_energy(read: np.ndarray, profile: np.ndarray, p: np.ndarray, tables: PosteriorTables,
                    family: np.ndarray | None = None, costs: ColumnCosts | None = None) -> tuple[int, np.ndarray]:
     """(Z, F): the Forward energy of one read against one edge profile (fixed point; at T = 0,
-    Eq. 1's score << shift) and M's Forward energies int32 [n, W]."""
+    its cheapest path's energy) and M's Forward energies int32 [n, m] by column (M at column 0
+    after the first row: the sentinel plus its step)."""
     profiles, near, terms, kernel, p, F, rows = _one_edge(read, profile, p, tables, family, costs)
     z = forward(read, profile, near[0], p, kernel, terms[0], tables.shift, tables.softmin, F, rows[0], rows[1], SIGN)
-    return int(z), F
+    return int(z), by_column(F)
 
 
 def edge_posteriors(read: np.ndarray, profile: np.ndarray, p: np.ndarray, tables: PosteriorTables,
                     family: np.ndarray | None = None, costs: ColumnCosts | None = None,
                     weight: int = PROB_ONE) -> tuple[int, np.ndarray]:
-    """(Z, posteriors): one edge's M posteriors int32 [n, W] (PROB_ONE units, times weight /
-    PROB_ONE as the pooling floors them)."""
+    """(Z, posteriors): one edge's M posteriors int32 [n, m] by column (PROB_ONE units, times
+    weight / PROB_ONE as the pooling floors them)."""
     profiles, near, terms, kernel, p, F, rows = _one_edge(read, profile, p, tables, family, costs)
     z = forward(read, profile, near[0], p, kernel, terms[0], tables.shift, tables.softmin, F, rows[0], rows[1], SIGN)
     pooled = np.zeros_like(F)
     backward_pool(read, profile, near[0], p, kernel, terms[0], tables.shift, tables.softmin, tables.probability, F, z,
                   weight, pooled, rows[0], rows[1], rows[2], rows[3], SIGN)
-    return int(z), pooled
+    return int(z), by_column(pooled)
 
 
 def mea_alignment(pooled: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """`mea` of pooled posteriors int32 [n, W]: (columns int32 [n], pp int64 [n], objective)."""
-    pooled = np.ascontiguousarray(pooled, np.int32)
-    n, width = pooled.shape
+    """`mea` of pooled posteriors int [n, m] by column: (columns int32 [n], pp int64 [n], objective)."""
+    cells = by_offset(np.asarray(pooled))
+    n, width = cells.shape
     columns = np.empty(n, np.int32)
     pp = np.empty(n, np.int64)
-    objective = mea(pooled, np.empty((n, width + 1), np.int64), np.empty(n, np.int64), columns, pp)
+    objective = mea(cells, np.empty((n, width + 1), np.int64), np.empty(n, np.int64), columns, pp)
     return columns, pp, int(objective)
 
 

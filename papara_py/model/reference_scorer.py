@@ -10,7 +10,7 @@ k = i - j (0..m-n) makes the band a rectangle of n rows by m-n+1 offsets; in tha
     insertion S(i, j-1)   is the previous row at k + 1,
     deletion  S(i-1, j), D(i-1, j) are the current row at k - 1.
 The traceback (DESIGN 5, temperature 0) walks the same band back; the posterior step
-(model/posterior.py) runs the same recurrence with softmin in place of min.
+(model/posterior.py) runs the same recurrence over the whole rectangle, with softmin in place of min.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The device's posterior step (engine/gpu_posterior.py, kernels/band_posterior.cl) against the
+"""The device's posterior step (engine/gpu_posterior.py, kernels/posterior.cl) against the
 CPU's (model/posterior.py, itself held against brute force in test_posterior.py).
 
 `GpuPosterior.decode_batch` must give `model.posterior.decode_batch`'s columns, posteriors,
@@ -63,7 +63,8 @@ def test_launches_keep_within_the_budget_and_the_largest_buffer(decoders):
         launches = decoder._launches(batch, decoded, 30)
         np.testing.assert_array_equal(np.sort(np.concatenate(launches)), decoded)
         for reads in launches:
-            rows, width = batch.lengths[reads].max(), 30 - batch.lengths[reads].min() + 2
+            rows = batch.lengths[reads].max()
+            width = 30 + rows  # the longest read's row width W = m + n - 1, plus one
             forward, mea = 4 * rows * width * 3 * reads.size, 8 * rows * width * reads.size
             if reads.size > 1:
                 assert max(forward, mea) <= decoder.device.max_alloc_bytes and forward + 2 * mea <= decoder.memory_bytes

@@ -3,14 +3,14 @@
 tests/posterior_reference.py enumerates every path of the model's DAG (its costs from
 literal_dp, DESIGN 4 spelled out) and sums them in float64; it also runs the recurrences in
 float64 with plain loops. The fixed-point kernels must agree with it within what the rounding of
-their tables allows (`tolerance`), equal Eq. 1 at T = 0, and pick the MEA that trying every
-assignment finds.
+their tables allows (`tolerance`), equal the cheapest path (never above Eq. 1's score) at T = 0,
+and pick the MEA that trying every assignment finds.
 
 Tolerance, from the scale S. A fixed-point softmin of inputs with errors e_a, e_b (fixed-point
 units) errs by at most max(|e_a|, |e_b|) + 1/2 (softmin is 1-Lipschitz in the max norm and its
 table entries are rounded to the nearest unit); integer costs add none. A Forward value is at
-most 2 softmins per row and 2 per column from the boundary, Z W - 1 more, the Backward alike:
-each errs by at most EPS = (3 (n + W) + W) / 2 units (a little more than that count). A
+most 2 softmins per row and 2 per column from the boundary, Z m - 1 more, the Backward alike:
+each errs by at most EPS = (3 (n + m) + m) / 2 units (a little more than that count). A
 posterior's exponent F + B - Z then errs by at most 3 EPS / S cost units, so the posterior by a
 factor of at most exp(3 EPS / (S T)), plus one PROB_ONE unit for the probability table's
 rounding and the pooling's floor.
@@ -36,6 +36,7 @@ from posterior_reference import (
 
 from papara_py.model.fixed_point import (
     PROB_ONE,
+    SENTINEL,
     PosteriorTables,
     check_fixed_point,
     energy_bounds,
@@ -150,8 +151,7 @@ def cases(draw, max_m=8, max_n=5, edges=1, temperatures=(0.25, 0.5, 1.0, 2.0, 5.
 
 def eps_units(n: int, m: int) -> float:
     """The module docstring's bound on one Forward / Backward / Z value's error, fixed-point units."""
-    width = m - n + 1
-    return (3 * (n + width) + width) / 2
+    return (3 * (n + m) + m) / 2
 
 
 def posterior_tolerance(exact: float, n: int, m: int, tables: PosteriorTables, terms: int = 1) -> float:
@@ -181,15 +181,28 @@ def test_float_reference_equals_brute_force(case):
         assert total == pytest.approx(1.0, abs=1e-9)
 
 
-def test_path_enumeration_counts_a_small_band_by_hand():
-    """Read of 1 residue, 2 columns (W = 2): M(0), M(1), M(0)D(1), I(0) then D(1), I(0) then
-    M? no (row 0 is the last); starts I(0, 0) end there, or go on D(1, 0): 5 paths."""
+def test_path_enumeration_counts_a_small_rectangle_by_hand():
+    """Read of 1 residue, 2 columns: starts M(0), M(1), I(0), I(1) (row 0 is the last, so each
+    may end there); M(0) and I(0) go on to D(1): 6 paths."""
     c = literal_costs([1], [1, 2], [3, 3, 3, 1, 3, 3])
     got = sorted("".join(state for state, _, _ in trail) for _, trail in paths(c))
-    assert got == ["I", "ID", "M", "M", "MD"]
+    assert got == ["I", "I", "ID", "M", "M", "MD"]
     energies = sorted(energy for energy, _ in paths(c))
-    # M(0) 0; M(1) mismatch 3; M(0)D(1) 0 + OE 4; I(0) 3; I(0)D(1) 3 + 4
-    assert energies == [0, 3, 3, 4, 7]
+    # M(0) 0; M(1) mismatch 3; M(0)D(1) 0 + OE 4; I(0) 3; I(1) 3; I(0)D(1) 3 + 4
+    assert energies == [0, 3, 3, 3, 4, 7]
+
+
+def test_paths_outside_the_band_are_counted():
+    """2 residues, 3 columns, the last column the only match and insertions cheap: the band
+    (i - j in [0, 1]) cannot put residue 0 in column 2; the rectangle can, residue 1 inserted
+    after it, and that path is the cheapest, below Eq. 1's score."""
+    c = literal_costs([1, 1], [2, 2, 1], [5, 0, 5, 5, 1, 5])
+    energies = {"".join(state for state, _, _ in trail): energy for energy, trail in paths(c)
+                if [cell[1:] for cell in trail] == [(2, 0), (2, 1)]}
+    assert energies == {"MI": 1, "II": 2}  # M(2, 0) matches (0); each insertion costs 1
+    eq1 = score_one(np.array([1, 1], np.uint8), np.array([2, 2, 1], np.uint8), np.zeros(3, np.uint8),
+                    np.array([5, 0, 5, 5, 1, 5], np.int64), None)
+    assert min(energy for energy, _ in paths(c)) == 1 < eq1
 
 
 # ---------------------------------------------------------------- fixed point against exact
@@ -206,25 +219,28 @@ def test_fixed_point_forward_and_posteriors_equal_brute_force_within_rounding(ca
     z_again, P = edge_posteriors(case.read_array, case.profile_array(), case.p, tables, case.family_array, case.costs)
     assert z_again == z_fixed
     for (i, j), exact in post.items():
-        assert abs(P[j, i - j] / PROB_ONE - exact) <= posterior_tolerance(exact, c.n, c.m, tables)
+        assert abs(P[j, i] / PROB_ONE - exact) <= posterior_tolerance(exact, c.n, c.m, tables)
     for j in range(c.n):  # M posteriors and insert sum to 1 within rounding
         placed = P[j].sum() / PROB_ONE
         exact_placed = 1.0 - inserted[j]
-        assert abs(placed - exact_placed) <= posterior_tolerance(exact_placed, c.n, c.m, tables, terms=c.width)
+        assert abs(placed - exact_placed) <= posterior_tolerance(exact_placed, c.n, c.m, tables, terms=c.m)
 
 
 @pytest.mark.slow
 @examples(200)
 @given(cases(max_m=24, max_n=23, temperatures=(0,), scales=(1, 1024)))
-def test_min_plus_forward_equals_eq_1_score(case):
-    """T = 0: the softmin table is empty, (+) is min, and the Forward's Z is Eq. 1's score
-    (reference_scorer.score_one) times the scale, bit for bit."""
+def test_min_plus_forward_is_the_cheapest_path_and_at_most_eq_1(case):
+    """T = 0: the softmin table is empty, (+) is min, and the Forward's Z is the cheapest path's
+    energy over the rectangle (the float64 recurrences at T = 0) times the scale, bit for bit; it
+    is never above Eq. 1's score (reference_scorer.score_one), whose paths are the band's."""
     tables = case.tables
     profile = case.profile_array()
     near = profile_near(profile[None, :], case.family_array)[0]
-    expected = score_one(case.read_array, profile, near, case.p, kernel_costs(case.costs))
+    eq1 = score_one(case.read_array, profile, near, case.p, kernel_costs(case.costs))
     z, _ = forward_energy(case.read_array, profile, case.p, tables, case.family_array, case.costs)
-    assert z == expected * tables.scale
+    cheapest, _ = reference_posteriors(case.literal(), 0)
+    assert z == cheapest * tables.scale
+    assert z <= eq1 * tables.scale
 
 
 @pytest.mark.slow
@@ -237,6 +253,8 @@ def test_energies_stay_within_the_checked_bounds(case):
     upper, lower = energy_bounds(case.p, 0 if costs is None else costs.largest, len(case.read),
                                  len(case.profiles[0]), case.temperature)
     z, F = forward_energy(case.read_array, case.profile_array(), case.p, tables, case.family_array, costs)
+    assert np.all(F[1:, 0] >= SENTINEL)  # M at column 0 after the first row: the sentinel's sum
+    F = np.concatenate((F[:, 1:].ravel(), F[:1, 0]))
     assert -lower * tables.scale <= F.min() and F.max() <= upper * tables.scale
     assert -lower * tables.scale <= z <= upper * tables.scale
 
@@ -312,19 +330,19 @@ def test_decode_read_weights_pooling_and_mea_equal_brute_force(case, empty):
         # Z_e - Z_min errs by at most 2 EPS: the weight by that factor, and floor and table units
         factor = math.exp(2 * eps_units(n, m) / (tables.scale * tables.temperature))
         assert abs(weights[0, e] / PROB_ONE - w) <= w * (factor ** 2 - 1) + 3 / PROB_ONE
-    pooled = np.zeros((n, m - n + 1), np.int64)
+    pooled = np.zeros((n, m), np.int64)
     for e in used:
         if weights[0, e]:
             pooled += edge_posteriors(case.read_array, case.profile_array(e), case.p, tables, case.family_array,
                                       case.costs, weight=int(weights[0, e]))[1]
-    pooled_exact = sum(w * np.array([[post[j + k, j] for k in range(m - n + 1)] for j in range(n)])
+    pooled_exact = sum(w * np.array([[post[i, j] for i in range(m)] for j in range(n)])
                        for w, (_, post, _) in zip(w_exact, exact))
     factor = math.exp(5 * eps_units(n, m) / (tables.scale * tables.temperature))
     assert np.all(np.abs(pooled / PROB_ONE - pooled_exact) <= pooled_exact * (factor - 1) + (len(used) + 3) / PROB_ONE)
     best, assignment = brute_mea(pooled.tolist(), PROB_ONE)
     assert columns.tolist() == [INSERTED if a is None else a for a in assignment]
     ins = np.maximum(0, PROB_ONE - pooled.sum(axis=1))
-    assert pp.tolist() == [int(ins[j]) if a is None else int(pooled[j, a - j]) for j, a in enumerate(assignment)]
+    assert pp.tolist() == [int(ins[j]) if a is None else int(pooled[j, a]) for j, a in enumerate(assignment)]
     assert accuracy[0] == pytest.approx(best / (n * PROB_ONE))
 
 

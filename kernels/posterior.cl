@@ -1,5 +1,5 @@
-/* Posterior decoding on the device (issue 53): the fixed-point Forward and Backward over each
- * (read, candidate edge) band, the pooling of the edges' M posteriors into the read's, and the
+/* Posterior decoding on the device (issue 53): the fixed-point Forward and Backward over every
+ * alignment of each (read, candidate edge) pair (the whole rectangle of cells), the pooling of the edges' M posteriors into the read's, and the
  * read's MEA alignment. Every integer here is the one papara_py/model/posterior.py computes on
  * the CPU (its docstring is the specification; tests hold the two equal on PoCL and the GPU):
  * the same recurrences, the same evaluation order of every softmin, the same tables
@@ -8,26 +8,29 @@
  * Energies are int: a cost c is c << shift (fixed point, S = 2^shift), and the host passes the
  * penalties already shifted. The host checks (fixed_point.check_fixed_point) that every energy
  * stays within 2^29 of 0 and every sum below 2^30 = SENTINEL, the stand-in for +infinity (a cell
- * out of the band): the softmin of the sentinel (plus a step) and a finite energy is that energy
- * exactly, as on the CPU.
+ * outside the rectangle; M at column 0 after the first row follows it): the softmin of the
+ * sentinel (plus a step) and a finite energy is that energy exactly, as on the CPU.
  *
  * Softmin of a, b (both devices): min(a, b) - softmin[min(|a - b|, soft_mask)], the table's length
  * a power of two (soft_mask + 1) whose tail is zeros. exp(-x/T) of x: prob[min(max(x, 0), prob_mask)]
  * in units of PROB_ONE = 2^PROB_BITS.
  *
- * Recurrences, row j of the read (0 .. n-1), band offset k = i - j in [0, W), W = m - n + 1,
- * column i = j + k; cM = M_ij (0 / near_mismatch / mismatch) + X_ij + CG_i as energies:
- *   Forward (rows down, offsets up; prev = the row above's totals, 0 at every offset for row -1,
- *   SENTINEL at offset W):
+ * Recurrences, row j of the read (0 .. n-1), column i (0 .. m-1) at offset k = i - j + n - 1 in
+ * [0, W), W = m + n - 1: row j's cells are the m offsets from col0 = n - 1 - j;
+ * cM = M_ij (0 / near_mismatch / mismatch) + X_ij + CG_i as energies:
+ *   Forward (rows down, offsets up; prev = the row above's totals: for row -1, 0 at offsets
+ *   n - 1 .. W and SENTINEL left of them, which no row overwrites (row j writes its own cells and
+ *   row j + 1 reads one offset left of them: S(-1, j) = +infinity)):
  *     Mf(j,k) = cM(j,k) + prev[k]                               stored in F
  *     MI      = Mf (+) (insertion + prev[k+1])
  *     Df      = (MI(j,k-1) + OE_i) (+) (Df(j,k-1) + E_i)         both SENTINEL left of offset 0
  *     cur[k]  = MI (+) Df
- *   Z = cur[0] (+) cur[1] (+) ... (+) cur[W-1] of the last row, in that order.
+ *   Z = cur[0] (+) cur[1] (+) ... (+) cur[m-1] of the last row, in that order.
  *   Backward (rows up, offsets down; OE_m = E_m = 0 past the last column):
  *     x       = 0 on the last row (the path may end), else
- *               (cM(j+1,k) + B(j+1,k)) (+) (insertion + B(j+1,k-1))   (SENTINEL at k - 1 = -1)
- *     B(j,k)  = x (+) (OE_{i+1} + BD(j,k+1))                     BD SENTINEL right of offset W-1
+ *               (cM(j+1,k) + B(j+1,k)) (+) (insertion + B(j+1,k-1))   (grow SENTINEL at column m - 1's
+ *               offset: the host fills it, and no row writes it)
+ *     B(j,k)  = x (+) (OE_{i+1} + BD(j,k+1))                     BD SENTINEL right of column m - 1
  *     BD(j,k) = x (+) (E_{i+1} + BD(j,k+1))
  *   posterior of M at (j, k): prob[F(j,k) - Z + B(j,k)], and pooled(j,k) += (w * it) >> PROB_BITS
  *   with an atomic add: each term floored, so the pooled sums are the same in any order.
@@ -44,6 +47,7 @@
  *   softmin, prob                        int: the tables, padded to a power of two
  *   row           [W_max + 1][P]         int: posterior_forward's previous row, overwritten in
  *                                        place (offset k is read at step k - 1 and k, then written)
+ *                                        (W_max: the launch's longest read's W)
  *   F             [n_max][W_max][P]      int: M's Forward energy, each pair's cells (j, k)
  *   z             [P]                    int: each pair's Forward energy Z
  *   active        [A]                    int: the pairs whose edge weight is above 0 (the host
@@ -51,11 +55,13 @@
  *   weight        [P]                    int: each pair's edge weight, PROB_ONE units
  *   brow          [W_max + 1][P]         int: posterior_backward's B of the row below, offset k at
  *                                        k + 1 (SENTINEL at 0), overwritten in place
- *   grow          [W_max][P]             int: cM + B of the row below, overwritten in place
+ *   grow          [W_max + 1][P]         int: cM + B of the row below, overwritten in place
+ *                                        (SENTINEL from the host: the offsets no row writes)
  *   pooled        [n_max][W_max][L]      int: each read's pooled M posteriors (atomic adds;
  *                                        zeroed by the host before posterior_backward)
  *   ins           [n_max][L]             int: posterior_mea's insert posteriors
- *   best          [n_max][W_max + 1][L]  long: posterior_mea's R(j, i) at [j][i - j + 1]
+ *   best          [n_max][W_max + 1][L]  long: posterior_mea's R(j, i) at [j][k + 1], k column
+ *                                        i's offset; R(j, -1) at [j][n - 1 - j]
  *   columns, pp   [residues]             int: each residue's column (-1 inserted) and posterior
  *   objective     [L]                    long: each read's sum of pp
  * Each kernel steps through a row's offsets in tiles of TILE cells, loading the tile's inputs
@@ -124,12 +130,12 @@ __kernel void posterior_forward(
     const int r = pair_read[p];
     const int first = offsets[r];
     const int n = offsets[r + 1] - first;
-    const int width = m - n + 1;
+    const int width = m + n - 1;
     __global const elem_t *restrict a = states + (size_t)pair_slot[p] * m;
     __global const elem_t *restrict a_near = near + (size_t)pair_slot[p] * m;
     const size_t P = (size_t)n_pairs;
-    for (int k = 0; k < width; ++k) row[k * P + p] = 0;  /* row -1: the free boundary row */
-    row[width * P + p] = SENTINEL;                          /* I at the last offset: out of the band */
+    /* row -1: the free boundary row, 0 at column -1 .. m - 1 (offsets n - 1 .. W), SENTINEL left */
+    for (int k = 0; k <= width; ++k) row[k * P + p] = k >= n - 1 ? 0 : SENTINEL;
     for (int j = 0; j < n; ++j) {
         const elem_t b = codes[first + j];
 #if COLUMN_COSTS
@@ -138,25 +144,27 @@ __kernel void posterior_forward(
         const int x_row = 0;
 #endif
         int mi_left = SENTINEL, d_left = SENTINEL;  /* MI and Df at offset k - 1 */
-        int above = row[p];                          /* prev[k] */
+        const int col0 = n - 1 - j;                  /* column 0's offset */
+        const int last = col0 + m - 1;               /* column m - 1's */
+        int above = row[col0 * P + p];               /* prev[k] */
         __global int *restrict f = F + (size_t)j * max_width * P + p;
-        for (int k0 = 0; k0 < width; k0 += TILE) {
+        for (int k0 = col0; k0 <= last; k0 += TILE) {
             /* the tile's loads first (prev[k + 1], not yet overwritten, and the profile's elements),
              * all in flight at once: one memory latency a tile instead of one a cell */
             int ahead[TILE];
             elem_t e_t[TILE], near_t[TILE];
 #pragma unroll
             for (int t = 0; t < TILE; ++t) {
-                const int k = min(k0 + t, width - 1);
+                const int k = min(k0 + t, last);
                 ahead[t] = row[(k + 1) * P + p];
-                e_t[t] = a[j + k];
-                near_t[t] = a_near[j + k];
+                e_t[t] = a[k - col0];
+                near_t[t] = a_near[k - col0];
             }
 #pragma unroll
             for (int t = 0; t < TILE; ++t) {
                 const int k = k0 + t;
-                if (k < width) {
-                    const int i = j + k;
+                if (k <= last) {
+                    const int i = k - col0;
                     const int gap = (e_t[t] & CGAP_BIT) != 0;
                     const int mval = diagonal_energy(e_t[t], near_t[t], b, mismatch, near_mismatch, cgap,
                                                      X_COST(i, x_row), shift) + above;
@@ -172,8 +180,8 @@ __kernel void posterior_forward(
             }
         }
     }
-    int z = row[p];
-    for (int k = 1; k < width; ++k) z = softmin2(z, row[k * P + p], softmin, soft_mask);
+    int z = row[p];  /* the last row: column i at offset i */
+    for (int k = 1; k < m; ++k) z = softmin2(z, row[k * P + p], softmin, soft_mask);
     z_out[p] = z;
 }
 
@@ -195,14 +203,12 @@ __kernel void posterior_backward(
     const int r = pair_read[p];
     const int first = offsets[r];
     const int n = offsets[r + 1] - first;
-    const int width = m - n + 1;
     __global const elem_t *restrict a = states + (size_t)pair_slot[p] * m;
     __global const elem_t *restrict a_near = near + (size_t)pair_slot[p] * m;
     const size_t P = (size_t)n_pairs;
     const size_t L = (size_t)n_reads;
     const int z = z_in[p];
     const int w = weight[p];
-    brow[p] = SENTINEL;  /* B(j+1, -1): I(i, j+1) left of the band */
     for (int j = n - 1; j >= 0; --j) {
         const elem_t b = codes[first + j];
 #if COLUMN_COSTS
@@ -210,31 +216,32 @@ __kernel void posterior_backward(
 #else
         const int x_row = 0;
 #endif
-        int bd_right = SENTINEL;  /* BD(j, k + 1): none right of the last offset */
+        int bd_right = SENTINEL;  /* BD(j, k + 1): none right of the last column */
+        const int col0 = n - 1 - j;  /* column 0's offset */
         __global const int *restrict f = F + (size_t)j * max_width * P + p;
         __global int *pool = pooled + (size_t)j * max_width * L + r;
         /* column i + 1's element (the previous step's): past the last column OE_m = E_m = 0, as a
          * CGAP column's */
-        elem_t e_right = j + width < m ? a[j + width] : (elem_t)CGAP_BIT;
-        for (int k0 = width - 1; k0 >= 0; k0 -= TILE) {
+        elem_t e_right = (elem_t)CGAP_BIT;
+        for (int k0 = col0 + m - 1; k0 >= col0; k0 -= TILE) {
             /* the tile's loads first (as in posterior_forward): offsets k0, k0 - 1, ...; grow[k]
              * and brow[k] are read before this row overwrites them (brow[k] at step k - 1) */
             int g_t[TILE], b_t[TILE], f_t[TILE];
             elem_t e_t[TILE], near_t[TILE];
 #pragma unroll
             for (int t = 0; t < TILE; ++t) {
-                const int k = max(k0 - t, 0);
+                const int k = max(k0 - t, col0);
                 g_t[t] = grow[k * P + p];
                 b_t[t] = brow[k * P + p];
                 f_t[t] = f[k * P];
-                e_t[t] = a[j + k];
-                near_t[t] = a_near[j + k];
+                e_t[t] = a[k - col0];
+                near_t[t] = a_near[k - col0];
             }
 #pragma unroll
             for (int t = 0; t < TILE; ++t) {
                 const int k = k0 - t;
-                if (k >= 0) {
-                    const int i = j + k;
+                if (k >= col0) {
+                    const int i = k - col0;
                     int x = 0;  /* the last row: the path may end here */
                     if (j < n - 1) x = softmin2(g_t[t], insertion + b_t[t], softmin, soft_mask);
                     const int right_gap = (e_right & CGAP_BIT) != 0;
@@ -263,17 +270,17 @@ __kernel void posterior_mea(
     const int first = offsets[r];
     const int n = offsets[r + 1] - first;
     if (n == 0) return;
-    const int width = m - n + 1;
     const size_t L = (size_t)n_reads;
 #define POOLED(j, k) pooled[((size_t)(j) * max_width + (k)) * L + r]
 #define INS(j) ins[(size_t)(j) * L + r]
 #define R(j, kp) best[((size_t)(j) * (max_width + 1) + (kp)) * L + r]
     for (int j = 0; j < n; ++j) {
+        const int col0 = n - 1 - j;  /* column 0's offset in row j */
         long total = 0;  /* an integer sum: the same in any order */
-        for (int k0 = 0; k0 < width; k0 += TILE) {
+        for (int k0 = col0; k0 < col0 + m; k0 += TILE) {
             int pooled_t[TILE];
 #pragma unroll
-            for (int t = 0; t < TILE; ++t) pooled_t[t] = k0 + t < width ? POOLED(j, k0 + t) : 0;
+            for (int t = 0; t < TILE; ++t) pooled_t[t] = k0 + t < col0 + m ? POOLED(j, k0 + t) : 0;
 #pragma unroll
             for (int t = 0; t < TILE; ++t) total += pooled_t[t];
         }
@@ -281,29 +288,34 @@ __kernel void posterior_mea(
     }
     long none = 0;  /* the sum of ins over residues 0 .. j-1 */
     for (int j = 0; j < n; ++j) {
-        R(j, 0) = j == 0 ? NEG64 : R(j - 1, 1) + INS(j);
-        long left = R(j, 0);
+        const int col0 = n - 1 - j, last = col0 + m - 1;
+        R(j, col0) = NEG64;  /* R(j, -1): nothing can be placed at or before column -1 */
+        long left = NEG64;
         const int ins_j = INS(j);
-        for (int k0 = 0; k0 < width; k0 += TILE) {
+        for (int k0 = col0; k0 <= last; k0 += TILE) {
             /* the tile's loads first (as in posterior_forward): R(j - 1, k + 1) for its offsets
              * and one more (R(j - 1, k + 2) of its last), and the pooled posteriors */
             long above[TILE + 1];
             int pooled_t[TILE];
 #pragma unroll
-            for (int t = 0; t <= TILE; ++t) above[t] = j > 0 ? R(j - 1, min(k0 + t + 1, width)) : NEG64;
+            for (int t = 0; t <= TILE; ++t) above[t] = j > 0 ? R(j - 1, min(k0 + t + 1, last + 2)) : NEG64;
 #pragma unroll
-            for (int t = 0; t < TILE; ++t) pooled_t[t] = POOLED(j, min(k0 + t, width - 1));
+            for (int t = 0; t < TILE; ++t) pooled_t[t] = POOLED(j, min(k0 + t, last));
 #pragma unroll
             for (int t = 0; t < TILE; ++t) {
                 const int k = k0 + t;
-                if (k < width) {
+                if (k <= last) {
                     long placed = NEG64, up = NEG64;
+                    /* residue 0 placed first has nothing before it; a later residue placed first
+                     * has its predecessors inserted after a column before it: not at column 0 */
+                    long alone = none;
                     if (j > 0) {
                         placed = above[t];
                         up = above[t + 1] + ins_j;
+                        if (k == col0) alone = NEG64;
                     }
                     long v = left;
-                    const long here = pooled_t[t] + max(placed, none);
+                    const long here = pooled_t[t] + max(placed, alone);
                     if (here > v) v = here;
                     if (up > v) v = up;
                     R(j, k + 1) = v;
@@ -313,26 +325,20 @@ __kernel void posterior_mea(
         }
         none += INS(j);
     }
-    objective[r] = R(n - 1, width);
-    int j = n - 1, kp = width;
+    objective[r] = R(n - 1, m);
+    int j = n - 1, kp = m;
     none -= INS(n - 1);
     while (j >= 0) {
         const long v = R(j, kp);
-        while (kp > 0 && R(j, kp - 1) == v) --kp;
-        if (kp == 0) {  /* inserted, every placed residue before it at columns <= j - 1 */
-            columns[first + j] = INSERTED;
-            pp[first + j] = INS(j);
-            --j;
-            if (j >= 0) none -= INS(j);
-            kp = 1;
-            continue;
-        }
+        const int low = n - j;  /* R's index of column 0 in row j */
+        while (kp > low && R(j, kp - 1) == v) --kp;
         const int k = kp - 1;
         const long placed = j > 0 ? R(j - 1, k + 1) : NEG64;
-        if (POOLED(j, k) + max(placed, none) == v) {
-            columns[first + j] = j + k;
+        const long alone = j == 0 || kp > low ? none : NEG64;
+        if (POOLED(j, k) + max(placed, alone) == v) {
+            columns[first + j] = k - (n - 1 - j);
             pp[first + j] = POOLED(j, k);
-            if (j > 0 && placed >= none) {
+            if (j > 0 && placed >= alone) {
                 --j;
                 none -= INS(j);
                 kp = k + 1;
@@ -348,7 +354,7 @@ __kernel void posterior_mea(
             pp[first + j] = INS(j);
             --j;
             if (j >= 0) none -= INS(j);
-            kp = min(k + 2, width);
+            kp = k + 2;
         }
     }
 #undef POOLED
