@@ -48,7 +48,7 @@
  *   row           [W_max + 1][P]         int: posterior_forward's previous row, overwritten in
  *                                        place (offset k is read at step k - 1 and k, then written)
  *                                        (W_max: the launch's longest read's W)
- *   F             [n_max][W_max][P]      int: M's Forward energy, each pair's cells (j, k)
+ *   F             [n_max][m][P]          int: M's Forward energy, each pair's cells (j, i) by column
  *   z             [P]                    int: each pair's Forward energy Z
  *   active        [A]                    int: the pairs whose edge weight is above 0 (the host
  *                                        computes the weights from z: model/posterior.edge_weights)
@@ -57,11 +57,10 @@
  *                                        k + 1 (SENTINEL at 0), overwritten in place
  *   grow          [W_max + 1][P]         int: cM + B of the row below, overwritten in place
  *                                        (SENTINEL from the host: the offsets no row writes)
- *   pooled        [n_max][W_max][L]      int: each read's pooled M posteriors (atomic adds;
+ *   pooled        [n_max][m][L]          int: each read's pooled M posteriors by column (atomic adds;
  *                                        zeroed by the host before posterior_backward)
  *   ins           [n_max][L]             int: posterior_mea's insert posteriors
- *   best          [n_max][W_max + 1][L]  long: posterior_mea's R(j, i) at [j][k + 1], k column
- *                                        i's offset; R(j, -1) at [j][n - 1 - j]
+ *   best          [n_max][m + 1][L]      long: posterior_mea's R(j, i) at [j][i + 1]
  *   columns, pp   [residues]             int: each residue's column (-1 inserted) and posterior
  *   objective     [L]                    long: each read's sum of pp
  * Each kernel steps through a row's offsets in tiles of TILE cells, loading the tile's inputs
@@ -120,7 +119,7 @@ __kernel void posterior_forward(
     __global const elem_t *restrict states, __global const elem_t *restrict near, const int m,
     __global const elem_t *restrict codes, __global const int *restrict offsets,
     __global const int *restrict pair_read, __global const int *restrict pair_slot, const int n_pairs,
-    const int max_width, __global int *restrict row, __global int *restrict F, __global int *restrict z_out,
+    __global int *restrict row, __global int *restrict F, __global int *restrict z_out,
     const int shift, const int mismatch, const int near_mismatch, const int cgap, const int open_extend,
     const int extend, const int insertion, __global const int *restrict softmin, const int soft_mask,
     __global const uchar *restrict cost_rows, __global const uchar *restrict cost_table, const int n_costs)
@@ -147,7 +146,7 @@ __kernel void posterior_forward(
         const int col0 = n - 1 - j;                  /* column 0's offset */
         const int last = col0 + m - 1;               /* column m - 1's */
         int above = row[col0 * P + p];               /* prev[k] */
-        __global int *restrict f = F + (size_t)j * max_width * P + p;
+        __global int *restrict f = F + (size_t)j * m * P + p;
         for (int k0 = col0; k0 <= last; k0 += TILE) {
             /* the tile's loads first (prev[k + 1], not yet overwritten, and the profile's elements),
              * all in flight at once: one memory latency a tile instead of one a cell */
@@ -172,7 +171,7 @@ __kernel void posterior_forward(
                     const int dval = softmin2(mi_left + (gap ? 0 : open_extend), d_left + (gap ? 0 : extend), softmin,
                                               soft_mask);
                     row[k * P + p] = softmin2(mi, dval, softmin, soft_mask);
-                    f[k * P] = mval;
+                    f[i * P] = mval;
                     mi_left = mi;
                     d_left = dval;
                     above = ahead[t];
@@ -189,7 +188,7 @@ __kernel void posterior_backward(
     __global const elem_t *restrict states, __global const elem_t *restrict near, const int m,
     __global const elem_t *restrict codes, __global const int *restrict offsets,
     __global const int *restrict pair_read, __global const int *restrict pair_slot, const int n_pairs,
-    __global const int *restrict active, const int n_active, const int max_width, const int n_reads,
+    __global const int *restrict active, const int n_active, const int n_reads,
     __global int *restrict brow, __global int *restrict grow, __global const int *restrict F,
     __global const int *restrict z_in, __global const int *restrict weight, __global int *pooled,
     const int shift, const int mismatch, const int near_mismatch, const int cgap, const int open_extend,
@@ -218,8 +217,8 @@ __kernel void posterior_backward(
 #endif
         int bd_right = SENTINEL;  /* BD(j, k + 1): none right of the last column */
         const int col0 = n - 1 - j;  /* column 0's offset */
-        __global const int *restrict f = F + (size_t)j * max_width * P + p;
-        __global int *pool = pooled + (size_t)j * max_width * L + r;
+        __global const int *restrict f = F + (size_t)j * m * P + p;
+        __global int *pool = pooled + (size_t)j * m * L + r;
         /* column i + 1's element (the previous step's): past the last column OE_m = E_m = 0, as a
          * CGAP column's */
         elem_t e_right = (elem_t)CGAP_BIT;
@@ -233,7 +232,7 @@ __kernel void posterior_backward(
                 const int k = max(k0 - t, col0);
                 g_t[t] = grow[k * P + p];
                 b_t[t] = brow[k * P + p];
-                f_t[t] = f[k * P];
+                f_t[t] = f[(k - col0) * P];
                 e_t[t] = a[k - col0];
                 near_t[t] = a_near[k - col0];
             }
@@ -252,7 +251,7 @@ __kernel void posterior_backward(
                                                       X_COST(i, x_row), shift) + bval;
                     e_right = e_t[t];
                     const int share = probability_of(f_t[t] - z + bval, prob, prob_mask);
-                    if (share) atomic_add(pool + k * L, (w * share) >> PROB_BITS);
+                    if (share) atomic_add(pool + i * L, (w * share) >> PROB_BITS);
                 }
             }
         }
@@ -261,7 +260,7 @@ __kernel void posterior_backward(
 
 /* model/posterior.mea for one read (its docstring: the DP, the walk back and its tie rule). */
 __kernel void posterior_mea(
-    __global const int *restrict offsets, const int n_reads, const int m, const int max_width,
+    __global const int *restrict offsets, const int n_reads, const int m,
     __global const int *restrict pooled, __global int *restrict ins, __global long *restrict best,
     __global int *restrict columns, __global int *restrict pp, __global long *restrict objective)
 {
@@ -271,16 +270,15 @@ __kernel void posterior_mea(
     const int n = offsets[r + 1] - first;
     if (n == 0) return;
     const size_t L = (size_t)n_reads;
-#define POOLED(j, k) pooled[((size_t)(j) * max_width + (k)) * L + r]
+#define POOLED(j, i) pooled[((size_t)(j) * m + (i)) * L + r]
 #define INS(j) ins[(size_t)(j) * L + r]
-#define R(j, kp) best[((size_t)(j) * (max_width + 1) + (kp)) * L + r]
+#define R(j, c) best[((size_t)(j) * (m + 1) + (c)) * L + r]
     for (int j = 0; j < n; ++j) {
-        const int col0 = n - 1 - j;  /* column 0's offset in row j */
         long total = 0;  /* an integer sum: the same in any order */
-        for (int k0 = col0; k0 < col0 + m; k0 += TILE) {
+        for (int i0 = 0; i0 < m; i0 += TILE) {
             int pooled_t[TILE];
 #pragma unroll
-            for (int t = 0; t < TILE; ++t) pooled_t[t] = k0 + t < col0 + m ? POOLED(j, k0 + t) : 0;
+            for (int t = 0; t < TILE; ++t) pooled_t[t] = i0 + t < m ? POOLED(j, i0 + t) : 0;
 #pragma unroll
             for (int t = 0; t < TILE; ++t) total += pooled_t[t];
         }
@@ -288,23 +286,22 @@ __kernel void posterior_mea(
     }
     long none = 0;  /* the sum of ins over residues 0 .. j-1 */
     for (int j = 0; j < n; ++j) {
-        const int col0 = n - 1 - j, last = col0 + m - 1;
-        R(j, col0) = NEG64;  /* R(j, -1): nothing can be placed at or before column -1 */
+        R(j, 0) = NEG64;  /* R(j, -1): nothing can be placed at or before column -1 */
         long left = NEG64;
         const int ins_j = INS(j);
-        for (int k0 = col0; k0 <= last; k0 += TILE) {
-            /* the tile's loads first (as in posterior_forward): R(j - 1, k + 1) for its offsets
-             * and one more (R(j - 1, k + 2) of its last), and the pooled posteriors */
+        for (int i0 = 0; i0 < m; i0 += TILE) {
+            /* the tile's loads first (as in posterior_forward): R(j - 1, i - 1) for its columns
+             * and one more (R(j - 1, i) of its last), and the pooled posteriors */
             long above[TILE + 1];
             int pooled_t[TILE];
 #pragma unroll
-            for (int t = 0; t <= TILE; ++t) above[t] = j > 0 ? R(j - 1, min(k0 + t + 1, last + 2)) : NEG64;
+            for (int t = 0; t <= TILE; ++t) above[t] = j > 0 ? R(j - 1, min(i0 + t, m)) : NEG64;
 #pragma unroll
-            for (int t = 0; t < TILE; ++t) pooled_t[t] = POOLED(j, min(k0 + t, last));
+            for (int t = 0; t < TILE; ++t) pooled_t[t] = POOLED(j, min(i0 + t, m - 1));
 #pragma unroll
             for (int t = 0; t < TILE; ++t) {
-                const int k = k0 + t;
-                if (k <= last) {
+                const int i = i0 + t;
+                if (i < m) {
                     long placed = NEG64, up = NEG64;
                     /* residue 0 placed first has nothing before it; a later residue placed first
                      * has its predecessors inserted after a column before it: not at column 0 */
@@ -312,13 +309,13 @@ __kernel void posterior_mea(
                     if (j > 0) {
                         placed = above[t];
                         up = above[t + 1] + ins_j;
-                        if (k == col0) alone = NEG64;
+                        if (i == 0) alone = NEG64;
                     }
                     long v = left;
                     const long here = pooled_t[t] + max(placed, alone);
                     if (here > v) v = here;
                     if (up > v) v = up;
-                    R(j, k + 1) = v;
+                    R(j, i + 1) = v;
                     left = v;
                 }
             }
@@ -326,22 +323,21 @@ __kernel void posterior_mea(
         none += INS(j);
     }
     objective[r] = R(n - 1, m);
-    int j = n - 1, kp = m;
+    int j = n - 1, c = m;  /* c: R's index of the bound, column m - 1 */
     none -= INS(n - 1);
     while (j >= 0) {
-        const long v = R(j, kp);
-        const int low = n - j;  /* R's index of column 0 in row j */
-        while (kp > low && R(j, kp - 1) == v) --kp;
-        const int k = kp - 1;
-        const long placed = j > 0 ? R(j - 1, k + 1) : NEG64;
-        const long alone = j == 0 || kp > low ? none : NEG64;
-        if (POOLED(j, k) + max(placed, alone) == v) {
-            columns[first + j] = k - (n - 1 - j);
-            pp[first + j] = POOLED(j, k);
+        const long v = R(j, c);
+        while (c > 1 && R(j, c - 1) == v) --c;  /* R(j, -1) at index 0 never reaches the optimum */
+        const int i = c - 1;
+        const long placed = j > 0 ? R(j - 1, i) : NEG64;
+        const long alone = j == 0 || i > 0 ? none : NEG64;
+        if (POOLED(j, i) + max(placed, alone) == v) {
+            columns[first + j] = i;
+            pp[first + j] = POOLED(j, i);
             if (j > 0 && placed >= alone) {
                 --j;
                 none -= INS(j);
-                kp = k + 1;
+                c = i;  /* R(j-1, i-1) */
             } else {
                 for (int u = 0; u < j; ++u) {
                     columns[first + u] = INSERTED;
@@ -354,7 +350,7 @@ __kernel void posterior_mea(
             pp[first + j] = INS(j);
             --j;
             if (j >= 0) none -= INS(j);
-            kp = k + 2;
+            c = i + 1;  /* R(j-1, i) */
         }
     }
 #undef POOLED

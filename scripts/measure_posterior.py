@@ -35,7 +35,6 @@ from papara_py.model.posterior import (
     edge_terms,
     forward,
     backward_pool,
-    by_column,
     mea_alignment,
 )
 from papara_py.model.params import ScoringParams
@@ -190,9 +189,9 @@ def main() -> None:
             for q, read in enumerate(reads):
                 zs, posts, weights, pooled = exact[q]
                 n = read.size
-                F = np.empty((n, m + n - 1), np.int32)  # row offsets (posterior.py's docstring)
+                F = np.empty((n, m), np.int32)
                 rows = np.empty((4, m + n), np.int64)
-                fixed_pool = np.zeros((n, m + n - 1), np.int64)
+                fixed_pool = np.zeros((n, m), np.int64)
                 for c, e in enumerate(order[q]):
                     et = edge_terms(profiles[e:e + 1], p, tables.shift)[0]
                     z = forward(read, profiles[e], near[e], p, costs, et, tables.shift, tables.softmin, F, rows[0],
@@ -201,7 +200,7 @@ def main() -> None:
                     one = np.zeros_like(F)
                     backward_pool(read, profiles[e], near[e], p, costs, et, tables.shift, tables.softmin,
                                   tables.probability, F, z, PROB_ONE, one, rows[0], rows[1], rows[2], rows[3], SIGN)
-                    err_post = max(err_post, np.abs(by_column(one) / PROB_ONE - posts[c]).max())
+                    err_post = max(err_post, np.abs(one / PROB_ONE - posts[c]).max())
                 err_w = max(err_w, np.abs(w[q] / PROB_ONE - weights).max())
                 # the pooled posteriors through decode's own path: rebuild from its weights
                 for c, e in enumerate(order[q]):
@@ -213,7 +212,7 @@ def main() -> None:
                         backward_pool(read, profiles[e], near[e], p, costs, et, tables.shift, tables.softmin,
                                       tables.probability, F, z, w[q, c], part, rows[0], rows[1], rows[2], rows[3], SIGN)
                         fixed_pool += part
-                err_pool = max(err_pool, np.abs(by_column(fixed_pool) / PROB_ONE - pooled).max())
+                err_pool = max(err_pool, np.abs(fixed_pool / PROB_ONE - pooled).max())
                 # the MEA of the float64 pool, rounded to PROB_ONE units
                 float_cols, _, _ = mea_alignment(np.rint(pooled * PROB_ONE).astype(np.int32))
                 differ += not np.array_equal(float_cols, cols[offsets[q]:offsets[q + 1]])
@@ -235,7 +234,7 @@ def timing(reads, order, profiles, near, p, column_costs, costs, m, args) -> Non
     band_cells = sum(r.size * (m - r.size + 1) for r in reads) * order.shape[1]  # the integer traceback's
     et = edge_terms(profiles, p, tables.shift)
     longest = max(r.size for r in reads)
-    F_space = np.empty(longest * (m + longest), np.int32)
+    F_space = np.empty(longest * m, np.int32)
     rows = np.empty((4, m + longest), np.int64)
     S_space = np.empty(longest * m, np.int64)
     D_space = np.empty(longest * m, np.int64)
@@ -245,7 +244,7 @@ def timing(reads, order, profiles, near, p, column_costs, costs, m, args) -> Non
         return space[:read.size * (m - read.size + 1)].reshape((read.size, m - read.size + 1))
 
     def rectangle(space, read):
-        return space[:read.size * (m + read.size - 1)].reshape((read.size, m + read.size - 1))
+        return space[:read.size * m].reshape((read.size, m))
 
     def fwd():
         for q, read in enumerate(reads):
@@ -255,7 +254,7 @@ def timing(reads, order, profiles, near, p, column_costs, costs, m, args) -> Non
 
     def bwd():  # F_space holds the last edge's Forward; the Backward's work does not depend on it
         for q, read in enumerate(reads):
-            pooled = np.zeros((read.size, m + read.size - 1), np.int32)
+            pooled = np.zeros((read.size, m), np.int32)
             for e in order[q]:
                 backward_pool(read, profiles[e], near[e], p, costs, et[e], tables.shift, tables.softmin,
                               tables.probability, rectangle(F_space, read), zs[q, e], PROB_ONE // 8, pooled, rows[0],

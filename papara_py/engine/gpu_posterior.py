@@ -30,7 +30,7 @@ from papara_py.engine.opencl_devices import DeviceInfo
 from papara_py.io.paths import INSERTED
 from papara_py.model.column_costs import ColumnCosts
 from papara_py.model.fixed_point import SENTINEL, PosteriorTables
-from papara_py.model.posterior import SIGN, Batch, batch_weights, by_offset
+from papara_py.model.posterior import SIGN, Batch, batch_weights
 from papara_py.phylo.encoding import DNA, alphabet_of
 
 #: Work-items per work-group: four NVIDIA warps.
@@ -94,20 +94,20 @@ class GpuPosterior:
         """`model.posterior.mea_alignment` of one read's pooled posteriors (int [n, m] by column)
         by the device's posterior_mea: (columns int32 [n], pp int64 [n], objective). For tests: the
         MEA and its tie rule on chosen posteriors, ties included."""
-        pooled = by_offset(np.asarray(pooled))
-        n, width = pooled.shape
+        pooled = np.ascontiguousarray(pooled, np.int32)
+        n, m = pooled.shape
         program = built_program(self.context, self.device.cl_device, "posterior.cl",
                                 ("-DPROF_BITS=8", f"-DSTATE_BITS={DNA.n_states}"))  # (the MEA reads no element)
         mf = cl.mem_flags
         buffers = (self._upload(np.array([0, n], np.int32)), self._upload(pooled),
                    cl.Buffer(self.context, mf.READ_WRITE, 4 * n),
-                   cl.Buffer(self.context, mf.READ_WRITE, 8 * n * (width + 1)),
+                   cl.Buffer(self.context, mf.READ_WRITE, 8 * n * (m + 1)),
                    cl.Buffer(self.context, mf.WRITE_ONLY, 4 * n), cl.Buffer(self.context, mf.WRITE_ONLY, 4 * n),
                    cl.Buffer(self.context, mf.WRITE_ONLY, 8))
         offsets_buf, pooled_buf, ins_buf, best_buf, columns_buf, pp_buf, objective_buf = buffers
         kernel = cl.Kernel(program, "posterior_mea")
-        kernel.set_args(offsets_buf, np.int32(1), np.int32(width - n + 1), np.int32(width), pooled_buf, ins_buf,
-                        best_buf, columns_buf, pp_buf, objective_buf)
+        kernel.set_args(offsets_buf, np.int32(1), np.int32(m), pooled_buf, ins_buf, best_buf, columns_buf, pp_buf,
+                        objective_buf)
         done = cl.enqueue_nd_range_kernel(self.queue, kernel, (WORK_GROUP,), (WORK_GROUP,))
         wait_sleeping(self.queue, done)
         columns, pp, objective = np.empty(n, np.int32), np.empty(n, np.int32), np.empty(1, np.int64)
@@ -122,8 +122,7 @@ class GpuPosterior:
 
     def _launches(self, batch: Batch, decoded: np.ndarray, m: int) -> list[np.ndarray]:
         """The reads `decoded` (indices into the batch) in launches, longest first: each launch's
-        work space (F: its pairs x its longest read's rows x that read's row width m + n - 1, 4
-        bytes a cell; pooled, ins and the MEA's rows: 16 bytes a cell of each read) within
+        work space (F: its pairs x its longest read's rows x m columns, 4 bytes a cell; pooled, ins and the MEA's rows: 16 bytes a cell of each read) within
         memory_bytes and each of its two largest buffers (F, the MEA's rows) within the device's
         largest, at least one read a launch."""
         lengths = batch.lengths[decoded]
@@ -132,7 +131,7 @@ class GpuPosterior:
         rows = batch.lengths[order]
         launches, begin = [], 0
         while begin < order.size:
-            cells = int(rows[begin]) * (m + int(rows[begin]))  # a pair's / read's cell grid: the launch's first read's
+            cells = int(rows[begin]) * (m + 1)  # a pair's / read's cell grid (the MEA's rows m + 1 wide)
             forward = cells * (4 * np.cumsum(pairs[begin:]))  # F
             mea = cells * (8 * np.arange(1, order.size - begin + 1))  # the MEA's rows
             need = forward + 2 * mea  # and pooled and ins, within 8 bytes a cell
@@ -159,7 +158,7 @@ class GpuPosterior:
         pair_read, pair_column, pair_slot = pair_read[order], pair_column[order], pair_slot[order]
         n_pairs = pair_read.size
         max_rows = int(read_lengths.max())
-        max_width = m + max_rows - 1  # the longest read's row width W (model/posterior.py)
+        row_width = m + max_rows - 1  # the longest read's work row width W (model/posterior.py)
         mf = cl.mem_flags
         i32 = np.int32
         codes_buf = self._upload(batch.codes[gather])
@@ -167,11 +166,11 @@ class GpuPosterior:
         offsets_buf = self._upload(local_offsets)
         pair_read_buf = self._upload(pair_read.astype(np.int32))
         pair_slot_buf = self._upload(pair_slot.astype(np.int32))
-        row_buf = cl.Buffer(self.context, mf.READ_WRITE, 4 * (max_width + 1) * n_pairs)
-        grow_buf = cl.Buffer(self.context, mf.READ_WRITE, 4 * (max_width + 1) * n_pairs)
+        row_buf = cl.Buffer(self.context, mf.READ_WRITE, 4 * (row_width + 1) * n_pairs)
+        grow_buf = cl.Buffer(self.context, mf.READ_WRITE, 4 * (row_width + 1) * n_pairs)
         # the offsets no row writes (column m - 1's of the row above): no diagonal step from there
-        cl.enqueue_fill_buffer(self.queue, grow_buf, np.int32(SENTINEL), 0, 4 * (max_width + 1) * n_pairs)
-        f_buf = cl.Buffer(self.context, mf.READ_WRITE, 4 * max_rows * max_width * n_pairs)
+        cl.enqueue_fill_buffer(self.queue, grow_buf, np.int32(SENTINEL), 0, 4 * (row_width + 1) * n_pairs)
+        f_buf = cl.Buffer(self.context, mf.READ_WRITE, 4 * max_rows * m * n_pairs)
         z_buf = cl.Buffer(self.context, mf.READ_WRITE, 4 * n_pairs)
         p = batch.p
         shift = tables.shift
@@ -182,7 +181,7 @@ class GpuPosterior:
 
         forward = cl.Kernel(program, "posterior_forward")
         forward.set_args(states_buf, near_buf, i32(m), codes_buf, offsets_buf, pair_read_buf, pair_slot_buf,
-                         i32(n_pairs), i32(max_width), row_buf, f_buf, z_buf, i32(shift), *energies, softmin_buf,
+                         i32(n_pairs), row_buf, f_buf, z_buf, i32(shift), *energies, softmin_buf,
                          soft_mask, rows_buf, table_buf, i32(n_costs))
         done = cl.enqueue_nd_range_kernel(self.queue, forward, groups(n_pairs), (WORK_GROUP,))
         wait_sleeping(self.queue, done)
@@ -198,25 +197,25 @@ class GpuPosterior:
         pair_weight = launch_weights[pair_read, pair_column].astype(np.int32)
         active = np.flatnonzero(pair_weight > 0).astype(np.int32)
 
-        pooled_buf = cl.Buffer(self.context, mf.READ_WRITE, 4 * max_rows * max_width * n_reads)
-        cl.enqueue_fill_buffer(self.queue, pooled_buf, np.int32(0), 0, 4 * max_rows * max_width * n_reads)
+        pooled_buf = cl.Buffer(self.context, mf.READ_WRITE, 4 * max_rows * m * n_reads)
+        cl.enqueue_fill_buffer(self.queue, pooled_buf, np.int32(0), 0, 4 * max_rows * m * n_reads)
         active_buf = self._upload(active)
         weight_buf = self._upload(pair_weight)
         backward = cl.Kernel(program, "posterior_backward")
         backward.set_args(states_buf, near_buf, i32(m), codes_buf, offsets_buf, pair_read_buf, pair_slot_buf,
-                          i32(n_pairs), active_buf, i32(active.size), i32(max_width), i32(n_reads), row_buf,
+                          i32(n_pairs), active_buf, i32(active.size), i32(n_reads), row_buf,
                           grow_buf, f_buf, z_buf, weight_buf, pooled_buf, i32(shift), *energies, softmin_buf,
                           soft_mask, prob_buf, prob_mask, rows_buf, table_buf, i32(n_costs))
         cl.enqueue_nd_range_kernel(self.queue, backward, groups(active.size), (WORK_GROUP,))
 
         ins_buf = cl.Buffer(self.context, mf.READ_WRITE, 4 * max_rows * n_reads)
-        best_buf = cl.Buffer(self.context, mf.READ_WRITE, 8 * max_rows * (max_width + 1) * n_reads)
+        best_buf = cl.Buffer(self.context, mf.READ_WRITE, 8 * max_rows * (m + 1) * n_reads)
         columns_buf = cl.Buffer(self.context, mf.WRITE_ONLY, 4 * int(local_offsets[-1]))
         pp_buf = cl.Buffer(self.context, mf.WRITE_ONLY, 4 * int(local_offsets[-1]))
         objective_buf = cl.Buffer(self.context, mf.WRITE_ONLY, 8 * n_reads)
         mea = cl.Kernel(program, "posterior_mea")
-        mea.set_args(offsets_buf, i32(n_reads), i32(m), i32(max_width), pooled_buf, ins_buf, best_buf, columns_buf,
-                     pp_buf, objective_buf)
+        mea.set_args(offsets_buf, i32(n_reads), i32(m), pooled_buf, ins_buf, best_buf, columns_buf, pp_buf,
+                     objective_buf)
         done = cl.enqueue_nd_range_kernel(self.queue, mea, groups(n_reads), (WORK_GROUP,))
         wait_sleeping(self.queue, done)
         launch_columns = np.empty(int(local_offsets[-1]), np.int32)

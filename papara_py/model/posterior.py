@@ -6,10 +6,12 @@ answer bit for bit.
 The model. A read's alignment to an edge is a path through the whole rectangle of cells (row j,
 the read position, 0 <= j < n; column i, 0 <= i < m), not only DESIGN 4's band (i - j in
 [0, m - n]), which leaves out the true alignment of a read whose deletions a later insertion
-cancels near the last column (DESIGN 5). Cells are stored by offset k = i - j + n - 1 in [0, W),
-W = m + n - 1: row j's cells are the offsets [n - 1 - j, n - 1 - j + m), every other entry is
-fixed_point.SENTINEL (or never read). Three states per cell, with the costs of Eq. 1 read as
-energies (cost << shift, fixed point):
+cancels near the last column (DESIGN 5). F, the pooled posteriors and the MEA's sums are stored
+by column ([n, m]); the Forward's and Backward's work rows by offset k = i - j + n - 1 in [0, W),
+W = m + n - 1 (row j's cells are the offsets [n - 1 - j, n - 1 - j + m)), so that a row reads
+the row above at its own offset (diagonal) and one to the right (insertion), as section 4's
+kernels do; their other entries are fixed_point.SENTINEL (or never read). Three states per
+cell, with the costs of Eq. 1 read as energies (cost << shift, fixed point):
     M(i,j) = cM(i,j) + (+){ M, D, I }(i-1, j-1)      j = 0: the boundary S(i-1, -1) = 0
     D(i,j) = (+){ (+){ M, I }(i-1, j) + OE_i,  D(i-1, j) + E_i }   (D never opens from D)
     I(i,j) = ins + (+){ M, D, I }(i, j-1)             j = 0: the boundary S(i, -1) = 0
@@ -141,8 +143,8 @@ def rectangle_constants(read, profile, p, shift):
 def forward(read, profile, near, p, costs, terms, shift, softmin, F, sf_a, sf_b, sign):
     """Forward over every path of `read` against `profile` (near states `near`, column costs
     `costs` in kernel form, `terms` its edge_terms [3, m + 1]): stores M's Forward energy in F
-    (int32 [n, W], row j's cells only) and returns Z (module docstring). sf_a, sf_b: int64 work
-    rows of at least W + 1 cells; sign: SIGN."""
+    (int32 [n, m], by column) and returns Z (module docstring). sf_a, sf_b: int64 work rows of at
+    least W + 1 cells; sign: SIGN."""
     n, width, states, ins, mismatch, near_mismatch = rectangle_constants(read, profile, p, shift)
     m = profile.shape[0]
     cg, oe, ex = terms[0], terms[1], terms[2]
@@ -169,7 +171,7 @@ def forward(read, profile, near, p, costs, terms, shift, softmin, F, sf_a, sf_b,
             mi = softmin2(mval, ins + prev[k + 1], softmin, sign)
             dval = softmin2(mi_left + oe[i], d_left + ex[i], softmin, sign)
             cur[k] = softmin2(mi, dval, softmin, sign)
-            F[j, k] = mval
+            F[j, i] = mval
             mi_left = mi
             d_left = dval
         prev, cur = cur, prev
@@ -183,8 +185,8 @@ def forward(read, profile, near, p, costs, terms, shift, softmin, F, sf_a, sf_b,
 def backward_pool(read, profile, near, p, costs, terms, shift, softmin, prob, F, z, weight, pooled, b_a, b_b, g_a,
                   g_b, sign):
     """Backward over every path (module docstring), adding each cell's M posterior times `weight`
-    (PROB_ONE units), floored to PROB_ONE units, to pooled (int32 [n, W], row j's cells only). F
-    and z: `forward`'s; b_a, b_b, g_a, g_b: int64 work rows of at least W + 1 cells (b rows hold
+    (PROB_ONE units), floored to PROB_ONE units, to pooled (int32 [n, m], by column). F and z:
+    `forward`'s; b_a, b_b, g_a, g_b: int64 work rows of at least W + 1 cells (b rows hold
     offset k at k + 1); sign: SIGN."""
     n, width, states, ins, mismatch, near_mismatch = rectangle_constants(read, profile, p, shift)
     m = profile.shape[0]
@@ -214,34 +216,30 @@ def backward_pool(read, profile, near, p, costs, terms, shift, softmin, prob, F,
             b_cur[k + 1] = bval
             g_cur[k] = diagonal_energy(profile[i], near[i], b, states, mismatch, near_mismatch, costs, row, i, shift,
                                        sign) + cg[i] + bval
-            pooled[j, k] += (weight * probability_of(F[j, k] - z + bval, prob, sign)) >> PROB_BITS
+            pooled[j, i] += (weight * probability_of(F[j, i] - z + bval, prob, sign)) >> PROB_BITS
         b_next, b_cur = b_cur, b_next
         g_next, g_cur = g_cur, g_next
 
 
 @njit(cache=True, nogil=True)
 def insert_posteriors(pooled, out):
-    """out[j] = max(0, PROB_ONE - sum over row j's cells of pooled[j]): residue j's insert
-    posterior (pooled [n, W], module docstring)."""
-    n = pooled.shape[0]
-    m = pooled.shape[1] - n + 1
-    for j in range(n):
+    """out[j] = max(0, PROB_ONE - sum over the columns of pooled[j]): residue j's insert posterior."""
+    for j in range(pooled.shape[0]):
         total = 0
-        for k in range(n - 1 - j, n - 1 - j + m):
-            total += pooled[j, k]
+        for i in range(pooled.shape[1]):
+            total += pooled[j, i]
         out[j] = max(0, PROB_ONE - total)
 
 
 @njit(cache=True, nogil=True)
 def mea(pooled, R, ins, columns, pp):
-    """The pooled MEA alignment of one read (module docstring): pooled int32 [n, W] (M
-    posteriors, PROB_ONE units); R int64 work space [n, W + 1]; ins int64 work space [n]. Writes
-    each residue's column (INSERTED: none) to columns and its chosen state's posterior to pp;
-    returns the sum of pp (the objective).
+    """The pooled MEA alignment of one read (module docstring): pooled int32 [n, m] (M
+    posteriors by column, PROB_ONE units); R int64 work space [n, m + 1]; ins int64 work space
+    [n]. Writes each residue's column (INSERTED: none) to columns and its chosen state's
+    posterior to pp; returns the sum of pp (the objective).
 
     R(j, i) is the best sum for residues 0..j with at least one placed and every placed column
-    <= i, stored at R[j, k + 1] for column i's offset k in row j (module docstring), i in [-1, m):
-    R(j, -1) = minus infinity at R[j, n - 1 - j].
+    <= i, stored at R[j, i + 1], i in [-1, m): R(j, -1) = minus infinity.
 
     Ties (deterministic, every device the same): residues are decided from the last to the
     first. Each takes the smallest column bound c (every placed column among it and the residues
@@ -249,50 +247,47 @@ def mea(pooled, R, ins, columns, pp):
     optimum; there it is placed in column c if that reaches the optimum, else inserted (placed
     before inserted). Where a placed residue's optimum is reached both with and without a placed
     residue before it, the residues before it get one (placed before all inserted)."""
-    n = pooled.shape[0]
-    m = pooled.shape[1] - n + 1
+    n, m = pooled.shape
     insert_posteriors(pooled, ins)
     none = 0  # the sum of ins over residues 0..j-1 (all of them inserted)
     for j in range(n):
-        first = n - 1 - j  # column 0's offset
-        R[j, first] = NEG64  # R(j, -1): nothing can be placed at or before column -1
-        for k in range(first, first + m):
+        R[j, 0] = NEG64  # R(j, -1): nothing can be placed at or before column -1
+        for i in range(m):
             if j == 0:
                 placed = NEG64
                 up = NEG64
                 alone = none  # residue 0 placed first: nothing before it
             else:
-                placed = R[j - 1, k + 1]  # R(j-1, i-1)
-                up = R[j - 1, k + 2] + ins[j]  # R(j-1, i), residue j inserted
-                alone = none if k > first else NEG64  # the residues before inserted: not before column 0
-            best = pooled[j, k] + max(placed, alone)
-            v = R[j, k]
+                placed = R[j - 1, i]  # R(j-1, i-1)
+                up = R[j - 1, i + 1] + ins[j]  # R(j-1, i), residue j inserted
+                alone = none if i > 0 else NEG64  # the residues before inserted: not before column 0
+            best = pooled[j, i] + max(placed, alone)
+            v = R[j, i]
             if best > v:
                 v = best
             if up > v:
                 v = up
-            R[j, k + 1] = v
+            R[j, i + 1] = v
         none += ins[j]
     objective = R[n - 1, m]
     # walk back; `none` is the sum of ins over residues 0..j-1 at every step
     j = n - 1
-    kp = m  # R's index of the bound: column m - 1 of the last row
+    c = m  # R's index of the bound: column m - 1
     none -= ins[n - 1]
     while j >= 0:
-        v = R[j, kp]
-        low = n - j  # R's index of column 0 in row j (R(j, -1) below it never reaches the optimum)
-        while kp > low and R[j, kp - 1] == v:
-            kp -= 1
-        k = kp - 1
-        placed = R[j - 1, k + 1] if j > 0 else NEG64
-        alone = none if j == 0 or kp > low else NEG64
-        if pooled[j, k] + max(placed, alone) == v:
-            columns[j] = k - (n - 1 - j)
-            pp[j] = pooled[j, k]
+        v = R[j, c]
+        while c > 1 and R[j, c - 1] == v:  # (R(j, -1) at index 0 never reaches the optimum)
+            c -= 1
+        i = c - 1
+        placed = R[j - 1, i] if j > 0 else NEG64
+        alone = none if j == 0 or i > 0 else NEG64
+        if pooled[j, i] + max(placed, alone) == v:
+            columns[j] = i
+            pp[j] = pooled[j, i]
             if j > 0 and placed >= alone:
                 j -= 1
                 none -= ins[j]
-                kp = k + 1
+                c = i  # R(j-1, i-1)
             else:
                 for t in range(j):
                     columns[t] = INSERTED
@@ -304,7 +299,7 @@ def mea(pooled, R, ins, columns, pp):
             j -= 1
             if j >= 0:
                 none -= ins[j]
-            kp = k + 2
+            c = i + 1  # R(j-1, i)
     return objective
 
 
@@ -334,18 +329,18 @@ def decode_read(read, slots, profiles, near, terms, p, costs, shift, softmin, pr
     """One read's posterior step: Forward on every candidate (slots[e] >= 0: profiles[slots[e]]),
     the weights (written to weights, int32 [K]), the pooled posteriors, the MEA (columns, pp).
     Returns the MEA objective, or -1 for a read without candidates (every residue inserted, pp
-    0). Work space: F_space int32 [K n W], pooled_space int32 [n W], R_space int64 [n (W + 1)],
-    rows int64 [4, >= W + 1], z int64 [K], ins int64 [n]; sign: SIGN."""
+    0). Work space: F_space int32 [K n m], pooled_space int32 [n m], R_space int64 [n (m + 1)],
+    rows int64 [4, >= W + 1] (W = m + n - 1), z int64 [K], ins int64 [n]; sign: SIGN."""
     n = read.shape[0]
-    width = profiles.shape[1] + n - 1
-    cells = n * width
+    m = profiles.shape[1]
+    cells = n * m
     count = slots.shape[0]
     found = False
     for e in range(count):
         weights[e] = 0
         s = slots[e]
         if s >= 0:
-            F = F_space[e * cells:(e + 1) * cells].reshape((n, width))
+            F = F_space[e * cells:(e + 1) * cells].reshape((n, m))
             z[e] = forward(read, profiles[s], near[s], p, costs, terms[s], shift, softmin, F, rows[0], rows[1], sign)
             found = True
     if not found:
@@ -354,15 +349,15 @@ def decode_read(read, slots, profiles, near, terms, p, costs, shift, softmin, pr
             pp[j] = 0
         return -1
     edge_weights(z, slots, prob, sign, weights)
-    pooled = pooled_space[:cells].reshape((n, width))
+    pooled = pooled_space[:cells].reshape((n, m))
     pooled[:] = 0
     for e in range(count):
         s = slots[e]
         if s >= 0 and weights[e] > 0:
-            F = F_space[e * cells:(e + 1) * cells].reshape((n, width))
+            F = F_space[e * cells:(e + 1) * cells].reshape((n, m))
             backward_pool(read, profiles[s], near[s], p, costs, terms[s], shift, softmin, prob, F, z[e], weights[e],
                           pooled, rows[0], rows[1], rows[2], rows[3], sign)
-    R = R_space[:n * (width + 1)].reshape((n, width + 1))
+    R = R_space[:n * (m + 1)].reshape((n, m + 1))
     return mea(pooled, R, ins, columns, pp)
 
 
@@ -370,16 +365,14 @@ def decode_read(read, slots, profiles, near, terms, p, costs, shift, softmin, pr
 def _decode_reads(codes, offsets, first, last, slots, profiles, near, terms, p, costs, shift, softmin, prob, columns,
                   pp, weights, objective, sign):
     """decode_read for reads first..last-1 of a batch, GIL released, with one set of work space
-    sized for the largest rectangle among them (a fresh set per read would cost more in page
-    faults than the recurrence: reference_scorer.fill_band_into)."""
+    sized for the longest read among them (a fresh set per read would cost more in page faults
+    than the recurrence: reference_scorer.fill_band_into)."""
     m = profiles.shape[1]
     count = slots.shape[1]
-    cells = 1
     longest = 1
     for r in range(first, last):
-        n = offsets[r + 1] - offsets[r]
-        cells = max(cells, n * (m + n - 1))
-        longest = max(longest, n)
+        longest = max(longest, offsets[r + 1] - offsets[r])
+    cells = longest * m
     F_space = np.empty(count * cells, np.int32)
     pooled_space = np.empty(cells, np.int32)
     R_space = np.empty(cells + longest, np.int64)
@@ -516,25 +509,7 @@ def _one_edge(read, profile, p, tables, family, costs):
     check_fixed_point(p, 0 if costs is None else costs.largest, n, m, tables)
     profiles = profile[None, :]
     return (profiles, profile_near(profiles, family), edge_terms(profiles, p, tables.shift), kernel_costs(costs), p,
-            np.empty((n, m + n - 1), np.int32), np.empty((4, m + n), np.int64))
-
-
-def by_column(cells: np.ndarray) -> np.ndarray:
-    """Row-offset cells [n, W] (module docstring) as columns [n, m]: row j's cells, column i at
-    [j, i] (a copy)."""
-    n = cells.shape[0]
-    m = cells.shape[1] - n + 1
-    return np.stack([cells[j, n - 1 - j:n - 1 - j + m] for j in range(n)]) if n else cells[:, :m].copy()
-
-
-def by_offset(columns: np.ndarray, dtype=np.int32) -> np.ndarray:
-    """`by_column`'s inverse: cells [n, m] by column as [n, W] row offsets, 0 outside each row's
-    cells (as the kernels' pooled posteriors)."""
-    n, m = columns.shape
-    cells = np.zeros((n, m + n - 1), dtype)
-    for j in range(n):
-        cells[j, n - 1 - j:n - 1 - j + m] = columns[j]
-    return cells
+            np.empty((n, m), np.int32), np.empty((4, m + n), np.int64))
 
 
 def forward_energy(read: np.ndarray, profile: np.ndarray, p: np.ndarray, tables: PosteriorTables,
@@ -544,7 +519,7 @@ def forward_energy(read: np.ndarray, profile: np.ndarray, p: np.ndarray, tables:
     after the first row: the sentinel plus its step)."""
     profiles, near, terms, kernel, p, F, rows = _one_edge(read, profile, p, tables, family, costs)
     z = forward(read, profile, near[0], p, kernel, terms[0], tables.shift, tables.softmin, F, rows[0], rows[1], SIGN)
-    return int(z), by_column(F)
+    return int(z), F
 
 
 def edge_posteriors(read: np.ndarray, profile: np.ndarray, p: np.ndarray, tables: PosteriorTables,
@@ -557,16 +532,16 @@ def edge_posteriors(read: np.ndarray, profile: np.ndarray, p: np.ndarray, tables
     pooled = np.zeros_like(F)
     backward_pool(read, profile, near[0], p, kernel, terms[0], tables.shift, tables.softmin, tables.probability, F, z,
                   weight, pooled, rows[0], rows[1], rows[2], rows[3], SIGN)
-    return int(z), by_column(pooled)
+    return int(z), pooled
 
 
 def mea_alignment(pooled: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """`mea` of pooled posteriors int [n, m] by column: (columns int32 [n], pp int64 [n], objective)."""
-    cells = by_offset(np.asarray(pooled))
-    n, width = cells.shape
+    """`mea` of pooled posteriors int32 [n, m] by column: (columns int32 [n], pp int64 [n], objective)."""
+    pooled = np.ascontiguousarray(pooled, np.int32)
+    n, m = pooled.shape
     columns = np.empty(n, np.int32)
     pp = np.empty(n, np.int64)
-    objective = mea(cells, np.empty((n, width + 1), np.int64), np.empty(n, np.int64), columns, pp)
+    objective = mea(pooled, np.empty((n, m + 1), np.int64), np.empty(n, np.int64), columns, pp)
     return columns, pp, int(objective)
 
 

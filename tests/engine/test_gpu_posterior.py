@@ -63,8 +63,7 @@ def test_launches_keep_within_the_budget_and_the_largest_buffer(decoders):
         launches = decoder._launches(batch, decoded, 30)
         np.testing.assert_array_equal(np.sort(np.concatenate(launches)), decoded)
         for reads in launches:
-            rows = batch.lengths[reads].max()
-            width = 30 + rows  # the longest read's row width W = m + n - 1, plus one
+            rows, width = batch.lengths[reads].max(), 30 + 1  # the MEA's rows: m + 1
             forward, mea = 4 * rows * width * 3 * reads.size, 8 * rows * width * reads.size
             if reads.size > 1:
                 assert max(forward, mea) <= decoder.device.max_alloc_bytes and forward + 2 * mea <= decoder.memory_bytes
