@@ -1,7 +1,8 @@
 /* Posterior decoding on the device (issue 53): the fixed-point Forward and Backward over every
- * alignment of each (read, candidate edge) pair (the whole rectangle of cells), the pooling of the edges' M posteriors into the read's, and the
- * read's MEA alignment. Every integer here is the one papara_py/model/posterior.py computes on
- * the CPU (its docstring is the specification; tests hold the two equal on PoCL and the GPU):
+ * alignment of each (read, candidate edge) pair (the whole rectangle of cells), the pooling of
+ * the edges' M posteriors into the read's, and the read's MEA alignment. Every integer here is
+ * the one papara_py/model/posterior.py computes on the CPU (its docstring is the specification;
+ * tests hold the two equal on PoCL and the GPU):
  * the same recurrences, the same evaluation order of every softmin, the same tables
  * (model/fixed_point.py, built on the host and uploaded), the same floors.
  *
@@ -21,9 +22,9 @@
  *   Forward (rows down, offsets up; prev = the row above's totals: for row -1, 0 at offsets
  *   n - 1 .. W and SENTINEL left of them, which no row overwrites (row j writes its own cells and
  *   row j + 1 reads one offset left of them: S(-1, j) = +infinity)):
- *     Mf(j,k) = cM(j,k) + prev[k]                               stored in F
+ *     Mf(j,k) = cM(j,k) + prev[k]                               stored in F at column i
  *     MI      = Mf (+) (insertion + prev[k+1])
- *     Df      = (MI(j,k-1) + OE_i) (+) (Df(j,k-1) + E_i)         both SENTINEL left of offset 0
+ *     Df      = (MI(j,k-1) + OE_i) (+) (Df(j,k-1) + E_i)         both SENTINEL left of column 0
  *     cur[k]  = MI (+) Df
  *   Z = cur[0] (+) cur[1] (+) ... (+) cur[m-1] of the last row, in that order.
  *   Backward (rows up, offsets down; OE_m = E_m = 0 past the last column):

@@ -122,9 +122,10 @@ class GpuPosterior:
 
     def _launches(self, batch: Batch, decoded: np.ndarray, m: int) -> list[np.ndarray]:
         """The reads `decoded` (indices into the batch) in launches, longest first: each launch's
-        work space (F: its pairs x its longest read's rows x m columns, 4 bytes a cell; pooled, ins and the MEA's rows: 16 bytes a cell of each read) within
-        memory_bytes and each of its two largest buffers (F, the MEA's rows) within the device's
-        largest, at least one read a launch."""
+        work space (F: its pairs x its longest read's rows x m columns, 4 bytes a cell; pooled,
+        ins and the MEA's rows: 16 bytes a cell of each read) within memory_bytes and each of its
+        two largest buffers (F, the MEA's rows) within the device's largest, at least one read a
+        launch."""
         lengths = batch.lengths[decoded]
         order = decoded[np.argsort(-lengths, kind="stable")]
         pairs = (batch.slots[order] >= 0).sum(axis=1)

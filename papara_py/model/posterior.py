@@ -1,7 +1,7 @@
 """Posterior decoding (issue 53; PLAN "The posterior model"): Forward and Backward over every
-alignment of a read to each candidate edge, edge weights, the pooled posteriors and their maximum expected accuracy
-(MEA) alignment, in fixed-point integers (model/fixed_point.py) so every device gives the same
-answer bit for bit.
+alignment of a read to each candidate edge, edge weights, the pooled posteriors and their
+maximum expected accuracy (MEA) alignment, in fixed-point integers (model/fixed_point.py) so
+every device gives the same answer bit for bit.
 
 The model. A read's alignment to an edge is a path through the whole rectangle of cells (row j,
 the read position, 0 <= j < n; column i, 0 <= i < m), not only DESIGN 4's band (i - j in
@@ -27,7 +27,7 @@ gives each path one derivation). At T = 0 (+) is min and Z is the cheapest path'
 1's score times the scale where that path lies in the band, less where it does not (tested).
 
 Fixed evaluation order (every device the same integers): (+){M, D, I} is ((M (+) I) (+) D),
-D's two terms in the order written, Z's offsets in increasing k, the Backward's (below)
+D's two terms in the order written, Z's columns in increasing i, the Backward's (below)
 ((diagonal (+) insertion) (+) deletion), and the softmin table is applied as min(a, b) -
 softmin[|a - b|].
 
@@ -36,7 +36,7 @@ have the same successors), and BD(j,k) from D:
     B(j,k)  = (+){ cM(j+1,k) + B(j+1,k),  ins + B(j+1,k-1),  OE_{i+1} + BD(j,k+1) }   (j = n-1: 0
     BD(j,k) = (+){ cM(j+1,k) + B(j+1,k),  ins + B(j+1,k-1),  E_{i+1}  + BD(j,k+1) }    in place
 of the first two: the path may end)
-computed row by row from the last, offsets from the right. M's posterior at (j, k) is
+computed row by row from the last, columns from the right. M's posterior at (j, k) is
 exp(-(F_M(j,k) + B(j,k) - Z) / T), read from the probability table (an exponent below 0, which
 the tables' rounding can give, reads as 0: probability 1; one past the table's end as 0).
 
