@@ -116,6 +116,16 @@ inline int diagonal_energy(const elem_t e, const elem_t e_near, const elem_t b, 
 #define X_COST(i, x_row) 0
 #endif
 
+/* The column cost table's row of the read residue at `index` (COLUMN_COSTS), 0 without. */
+inline int cost_row_of(__global const uchar *restrict cost_rows, const int index)
+{
+#if COLUMN_COSTS
+    return cost_rows[index];
+#else
+    return 0;
+#endif
+}
+
 __kernel void posterior_forward(
     __global const elem_t *restrict states, __global const elem_t *restrict near, const int m,
     __global const elem_t *restrict codes, __global const int *restrict offsets,
@@ -138,11 +148,7 @@ __kernel void posterior_forward(
     for (int k = 0; k <= width; ++k) row[k * P + p] = k >= n - 1 ? 0 : SENTINEL;
     for (int j = 0; j < n; ++j) {
         const elem_t b = codes[first + j];
-#if COLUMN_COSTS
-        const int x_row = cost_rows[first + j];
-#else
-        const int x_row = 0;
-#endif
+        const int x_row = cost_row_of(cost_rows, first + j);
         int mi_left = SENTINEL, d_left = SENTINEL;  /* MI and Df at offset k - 1 */
         const int col0 = n - 1 - j;                  /* column 0's offset */
         const int last = col0 + m - 1;               /* column m - 1's */
@@ -211,11 +217,7 @@ __kernel void posterior_backward(
     const int w = weight[p];
     for (int j = n - 1; j >= 0; --j) {
         const elem_t b = codes[first + j];
-#if COLUMN_COSTS
-        const int x_row = cost_rows[first + j];
-#else
-        const int x_row = 0;
-#endif
+        const int x_row = cost_row_of(cost_rows, first + j);
         int bd_right = SENTINEL;  /* BD(j, k + 1): none right of the last column */
         const int col0 = n - 1 - j;  /* column 0's offset */
         __global const int *restrict f = F + (size_t)j * m * P + p;
