@@ -484,3 +484,22 @@ def test_pp_code_follows_hmmer():
     assert pp_string(np.array(values)) == expected
     assert pp_string(np.array([0, one // 2, one])) == "05*"
     assert pp_digits(np.array([one * 95 // 100])).tobytes() == b"9"  # 0.94998 (floored): still 9
+
+
+def test_a_read_whose_true_alignment_leaves_the_band_gets_it():
+    """The rectangle's point (DESIGN 5): the read's first three residues match the last three
+    columns and its fourth fits nowhere. The band (residue 0 in columns 0 .. m - n = 4) cannot
+    place residue 0 in column 5 (with the band the MEA placed only residue 3, in column 5); the
+    posterior step places 0-2 in columns 5-7 and inserts 3, each state's posterior above one
+    half; Eq. 1's best, inside the band, costs more than that path."""
+    A, C, G, T = 1, 2, 4, 8
+    profile = np.array([T, T, T, T, T, A, C, G], np.uint8)
+    read = np.array([A, C, G, A], np.uint8)
+    p = np.array([5, 0, 5, 5, 1, 5], np.int64)  # mismatch 5, insertion 1
+    columns, pp, weights, _ = decode_batch(read, np.array([0, 4]), np.zeros((1, 1), np.int64), None, profile[None, :],
+                                           None, p, None, PosteriorTables.build(1.0))
+    assert columns.tolist() == [5, 6, 7, INSERTED]
+    assert pp.min() > PROB_ONE // 2
+    viterbi = PosteriorTables.build(0)
+    z, _ = forward_energy(read, profile, p, viterbi)
+    assert z == 1 * viterbi.scale < score_one(read, profile, np.zeros(8, np.uint8), p, None) * viterbi.scale
