@@ -55,7 +55,7 @@
  *                                        computes the weights from z: model/posterior.edge_weights)
  *   weight        [P]                    int: each pair's edge weight, PROB_ONE units
  *   brow          [W_max + 1][P]         int: posterior_backward's B of the row below, offset k at
- *                                        k + 1 (SENTINEL at 0), overwritten in place
+ *                                        k + 1, overwritten in place
  *   grow          [W_max + 1][P]         int: cM + B of the row below, overwritten in place
  *                                        (SENTINEL from the host: the offsets no row writes)
  *   pooled        [n_max][m][L]          int: each read's pooled M posteriors by column (atomic adds;

@@ -162,9 +162,9 @@ def forward(read, profile, near, p, costs, terms, shift, softmin, F, sf_a, sf_b,
         row = read_cost_row(costs, b)
         mi_left = SENTINEL  # (M (+) I) at offset k - 1: none left of column 0
         d_left = SENTINEL   # D at offset k - 1
-        first = n - 1 - j  # column 0's offset
-        for k in range(first, first + m):
-            i = k - first
+        col0 = n - 1 - j  # column 0's offset
+        for k in range(col0, col0 + m):
+            i = k - col0
             cm = diagonal_energy(profile[i], near[i], b, states, mismatch, near_mismatch, costs, row, i, shift,
                                  sign) + cg[i]
             mval = cm + prev[k]
@@ -204,9 +204,9 @@ def backward_pool(read, profile, near, p, costs, terms, shift, softmin, prob, F,
         b = read[j]
         row = read_cost_row(costs, b)
         bd_right = SENTINEL  # BD at column i + 1: none right of the last column
-        first = n - 1 - j  # column 0's offset
-        for k in range(first + m - 1, first - 1, -1):
-            i = k - first
+        col0 = n - 1 - j  # column 0's offset
+        for k in range(col0 + m - 1, col0 - 1, -1):
+            i = k - col0
             if j == n - 1:
                 x = 0  # the path may end here
             else:  # M(i+1, j+1) at offset k, I(i, j+1) at offset k - 1 of the row below
