@@ -94,21 +94,16 @@ def as_chunks(profiles: np.ndarray, chunk_blocks: int) -> list[tuple[int, int, n
 
 def random_instance(rng: np.random.Generator, m: int, n_edges: int, n_reads: int,
                     params: ScoringParams, alphabet: Alphabet = DNA):
-    """Profiles, reads (including 1 and m-1 residues), the columns' family residues (protein:
-    one or two random amino acids in most columns; DNA: none), the column profile costs (with
+    """Profiles, reads (including 1 and m-1 residues), the column profile costs (with
     `params.column_weight`) and the expected k-best lists."""
     lengths = np.r_[1, m - 1, rng.integers(1, m, size=n_reads)]
     profiles = random_profiles(rng, n_edges, m, alphabet)
     codes, offsets = random_reads(rng, lengths, alphabet)
-    family = None
-    if alphabet.family_percent is not None:
-        single = _state_choices(alphabet, "")[0]
-        family = np.where(rng.random(m) < 0.8, rng.choice(single, m) | rng.choice(single, m), 0).astype(alphabet.dtype)
     costs = random_costs(rng, m, params, alphabet)
     ref = score_matrix_reference([codes[offsets[q]:offsets[q + 1]] for q in range(lengths.size)],
-                                 profiles, params, family, costs)
+                                 profiles, params, costs)
     order = np.lexsort((np.broadcast_to(np.arange(n_edges), ref.shape), ref), axis=1)
-    return profiles, codes, offsets, family, costs, ref, order
+    return profiles, codes, offsets, costs, ref, order
 
 
 def verify(scorers: dict[str, GpuScorer], rng: np.random.Generator, rounds: int,
@@ -128,15 +123,14 @@ def verify(scorers: dict[str, GpuScorer], rng: np.random.Generator, rounds: int,
     bad = dict.fromkeys(scorers, 0)
     for m, n_edges, n_reads, params in cases:
         params = replace(params, column_weight=PARAMS.column_weight)
-        profiles, codes, offsets, family, costs, ref, order = random_instance(rng, m, n_edges, n_reads, params,
+        profiles, codes, offsets, costs, ref, order = random_instance(rng, m, n_edges, n_reads, params,
                                                                               alphabet)
         k = int(rng.integers(1, 10))
         take = min(k, n_edges)
         want_score = np.take_along_axis(ref, order[:, :take], 1)
         for name, scorer in scorers.items():
             first_edge, _, blocks = as_chunks(profiles, 10_000)[0]
-            score, edge = scorer.score_chunk(blocks, first_edge, n_edges, codes, offsets, params, k, family=family,
-                                             costs=costs)
+            score, edge = scorer.score_chunk(blocks, first_edge, n_edges, codes, offsets, params, k, costs=costs)
             wrong = (np.any(score[:, :take] != want_score, axis=1)
                      | np.any(edge[:, :take] != order[:, :take], axis=1)
                      | np.any(edge[:, take:] != -1, axis=1))

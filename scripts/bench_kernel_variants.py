@@ -165,7 +165,7 @@ def single_states(alphabet: Alphabet) -> np.ndarray:
 
 def random_profiles(rng: np.random.Generator, n_edges: int, m: int, alphabet: Alphabet) -> np.ndarray:
     """Elements like real ones: mostly single states, some ambiguity, CGAP in runs, DNA's near
-    fields in 40% of the columns (protein's follow from the set and the family residues)."""
+    fields in 40% of the columns (protein's follow from the set)."""
     single = single_states(alphabet)
     extra = alphabet.read_code[np.frombuffer(("RYN" if alphabet is DNA else "BZX").encode(), np.uint8)]
     states = rng.choice(np.concatenate([single, single, extra]), size=(n_edges, m))
@@ -221,18 +221,12 @@ def verify(scorer: GpuScorer, case: Case, rng: np.random.Generator, rounds: int,
             costs = random_costs(rng, m, params, alphabet)
             codes, offsets = random_reads(rng, lengths, alphabet, float(rng.choice([0.0, 0.02, 0.2])),
                                           None if costs is None else costs.codes)
-            family = None
-            if alphabet.family_percent is not None and rng.random() < 0.5:
-                single = single_states(alphabet)
-                family = np.where(rng.random(m) < 0.8, rng.choice(single, m) | rng.choice(single, m), 0
-                                  ).astype(alphabet.dtype)
             reads = [codes[offsets[q]:offsets[q + 1]] for q in range(lengths.size)]
-            ref = score_matrix_reference(reads, profiles, params, family, costs)
+            ref = score_matrix_reference(reads, profiles, params, costs)
             order = np.lexsort((np.broadcast_to(np.arange(n_edges), ref.shape), ref), axis=1)
             want_score, want_edge = np.take_along_axis(ref, order, 1), order
             first_edge, _, blocks = as_chunks(profiles, 10_000)[0]
-            score, edge = scorer.score_chunk(blocks, first_edge, n_edges, codes, offsets, params, n_edges,
-                                             family=family, costs=costs)
+            score, edge = scorer.score_chunk(blocks, first_edge, n_edges, codes, offsets, params, n_edges, costs=costs)
             bad += int(np.count_nonzero(score != want_score) + np.count_nonzero(edge != want_edge))
             checked += score.size
     finally:

@@ -28,7 +28,7 @@ from measure_posterior import simulate  # noqa: E402
 import papara_py.engine.gpu_posterior as gpu_posterior  # noqa: E402
 from papara_py.engine.opencl_devices import discover_devices  # noqa: E402
 from papara_py.io.inputs import match_tips, read_alignment, read_tree  # noqa: E402
-from papara_py.model.column_terms import ColumnTerms  # noqa: E402
+from papara_py.model.column_costs import column_costs  # noqa: E402
 from papara_py.model.decode import posterior_tables  # noqa: E402
 from papara_py.model.params import ScoringParams  # noqa: E402
 from papara_py.model.reference_scorer import profile_near  # noqa: E402
@@ -53,7 +53,7 @@ def main() -> None:
     tree = EdgeTree.from_dendropy(read_tree(args.data / "tree.nwk"))
     tip_rows = np.ascontiguousarray(match_tips(tree.tip_names, alignment, str(reference)).tip_rows)
     params = ScoringParams.preset(alignment.alphabet.default_preset)
-    terms = ColumnTerms.of(tip_rows, alignment.alphabet, params.column_weight)
+    costs = column_costs(tip_rows, alignment.alphabet, params.column_weight)
     rng = np.random.default_rng(1)
     distinct = simulate(tip_rows, alignment.alphabet, args.length, min(args.reads, 2000), rng)
     reads = [distinct[i % len(distinct)] for i in range(args.reads)]
@@ -61,7 +61,7 @@ def main() -> None:
     offsets = np.concatenate(([0], np.cumsum([r.size for r in reads]))).astype(np.int64)
     edges = rng.choice(tree.n_edges, size=min(args.edges, tree.n_edges), replace=False)
     profiles = ProfileBuilder(tree, tip_rows, alignment.alphabet).profiles(edges)
-    near = profile_near(profiles, terms.family)
+    near = profile_near(profiles)
     slots = np.stack([rng.permutation(edges.size)[:args.candidates] for _ in range(args.reads)])
     tables = posterior_tables(params.temperature)
     m = profiles.shape[1]
@@ -82,7 +82,7 @@ def main() -> None:
     gpu_posterior.cl.enqueue_nd_range_kernel = recorded
     print(f"{device.summary()}\n{args.reads} reads of {args.length} against {m} columns, {slots.shape[1]} candidates "
           f"each, preset {params.preset_name()}, launches within 1/{args.memory_share} of the device's memory")
-    arguments = (codes, offsets, slots, None, profiles, near, params.as_array(), terms.costs, tables)
+    arguments = (codes, offsets, slots, None, profiles, near, params.as_array(), costs, tables)
     decoder.decode_batch(*arguments)  # builds the program
     for _ in range(args.repeat):
         events.clear()

@@ -45,8 +45,7 @@ from papara_py.model.reference_scorer import (
     profile_near,
     score_one,
 )
-from papara_py.model.column_costs import kernel_costs, read_cost_row
-from papara_py.model.column_terms import ColumnTerms
+from papara_py.model.column_costs import column_costs, kernel_costs, read_cost_row
 from papara_py.phylo.encoding import state_mask_of
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
@@ -160,10 +159,10 @@ def main() -> None:
     builder = ProfileBuilder(tree, np.ascontiguousarray(tip_rows), alignment.alphabet)
     params = ScoringParams.preset(alignment.alphabet.default_preset)
     p = params.as_array()
-    terms = ColumnTerms.of(tip_rows, alignment.alphabet, params.column_weight)
+    table = column_costs(tip_rows, alignment.alphabet, params.column_weight)
     profiles = builder.profiles(np.arange(tree.n_edges))
-    near = profile_near(profiles, terms.family)
-    costs = kernel_costs(terms.costs)
+    near = profile_near(profiles)
+    costs = kernel_costs(table)
     rng = np.random.default_rng(0)
     reads = simulate(tip_rows, alignment.alphabet, args.length, args.reads, rng)
     scores = np.array([[score_one(r, profiles[e], near[e], p, costs) for e in range(tree.n_edges)] for r in reads])
@@ -185,7 +184,7 @@ def main() -> None:
             tables = PosteriorTables.build(T, S)
             err_z = err_post = err_pool = err_w = 0.0
             differ = 0
-            cols, pp, w, acc = decode_batch(codes, offsets, order, None, profiles, near, p, terms.costs, tables)
+            cols, pp, w, acc = decode_batch(codes, offsets, order, None, profiles, near, p, table, tables)
             for q, read in enumerate(reads):
                 zs, posts, weights, pooled = exact[q]
                 n = read.size
@@ -220,7 +219,7 @@ def main() -> None:
                   f"|dZ| {err_z:.5f}  |dP edge| {err_post:.5f}  |dP pooled| {err_pool:.5f}  |dw| {err_w:.5f}  "
                   f"MEA differs from float's {differ}/{len(reads)}  mean accuracy {np.nanmean(acc):.4f}")
     if args.time:
-        timing(reads, order, profiles, near, p, terms.costs, costs, m, args)
+        timing(reads, order, profiles, near, p, table, costs, m, args)
 
 
 def timing(reads, order, profiles, near, p, column_costs, costs, m, args) -> None:

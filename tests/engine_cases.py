@@ -10,7 +10,6 @@ import numpy as np
 
 from papara_py.engine.consumers import GpuChunkScorer
 from papara_py.engine.scheduler import Engine, ReadBatch
-from papara_py.model.column_terms import ColumnTerms
 from papara_py.model.reference_scorer import score_matrix_reference
 
 K = 4
@@ -26,8 +25,8 @@ def random_case(seed: int, n_edges: int = 45, m: int = 60, n_reads: int = 9):
     return profiles, reads, ReadBatch(np.concatenate(reads), offsets)
 
 
-def expected(profiles, reads, params, k=K, family=None, costs=None):
-    matrix = score_matrix_reference(reads, profiles, params, family, costs)
+def expected(profiles, reads, params, k=K, costs=None):
+    matrix = score_matrix_reference(reads, profiles, params, costs)
     order = [sorted(range(matrix.shape[1]), key=lambda e: (matrix[q, e], e))[:k] for q in range(len(reads))]
     edges = np.array(order, np.int32)
     return np.take_along_axis(matrix, edges, axis=1).astype(np.int32), edges
@@ -45,16 +44,16 @@ class OneBatch:
     consumers: list
 
 
-def run_engine(build_profiles, n_edges, width, batch, params, k, use_cpu, gpus, options, family=None,
+def run_engine(build_profiles, n_edges, width, batch, params, k, use_cpu, gpus, options,
                costs=None) -> OneBatch:
     """One batch through the engine: its candidates and the consumers' records."""
     n_columns = build_profiles(np.arange(1)).shape[1]
     engine = Engine(build_profiles, n_edges, n_columns, width, params, k, use_cpu, gpus, options,
-                    columns=ColumnTerms(family, costs))
+                    costs=costs)
     [(_, candidates)] = list(engine.run([batch]))
     return OneBatch(candidates, engine.consumers)
 
 
-def run(profiles, batch, params, use_cpu, gpus, options, width=8, family=None, costs=None):
+def run(profiles, batch, params, use_cpu, gpus, options, width=8, costs=None):
     return run_engine(lambda ids: profiles[ids], profiles.shape[0], width, batch, params, K,
-                      use_cpu, gpus, options, family, costs)
+                      use_cpu, gpus, options, costs)

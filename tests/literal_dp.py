@@ -3,8 +3,7 @@
 It shares no code with papara_py: dictionaries of cells, math.inf for +infinity and the band
 and boundary conditions spelled out exactly as the spec words them. Slow, and meant to be.
 Elements are DNA's (4 states, CGAP bit 4, near-state field in bits 5-7) unless `protein` is
-given (20 states ARNDCQEGHILKMFPSTWYV, CGAP bit 20, near states from BLOSUM62 itself), with
-the columns' family residues (`family`, one state set per column) among the near states, and
+given (20 states ARNDCQEGHILKMFPSTWYV, CGAP bit 20, near states from BLOSUM62 itself), and
 optionally the column profile cost of DESIGN 4 computed from the reference rows themselves
 (`column_rows`, `column_weight`); `literal_align` is DESIGN 5's Viterbi traceback (temperature 0)
 spelled out on the same cells.
@@ -30,21 +29,18 @@ def _blosum62():
     return substitution_matrices.load("BLOSUM62")
 
 
-def literal_mismatch(a: int, b: int, mismatch: int, near_mismatch: int | None, protein: bool = False,
-                     family: int = 0) -> int:
+def literal_mismatch(a: int, b: int, mismatch: int, near_mismatch: int | None, protein: bool = False) -> int:
     """M_ij of DESIGN 4: 0 if the read's states meet the edge's set, else near_mismatch if they
     meet its near states, else mismatch. near_mismatch None: Eq. 1 (= mismatch). DNA's near
     states: bit 5 + k of the element, the k-th state, in order, that the set lacks; protein's
-    (DESIGN 3): the amino acids the set lacks that BLOSUM62 scores 0 or more against one of its,
-    and those of the column's family residues (`family`) it lacks."""
+    (DESIGN 3): the amino acids the set lacks that BLOSUM62 scores 0 or more against one of its."""
     n_states = 20 if protein else 4
     if a & ((1 << n_states) - 1) & b:
         return 0
     lacking = [state for state in range(n_states) if not a >> state & 1]
     if protein:
         have = [PROTEIN_LETTERS[state] for state in range(n_states) if a >> state & 1]
-        near = [x for x in lacking if any(_blosum62()[PROTEIN_LETTERS[x]][y] >= 0 for y in have)
-                or family >> x & 1]
+        near = [x for x in lacking if any(_blosum62()[PROTEIN_LETTERS[x]][y] >= 0 for y in have)]
     else:
         near = [state for k, state in enumerate(lacking) if a >> (5 + k) & 1]
     if near_mismatch is not None and any(b >> state & 1 for state in near):
@@ -74,16 +70,14 @@ def literal_column_cost(column_rows: list[str], weight: float, i: int, b: int) -
 
 def literal_score(read: list[int], profile: list[int], mismatch: int, cgap: int, gap_open: int,
                   gap_extend: int, insertion: int, near_mismatch: int | None = None, protein: bool = False,
-                  family: list[int] | None = None, column_rows: list[str] | None = None,
-                  column_weight: float = 0.0) -> float:
+                  column_rows: list[str] | None = None, column_weight: float = 0.0) -> float:
     return literal_cells(read, profile, mismatch, cgap, gap_open, gap_extend, insertion, near_mismatch, protein,
-                         family, column_rows, column_weight)[0]
+                         column_rows, column_weight)[0]
 
 
 def literal_cells(read: list[int], profile: list[int], mismatch: int, cgap: int, gap_open: int,
                   gap_extend: int, insertion: int, near_mismatch: int | None = None, protein: bool = False,
-                  family: list[int] | None = None, column_rows: list[str] | None = None,
-                  column_weight: float = 0.0):
+                  column_rows: list[str] | None = None, column_weight: float = 0.0):
     """(score, S, D, s, d, mm_cg, oe): the score, the cell dictionaries, the boundary-aware
     accessors, the per-cell M_ij + CG_i (+ X_ij) and per-column OE_i, for `literal_align`."""
     n, m = len(read), len(profile)
@@ -109,9 +103,8 @@ def literal_cells(read: list[int], profile: list[int], mismatch: int, cgap: int,
 
     def mm_cg(i: int, j: int) -> int:
         a = profile[i]
-        column_family = family[i] if family else 0
         column_cost = literal_column_cost(column_rows, column_weight, i, read[j]) if column_weight else 0
-        return (literal_mismatch(a, read[j], mismatch, near_mismatch, protein, column_family)
+        return (literal_mismatch(a, read[j], mismatch, near_mismatch, protein)
                 + (cgap if a & gap_bit else 0) + column_cost)
 
     def oe(i: int) -> int:
@@ -127,14 +120,13 @@ def literal_cells(read: list[int], profile: list[int], mismatch: int, cgap: int,
 
 
 def literal_align(read: list[int], profile: list[int], *penalties, protein: bool = False,
-                  family: list[int] | None = None, column_rows: list[str] | None = None,
-                  column_weight: float = 0.0) -> tuple[float, int, str]:
+                  column_rows: list[str] | None = None, column_weight: float = 0.0) -> tuple[float, int, str]:
     """(score, start column, CIGAR) by DESIGN 5 spelled out on `literal_cells`: the smallest end
     column reaching the score; walking back, the diagonal before D before I; inside D, an
     opening before an extension."""
     n = len(read)
     score, S, D, s, _, mm_cg, oe = literal_cells(
-        read, profile, *penalties, protein=protein, family=family, column_rows=column_rows,
+        read, profile, *penalties, protein=protein, column_rows=column_rows,
         column_weight=column_weight)
     i = min(i for (i, j), value in S.items() if j == n - 1 and value == score)
     j, ops, in_d = n - 1, [], False

@@ -34,11 +34,11 @@ class Costs:
         return 0 <= j < self.n and 0 <= i < self.m
 
 
-def literal_costs(read, profile, penalties, protein=False, family=None, column_rows=None, column_weight=0.0) -> Costs:
+def literal_costs(read, profile, penalties, protein=False, column_rows=None, column_weight=0.0) -> Costs:
     """The step costs of DESIGN 4 for a read (state sets) against a profile (elements), by literal_dp."""
     mismatch, cgap, gap_open, gap_extend, insertion, near_mismatch = penalties
     _, _, _, _, _, mm_cg, oe = literal_cells(read, profile, mismatch, cgap, gap_open, gap_extend, insertion,
-                                                near_mismatch, protein, family, column_rows, column_weight)
+                                                near_mismatch, protein, column_rows, column_weight)
     n, m = len(read), len(profile)
     gap_bit = 1 << 20 if protein else 0x10
     cm = {(i, j): mm_cg(i, j) for j in range(n) for i in range(m)}

@@ -26,8 +26,7 @@ class CpuScorer:
 
         result = Candidates.empty(reads.count, k)
         for block in blocks:
-            result.add_block(score_block(block.lanes, reads.codes, reads.offsets, params,
-                                         family=block.columns.family, costs=block.columns.costs),
+            result.add_block(score_block(block.lanes, reads.codes, reads.offsets, params, costs=block.costs),
                              block.first_edge, block.n_edges)
         return result
 
@@ -51,8 +50,7 @@ class GpuChunkScorer:
                 lanes = np.stack([b.lanes for b in run])
                 n_edges = sum(b.n_edges for b in run)
                 score, edge = self.gpu.score_chunk(lanes, run[0].first_edge, n_edges,
-                                                   reads.codes, reads.offsets, params, k, family=run[0].columns.family,
-                                                   costs=run[0].columns.costs)
+                                                   reads.codes, reads.offsets, params, k, costs=run[0].costs)
                 results.append(Candidates(score=score, edge=edge))
                 run = []
             if block is not None:
@@ -83,8 +81,7 @@ class GpuChunkScorer:
         slot_ptr = np.concatenate(([0], np.cumsum(counts)))
         first_block = groups[0][0][0]
         score, edge = self.gpu.score_groups(lanes, np.array(firsts, np.int64), np.concatenate(codes),
-                                            np.concatenate(offsets), slot_ptr, params, k,
-                                            family=first_block.columns.family, costs=first_block.columns.costs)
+                                            np.concatenate(offsets), slot_ptr, params, k, costs=first_block.costs)
         results = [Candidates.empty(reads.count, k) for _, reads in groups]
         for run, g in enumerate(owner):
             part = Candidates(score[slot_ptr[run]:slot_ptr[run + 1]], edge[slot_ptr[run]:slot_ptr[run + 1]])

@@ -140,7 +140,6 @@ def score_block(
     offsets: np.ndarray,
     params: ScoringParams,
     *,
-    family: np.ndarray | None = None,
     costs: ColumnCosts | None = None,
     force_int32: bool = False,
     strip: int = DEFAULT_STRIP,
@@ -149,9 +148,8 @@ def score_block(
 
     `lanes` is a block ([m, W] profile elements: uint8 DNA, uint32 protein), read q is
     `codes[offsets[q]:offsets[q + 1]]` (state sets of the same alphabet, 0 < n < m; the caller
-    filters the rest); `family` the columns' family residues ([m], model/family.py; None:
-    none), which widen the near states; `costs` the column profile costs (model/column_costs.py;
-    None: none), added to every diagonal step. Runs without the GIL, so threads can score several
+    filters the rest); `costs` the column profile costs (model/column_costs.py; None: none),
+    added to every diagonal step. Runs without the GIL, so threads can score several
     blocks at once. Reads take int16 lanes where `params.int16_safe(n)`, int32 lanes otherwise;
     `force_int32` sends every read down the int32 path (tests compare both paths on the same
     inputs). `strip` is the column-strip length, 1..MAX_STRIP.
@@ -181,7 +179,7 @@ def score_block(
         lanes = np.concatenate([lanes, np.repeat(lanes[:, -1:], padded - width, axis=1)], axis=1)
     out = np.empty((lengths.size, padded), dtype=np.int32)
     # near states only where they cost less than a mismatch: Eq. 1 compiles without them
-    near = near_states(lanes, family=None if family is None else family[:, None]) if params.weighted else None
+    near = near_states(lanes) if params.weighted else None
     # one call per lane width used: numba compiles the int32 kernel only for a run whose reads need it
     for chosen, dtype in ((use_int16, np.int16), (~use_int16, np.int32)):
         if chosen.any():

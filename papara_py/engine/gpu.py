@@ -17,8 +17,8 @@ Why the host side looks the way it does:
   1.86 TCUPS on the 32-bit lane it ran at 46% of DNA's rate on the H100).
 - Where near states cost less than a mismatch (the kernel's NEAR), each element travels with
   its set | near states beside it (`_padded_profile`): DNA's widened to 16 bits, protein's
-  (looked up from its set and the column's family residues, phylo/encoding.near_states) as a
-  second word split like the element.
+  (looked up from its set, phylo/encoding.near_states) as a second word split like the
+  element.
 - With column profile costs (model/column_costs.py, protein; the kernel's COLUMN_COSTS) the host
   looks up each read residue's table row once per chunk (`ColumnCosts.rows_of`, which also refuses a
   code without one, as the CPU path does) and uploads it beside the codes, with the table transposed
@@ -277,28 +277,26 @@ def _cost_starts(lengths: np.ndarray, m: int, variant: Variant) -> np.ndarray:
     return starts.astype(np.uint32)
 
 
-def _padded_profile(lanes: np.ndarray, variant: Variant, family: np.ndarray | None = None) -> np.ndarray:
+def _padded_profile(lanes: np.ndarray, variant: Variant) -> np.ndarray:
     """A chunk's profiles as the kernel's prof_t words per column: [m, units * lanes] elements
     zero-padded to whole work-groups, wide elements in packed lanes in the split layout
-    (`_split_pairs`), and with NEAR each element's set | near states (with the columns' family
-    residues `family`, [m]) beside it (kernels/band_score.cl: DNA's in the high byte,
-    `_near_bytes`; protein's as its own words)."""
+    (`_split_pairs`), and with NEAR each element's set | near states beside it
+    (kernels/band_score.cl: DNA's in the high byte, `_near_bytes`; protein's as its own words)."""
     m, n_edges = lanes.shape
     alphabet = variant.alphabet
-    if alphabet.dtype.itemsize == 1 and variant.near and family is None:  # DNA's usual case, in numba
+    if alphabet.dtype.itemsize == 1 and variant.near:  # DNA with near states: one table lookup per byte, in numba
         out = np.empty((m, _units(n_edges, variant) * variant.lanes), np.uint16)
         table_lanes(lanes, _near_table16(alphabet), out)
         return out
     padded = np.zeros((m, _units(n_edges, variant) * variant.lanes), lanes.dtype)
     padded[:, :n_edges] = lanes
-    family = None if family is None else family[:, None]
-    if alphabet.dtype.itemsize == 1:  # DNA: bytes as they are, or widened with NEAR
-        return _near_bytes(padded, alphabet, family) if variant.near else padded
+    if alphabet.dtype.itemsize == 1:  # DNA without near states: bytes as they are
+        return padded
     elements = _split_pairs(padded, alphabet.n_states) if variant.split else padded
     if not variant.near:
         return elements
     # wide elements (protein) with NEAR: each element's words, then its wider set's, laid out alike
-    wider = padded & alphabet.state_mask | near_states(padded, alphabet, family)
+    wider = padded & alphabet.state_mask | near_states(padded, alphabet)
     if variant.split:
         wider = _split_pairs(wider, alphabet.n_states)
     words = 2 if variant.split else 1
@@ -307,17 +305,17 @@ def _padded_profile(lanes: np.ndarray, variant: Variant, family: np.ndarray | No
 
 @functools.lru_cache(maxsize=None)
 def _near_table16(alphabet: Alphabet) -> np.ndarray:
-    """`_near_bytes` of every element byte (no family residues): uint16 [256]."""
-    return _near_bytes(np.arange(256, dtype=np.uint8), alphabet, None)
+    """`_near_bytes` of every element byte: uint16 [256]."""
+    return _near_bytes(np.arange(256, dtype=np.uint8), alphabet)
 
 
-def _near_bytes(padded: np.ndarray, alphabet: Alphabet, family: np.ndarray | None) -> np.ndarray:
+def _near_bytes(padded: np.ndarray, alphabet: Alphabet) -> np.ndarray:
     """The kernel's NEAR layout of 8-bit elements (DNA), uint16 per lane: bits 0-3 the state set,
     bit 4 CGAP, bits 8-11 the state set with its near states (kernels/band_score.cl). The packed
     kernel reads lane pairs as one uint, lane 2u in the low half (little-endian hosts and devices)."""
     states = padded & alphabet.state_mask
     wide = (padded & (alphabet.state_mask | alphabet.cgap_bit)).astype(np.uint16)
-    return wide | ((states | near_states(padded, alphabet, family)).astype(np.uint16) << 8)
+    return wide | ((states | near_states(padded, alphabet)).astype(np.uint16) << 8)
 
 
 def _split_pairs(padded: np.ndarray, n_states: int) -> np.ndarray:
@@ -342,40 +340,22 @@ def lookup_fits(params: ScoringParams) -> bool:
     return params.cgap + max(params.mismatch, params.near_mismatch) <= 127
 
 
-def lookup_words(lanes: np.ndarray, variant: Variant, params: ScoringParams,
-                 family: np.ndarray | None = None) -> np.ndarray:
+def lookup_words(lanes: np.ndarray, variant: Variant, params: ScoringParams) -> np.ndarray:
     """A chunk's lookup words (kernels/band_score.cl LOOKUP), uint32 [m + rows - 1, units * 4]:
     per work-item u and column, lane 2u's diagonal costs CG_i + M_ij of the read residues A, C, G,
     T as bytes, lane 2u+1's, then OE_i and E_i of both lanes as 16-bit halves; the last rows - 1
     columns zero (the kernel's virtual rows run past column m - 1).
 
     M_ij as the reference scorer takes it (model/reference_scorer.diagonal_cost): 0 where the
-    element's set holds the residue, near_mismatch where its near states (with the columns' family
-    residues `family`, [m]) do, mismatch otherwise. lanes: uint8 [m, n_edges] elements."""
+    element's set holds the residue, near_mismatch where its near states do, mismatch otherwise.
+    Each lane pair's two element bytes index one table of every pair's words (`_pair_table`).
+    lanes: uint8 [m, n_edges] elements."""
     if not lookup_fits(params):
         raise ValueError(f"cgap {params.cgap} + mismatch {params.mismatch} exceed the lookup path's 127")
     m, n_edges = lanes.shape
     units = _units(n_edges, variant)
-    alphabet = variant.alphabet
-    if family is None:  # each lane pair's two element bytes index one table of every pair's words (numba)
-        words = np.empty((m + variant.rows - 1, units, 4), np.uint32)
-        pair_words(np.ascontiguousarray(lanes), _pair_table(alphabet, params.values()), words)
-        return words.reshape(m + variant.rows - 1, units * 4)
-    padded = np.zeros((m, units * 2), lanes.dtype)
-    padded[:, :n_edges] = lanes
-    words = np.zeros((m + variant.rows - 1, units, 4), np.uint32)
-    if family is None:  # each lane pair's two element bytes index one table of every pair's words
-        keys = padded[:, 0::2] | padded[:, 1::2].astype(np.uint16) << 8
-        np.take(_pair_table(alphabet, params.values()), keys, axis=0, out=words[:m])  # 7x faster than [keys]
-    else:
-        costs = _lookup_costs(padded, near_states(padded, alphabet, family[:, None]), alphabet, params)
-        gap = (padded & alphabet.cgap_bit) != 0
-        open_ = np.where(gap, 0, params.gap_open + params.gap_extend).astype(np.uint32)
-        extend = np.where(gap, 0, params.gap_extend).astype(np.uint32)
-        words[:m, :, 0] = costs[:, 0::2]
-        words[:m, :, 1] = costs[:, 1::2]
-        words[:m, :, 2] = open_[:, 0::2] | open_[:, 1::2] << 16
-        words[:m, :, 3] = extend[:, 0::2] | extend[:, 1::2] << 16
+    words = np.empty((m + variant.rows - 1, units, 4), np.uint32)
+    pair_words(np.ascontiguousarray(lanes), _pair_table(variant.alphabet, params.values()), words)
     return words.reshape(m + variant.rows - 1, units * 4)
 
 
@@ -504,18 +484,18 @@ class _ChunkPlan:
         return order, starts
 
     def add_variant(self, variant: Variant, lanes: np.ndarray, params: ScoringParams, alphabet: Alphabet,
-                    family: np.ndarray | None, costs: ColumnCosts | None) -> None:
+                    costs: ColumnCosts | None) -> None:
         """What a batch of `variant` reads besides its reads, made once per chunk: the profile padded
         for its packing, and the lookup table's variant (with column costs, the single states' cost
         rows) or the lookup words, where it takes a lookup path."""
         if variant.packed not in self.profiles:
-            self.profiles[variant.packed] = _padded_profile(lanes, variant, family)
+            self.profiles[variant.packed] = _padded_profile(lanes, variant)
         if variant.lookup and variant.table and self.table is None:
             self.table = variant
             if costs is not None:
                 self.state_rows = state_rows(costs, alphabet)
         elif variant.lookup and not variant.split and self.lookup is None:
-            self.lookup = lookup_words(lanes, variant, params, family)
+            self.lookup = lookup_words(lanes, variant, params)
 
 
 @dataclass
@@ -599,14 +579,12 @@ class GpuScorer:
 
     def score_chunk(self, blocks: np.ndarray, first_edge: int, n_edges: int, codes: np.ndarray,
                     offsets: np.ndarray, params: ScoringParams, k: int,
-                    family: np.ndarray | None = None,
                     costs: ColumnCosts | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Each read's k best (score, edge) over the chunk's first n_edges lanes.
 
         blocks: [nb, m, W] profile elements (uint8 DNA, uint32 protein), consecutive blocks (edge
         first_edge + b*W + w at [b, :, w]).
         codes / offsets: encoded reads of the same alphabet, read q = codes[offsets[q]:offsets[q+1]].
-        family: the columns' family residues ([m], model/family.py), or None.
         costs: the column profile costs (model/column_costs.py), or None; ValueError where a read
         code has no row in it or a cost exceeds `params.column_cost_bound()`.
         Returns int32 [Q, k] scores and global edge numbers, sorted by (score, edge), padded with
@@ -620,7 +598,7 @@ class GpuScorer:
         started = time.perf_counter()
         alphabet = alphabet_of(blocks)
         plan = self._plan(blocks, n_edges, np.asarray(codes, alphabet.dtype), np.asarray(offsets, np.int64), params,
-                          k, alphabet, family, costs)
+                          k, alphabet, costs)
         stats = ChunkStats()
         if plan.batches:
             inputs = self._upload_inputs(plan)  # while another chunk's kernels may run
@@ -635,7 +613,7 @@ class GpuScorer:
         return plan.score, plan.edge
 
     def score_groups(self, lanes: list[np.ndarray], firsts: np.ndarray, codes: np.ndarray, offsets: np.ndarray,
-                     slot_ptr: np.ndarray, params: ScoringParams, k: int, family: np.ndarray | None = None,
+                     slot_ptr: np.ndarray, params: ScoringParams, k: int,
                      costs: ColumnCosts | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The guided search's launch (engine/guided.py): group g's reads, slots
         slot_ptr[g]..slot_ptr[g+1]-1 of (codes, offsets), against its own edges, lanes[g] ([m, n_g]
@@ -653,7 +631,7 @@ class GpuScorer:
         alphabet = alphabet_of(lanes[0])
         plan = self._plan_groups(lanes, np.asarray(firsts, np.int64), np.asarray(codes, alphabet.dtype),
                                  np.asarray(offsets, np.int64), np.asarray(slot_ptr, np.int64), params, k,
-                                 alphabet, family, costs)
+                                 alphabet, costs)
         stats = ChunkStats()
         if plan.batches:
             inputs = self._upload_inputs(plan)
@@ -675,7 +653,7 @@ class GpuScorer:
             self.device_seconds += stats.device_seconds
         return score, edge
 
-    def _plan_groups(self, lanes, firsts, codes, offsets, slot_ptr, params, k, alphabet: Alphabet, family,
+    def _plan_groups(self, lanes, firsts, codes, offsets, slot_ptr, params, k, alphabet: Alphabet,
                      costs) -> "_GroupPlan":
         """The host side of `score_groups` (no OpenCL call): the groups' profiles side by side, each
         padded to whole tasks of both lane widths (TASK_EDGES), the reads sorted longest first,
@@ -697,7 +675,7 @@ class GpuScorer:
         order, starts = gathered
         group_of = np.repeat(np.arange(sizes.size), np.diff(slot_ptr))
         for variant, slots in self._batches(order, lengths, m, TASK_EDGES, params, alphabet, costs is not None):
-            plan.add_variant(variant, all_lanes, params, alphabet, family, costs)
+            plan.add_variant(variant, all_lanes, params, alphabet, costs)
             plan.batches.extend(self._task_batches(variant, order[slots], starts[slots], lengths, m, group_of,
                                                    sizes, bases, firsts, costs is not None))
         return plan
@@ -744,7 +722,7 @@ class GpuScorer:
                 self._upload(starts), self._upload(lens),
                 None if batch.cost_starts is None else self._upload(batch.cost_starts), int(starts.size))
 
-    def _plan(self, blocks, n_edges, codes, offsets, params, k, alphabet: Alphabet, family, costs) -> "_ChunkPlan":
+    def _plan(self, blocks, n_edges, codes, offsets, params, k, alphabet: Alphabet, costs) -> "_ChunkPlan":
         """The host side of a chunk, no OpenCL call: another thread may prepare its chunk while
         this device still runs the last one (engine/scheduler.py, GPU feeders)."""
         m = blocks.shape[1]
@@ -757,7 +735,7 @@ class GpuScorer:
         order, starts = gathered
         lanes = np.moveaxis(blocks, 1, 0).reshape(m, -1)[:, :n_edges]
         for variant, slots in self._batches(order, lengths, m, n_edges, params, alphabet, costs is not None):
-            plan.add_variant(variant, lanes, params, alphabet, family, costs)
+            plan.add_variant(variant, lanes, params, alphabet, costs)
             reads = order[slots]
             plan.batches.append(_KernelBatch(variant, reads, starts[slots].astype(np.int32),
                                              lengths[reads].astype(np.int32),

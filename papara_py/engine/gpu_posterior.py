@@ -63,10 +63,10 @@ class GpuPosterior:
 
     def decode_batch(self, codes: np.ndarray, offsets: np.ndarray, slots: np.ndarray, scores: np.ndarray | None,
                      profiles: np.ndarray, near: np.ndarray | None, p: np.ndarray, costs: ColumnCosts | None,
-                     tables: PosteriorTables, family: np.ndarray | None = None):
+                     tables: PosteriorTables):
         """`model.posterior.decode_batch` on the device: the same arguments (no `threads`) and
         the same (columns int32, pp uint16, weights int32 [Q, K], accuracy float64 [Q])."""
-        batch = Batch.of(codes, offsets, slots, scores, profiles, near, p, costs, tables, family)
+        batch = Batch.of(codes, offsets, slots, scores, profiles, near, p, costs, tables)
         q, count = batch.lengths.size, batch.slots.shape[1]
         m = batch.profiles.shape[1]
         columns = np.full(batch.offsets[-1] if q else 0, INSERTED, np.int32)

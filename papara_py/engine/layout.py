@@ -9,10 +9,8 @@ bytes (coalesced).
 A block covers edges [first_edge, first_edge + n_edges); lanes past n_edges (only in the last
 block) repeat the last real edge so kernels never see undefined data, and the merge ignores them.
 
-Every block of a run also carries the run's column terms (`columns`, model/column_terms.py): the
-columns' family residues, which widen protein's near states per column for every edge alike (the
-kernels' near states, phylo/encoding.near_states, need them beside the lanes), and the column
-profile costs, the same on every edge too.
+Every block of a run also carries the run's column profile costs (`costs`,
+model/column_costs.py; protein), the same on every edge, which the scorers take beside the lanes.
 """
 
 from __future__ import annotations
@@ -21,19 +19,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from papara_py.model.column_terms import NO_COLUMN_TERMS, ColumnTerms
+from papara_py.model.column_costs import ColumnCosts
 
 
 @dataclass(frozen=True)
 class Block:
-    """W edges in SoA layout: `lanes` is [m, W] profile elements, C-contiguous; `columns` the run's
-    column terms (family residues and column profile costs), shared by its blocks."""
+    """W edges in SoA layout: `lanes` is [m, W] profile elements, C-contiguous; `costs` the run's
+    column profile costs (None: none), shared by its blocks."""
 
     index: int
     first_edge: int
     n_edges: int
     lanes: np.ndarray
-    columns: ColumnTerms = NO_COLUMN_TERMS
+    costs: ColumnCosts | None = None
 
     @property
     def width(self) -> int:
@@ -45,16 +43,16 @@ class Block:
 
 
 def make_block(index: int, first_edge: int, profiles: np.ndarray, width: int,
-               columns: ColumnTerms = NO_COLUMN_TERMS) -> Block:
+               costs: ColumnCosts | None = None) -> Block:
     """Transpose `profiles` ([w, m] profile elements, w <= width) into one block of `width` lanes
-    (with the run's column terms `columns`)."""
+    (with the run's column profile costs `costs`)."""
     n_edges, m = profiles.shape
     if not 0 < n_edges <= width:
         raise ValueError(f"a block holds 1..{width} edges, got {n_edges}")
     lanes = np.empty((m, width), dtype=profiles.dtype)
     lanes[:, :n_edges] = profiles.T
     lanes[:, n_edges:] = profiles[-1][:, None]
-    return Block(index=index, first_edge=first_edge, n_edges=n_edges, lanes=lanes, columns=columns)
+    return Block(index=index, first_edge=first_edge, n_edges=n_edges, lanes=lanes, costs=costs)
 
 
 def block_count(n_edges: int, width: int) -> int:

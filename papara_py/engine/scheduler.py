@@ -67,7 +67,7 @@ from papara_py.engine.candidates import Candidates
 from papara_py.engine.consumers import CpuScorer
 from papara_py.engine.layout import Block, block_count, make_block
 from papara_py.engine.queue import Divider, WorkItem, WorkQueue
-from papara_py.model.column_terms import NO_COLUMN_TERMS, ColumnTerms
+from papara_py.model.column_costs import ColumnCosts
 from papara_py.model.params import ScoringParams
 
 _log = logging.getLogger(__name__)  # the run's messages (run/log.py)
@@ -249,22 +249,22 @@ class Engine:
     started only if every GPU fails. `on_progress(blocks, cells)` is called as blocks finish.
     After `run` is exhausted, `consumers`, `build_seconds` and `scoring_seconds` (start to the
     last block scored) describe the run, and `batch_started[b]` when a consumer first took work of
-    batch b (the caller may pop it once b is yielded: a sample's own scoring span). `columns`: the
-    run's column terms (model/column_terms.py: family residues and column profile costs), which
-    every block carries to the scorers.
+    batch b (the caller may pop it once b is yielded: a sample's own scoring span). `costs`: the
+    run's column profile costs (model/column_costs.py; None: none), which every block carries to
+    the scorers.
     """
 
     def __init__(self, build_profiles: Callable[[np.ndarray], np.ndarray], n_edges: int, n_columns: int,
                  width: int, params: ScoringParams, k: int, use_cpu: bool, gpu_scorers: Sequence[Scorer],
                  options: EngineOptions,
                  on_progress: Callable[[int, int], None] = lambda blocks, cells: None,
-                 columns: ColumnTerms = NO_COLUMN_TERMS,
+                 costs: ColumnCosts | None = None,
                  build_lanes: Callable[[np.ndarray, int], np.ndarray | None] | None = None,
                  block_cache: "BlockCache | None" = None) -> None:
         self.build_profiles = build_profiles
         #: a block's lanes in one call where the profiles have it (ProfileBuilder.lanes), else None
         self.build_lanes = build_lanes
-        self.columns = columns
+        self.costs = costs
         self.n_edges = n_edges
         self.n_columns = n_columns
         self.width = width
@@ -464,9 +464,9 @@ class Engine:
             started = time.perf_counter()
             lanes = self.build_lanes(edge_ids, self.width) if self.build_lanes is not None else None
             if lanes is None:
-                block = make_block(index, first, self.build_profiles(edge_ids), self.width, self.columns)
+                block = make_block(index, first, self.build_profiles(edge_ids), self.width, self.costs)
             else:
-                block = Block(index, first, len(edge_ids), lanes, self.columns)
+                block = Block(index, first, len(edge_ids), lanes, self.costs)
             self.build_seconds += time.perf_counter() - started
             if subset is None:  # every edge's blocks: all kept where they all fit, else none
                 if self._cache_blocks:

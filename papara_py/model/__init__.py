@@ -3,12 +3,8 @@ columns are decoded (DESIGN 5).
 
 - `params`: `ScoringParams` (the penalties, the column weight, the temperature), the presets as
   named records, and what integer width they fit.
-- `family`: `column_family`, the residues common in each reference column (protein's near
-  states take them in, DESIGN 3).
 - `column_costs`: `column_costs`, what each read residue costs in each reference column from its
   BLOSUM62 scores against the column's residues (protein's column profile cost, DESIGN 3-4).
-- `column_terms`: `ColumnTerms`, a run's family residues and cost table as one value, carried by
-  the engine and the decoding.
 - `reference_scorer`: the plain, slow scorer every fast path is checked against bit for bit.
 - `fixed_point`: the posterior step's integer arithmetic (energy scale, softmin and probability
   tables, the int32 bound).

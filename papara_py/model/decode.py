@@ -22,7 +22,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from papara_py.io.reads import ReadSet
-from papara_py.model.column_terms import ColumnTerms
+from papara_py.model.column_costs import ColumnCosts
 from papara_py.model.fixed_point import PROB_ONE, PosteriorTables
 from papara_py.model.params import ScoringParams
 from papara_py.model.posterior import decode_batch as posterior_batch
@@ -80,11 +80,11 @@ def posterior_tables(temperature: float) -> PosteriorTables:
 
 
 def decode_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candidates: CandidateLists,
-                 builder: EdgeProfiles, params: ScoringParams, columns: ColumnTerms, threads: int,
+                 builder: EdgeProfiles, params: ScoringParams, costs: ColumnCosts | None, threads: int,
                  gpu: GpuDecoder | None = None) -> Decoded:
     """Decode reads `indices` of `reads`, each in its chosen orientation (`reverse`), on their
     candidate edges (`candidates`, rows in that order) whose profiles `builder` gives, under
-    `params` with the run's column terms `columns` (DESIGN 5)."""
+    `params` with the run's column profile costs `costs` (DESIGN 3-5; None: none)."""
     residues, offsets = reads.select_residues(indices, reverse)
     codes = reads.alphabet.read_code[residues]
     unique_edges, slots = np.unique(candidates.edge, return_inverse=True)
@@ -94,11 +94,11 @@ def decode_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candi
         unique_edges, slots = unique_edges[1:], np.where(empty, -1, slots - 1)
     profiles = builder.profiles(unique_edges)
     if params.temperature == 0:
-        return Decoded(residues, offsets, *_viterbi(codes, offsets, slots, candidates.score, profiles, params, columns,
+        return Decoded(residues, offsets, *_viterbi(codes, offsets, slots, candidates.score, profiles, params, costs,
                                                     threads))
     tables = posterior_tables(params.temperature)
-    near = profile_near(profiles, columns.family)
-    arguments = (codes, offsets, slots, candidates.score, profiles, near, params.as_array(), columns.costs, tables)
+    near = profile_near(profiles)
+    arguments = (codes, offsets, slots, candidates.score, profiles, near, params.as_array(), costs, tables)
     if gpu is not None and gpu.usable:
         done = gpu.decode_batch(*arguments)
         if done is not None:
@@ -109,19 +109,19 @@ def decode_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candi
 
 
 def _viterbi(codes: np.ndarray, offsets: np.ndarray, slots: np.ndarray, scores: np.ndarray, profiles: np.ndarray,
-             params: ScoringParams, columns: ColumnTerms, threads: int) -> tuple:
+             params: ScoringParams, costs: ColumnCosts | None, threads: int) -> tuple:
     """Decoded's columns, pp, weights and on_gpu at T = 0: each read's Viterbi path on its best edge (model/traceback.py; slices of
     TRACEBACK_SLICE reads as GIL-free numba calls on `threads` threads), its score checked against
     the engine's; the weight of the candidates tied at the best score shared among them (the
     posterior's limit as T -> 0)."""
-    near = profile_near(profiles, columns.family)  # once for the batch's slices, which share the profiles
+    near = profile_near(profiles)  # once for the batch's slices, which share the profiles
     pieces = [slice(a, a + TRACEBACK_SLICE) for a in range(0, offsets.size - 1, TRACEBACK_SLICE)]
 
     def one(piece: slice):
         first, last = piece.start, min(piece.stop, offsets.size - 1)
         a, b = offsets[first], offsets[last]
         return align_many(codes[a:b], offsets[first:last + 1] - a, slots[first:last, 0], profiles, params, near=near,
-                          costs=columns.costs)
+                          costs=costs)
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         results = list(pool.map(one, pieces))

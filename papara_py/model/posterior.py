@@ -405,7 +405,7 @@ class Batch:
     tables: PosteriorTables
 
     @classmethod
-    def of(cls, codes, offsets, slots, scores, profiles, near, p, costs, tables, family) -> Batch:
+    def of(cls, codes, offsets, slots, scores, profiles, near, p, costs, tables) -> Batch:
         """`decode_batch`'s arguments checked (ValueError: see there) and converted."""
         codes = np.ascontiguousarray(codes)
         offsets = np.ascontiguousarray(offsets, np.int64)
@@ -430,7 +430,7 @@ class Batch:
         p = np.asarray(p, np.int64)
         if q:
             check_fixed_point(p, 0 if costs is None else costs.largest, int(lengths.max()), m, tables)
-        near = profile_near(profiles, family) if near is None else np.ascontiguousarray(near, profiles.dtype)
+        near = profile_near(profiles) if near is None else np.ascontiguousarray(near, profiles.dtype)
         return cls(codes, offsets, lengths, slots, profiles, near, p, costs, tables)
 
     def accuracy(self, objective: np.ndarray) -> np.ndarray:
@@ -441,7 +441,7 @@ class Batch:
 
 def decode_batch(codes: np.ndarray, offsets: np.ndarray, slots: np.ndarray, scores: np.ndarray | None,
                  profiles: np.ndarray, near: np.ndarray | None, p: np.ndarray, costs: ColumnCosts | None,
-                 tables: PosteriorTables, threads: int = 1, family: np.ndarray | None = None):
+                 tables: PosteriorTables, threads: int = 1):
     """The posterior step for a batch of reads (module docstring), parallel over reads.
 
     codes: the reads' codes (the alphabet's read codes, one element type with the profiles),
@@ -449,7 +449,7 @@ def decode_batch(codes: np.ndarray, offsets: np.ndarray, slots: np.ndarray, scor
     edges as rows of profiles ([U, m]), -1 for none (Candidates' empty slots); scores: the
     candidates' engine scores (Candidates.score, or None): the step does not need them (a
     candidate's weight comes from its Forward energy), only their shape is checked; near: the
-    profiles' near states (reference_scorer.profile_near; None: computed here with `family`); p:
+    profiles' near states (reference_scorer.profile_near; None: computed here); p:
     the penalties (ScoringParams.as_array); costs: the column profile costs (None: none); tables:
     the run's PosteriorTables (T > 0); threads: numba calls of DECODE_SLICE reads run on this
     many threads. ValueError for inputs it cannot decode (a read not 0 < n < m, T = 0, energies
@@ -461,7 +461,7 @@ def decode_batch(codes: np.ndarray, offsets: np.ndarray, slots: np.ndarray, scor
     the read's expected accuracy, NaN for a read without candidates). engine/gpu_posterior.py
     gives the same on an OpenCL device.
     """
-    batch = Batch.of(codes, offsets, slots, scores, profiles, near, p, costs, tables, family)
+    batch = Batch.of(codes, offsets, slots, scores, profiles, near, p, costs, tables)
     q = batch.lengths.size
     shift = tables.shift
     terms = edge_terms(batch.profiles, batch.p, shift)
@@ -501,33 +501,33 @@ def batch_weights(z, slots, prob, sign, weights):
 
 # ---- single (read, edge) entry points: tests, scripts and small inputs ----
 
-def _one_edge(read, profile, p, tables, family, costs):
+def _one_edge(read, profile, p, tables, costs):
     n, m = read.shape[0], profile.shape[0]
     if not 0 < n < m:
         raise ValueError(f"read length {n} against {m} columns (need 0 < n < m)")
     p = np.asarray(p, np.int64)
     check_fixed_point(p, 0 if costs is None else costs.largest, n, m, tables)
     profiles = profile[None, :]
-    return (profiles, profile_near(profiles, family), edge_terms(profiles, p, tables.shift), kernel_costs(costs), p,
+    return (profiles, profile_near(profiles), edge_terms(profiles, p, tables.shift), kernel_costs(costs), p,
             np.empty((n, m), np.int32), np.empty((4, m + n), np.int64))
 
 
 def forward_energy(read: np.ndarray, profile: np.ndarray, p: np.ndarray, tables: PosteriorTables,
-                   family: np.ndarray | None = None, costs: ColumnCosts | None = None) -> tuple[int, np.ndarray]:
+                   costs: ColumnCosts | None = None) -> tuple[int, np.ndarray]:
     """(Z, F): the Forward energy of one read against one edge profile (fixed point; at T = 0,
     its cheapest path's energy) and M's Forward energies int32 [n, m] by column (M at column 0
     after the first row: the sentinel plus its step)."""
-    profiles, near, terms, kernel, p, F, rows = _one_edge(read, profile, p, tables, family, costs)
+    profiles, near, terms, kernel, p, F, rows = _one_edge(read, profile, p, tables, costs)
     z = forward(read, profile, near[0], p, kernel, terms[0], tables.shift, tables.softmin, F, rows[0], rows[1], SIGN)
     return int(z), F
 
 
 def edge_posteriors(read: np.ndarray, profile: np.ndarray, p: np.ndarray, tables: PosteriorTables,
-                    family: np.ndarray | None = None, costs: ColumnCosts | None = None,
+                    costs: ColumnCosts | None = None,
                     weight: int = PROB_ONE) -> tuple[int, np.ndarray]:
     """(Z, posteriors): one edge's M posteriors int32 [n, m] by column (PROB_ONE units, times
     weight / PROB_ONE as the pooling floors them)."""
-    profiles, near, terms, kernel, p, F, rows = _one_edge(read, profile, p, tables, family, costs)
+    profiles, near, terms, kernel, p, F, rows = _one_edge(read, profile, p, tables, costs)
     z = forward(read, profile, near[0], p, kernel, terms[0], tables.shift, tables.softmin, F, rows[0], rows[1], SIGN)
     pooled = np.zeros_like(F)
     backward_pool(read, profile, near[0], p, kernel, terms[0], tables.shift, tables.softmin, tables.probability, F, z,

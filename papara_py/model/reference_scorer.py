@@ -48,10 +48,10 @@ def column_penalties(profile: np.ndarray, p: np.ndarray):
     return cg, oe, ex
 
 
-def profile_near(profiles: np.ndarray, family: np.ndarray | None = None) -> np.ndarray:
-    """The near states of profiles ([..., m] elements) with the columns' family residues (None:
-    none), as the reference scorer and the traceback take them beside the profiles."""
-    return np.ascontiguousarray(near_states(profiles, family=family))
+def profile_near(profiles: np.ndarray) -> np.ndarray:
+    """The near states of profiles ([..., m] elements), as the reference scorer and the traceback
+    take them beside the profiles."""
+    return np.ascontiguousarray(near_states(profiles))
 
 
 @njit(cache=True, nogil=True)
@@ -123,22 +123,21 @@ def score_one(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.nda
 
 
 def score_reference(read: np.ndarray, profile: np.ndarray, params: ScoringParams,
-                    family: np.ndarray | None = None, costs: ColumnCosts | None = None) -> int:
+                    costs: ColumnCosts | None = None) -> int:
     """Score one encoded read (state sets, 0 < n < m) against one edge profile ([m]); both of
-    one alphabet's element type (uint8 DNA, uint32 protein). `family`: the columns' family
-    residues ([m], model/family.py; None: none); `costs`: the column profile costs
+    one alphabet's element type (uint8 DNA, uint32 protein). `costs`: the column profile costs
     (model/column_costs.py; None: none)."""
     n, m = read.shape[0], profile.shape[0]
     if not 0 < n < m:
         raise ValueError(f"read length {n} cannot be scored against {m} columns (need 0 < n < m)")
-    return int(score_one(read, profile, profile_near(profile, family), params.as_array(), kernel_costs(costs)))
+    return int(score_one(read, profile, profile_near(profile), params.as_array(), kernel_costs(costs)))
 
 
 def score_matrix_reference(reads: list[np.ndarray], profiles: np.ndarray, params: ScoringParams,
-                           family: np.ndarray | None = None, costs: ColumnCosts | None = None) -> np.ndarray:
+                           costs: ColumnCosts | None = None) -> np.ndarray:
     """int64 [Q, E] scores of every read against every edge profile (tests and small inputs)."""
     p = params.as_array()
-    near = profile_near(profiles, family)
+    near = profile_near(profiles)
     table = kernel_costs(costs)
     out = np.empty((len(reads), profiles.shape[0]), np.int64)
     for q, read in enumerate(reads):

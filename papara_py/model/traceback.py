@@ -95,15 +95,14 @@ def _trace(read: np.ndarray, profile: np.ndarray, near: np.ndarray, p: np.ndarra
 
 
 def align(read: np.ndarray, profile: np.ndarray, params: ScoringParams,
-          family: np.ndarray | None = None, costs: ColumnCosts | None = None) -> ReadAlignment:
+          costs: ColumnCosts | None = None) -> ReadAlignment:
     """Align one encoded read (0 < n < m) to one edge profile with DESIGN 5's tie-breaking;
-    `family`: the columns' family residues (model/family.py), `costs` the column profile costs
-    (model/column_costs.py); None: none."""
+    `costs`: the column profile costs (model/column_costs.py; None: none)."""
     n, m = read.shape[0], profile.shape[0]
     if not 0 < n < m:
         raise ValueError(f"read length {n} cannot be aligned to {m} columns (need 0 < n < m)")
     cells = n * (m - n + 1)
-    score, start, ops = _trace(read, profile, profile_near(profile, family), params.as_array(), kernel_costs(costs),
+    score, start, ops = _trace(read, profile, profile_near(profile), params.as_array(), kernel_costs(costs),
                                np.empty(cells, np.int64), np.empty(cells, np.int64))
     return ReadAlignment(score=int(score), start=int(start), cigar=cigar_string(ops))
 
@@ -132,20 +131,19 @@ def _align_many(codes, offsets, edge_slot, profiles, near, p, costs, scores, col
 
 
 def align_many(codes: np.ndarray, offsets: np.ndarray, edge_slot: np.ndarray, profiles: np.ndarray,
-               params: ScoringParams, family: np.ndarray | None = None, near: np.ndarray | None = None,
+               params: ScoringParams, near: np.ndarray | None = None,
                costs: ColumnCosts | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Align a batch of reads (each 0 < n < m) to their profiles in one GIL-free call.
 
-    codes: encoded reads cut by offsets; edge_slot[r] picks read r's profile; family: the
-    columns' family residues; costs: the column profile costs (model/column_costs.py); near: the
-    profiles' near states where the caller already has them (`profile_near(profiles, family)`: a
-    batch traced back in slices over one profile array derives them once, not per slice).
+    codes: encoded reads cut by offsets; edge_slot[r] picks read r's profile; costs: the column
+    profile costs (model/column_costs.py); near: the profiles' near states where the caller
+    already has them (`profile_near(profiles)`: a batch traced back in slices over one profile array derives them once, not per slice).
     Returns (scores int32 [reads], columns int32 [residues]: each residue's column, INSERTED where
     inserted), the path `align` gives read by read.
     """
     scores = np.empty(offsets.size - 1, np.int32)
     columns = np.empty(int(offsets[-1]), np.int32)
     if near is None:
-        near = profile_near(profiles, family)
+        near = profile_near(profiles)
     _align_many(codes, offsets, edge_slot, profiles, near, params.as_array(), kernel_costs(costs), scores, columns)
     return scores, columns

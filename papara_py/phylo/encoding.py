@@ -27,10 +27,8 @@ its own rule for them:
 - Protein, by similarity: the amino acids that substitute for a state of the set (BLOSUM62 score
   0 or more, `BLOSUM62_SIMILAR`) and are not in it. They follow from the state set alone, so the
   element stores nothing more (a uint32 has no room for 20 more bits); they are looked up from
-  the set in two 1024-entry tables, one per half of the set's bits. Protein's near states also
-  take in the column's family residues (model/family.py: the amino acids that make up at least
-  `family_percent`% of the column in the reference alignment), which depend on the column, not
-  on the edge, so the run holds them once, one set per column.
+  the set in two 1024-entry tables, one per half of the set's bits. (What the whole column
+  holds is the column profile cost's part, model/column_costs.py, not the near states'.)
 `near_states` gives them for whole arrays of elements; the kernels and the traceback take them
 from it, computed on the host (no numba code derives them).
 """
@@ -68,7 +66,6 @@ class Alphabet:
     stranded: bool                # reads may come from the reverse strand (reverse complement)
     default_preset: str           # model/params.py PRESETS: the penalties when none are given
     similar: tuple[str, ...] = ()  # near states by similarity: letter pairs that substitute for each other
-    family_percent: int | None = None  # near states from the column's family residues (model/family.py)
     substitution_matrix: str | None = None  # the column profile cost's scores (model/column_costs.py)
     read_code: np.ndarray = field(init=False, repr=False)
     ref_code: np.ndarray = field(init=False, repr=False)
@@ -137,10 +134,7 @@ class Alphabet:
         """The near states' rule in words (DESIGN 3), for the run record: which model scored a run."""
         if self.stores_near_states:
             return "parsimony: the states one step from the edge's set"
-        rule = f"similarity: {len(self.similar)} substitution pairs"
-        if self.family_percent is not None:
-            rule += f"; column family residues: at least {self.family_percent}% of the column"
-        return rule
+        return f"similarity: {len(self.similar)} substitution pairs"
 
     @property
     def similar_half(self) -> int:
@@ -180,7 +174,7 @@ PROTEIN = Alphabet(
     name="protein", residue_kind="amino-acid", letters="ARNDCQEGHILKMFPSTWYV",
     ambiguity={"B": "ND", "Z": "QE", "J": "IL", "X": "ARNDCQEGHILKMFPSTWYV", "U": "C", "O": "K"},
     dtype=np.dtype(np.uint32), stranded=False, default_preset="protein", similar=BLOSUM62_SIMILAR,
-    family_percent=10, substitution_matrix="BLOSUM62")
+    substitution_matrix="BLOSUM62")
 
 #: --alphabet NAME -> Alphabet ("auto" is `detect_alphabet`).
 ALPHABETS = {alphabet.name: alphabet for alphabet in (DNA, PROTEIN)}
@@ -237,26 +231,18 @@ def state_mask_of(elements: np.ndarray) -> int:
     return alphabet_of(elements).state_mask
 
 
-def near_states(elements: np.ndarray, alphabet: Alphabet = None, family: np.ndarray | None = None) -> np.ndarray:
+def near_states(elements: np.ndarray, alphabet: Alphabet = None) -> np.ndarray:
     """The near states (a state-set mask, the elements' dtype) of profile elements (module
     docstring): stored ones decoded (for each element, the k-th state its set lacks where bit
-    near_shift + k is set), or the states similar to the set's and not in it; with `family`
-    (the columns' family residues, model/family.py, shaped to broadcast against `elements`:
-    [m] for profiles [..., m], [m, 1] for block lanes [m, W]), also the family residues the set
-    lacks."""
+    near_shift + k is set), or the states similar to the set's and not in it."""
     elements = np.asarray(elements)
     alphabet = alphabet or alphabet_of(elements)
-    state_mask = alphabet.dtype.type(alphabet.state_mask)
     if alphabet.stores_near_states:
-        near = NEAR_STATES_DNA[elements]
-    else:
-        states = elements & state_mask
-        half = alphabet.dtype.type(alphabet.similar_half)
-        low_mask = alphabet.dtype.type((1 << alphabet.similar_half) - 1)
-        near = (alphabet.similar_low[states & low_mask] | alphabet.similar_high[states >> half]) & ~states
-    if family is not None:
-        near |= np.asarray(family, alphabet.dtype) & ~(elements & state_mask)
-    return near
+        return NEAR_STATES_DNA[elements]
+    states = elements & alphabet.dtype.type(alphabet.state_mask)
+    half = alphabet.dtype.type(alphabet.similar_half)
+    low_mask = alphabet.dtype.type((1 << alphabet.similar_half) - 1)
+    return (alphabet.similar_low[states & low_mask] | alphabet.similar_high[states >> half]) & ~states
 
 
 def _near_table(alphabet: Alphabet) -> np.ndarray:

@@ -22,7 +22,7 @@ from papara_py.io.export_names import ReadNames, check_reference_names
 from papara_py.io.inputs import iter_read_chunks, match_tips, read_alignment, read_edge_tree
 from papara_py.io.read_stream import ReadStream
 from papara_py.io.reads import ReadChunk
-from papara_py.model.column_terms import ColumnTerms
+from papara_py.model.column_costs import ColumnCosts, column_costs
 from papara_py.model.decode import posterior_tables
 from papara_py.model.fixed_point import check_fixed_point
 from papara_py.model.params import PenaltyChoice, ScoringParams
@@ -80,7 +80,7 @@ class Inputs:
     digests: dict[str, Digest]
     params: ScoringParams    # the penalties used: as given, or the alphabet's default preset
     strand: str              # the strand mode used (engine/strand.mode_for: forward for protein)
-    columns: ColumnTerms     # the column terms: family residues, column profile costs (model/column_terms.py)
+    costs: ColumnCosts | None  # the column profile costs (model/column_costs.py; None: none)
 
     @property
     def alphabet(self) -> Alphabet:
@@ -125,9 +125,9 @@ def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]
     if config.alphabet == "auto" and not alignment.alphabet.stranded:
         reporter.detail(f"--alphabet auto: {config.alignment} holds {alignment.alphabet.residue_kind} data; reads "
                         f"are taken as given (no reverse strand)")
-    columns = ColumnTerms.of(match.tip_rows, alignment.alphabet, params.column_weight)
-    check_posterior_fits(params, columns, alignment.rows.shape[1])
-    return Inputs(edge_tree, alignment, match, reads, reads_file, digests, params, strand, columns)
+    costs = column_costs(match.tip_rows, alignment.alphabet, params.column_weight)
+    check_posterior_fits(params, costs, alignment.rows.shape[1])
+    return Inputs(edge_tree, alignment, match, reads, reads_file, digests, params, strand, costs)
 
 
 def sample_inputs(config: RunConfig, first: Inputs) -> Inputs:
@@ -179,13 +179,13 @@ def resolve_params(params: ScoringParams | PenaltyChoice, alphabet: Alphabet) ->
                              f"{'they are' if len(on) > 1 else 'it is'} for protein data; {advice} for {alphabet.name}")
 
 
-def check_posterior_fits(params: ScoringParams, columns: ColumnTerms, m: int) -> None:
+def check_posterior_fits(params: ScoringParams, costs: ColumnCosts | None, m: int) -> None:
     """InputError unless the posterior step's fixed-point energies (model/fixed_point.py) fit
     int32 for every read the alignment takes (up to m - 1 residues) at the run's temperature."""
     if params.temperature == 0:
         return
     try:
-        check_fixed_point(params.as_array(), 0 if columns.costs is None else columns.costs.largest, m - 1, m,
+        check_fixed_point(params.as_array(), 0 if costs is None else costs.largest, m - 1, m,
                           posterior_tables(params.temperature))
     except ValueError as error:
         raise InputError("--temperature", f"{error}; or --temperature 0 (the Viterbi traceback)") from None

@@ -124,7 +124,7 @@ class ScoreTraceWrite:
     def _new_engine(self, k: int) -> Engine:
         inputs, devices = self.samples[0].inputs, self.devices
         return Engine(self.profiles.profiles, self.profiles.n_edges, self.m, devices.width, inputs.params, k,
-                      devices.use_cpu, devices.gpu_scorers, devices.options, self._progress, columns=inputs.columns,
+                      devices.use_cpu, devices.gpu_scorers, devices.options, self._progress, costs=inputs.costs,
                       build_lanes=getattr(self.profiles, "lanes", None))
 
     def _progress(self, blocks: int, block_cells: int) -> None:
@@ -221,7 +221,7 @@ class ScoreTraceWrite:
         """One scored batch decoded by the run's model (on a traceback thread)."""
         t0 = time.perf_counter()
         decoded = decode_batch(stretch.reads, stretch.alignable, reverse, candidates, self.profiles,
-                               sample.inputs.params, sample.inputs.columns, self.config.threads, self.tracer)
+                               sample.inputs.params, sample.inputs.costs, self.config.threads, self.tracer)
         with sample.lock:  # summed over batches, which may overlap (BatchStages)
             sample.timings["traceback"] += time.perf_counter() - t0
             sample.traced["gpu" if decoded.on_gpu else "cpu"] += 1

@@ -119,19 +119,19 @@ def _align_example(example: Path, output: Path, device: str = "cpu") -> None:
 
 def _wide_lanes(alignment_path: Path) -> None:
     """The CPU kernel in 32-bit lanes for the alignment's alphabet and default preset, with the
-    column terms a run of it uses (the example's reads all fit 16-bit lanes)."""
+    column profile costs a run of it uses (the example's reads all fit 16-bit lanes)."""
     import numpy as np
 
     from papara_py.engine.cpu import default_lane_width, score_block
     from papara_py.io.inputs import read_alignment
+    from papara_py.model.column_costs import column_costs
     from papara_py.model.params import PenaltyChoice
-    from papara_py.model.column_terms import ColumnTerms
 
     alignment = read_alignment(alignment_path)
     alphabet = alignment.alphabet
     params = PenaltyChoice(None, ()).resolve(alphabet.default_preset)
-    terms = ColumnTerms.of(alignment.rows, alphabet, params.column_weight)
+    costs = column_costs(alignment.rows, alphabet, params.column_weight)
     lanes = np.zeros((alignment.rows.shape[1], default_lane_width()), alphabet.dtype)
     read = alphabet.read_code[np.frombuffer(b"ACA", np.uint8)]
-    score_block(lanes, read, np.array([0, read.size], np.int64), params, family=terms.family, costs=terms.costs,
+    score_block(lanes, read, np.array([0, read.size], np.int64), params, costs=costs,
                 force_int32=True)

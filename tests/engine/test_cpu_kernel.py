@@ -27,7 +27,6 @@ from papara_py.engine.cpu import (
 from papara_py.engine.layout import make_block
 from papara_py.errors import InputError
 from papara_py.model.column_costs import ColumnCosts, cost_codes
-from papara_py.model.column_terms import ColumnTerms
 from papara_py.model.params import ScoringParams
 from papara_py.model.reference_scorer import score_matrix_reference
 from papara_py.phylo.encoding import CGAP_BIT, DNA, PROTEIN, READ_CODE
@@ -70,15 +69,14 @@ def pack(reads: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(reads), offsets
 
 
-def kernel_scores(profiles, reads, params, width, family=None, costs=None, **options) -> np.ndarray:
+def kernel_scores(profiles, reads, params, width, costs=None, **options) -> np.ndarray:
     """Scores of every read against every profile through make_block and score_block (with the
-    columns' family residues `family` and column profile costs `costs`, carried by the blocks)."""
+    column profile costs `costs`, carried by the blocks)."""
     codes, offsets = pack(reads)
     columns = []
     for first in range(0, profiles.shape[0], width):
-        block = make_block(first // width, first, profiles[first:first + width], width, ColumnTerms(family, costs))
-        scores = score_block(block.lanes, codes, offsets, params, family=block.columns.family,
-                             costs=block.columns.costs, **options)
+        block = make_block(first // width, first, profiles[first:first + width], width, costs)
+        scores = score_block(block.lanes, codes, offsets, params, costs=block.costs, **options)
         assert scores.shape == (len(reads), width) and scores.dtype == np.int32
         # padding lanes repeat the last edge, so they must repeat its score
         assert (scores[:, block.n_edges:] == scores[:, block.n_edges - 1:block.n_edges]).all()
@@ -100,18 +98,14 @@ def cases(draw, alphabet=DNA):
     near = draw(st.one_of(st.just(values[0]), st.integers(0, values[0])))  # Eq. 1, or near states cheaper
     params = ScoringParams(*values, near_mismatch=near)
     strip = draw(st.sampled_from([1, 2, 3, 7, 64, DEFAULT_STRIP]))
-    # protein: column family residues (DESIGN 3) in half the cases, none or a few states a column
-    family = None
-    if alphabet is PROTEIN and draw(st.booleans()):
-        family = np.where(rng.random(m) < 0.3, 0, random_states(rng, m, alphabet)).astype(alphabet.dtype)
-    return profiles, reads, params, width, strip, family
+    return profiles, reads, params, width, strip
 
 
 @pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(cases())
 def test_kernel_equals_reference_on_both_lane_dtypes(case):
-    profiles, reads, params, width, strip, _ = case
+    profiles, reads, params, width, strip = case
     expected = score_matrix_reference(reads, profiles, params)
     for force_int32 in (False, True):
         got = kernel_scores(profiles, reads, params, width, strip=strip, force_int32=force_int32)
@@ -122,13 +116,13 @@ def test_kernel_equals_reference_on_both_lane_dtypes(case):
 @settings(max_examples=100, deadline=None)
 @given(cases(PROTEIN))
 def test_protein_kernel_equals_reference_on_both_lane_dtypes(case):
-    """uint32 elements (20 states, CGAP at bit 20): the same kernel source, specialised by numba;
-    near states with the columns' family residues where the case has them."""
-    profiles, reads, params, width, strip, family = case
+    """uint32 elements (20 states, CGAP at bit 20): the same kernel source, specialised by numba,
+    with protein's near states by similarity."""
+    profiles, reads, params, width, strip = case
     assert profiles.dtype == np.uint32 and reads[0].dtype == np.uint32
-    expected = score_matrix_reference(reads, profiles, params, family)
+    expected = score_matrix_reference(reads, profiles, params)
     for force_int32 in (False, True):
-        got = kernel_scores(profiles, reads, params, width, family, strip=strip, force_int32=force_int32)
+        got = kernel_scores(profiles, reads, params, width, strip=strip, force_int32=force_int32)
         np.testing.assert_array_equal(got, expected, err_msg=f"force_int32={force_int32}")
 
 
@@ -150,14 +144,14 @@ def random_cost_codes(rng: np.random.Generator, n: int) -> np.ndarray:
 def test_protein_kernel_with_column_costs_equals_reference(case, weight):
     """The column profile cost (DESIGN 4) in the lane kernel: a random table as large as the weight
     allows, read residues among the table's codes, both lane dtypes and strips."""
-    profiles, reads, params, width, strip, family = case
+    profiles, reads, params, width, strip = case
     rng = np.random.default_rng(len(reads) * 7919 + profiles.shape[1])
     params = replace(params, column_weight=weight)
     costs = random_column_costs(rng, profiles.shape[1], params.column_cost_bound())
     reads = [random_cost_codes(rng, read.size) for read in reads]
-    expected = score_matrix_reference(reads, profiles, params, family, costs)
+    expected = score_matrix_reference(reads, profiles, params, costs)
     for force_int32 in (False, True):
-        got = kernel_scores(profiles, reads, params, width, family, costs, strip=strip, force_int32=force_int32)
+        got = kernel_scores(profiles, reads, params, width, costs, strip=strip, force_int32=force_int32)
         np.testing.assert_array_equal(got, expected, err_msg=f"force_int32={force_int32}")
 
 

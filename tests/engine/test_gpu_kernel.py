@@ -116,12 +116,11 @@ def expected_top(reference: np.ndarray, first_edge: int, k: int) -> tuple[np.nda
     return score, edge
 
 
-def check(scorer: GpuScorer, profiles, reads, params, k, width=8, first_edge=0, family=None, costs=None) -> None:
+def check(scorer: GpuScorer, profiles, reads, params, k, width=8, first_edge=0, costs=None) -> None:
     codes, offsets = pack_reads(reads)
     blocks = as_chunk(profiles, width, first_edge)
-    score, edge = scorer.score_chunk(blocks, first_edge, profiles.shape[0], codes, offsets, params, k, family=family,
-                                     costs=costs)
-    want_score, want_edge = expected_top(score_matrix_reference(reads, profiles, params, family, costs), first_edge, k)
+    score, edge = scorer.score_chunk(blocks, first_edge, profiles.shape[0], codes, offsets, params, k, costs=costs)
+    want_score, want_edge = expected_top(score_matrix_reference(reads, profiles, params, costs), first_edge, k)
     np.testing.assert_array_equal(score, want_score)
     np.testing.assert_array_equal(edge, want_edge)
 
@@ -161,14 +160,13 @@ def test_random_protein_chunks_match_reference(scorers, case) -> None:
     """uint32 profile elements (20 states, CGAP at bit 20) through the same kernel source built
     with -DPROF_BITS=32: packed lanes with split state sets where `narrow` allows, else the
     32-bit lane; with near_mismatch < mismatch, the near states by similarity (DESIGN 3) beside
-    each element, with the columns' family residues in half the cases."""
+    each element."""
     rng = np.random.default_rng(case["seed"])
     profiles = random_profiles(rng, case["n_edges"], case["m"], PROTEIN)
     reads = [protein_states(rng, n) | np.uint32(1) << rng.integers(0, 20, size=n).astype(np.uint32)
              for n in case["lengths"]]
-    family = protein_states(rng, case["m"]) if case["seed"] % 2 else None
     scorer = scorers[case["narrow"], case["rows"]]
-    check(scorer, profiles, reads, case["params"], case["k"], case["width"], case["first_edge"], family)
+    check(scorer, profiles, reads, case["params"], case["k"], case["width"], case["first_edge"])
     if not case["narrow"]:
         assert scorer.stats.packed_reads == 0
 
@@ -183,9 +181,8 @@ def test_random_protein_chunks_with_column_costs_match_reference(scorers, case, 
     params = replace(case["params"], column_weight=weight)
     costs = random_column_costs(rng, case["m"], params.column_cost_bound())
     reads = [random_cost_codes(rng, n) for n in case["lengths"]]
-    family = protein_states(rng, case["m"]) if case["seed"] % 2 else None
     check(scorers[case["narrow"], case["rows"]], profiles, reads, params, case["k"], case["width"],
-          case["first_edge"], family, costs)
+          case["first_edge"], costs)
 
 
 def test_protein_states_above_a_byte_and_the_cgap_bit_reach_the_device(scorers) -> None:
@@ -223,8 +220,8 @@ COST_PARAMS = {"mismatch": 3, "cgap": 6, "gap_open": 5, "gap_extend": 3, "insert
 def test_protein_column_costs_match_reference(scorers, narrow, near_mismatch, rows) -> None:
     """-DCOLUMN_COSTS=1: each diagonal step adds its column's cost of the read residue, from
     every row of the table (ambiguity codes included), in packed lanes (split state sets, the cost
-    in both halves) and the 32-bit lane, with near states cheaper than a mismatch (and the columns'
-    family residues) and without; stripes of 6 rows (most reads end in a part-filled stripe, and a
+    in both halves) and the 32-bit lane, with near states cheaper than a mismatch and
+    without; stripes of 6 rows (most reads end in a part-filled stripe, and a
     stripe's costs end inside a word of their 16 bytes) and
     of 32 (16 in either lane width, engine/gpu.COST_ROWS: reads in one to three stripes)."""
     rng = np.random.default_rng(31 + near_mismatch)
@@ -234,9 +231,8 @@ def test_protein_column_costs_match_reference(scorers, narrow, near_mismatch, ro
     reads = [rng.choice(costs.codes, size=n) for n in (1, 5, 11, 24, 30, 37, 40)]
     params = ScoringParams(**COST_PARAMS, near_mismatch=near_mismatch)
     assert costs.largest <= params.column_cost_bound()
-    family = protein_states(rng, m) if params.weighted else None
     scorer = scorers[narrow, rows]
-    check(scorer, profiles, reads, params, k=5, width=8, first_edge=2, family=family, costs=costs)
+    check(scorer, profiles, reads, params, k=5, width=8, first_edge=2, costs=costs)
     assert (scorer.stats.packed_reads, scorer.stats.wide_reads) == ((7, 0) if narrow else (0, 7))
 
 
@@ -596,8 +592,7 @@ def test_lookup_path_is_left_where_costs_exceed_a_byte(lookup_scorers) -> None:
 
 def test_lookup_words_hold_the_reference_costs() -> None:
     """Each lookup word's bytes are CG_i + M_ij of the reference scorer for residues A, C, G, T,
-    lane pairs side by side, then OE_i and E_i per half; the virtual rows' columns are zero; the
-    columns' family residues (none for DNA in practice) give the same words by the slow path."""
+    lane pairs side by side, then OE_i and E_i per half; the virtual rows' columns are zero."""
     from papara_py.engine.gpu import LOOKUP_RESIDUES, lookup_words
     from papara_py.model.reference_scorer import column_penalties, profile_near
 
@@ -621,8 +616,6 @@ def test_lookup_words_hold_the_reference_costs() -> None:
                 assert words[i, u, half] >> (8 * k) & 0xFF == cg[i] + level
             assert words[i, u, 2] >> (16 * half) & 0xFFFF == oe[i]
             assert words[i, u, 3] >> (16 * half) & 0xFFFF == ex[i]
-    no_family = lookup_words(profiles.T.copy(), variant, params, np.zeros(m, np.uint8))
-    np.testing.assert_array_equal(no_family[:m].reshape(m, units, 4), words)
 
 
 @pytest.mark.parametrize("rows", [6, 16])
@@ -650,9 +643,8 @@ def test_protein_lookup_path_matches_reference(device, rows, near_mismatch, cost
     if costs:
         column_costs = random_column_costs(rng, m, 39)
         assert set(single) | set(odd) <= set(column_costs.codes.tolist())
-    family = protein_states(rng, m) if params.weighted else None
     scorer = GpuScorer(device, rows=rows, lookup_table=table)
-    check(scorer, profiles, reads, params, k=4, width=8, first_edge=1, family=family, costs=column_costs)
+    check(scorer, profiles, reads, params, k=4, width=8, first_edge=1, costs=column_costs)
     assert scorer.stats.lookup_reads == scorer.stats.packed_reads == len(reads)
 
 
@@ -673,7 +665,7 @@ def test_band_two_columns_ahead_gives_the_same_scores(device, table) -> None:
         reads = [rng.choice(single, size=n) for n in range(1, m)]
         protein = GpuScorer(device, rows=16, lookup_table=True, extra_options=("-DBAND_AHEAD=2",))
         check(protein, random_profiles(rng, 19, m, PROTEIN), reads, params, k=3, width=8,
-              family=protein_states(rng, m), costs=random_column_costs(rng, m, 39))
+              costs=random_column_costs(rng, m, 39))
         assert protein.stats.lookup_reads == len(reads)
 
 

@@ -3,7 +3,7 @@ CPU's (model/posterior.py, itself held against brute force in test_posterior.py)
 
 `GpuPosterior.decode_batch` must give `model.posterior.decode_batch`'s columns, posteriors,
 edge weights and expected accuracies bit for bit: random reads and profiles (DNA with near-state
-fields and CGAP runs, protein with family residues and column profile costs), empty candidate
+fields and CGAP runs, protein with column profile costs), empty candidate
 slots, several temperatures and scales, launches split by a small memory budget; and the real
 data sets' reads on their best edges. Runs on the OpenCL device of the kernel tests (PoCL in
 CI).
@@ -27,7 +27,6 @@ from papara_py.model.posterior import Batch, decode_batch, mea_alignment
 from papara_py.model.params import ScoringParams
 from papara_py.model.reference_scorer import profile_near, score_one
 from papara_py.model.column_costs import column_costs, kernel_costs
-from papara_py.model.column_terms import ColumnTerms
 from papara_py.phylo.encoding import DNA, PROTEIN
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
@@ -57,7 +56,7 @@ def test_launches_keep_within_the_budget_and_the_largest_buffer(decoders):
     codes, _, offsets = random_reads(rng, rng.integers(1, 30, 12), DNA)
     slots = np.stack([rng.permutation(5)[:3] for _ in range(12)])
     batch = Batch.of(codes, offsets, slots, None, profiles, None, ScoringParams.preset("weighted").as_array(), None,
-                     PosteriorTables.build(1.0, 64), None)
+                     PosteriorTables.build(1.0, 64))
     decoded = np.arange(12)
     for name, decoder in decoders.items():
         launches = decoder._launches(batch, decoded, 30)
@@ -92,16 +91,14 @@ def test_device_posterior_equals_host_posterior(decoders, seed, m, reads, k, val
     slots[rng.random(slots.shape) < 0.25] = -1
     params = ScoringParams(*values, near_mismatch=int(rng.integers(0, values[0] + 1)) if near else values[0],
                            column_weight=1.0 if protein and with_costs else 0.0)
-    family = costs = None
-    if protein:
-        family = np.where(rng.random(m) < 0.5, rng.integers(0, 1 << 20, m), 0).astype(np.uint32)
-        if with_costs:
-            letters = np.frombuffer(b"ARNDCQEGHILKMFPSTWYV-X", np.uint8)
-            costs = column_costs(letters[rng.integers(0, letters.size, (4, m))], PROTEIN, 1.0)
+    costs = None
+    if protein and with_costs:
+        letters = np.frombuffer(b"ARNDCQEGHILKMFPSTWYV-X", np.uint8)
+        costs = column_costs(letters[rng.integers(0, letters.size, (4, m))], PROTEIN, 1.0)
     tables = PosteriorTables.build(temperature, scale)
     args = (codes, offsets, slots, None, profiles, None, params.as_array(), costs, tables)
-    cpu = decode_batch(*args, family=family)
-    gpu = decoders[launches].decode_batch(*args, family=family)
+    cpu = decode_batch(*args)
+    gpu = decoders[launches].decode_batch(*args)
     assert_same(cpu, gpu)
 
 
@@ -126,18 +123,18 @@ def real_batch(directory, reads: int, candidates: int = 5):
     tree = EdgeTree.from_dendropy(read_tree(directory / "tree.nwk"))
     tip_rows = match_tips(tree.tip_names, alignment, str(reference)).tip_rows
     params = ScoringParams.preset(alignment.alphabet.default_preset)
-    terms = ColumnTerms.of(tip_rows, alignment.alphabet, params.column_weight)
+    costs = column_costs(tip_rows, alignment.alphabet, params.column_weight)
     profiles = ProfileBuilder(tree, tip_rows, alignment.alphabet).profiles(np.arange(tree.n_edges))
     read_set = ReadSet.from_sequences(((r.name, r.sequence) for r, _ in zip(
         iter_reads(directory / "reads.fa", alphabet=alignment.alphabet), range(reads))), alignment.alphabet)
     residues, offsets = read_set.select_residues(np.arange(len(read_set.lengths)))
     codes = alignment.alphabet.read_code[residues]
-    near = profile_near(profiles, terms.family)
-    p, table = params.as_array(), kernel_costs(terms.costs)
+    near = profile_near(profiles)
+    p, table = params.as_array(), kernel_costs(costs)
     scores = np.array([[score_one(codes[offsets[q]:offsets[q + 1]], profiles[e], near[e], p, table)
                         for e in range(tree.n_edges)] for q in range(offsets.size - 1)])
     slots = np.argsort(scores, axis=1, kind="stable")[:, :candidates]
-    return codes, offsets, slots, np.take_along_axis(scores, slots, axis=1), profiles, near, p, terms.costs
+    return codes, offsets, slots, np.take_along_axis(scores, slots, axis=1), profiles, near, p, costs
 
 
 @pytest.mark.slow

@@ -187,8 +187,8 @@ def test_grouped_items_go_out_by_cells_across_groups():
 
 @pytest.mark.parametrize("n_edges", [1, 2, 63, 64, 65, 130])
 def test_dna_profile_words_in_numba_equal_numpy(n_edges):
-    """engine/gpu.py's numba `_padded_profile` (DNA with near states) and `lookup_words` (no
-    family residues) against the numpy forms they replace."""
+    """engine/gpu.py's numba `_padded_profile` (DNA with near states) and `lookup_words`
+    against the numpy forms they replace."""
     from papara_py.engine.gpu import Variant, _near_bytes, _pair_table, _padded_profile, _units, lookup_words
 
     rng = np.random.default_rng(n_edges)
@@ -197,9 +197,9 @@ def test_dna_profile_words_in_numba_equal_numpy(n_edges):
     variant = Variant(packed=True, ptx=False, rows=6).of(DNA, near=True, lookup=True)
     padded = np.zeros((m, _units(n_edges, variant) * 2), np.uint8)
     padded[:, :n_edges] = lanes
-    np.testing.assert_array_equal(_padded_profile(lanes, variant), _near_bytes(padded, DNA, None))
+    np.testing.assert_array_equal(_padded_profile(lanes, variant), _near_bytes(padded, DNA))
     np.testing.assert_array_equal(_padded_profile(lanes[:, ::-1], variant), _near_bytes(
-        np.pad(lanes[:, ::-1], ((0, 0), (0, padded.shape[1] - n_edges))), DNA, None))
+        np.pad(lanes[:, ::-1], ((0, 0), (0, padded.shape[1] - n_edges))), DNA))
     params = ScoringParams(5, 7, 9, 2, 11, near_mismatch=3)
     words = np.zeros((m + 5, padded.shape[1] // 2, 4), np.uint32)
     keys = padded[:, 0::2] | padded[:, 1::2].astype(np.uint16) << 8
@@ -208,11 +208,10 @@ def test_dna_profile_words_in_numba_equal_numpy(n_edges):
 
 
 @pytest.mark.parametrize("narrow", [True, False])
-def test_protein_groups_with_column_costs_and_family(scorers, narrow):
-    """Column profile costs (each read's cost profile expanded once, shared by its tasks) and the
-    columns' family residues in one launch of several groups."""
+def test_protein_groups_with_column_costs(scorers, narrow):
+    """Column profile costs (each read's cost profile expanded once, shared by its tasks) and
+    protein's near states in one launch of several groups."""
     from test_cpu_kernel import random_column_costs, random_cost_codes
-    from test_gpu_kernel import protein_states
 
     rng = np.random.default_rng(11 + narrow)
     m = 33
@@ -223,13 +222,13 @@ def test_protein_groups_with_column_costs_and_family(scorers, narrow):
     codes = np.concatenate([c for c, _ in reads])
     offsets = np.concatenate([[0]] + [o[1:] + sum(len(c) for c, _ in reads[:g]) for g, (_, o) in enumerate(reads)])
     slot_ptr = np.concatenate(([0], np.cumsum(per_group)))
-    params = ScoringParams(mismatch=3, cgap=6, gap_open=5, gap_extend=3, insertion=16, column_weight=5.0)
+    params = ScoringParams(mismatch=3, cgap=6, gap_open=5, gap_extend=3, insertion=16, near_mismatch=1,
+                           column_weight=5.0)
     costs = random_column_costs(rng, m, params.column_cost_bound())
-    family = protein_states(rng, m)
     scorer = scorers[narrow]
     score, edge = scorer.score_groups(lanes, firsts, codes, offsets.astype(np.int64), slot_ptr, params, 3,
-                                      family=family, costs=costs)
-    want = [scorer.score_chunk(group[None], int(first), group.shape[1], c, o, params, 3, family=family, costs=costs)
+                                      costs=costs)
+    want = [scorer.score_chunk(group[None], int(first), group.shape[1], c, o, params, 3, costs=costs)
             for group, first, (c, o) in zip(lanes, firsts, reads)]
     np.testing.assert_array_equal(score, np.concatenate([w[0] for w in want]))
     np.testing.assert_array_equal(edge, np.concatenate([w[1] for w in want]))

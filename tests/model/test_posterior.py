@@ -72,7 +72,6 @@ class Case:
     profiles: list
     penalties: list
     protein: bool
-    family: list | None
     rows: list | None
     weight: float
     temperature: float
@@ -90,10 +89,6 @@ class Case:
         return np.array(self.profiles[e], self.dtype)
 
     @property
-    def family_array(self):
-        return None if self.family is None else np.array(self.family, np.uint32)
-
-    @property
     def costs(self):
         if not self.rows:
             return None
@@ -104,7 +99,7 @@ class Case:
         return np.array(self.penalties, np.int64)
 
     def literal(self, e=0):
-        return literal_costs(self.read, self.profiles[e], self.penalties, self.protein, self.family, self.rows,
+        return literal_costs(self.read, self.profiles[e], self.penalties, self.protein, self.rows,
                              self.weight)
 
     @property
@@ -114,20 +109,19 @@ class Case:
 
 @st.composite
 def cases(draw, max_m=8, max_n=5, edges=1, temperatures=(0.25, 0.5, 1.0, 2.0, 5.0), scales=(64, 1024, 4096)):
-    """DNA (near-state fields, CGAP runs) or protein (similar residues, family residues, column
-    profile costs) reads of 1..max_n residues against edges profiles of m <= max_m columns;
+    """DNA (near-state fields, CGAP runs) or protein (similar residues, column profile
+    costs) reads of 1..max_n residues against edges profiles of m <= max_m columns;
     small penalties (posteriors spread over many paths), sometimes a large one."""
     protein = draw(st.booleans())
     m = draw(st.integers(2, max_m))
     n = draw(st.integers(1, min(max_n, m - 1)))
-    family = rows = None
+    rows = None
     weight = 0.0
     if protein:
         residue = st.one_of(st.integers(0, 19).map(lambda k: 1 << k), st.integers(1, (1 << 20) - 1))
         profiles = [[a | (1 << 20 if gap else 0) for a, gap in zip(
             draw(st.lists(residue, min_size=m, max_size=m)),
             draw(st.lists(st.booleans(), min_size=m, max_size=m)))] for _ in range(edges)]
-        family = draw(st.one_of(st.none(), st.lists(st.one_of(st.just(0), residue), min_size=m, max_size=m)))
         if draw(st.booleans()):
             codes = cost_codes(PROTEIN).tolist()
             read = [draw(st.sampled_from(codes)) for _ in range(n)]
@@ -145,7 +139,7 @@ def cases(draw, max_m=8, max_n=5, edges=1, temperatures=(0.25, 0.5, 1.0, 2.0, 5.
     small = st.integers(0, 6)
     values = [draw(st.one_of(small, small, small, st.just(40))) for _ in range(5)]
     penalties = values + [draw(st.integers(0, values[0]))]
-    return Case(read, profiles, penalties, protein, family, rows, weight, draw(st.sampled_from(temperatures)),
+    return Case(read, profiles, penalties, protein, rows, weight, draw(st.sampled_from(temperatures)),
                 draw(st.sampled_from(scales)))
 
 
@@ -214,9 +208,9 @@ def test_fixed_point_forward_and_posteriors_equal_brute_force_within_rounding(ca
     c = case.literal()
     tables = case.tables
     z, post, inserted = brute_force(c, case.temperature)
-    z_fixed, F = forward_energy(case.read_array, case.profile_array(), case.p, tables, case.family_array, case.costs)
+    z_fixed, F = forward_energy(case.read_array, case.profile_array(), case.p, tables, case.costs)
     assert abs(z_fixed / tables.scale - z) <= eps_units(c.n, c.m) / tables.scale
-    z_again, P = edge_posteriors(case.read_array, case.profile_array(), case.p, tables, case.family_array, case.costs)
+    z_again, P = edge_posteriors(case.read_array, case.profile_array(), case.p, tables, case.costs)
     assert z_again == z_fixed
     for (i, j), exact in post.items():
         assert abs(P[j, i] / PROB_ONE - exact) <= posterior_tolerance(exact, c.n, c.m, tables)
@@ -235,9 +229,9 @@ def test_min_plus_forward_is_the_cheapest_path_and_at_most_eq_1(case):
     is never above Eq. 1's score (reference_scorer.score_one), whose paths are the band's."""
     tables = case.tables
     profile = case.profile_array()
-    near = profile_near(profile[None, :], case.family_array)[0]
+    near = profile_near(profile[None, :])[0]
     eq1 = score_one(case.read_array, profile, near, case.p, kernel_costs(case.costs))
-    z, _ = forward_energy(case.read_array, profile, case.p, tables, case.family_array, case.costs)
+    z, _ = forward_energy(case.read_array, profile, case.p, tables, case.costs)
     cheapest, _ = reference_posteriors(case.literal(), 0)
     assert z == cheapest * tables.scale
     assert z <= eq1 * tables.scale
@@ -252,7 +246,7 @@ def test_energies_stay_within_the_checked_bounds(case):
     costs = case.costs
     upper, lower = energy_bounds(case.p, 0 if costs is None else costs.largest, len(case.read),
                                  len(case.profiles[0]), case.temperature)
-    z, F = forward_energy(case.read_array, case.profile_array(), case.p, tables, case.family_array, costs)
+    z, F = forward_energy(case.read_array, case.profile_array(), case.p, tables, costs)
     assert np.all(F[1:, 0] >= SENTINEL)  # M at column 0 after the first row: the sentinel's sum
     F = np.concatenate((F[:, 1:].ravel(), F[:1, 0]))
     assert -lower * tables.scale <= F.min() and F.max() <= upper * tables.scale
@@ -317,7 +311,7 @@ def test_decode_read_weights_pooling_and_mea_equal_brute_force(case, empty):
     codes, offsets, slots, profiles = batch_of([case])
     slots[0, np.array(empty)] = -1
     columns, pp, weights, accuracy = decode_batch(codes, offsets, slots, None, profiles, None, case.p, case.costs,
-                                                  tables, family=case.family_array)
+                                                  tables)
     used = [e for e in range(3) if not empty[e]]
     assert weights[0, np.array(empty)].tolist() == [0] * sum(empty)
     assert PROB_ONE - len(used) <= weights[0].sum() <= PROB_ONE
@@ -333,8 +327,8 @@ def test_decode_read_weights_pooling_and_mea_equal_brute_force(case, empty):
     pooled = np.zeros((n, m), np.int64)
     for e in used:
         if weights[0, e]:
-            pooled += edge_posteriors(case.read_array, case.profile_array(e), case.p, tables, case.family_array,
-                                      case.costs, weight=int(weights[0, e]))[1]
+            pooled += edge_posteriors(case.read_array, case.profile_array(e), case.p, tables, case.costs,
+                                      weight=int(weights[0, e]))[1]
     pooled_exact = sum(w * np.array([[post[i, j] for i in range(m)] for j in range(n)])
                        for w, (_, post, _) in zip(w_exact, exact))
     factor = math.exp(5 * eps_units(n, m) / (tables.scale * tables.temperature))

@@ -6,6 +6,7 @@ against the reference scorer."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 
@@ -20,7 +21,6 @@ from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tre
 from papara_py.io.reads import ReadSet
 from papara_py.io.run_file import RunFile
 from papara_py.model.column_costs import column_costs
-from papara_py.model.family import column_family
 from papara_py.model.params import PRESETS, ScoringParams
 from papara_py.model.reference_scorer import profile_near, score_matrix_reference
 from papara_py.model.traceback import align_many
@@ -46,8 +46,7 @@ def protein_run(tmp_path_factory) -> Path:
 def test_the_run_records_the_alphabet_the_protein_preset_and_forward_reads(protein_run):
     with RunFile(protein_run) as run:
         assert run.alphabet is PROTEIN and run.record["alphabet"] == "protein"
-        assert run.record["near_states"] == ("similarity: 46 substitution pairs; column family residues: at least "
-                                             "10% of the column")
+        assert run.record["near_states"] == "similarity: 46 substitution pairs"
         assert run.record["parameters"] == PRESETS["protein"].values() | {"preset": "protein"}
         assert run.record["strand"] == "forward" and set(run.column("strand")) == {"+"}
         assert (run.column("status") == "aligned").all() and run.n_reads == 120
@@ -60,8 +59,8 @@ def test_the_run_records_the_alphabet_the_protein_preset_and_forward_reads(prote
 
 @pytest.mark.slow
 def test_the_best_edges_score_as_the_reference_scorer_says(protein_run):
-    """... with the columns' family residues among the near states and the column profile costs
-    of the protein preset (DESIGN 3-4), each of which changes some of these reads' best scores."""
+    """... with the near states and the column profile costs of the protein preset (DESIGN 3-4),
+    each of which changes some of these reads' best scores."""
     tree = EdgeTree.from_dendropy(read_tree(PROTEIN_DATA / "tree.nwk"))
     alignment = read_alignment(PROTEIN_DATA / "ref.phy")
     tip_rows = match_tips(tree.tip_names, alignment, "tree").tip_rows
@@ -69,14 +68,14 @@ def test_the_best_edges_score_as_the_reference_scorer_says(protein_run):
     reads = [PROTEIN.encode_read(np.frombuffer(r.sequence, np.uint8))
              for r in iter_reads(PROTEIN_DATA / "reads.fa", alphabet=PROTEIN)][:50]
     params = ScoringParams.preset("protein")
-    family = column_family(tip_rows, PROTEIN)
     costs = column_costs(tip_rows, PROTEIN, params.column_weight)
-    matrix = score_matrix_reference(reads, profiles, params, family, costs)
+    matrix = score_matrix_reference(reads, profiles, params, costs)
     with RunFile(protein_run) as run:
         np.testing.assert_array_equal(run.column("score")[:50], matrix.min(axis=1))
         np.testing.assert_array_equal(run.column("best_edge")[:50], matrix.argmin(axis=1))
-    assert (score_matrix_reference(reads, profiles, params, costs=costs).min(axis=1) != matrix.min(axis=1)).any()
-    assert (score_matrix_reference(reads, profiles, params, family).min(axis=1) != matrix.min(axis=1)).any()
+    assert (score_matrix_reference(reads, profiles, params).min(axis=1) != matrix.min(axis=1)).any()
+    without_near = replace(params, near_mismatch=params.mismatch)
+    assert (score_matrix_reference(reads, profiles, without_near, costs).min(axis=1) != matrix.min(axis=1)).any()
 
 
 @pytest.mark.slow
@@ -194,20 +193,6 @@ def test_protein_near_states_are_the_blosum62_partners_a_set_lacks():
     assert int(want[PROTEIN.letters.index("S")]).bit_count() == 8  # A N D Q E G K T
 
 
-def spelled_out_family(rows: list[str], percent: int) -> list[int]:
-    """DESIGN 3's column family residues, counted letter by letter: per column, the amino acids
-    whose unambiguous letters (either case; U is C, O is K) make up at least `percent`% of the
-    column's residues (gap characters - . ? left out; B Z J X count as residues of no state)."""
-    letters, same = PROTEIN.letters, {"U": "C", "O": "K"}
-    family = []
-    for column in zip(*rows):
-        residues = [c.upper() for c in column if c not in "-.?"]
-        counts = {x: sum(same.get(c, c) == x for c in residues) for x in letters}
-        family.append(sum(1 << k for k, x in enumerate(letters)
-                          if counts[x] and 100 * counts[x] >= percent * len(residues)))
-    return family
-
-
 @pytest.mark.slow
 def test_column_profile_costs_are_design_3_spelled_out():
     """X of DESIGN 3 (model/column_costs.py) against tests/literal_dp.py's letter-by-letter
@@ -237,41 +222,6 @@ def test_column_profile_costs_are_design_3_spelled_out():
     assert sparse[0, 0] == round(REFERENCE_SCORE - 4 / 4)
 
 
-def test_column_family_residues_are_the_common_amino_acids_of_each_column():
-    """The bundled example and a hand-made alignment (the 10% boundary exactly, ambiguity codes,
-    lower case, U and O, a column of gaps) against the letter-by-letter count; DNA has none."""
-    alignment = read_alignment(PROTEIN_DATA / "ref.phy")
-    rows = [bytes(row).decode() for row in alignment.rows]
-    got = column_family(alignment.rows, PROTEIN)
-    assert got.dtype == np.uint32 and got.shape == (alignment.rows.shape[1],)
-    assert got.tolist() == spelled_out_family(rows, 10)
-    hand = ["AW-K", "AW-O", "aW-k"] + ["CX-R"] * 6 + ["UB.R"]  # column 0: A 3, C 7 (U is C)
-    ascii_rows = np.array([np.frombuffer(r.encode(), np.uint8) for r in hand])
-    family = column_family(ascii_rows, PROTEIN).tolist()
-    assert family == spelled_out_family(hand, 10)
-    bit = {x: 1 << k for k, x in enumerate(PROTEIN.letters)}
-    # column 1: W 3 of 10 (X and B count as residues of no state); column 2: gaps only; column 3:
-    # K 2 + O 1 = 3 of 10, R 7 of 10
-    assert family == [bit["A"] | bit["C"], bit["W"], 0, bit["K"] | bit["R"]]
-    ten = ["A"] * 9 + ["C"]  # exactly 10%: a family residue
-    assert column_family(np.array([[ord(c)] for c in ten], np.uint8), PROTEIN).tolist() == [bit["A"] | bit["C"]]
-    eleven = ["A"] * 10 + ["C"]  # 9.1%: not
-    assert column_family(np.array([[ord(c)] for c in eleven], np.uint8), PROTEIN).tolist() == [bit["A"]]
-    assert column_family(np.full((3, 4), ord("A"), np.uint8), DNA) is None
-
-
-def test_family_residues_join_the_near_states_a_set_lacks():
-    a, c, w = (int(PROTEIN.read_code[ord(x)]) for x in "ACW")
-    elements = np.array([a, a | c, w | PROTEIN.cgap_bit, PROTEIN.state_mask], np.uint32)
-    family = np.array([w, w | c, w, w], np.uint32)
-    similar = near_states(elements, PROTEIN)
-    got = near_states(elements, PROTEIN, family)
-    # W is no substitute for A or C: only the family brings it; a set holding W or all states keeps none
-    assert got.tolist() == [similar[0] | w, similar[1] | w, similar[2], 0]
-    lanes = np.repeat(elements[:, None], 3, axis=1)  # a block's [m, W] lanes: family per row
-    np.testing.assert_array_equal(near_states(lanes, PROTEIN, family[:, None]), np.repeat(got[:, None], 3, axis=1))
-
-
 @pytest.mark.slow
 def test_cheaper_near_states_change_protein_scores_as_the_reference_scorer_says(tmp_path):
     """--near-mismatch below --mismatch on protein: the run's best scores are the reference
@@ -285,11 +235,10 @@ def test_cheaper_near_states_change_protein_scores_as_the_reference_scorer_says(
     tree = EdgeTree.from_dendropy(read_tree(ws.path("tree.nwk")))
     tip_rows = match_tips(tree.tip_names, read_alignment(ws.path("ref.phy")), "tree").tip_rows
     profiles = ProfileBuilder(tree, tip_rows, PROTEIN).profiles(np.arange(tree.n_edges))
-    family = column_family(tip_rows, PROTEIN)
     reads = [PROTEIN.encode_read(np.frombuffer(r.sequence, np.uint8))
              for r in iter_reads(ws.path("reads.fa"), alphabet=PROTEIN)]
-    weighted = score_matrix_reference(reads, profiles, ScoringParams(6, 6, 6, 2, 12, 2), family)
-    eq1 = score_matrix_reference(reads, profiles, ScoringParams(6, 6, 6, 2, 12, 6), family)
+    weighted = score_matrix_reference(reads, profiles, ScoringParams(6, 6, 6, 2, 12, 2))
+    eq1 = score_matrix_reference(reads, profiles, ScoringParams(6, 6, 6, 2, 12, 6))
     with RunFile(ws.path("run.h5")) as run:
         assert run.record["parameters"]["near_mismatch"] == 2
         np.testing.assert_array_equal(run.column("score"), weighted.min(axis=1))
@@ -334,7 +283,7 @@ def test_prepared_profiles_carry_the_alphabet(tmp_path):
 @pytest.mark.slow
 def test_hybrid_engine_on_protein_profiles_matches_the_reference(opencl_device):
     """Real protein profiles and reads through CPU workers and the OpenCL kernel (PoCL in CI), with
-    the protein preset's near states, family residues and column profile costs."""
+    the protein preset's near states and column profile costs."""
     from engine_cases import expected, gpu, run
 
     from papara_py.engine.scheduler import EngineOptions, ReadBatch
@@ -343,7 +292,6 @@ def test_hybrid_engine_on_protein_profiles_matches_the_reference(opencl_device):
     alignment = read_alignment(PROTEIN_DATA / "ref.phy")
     tip_rows = match_tips(tree.tip_names, alignment, "tree").tip_rows
     profiles = ProfileBuilder(tree, tip_rows, PROTEIN).profiles(np.arange(tree.n_edges))
-    family = column_family(tip_rows, PROTEIN)
     raw = [r.sequence for r in iter_reads(PROTEIN_DATA / "reads.fa", alphabet=PROTEIN)][:12]
     params = ScoringParams.preset("protein")
     costs = column_costs(tip_rows, PROTEIN, params.column_weight)
@@ -351,13 +299,12 @@ def test_hybrid_engine_on_protein_profiles_matches_the_reference(opencl_device):
     codes, offsets = reads.select(np.arange(len(raw)))
     assert codes.dtype == np.uint32 and profiles.dtype == np.uint32
     result = run(profiles, ReadBatch(codes, offsets), params, True, [gpu(opencl_device)],
-                 EngineOptions(cpu_workers=1), family=family, costs=costs)
-    want_score, want_edge = expected(profiles, [codes[a:b] for a, b in pairwise(offsets)], params, family=family,
-                                     costs=costs)
+                 EngineOptions(cpu_workers=1), costs=costs)
+    want_score, want_edge = expected(profiles, [codes[a:b] for a, b in pairwise(offsets)], params, costs=costs)
     np.testing.assert_array_equal(result.candidates.score, want_score)
     np.testing.assert_array_equal(result.candidates.edge, want_edge)
     assert any(c.name.startswith("gpu") and c.blocks for c in result.consumers)
-    scores, _ = align_many(codes, offsets, np.arange(len(raw)), profiles[want_edge[:, 0]], params, family,
+    scores, _ = align_many(codes, offsets, np.arange(len(raw)), profiles[want_edge[:, 0]], params,
                            costs=costs)
     np.testing.assert_array_equal(scores, want_score[:, 0])
 

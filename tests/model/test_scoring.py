@@ -89,8 +89,7 @@ def test_traceback_equals_design_5_spelled_out(case):
 @st.composite
 def protein_cases(draw):
     """Amino-acid profiles (uint32: 20 states, CGAP bit 20) and reads: mostly single residues, so
-    mismatches between similar and dissimilar residues are both common, some ambiguity sets;
-    half of them with column family residues (none, one or several amino acids per column)."""
+    mismatches between similar and dissimilar residues are both common, some ambiguity sets."""
     m = draw(st.integers(2, 16))
     n = draw(st.one_of(st.just(1), st.just(m - 1), st.integers(1, m - 1)))
     residue = st.one_of(st.integers(0, 19).map(lambda k: 1 << k), st.integers(1, (1 << 20) - 1))
@@ -100,26 +99,21 @@ def protein_cases(draw):
     read = draw(st.lists(residue, min_size=n, max_size=n))
     values = [draw(parameter) for _ in range(5)]
     params = ScoringParams(*values, near_mismatch=draw(st.one_of(st.just(values[0]), st.integers(0, values[0]))))
-    family = draw(st.one_of(st.none(), st.lists(st.one_of(st.just(0), residue), min_size=m, max_size=m)))
-    return read, profile, params, family
+    return read, profile, params
 
 
 @pytest.mark.slow
 @settings(max_examples=800, deadline=None)
 @given(protein_cases())
 def test_protein_scorer_and_traceback_equal_design_4_and_5_spelled_out(case):
-    """Protein's near states by similarity and by the column's family residues (DESIGN 3) in the
-    reference scorer and the traceback, against the literal transcription with BLOSUM62 read
-    from Biopython."""
-    read, profile, params, family = case
+    """Protein's near states by similarity (DESIGN 3) in the reference scorer and the traceback,
+    against the literal transcription with BLOSUM62 read from Biopython."""
+    read, profile, params = case
     arrays = np.array(read, np.uint32), np.array(profile, np.uint32)
-    columns = None if family is None else np.array(family, np.uint32)
     penalties = params.as_array().tolist()
-    assert score_reference(*arrays, params, columns) == literal_score(read, profile, *penalties, protein=True,
-                                                                       family=family)
-    result = align(*arrays, params, columns)
-    assert (result.score, result.start, result.cigar) == literal_align(read, profile, *penalties, protein=True,
-                                                                       family=family)
+    assert score_reference(*arrays, params) == literal_score(read, profile, *penalties, protein=True)
+    result = align(*arrays, params)
+    assert (result.score, result.start, result.cigar) == literal_align(read, profile, *penalties, protein=True)
 
 
 def test_traceback_prefers_smallest_end_column_and_insertion_over_mismatch_there():
@@ -191,13 +185,13 @@ def column_cost_cases(draw):
     cost table has rows for (single amino acids, B, Z, J, X), and a reference alignment of 1-6 rows
     (amino acids, ambiguity codes, gaps, either case) whose columns give the costs, at weights
     that make ties of rounding likely (multiples of 1/4) and others."""
-    read, profile, params, family = draw(protein_cases())
+    read, profile, params = draw(protein_cases())
     codes = cost_codes(PROTEIN).tolist()
     read = [draw(st.one_of(st.sampled_from(codes[:20]), st.sampled_from(codes))) for _ in read]
     letters = st.sampled_from("ARNDCQEGHILKMFPSTWYVarndBZJXUO-.?")
     rows = draw(st.lists(st.text(letters, min_size=len(profile), max_size=len(profile)), min_size=1, max_size=6))
     weight = draw(st.sampled_from([0.25, 0.5, 0.75, 1.0, 1.3, 2.5, 10.0]))
-    return read, profile, replace(params, column_weight=weight), family, rows
+    return read, profile, replace(params, column_weight=weight), rows
 
 
 @pytest.mark.slow
@@ -207,15 +201,14 @@ def test_column_profile_cost_equals_design_4_and_5_spelled_out(case):
     """The column profile cost (DESIGN 4) as model/column_costs.py tabulates it from the reference
     rows, in the reference scorer and the traceback, against the literal transcription that
     computes X from the rows and BLOSUM62 itself, cell by cell."""
-    read, profile, params, family, rows = case
+    read, profile, params, rows = case
     costs = column_costs(np.array([list(row.encode()) for row in rows], np.uint8), PROTEIN, params.column_weight)
     assert costs.largest <= params.column_cost_bound()
     arrays = np.array(read, np.uint32), np.array(profile, np.uint32)
-    columns = None if family is None else np.array(family, np.uint32)
     penalties = params.as_array().tolist()
-    literal = {"protein": True, "family": family, "column_rows": rows, "column_weight": params.column_weight}
-    assert score_reference(*arrays, params, columns, costs) == literal_score(read, profile, *penalties, **literal)
-    result = align(*arrays, params, columns, costs)
+    literal = {"protein": True, "column_rows": rows, "column_weight": params.column_weight}
+    assert score_reference(*arrays, params, costs) == literal_score(read, profile, *penalties, **literal)
+    result = align(*arrays, params, costs)
     assert (result.score, result.start, result.cigar) == literal_align(read, profile, *penalties, **literal)
 
 

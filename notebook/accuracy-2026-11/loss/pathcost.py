@@ -9,7 +9,7 @@ is papara-py's run on it at the alphabet's default preset (e.g. perread.py's
 WORK_DIR/papara.h5). Per read and candidate edge (or each EDGE given) it prints the edge's
 weight in the run, the best score on it (the reference scorer), and the cost of papara-py's and
 of the truth's columns on it, split into the profile's gap columns (cgap), substitutions (Eq. 1's
-M with the near states; protein's take in the columns' family residues), the column profile cost
+M with the near states), the column profile cost
 X (protein), deletions and insertions. A path's cost is Eq. 1 along it: free read ends, a
 deletion run opening at its first column. The truth's edge (the one its split names) is marked.
 """
@@ -25,8 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "scripts"))
 import bench_accuracy as ba  # noqa: E402
 from papara_py.io.inputs import match_tips, read_alignment, read_tree  # noqa: E402
-from papara_py.model.column_costs import cell_cost, kernel_costs, read_cost_row  # noqa: E402
-from papara_py.model.column_terms import ColumnTerms  # noqa: E402
+from papara_py.model.column_costs import cell_cost, column_costs, kernel_costs, read_cost_row  # noqa: E402
 from papara_py.model.params import ScoringParams  # noqa: E402
 from papara_py.model.reference_scorer import column_penalties, diagonal_cost, profile_near, score_one  # noqa: E402
 from papara_py.phylo.encoding import state_mask_of  # noqa: E402
@@ -65,8 +64,7 @@ def main() -> int:
     tip_rows = np.ascontiguousarray(match_tips(tree.tip_names, alignment, str(data.alignment)).tip_rows)
     builder = ProfileBuilder(tree, tip_rows, alphabet)
     params = ScoringParams.preset(alphabet.default_preset)
-    terms = ColumnTerms.of(tip_rows, alphabet, params.column_weight)
-    p, costs = params.as_array(), kernel_costs(terms.costs)
+    p, costs = params.as_array(), kernel_costs(column_costs(tip_rows, alphabet, params.column_weight))
     all_tips = frozenset(tree.tip_names)
     edge_of_split = {ba.normalise_split(tree.edge_split(e), all_tips): e for e in range(tree.n_edges)}
     placed = ba.read_run_file(run, data)
@@ -83,7 +81,7 @@ def main() -> int:
         chosen = [int(e) for e in sys.argv[4].split(",")] if len(sys.argv) > 4 else list(run_weight)
         for edge in chosen:
             profile = builder.profiles(np.array([edge]))
-            near = profile_near(profile, terms.family)[0]
+            near = profile_near(profile)[0]
             costs_by = {who: path_cost(read, cols, profile[0], near, p, costs)
                         for who, cols in (("papara-py", placed[name].columns), ("truth", true_columns))}
             mark = " (the truth's edge)" if edge == true_edge else ""
