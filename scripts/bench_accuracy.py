@@ -527,14 +527,20 @@ def read_run_file(path: Path, data: Data) -> dict[str, Placement]:
     """Placements from a papara-py run file (docs/reference/run-file.md), read with h5py only."""
     import h5py
     with h5py.File(path) as run_file:
-        reads = run_file["reads"]
-        names = reads["names"].asstr()[:]
-        starts = reads["start"][:]
-        cigars = reads["cigar"].asstr()[:]
-        strands = reads["strand"].asstr()[:]
-        best = reads["best_edge"][:]
-        newick = run_file["tree/newick_numbered"][()]
-        newick = newick.decode() if isinstance(newick, bytes) else str(newick)
+        return read_placements(run_file, data)
+
+
+def read_placements(run_file, data: Data) -> dict[str, Placement]:
+    """`read_run_file` from a run file already open (an h5py.File): a caller that reads more of it
+    opens it once."""
+    reads = run_file["reads"]
+    names = reads["names"].asstr()[:]
+    starts = reads["start"][:]
+    cigars = reads["cigar"].asstr()[:]
+    strands = reads["strand"].asstr()[:]
+    best = reads["best_edge"][:]
+    newick = run_file["tree/newick_numbered"][()]
+    newick = newick.decode() if isinstance(newick, bytes) else str(newick)
     splits, _ = edge_splits_from_numbered(newick, {int(edge) for edge in best if edge >= 0})
     out = {}
     for name, start, cigar, strand, edge in zip(names, starts, cigars, strands, best):

@@ -67,9 +67,9 @@ def main() -> int:
     p, costs = params.as_array(), kernel_costs(column_costs(tip_rows, alphabet, params.column_weight))
     all_tips = frozenset(tree.tip_names)
     edge_of_split = {ba.normalise_split(tree.edge_split(e), all_tips): e for e in range(tree.n_edges)}
-    placed = ba.read_run_file(run, data)
     sequences = dict(ba._reads_forward(data))
-    with h5py.File(run) as handle:
+    with h5py.File(run) as handle:  # the run file, opened once
+        placed = ba.read_placements(handle, data)
         run_names = list(handle["reads/names"].asstr()[:])
         edges, weights = handle["reads/candidates/edge"][:], handle["reads/candidates/weight"][:]
     for name in names:
