@@ -2,15 +2,14 @@
 read's candidate edges (docs/accuracy.md, "Where the remaining loss is"): does the model prefer the
 wrong path, or does the decoding miss a cheaper right one? And which term makes the difference?
 
-    python3 notebook/accuracy-2026-11/loss/pathcost.py SET_DIR RUN.h5 READ[,READ...] [EDGE,...]
+    python3 scripts/pathcost.py SET_DIR RUN.h5 READ[,READ...] [EDGE,...]
 
 SET_DIR holds tree.nwk, ref.fasta (or ref.phy), reads.fa and truth.tsv (DNA or protein); RUN.h5
-is papara-py's run on it at the alphabet's default preset (e.g. perread.py's
-WORK_DIR/papara.h5). Per read and candidate edge (or each EDGE given) it prints the edge's
+is papara-py's run on it at the alphabet's default preset (e.g. notebook/accuracy-2026-11/loss/
+perread.py's WORK_DIR/papara.h5). Per read and candidate edge (or each EDGE given) it prints the edge's
 weight in the run, the best score on it (the reference scorer), and the cost of papara-py's and
 of the truth's columns on it, split into the profile's gap columns (cgap), substitutions (Eq. 1's
-M with the near states), the column profile cost
-X (protein), deletions and insertions. A path's cost is Eq. 1 along it: free read ends, a
+M with the near states), the column profile cost X (protein), deletions and insertions. A path's cost is Eq. 1 along it: free read ends, a
 deletion run opening at its first column. The truth's edge (the one its split names) is marked.
 """
 
@@ -22,7 +21,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_accuracy as ba  # noqa: E402
 from papara_py.io.inputs import match_tips, read_alignment, read_tree  # noqa: E402
 from papara_py.model.column_costs import cell_cost, column_costs, kernel_costs, read_cost_row  # noqa: E402

@@ -1,4 +1,4 @@
-"""notebook/accuracy-2026-11/loss/pathcost.py: what the model charges for a read's path.
+"""scripts/pathcost.py: what the model charges for a read's path.
 
 docs/accuracy.md's diagnosis ("Where the remaining loss is") rests on it: it says whether the
 model prefers a wrong path or the decoding misses a cheaper right one. Its path cost must be Eq. 1
@@ -9,24 +9,16 @@ protein preset's near states and column costs.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import h5py
 import numpy as np
 from misuse import papara
+from scripts_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTEIN = ROOT / "data" / "protein"
-
-
-def load_pathcost():
-    spec = importlib.util.spec_from_file_location(
-        "pathcost", ROOT / "notebook" / "accuracy-2026-11" / "loss" / "pathcost.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_path_cost_is_eq_1_along_the_path_and_the_script_reports_it(tmp_path, monkeypatch, capsys):
@@ -34,7 +26,7 @@ def test_path_cost_is_eq_1_along_the_path_and_the_script_reports_it(tmp_path, mo
     result = papara("-t", str(PROTEIN / "tree.nwk"), "-s", str(PROTEIN / "ref.phy"), "-r", str(PROTEIN / "reads.fa"),
                     "--temperature", "0", "-j", "1", "-o", str(run))
     assert result.returncode == 0, result.stderr
-    pathcost = load_pathcost()
+    pathcost = load_script("pathcost")
     ba = pathcost.ba
     from papara_py.io.inputs import match_tips, read_alignment, read_tree
     from papara_py.model.column_costs import column_costs, kernel_costs
