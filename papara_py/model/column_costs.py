@@ -3,22 +3,33 @@
 Why: one edge's parsimony profile knows one branch's ancestral states, and with reads 30%
 divergent from their nearest reference sequence Eq. 1's three cost levels (state set, near
 state, mismatch) leave many paths within a few units of one another; the branch's sets then
-decide among them and misplace residues next to sparse columns. MAFFT --addfragments scores a
-residue against the whole column. This term does the same inside Eq. 1: notebook/ACCURACY.md
-("Dense real protein references and the column profile cost") measured it.
+decide among them and misplace residues next to sparse columns. A profile scores a residue
+against the whole column; this term does the same inside Eq. 1 (notebook/ACCURACY.md, "Dense real
+protein references and the column profile cost", measured it).
 
-    P(c, s) = the mean over the reference alignment's rows of BLOSUM62(s, the row's residue at
-              column c; U as C, O as K); a row without one of the 20 residues there (a gap, an
-              ambiguity code) adds nothing to the sum and counts in the mean
+The score is the column's profile emission, as HMMER and PSI-BLAST score a residue: how likely s
+is under the column's mixture of residues, against the background. BLOSUM62 is in half bits, so
+a pair's odds are 2^(BLOSUM62 / 2), and with f_a the share of rows holding a,
+P(s | column) / q_s = sum_a f_a odds(a, s):
+
+    P(c, s) = 2 log2(the mean over the reference alignment's rows of 2^(BLOSUM62(s, the row's
+              residue at column c) / 2)), U as C, O as K; a row without one of the 20 residues
+              there (a gap, an ambiguity code) adds odds 1 (a score of 0) and counts in the mean;
+              rounded to a multiple of 2^-20
     X(c, s) = round(weight * max(0, REFERENCE_SCORE - P(c, s)))      (round half to even)
 
-A residue the column's residues favour costs nothing more; one they disfavour costs up to
-weight * (REFERENCE_SCORE + 4); a column most rows leave empty costs about weight *
-REFERENCE_SCORE for any residue. An ambiguous read residue (B, Z, J, X) costs
-the least X of its states, as Eq. 1's M_ij takes the cheapest of its states.
+The log of the mean odds, not the mean of the log-odds (MAFFT's sum of pairs, 0.3.0 to 0.15.0):
+a residue that a minority of the rows share, a subfamily's, scores near that minority's match
+score instead of the column's average (notebook/accuracy-2026-11/profile-emission.md: +0.0037 on
+32 new protein validation sets). A residue the column favours costs nothing more; one it
+disfavours costs up to weight * (REFERENCE_SCORE + 4); a column most rows leave empty costs about
+weight * REFERENCE_SCORE for any residue. An ambiguous read residue (B, Z, J, X) costs the least X
+of its states, as Eq. 1's M_ij takes the cheapest of its states.
 
 The table is computed once per run on the host, in float64 then rounded, so every device sees
-the same integers. Its rows are the alphabet's read codes (`cost_codes`: the single states in bit
+the same integers. P is rounded to 2^-20 first (numerical precision, not a tuned number): the
+logarithm's last bits depend on the order of the sum, and the grid makes every implementation of
+the formula give the same table, ties (k + 1/2) included. Its rows are the alphabet's read codes (`cost_codes`: the single states in bit
 order, then the ambiguity codes by value); kernels find a read residue's row by its code
 (`cost_row`).
 """
@@ -33,9 +44,12 @@ import numpy as np
 
 from papara_py.phylo.encoding import Alphabet
 
-#: The mean BLOSUM62 score at or above which a residue costs nothing more: about what a column
-#: of one conserved residue scores against itself (BLOSUM62's diagonal runs 4-11).
+#: The column score (half bits) at or above which a residue costs nothing more: about what a
+#: column of one conserved residue scores against itself (BLOSUM62's diagonal runs 4-11).
 REFERENCE_SCORE = 5
+#: The grid P is rounded to before X (the module docstring): a power of two, so that
+#: REFERENCE_SCORE - P is exact.
+SCORE_GRID = 2.0 ** -20
 #: Largest weight (`--column-weight`): X then stays below 128 (kernels read it as one byte).
 MAX_COLUMN_WEIGHT = 10.0
 
@@ -103,7 +117,7 @@ def _matrix(name: str, letters: str) -> np.ndarray:
 
 def largest_cost(weight: float) -> int:
     """The most X can be at `weight` (P is at least BLOSUM62's smallest score, -4: a row without
-    a residue adds 0)."""
+    a residue adds a score of 0)."""
     return math.ceil(weight * (REFERENCE_SCORE + 4))
 
 
@@ -124,11 +138,11 @@ def column_costs(tip_rows: np.ndarray, alphabet: Alphabet, weight: float) -> Col
     rows = np.asarray(tip_rows, np.uint8)
     codes = alphabet.read_code[rows]  # case ignored, U as C and O as K (DESIGN 2)
     counts = np.stack([(codes == 1 << state).sum(axis=0) for state in range(alphabet.n_states)], axis=1)
-    # R * P(c, s) as exact integers, so rounding sees P's true value: weight * shortfall / R is
-    # then two correctly rounded operations, and a tie (k + 1/2) is exact and rounds to even
-    totals = counts @ substitution_scores(alphabet).astype(np.int64).T  # [m, S]; rows without a residue add 0
-    shortfall = np.clip(REFERENCE_SCORE * rows.shape[0] - totals, 0, None)
-    per_state = np.rint(weight * shortfall / rows.shape[0]).T  # [S, m]
+    without = rows.shape[0] - counts.sum(axis=1, keepdims=True)  # rows without a residue: odds 1
+    odds = np.exp2(substitution_scores(alphabet) / 2)
+    score = 2 * np.log2((counts @ odds.T + without) / rows.shape[0])  # [m, S]
+    score = np.rint(score / SCORE_GRID) * SCORE_GRID  # exact: |score| < 16
+    per_state = np.rint(weight * np.clip(REFERENCE_SCORE - score, 0, None)).T  # [S, m]
     codes = cost_codes(alphabet)
     table = np.empty((codes.size, rows.shape[1]), np.uint8)
     for k, code in enumerate(codes.tolist()):

@@ -26,19 +26,20 @@ pytestmark = pytest.mark.slow
 
 ba = load_script("bench_accuracy")
 
-#: (measured with the preset, floor: DNA 2026-11-28, protein 2026-11-30, without the column family
-#: residues). Each floor lies below the measurement and above what the set measures with a part
-#: of the model switched off (test_the_guard_fails_without...): pyrg 0.9977 without near states;
-#: example-454 0.9575 at temperature 0; pfam-rrm 0.9512 at temperature 0, 0.9475 without near
-#: states, 0.8698 without the column profile cost; pfam-fn3 0.8414 / 0.7978, protein-example 0.9715
-#: and protein-lg 0.9966 without near states / column cost.
+#: (measured with the preset, floor: DNA 2026-11-28, protein 2026-11-30, with the column cost as a
+#: profile emission). Each floor lies below the measurement and above what the set measures with a
+#: part of the model switched off (test_the_guard_fails_without...): pyrg 0.9977 without near
+#: states; example-454 0.9575 at temperature 0; pfam-rrm 0.9420 without near states, 0.8698
+#: without the column profile cost; pfam-fn3 0.8556 at temperature 0, 0.8474 without near states,
+#: 0.7978 without the column cost (and 0.8521 with 0.15.0's mean-score column cost);
+#: protein-example 0.9715 and protein-lg 0.9966 without the column cost.
 FLOORS = {
     "pyrg": (1.0000, 0.999),
     "example-454": (0.9679, 0.963),
     "example": (0.9988, 0.995),
-    "pfam-rrm": (0.9569, 0.954),
-    "pfam-fn3": (0.8521, 0.850),
-    "protein-example": (0.9936, 0.990),
+    "pfam-rrm": (0.9544, 0.951),
+    "pfam-fn3": (0.8605, 0.858),
+    "protein-example": (0.9922, 0.990),
     "protein-lg": (0.9997, 0.997),
 }
 
@@ -134,7 +135,7 @@ def _switched_off(preset: str, part: str) -> tuple:
 @pytest.mark.parametrize("preset, part, name", [
     ("weighted", "posterior step", "example-454"),
     ("weighted", "near states", "pyrg"),
-    ("protein", "posterior step", "pfam-rrm"),
+    ("protein", "posterior step", "pfam-fn3"),
     ("protein", "near states", "pfam-rrm"),
     ("protein", "column profile cost", "pfam-rrm"),
 ])

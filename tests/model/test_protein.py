@@ -217,9 +217,14 @@ def test_column_profile_costs_are_design_3_spelled_out():
     # a column no row fills costs REFERENCE_SCORE for any residue: its rows add nothing to the sum
     empty = column_costs(np.array([[ord("-")], [ord("X")]], np.uint8), PROTEIN, 1.0).table[:20, 0]
     assert set(empty.tolist()) == {REFERENCE_SCORE}
-    # a row without a residue counts in the mean: one A beside three gaps is a quarter of A's own score
+    # a row without a residue counts in the mean with odds 1: one A (A-A scores 4, odds 4) beside
+    # three gaps is 2 log2(7 / 4) = 1.6, a cost of 3; by the mean score it would be 1, a cost of 4
     sparse = column_costs(np.array([[ord("A")], [ord("-")], [ord("-")], [ord(".")]], np.uint8), PROTEIN, 1.0).table
-    assert sparse[0, 0] == round(REFERENCE_SCORE - 4 / 4)
+    assert sparse[0, 0] == 3
+    # the log of the mean odds, not the mean score: two rows A, W score W's read residue by
+    # 2 log2((2^(-3/2) + 2^(11/2)) / 2) = 9.0 (cost 0), where the mean score, 4, would cost 1
+    mixed = column_costs(np.array([[ord("A")], [ord("W")]], np.uint8), PROTEIN, 1.0).table
+    assert mixed[PROTEIN.letters.index("W"), 0] == 0
 
 
 @pytest.mark.slow
