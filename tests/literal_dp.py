@@ -56,7 +56,7 @@ def amino_acid(letter: str) -> str:
 def literal_column_cost(column_rows: list[str], weight: float, i: int, b: int) -> int:
     """X(i, b) of DESIGN 3 spelled out: for each state s of read code b, the mean over the
     reference rows of 2 ** (BLOSUM62(s, the row's residue at column i) / 2) (U as C, O as K; a gap
-    or an ambiguity code adds 1), P = 2 log2 of it, rounded to a multiple of 2 ** -20; X is
+    or an ambiguity code adds 1), P = 2 log2 of it; X is
     round(weight * max(0, 5 - P)), half to even (Python's round); the least over b's states."""
     costs = []
     letters = [amino_acid(row[i]) for row in column_rows]
@@ -64,7 +64,7 @@ def literal_column_cost(column_rows: list[str], weight: float, i: int, b: int) -
         if b >> s & 1:
             odds = [2 ** (_blosum62()[PROTEIN_LETTERS[s]][letter] / 2) if letter in PROTEIN_LETTERS else 1.0
                     for letter in letters]
-            score = round(2 * math.log2(sum(odds) / len(column_rows)) * 2 ** 20) / 2 ** 20
+            score = 2 * math.log2(sum(odds) / len(column_rows))
             costs.append(round(weight * max(0, 5 - score)))
     return min(costs)
 

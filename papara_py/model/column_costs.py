@@ -14,8 +14,7 @@ P(s | column) / q_s = sum_a f_a odds(a, s):
 
     P(c, s) = 2 log2(the mean over the reference alignment's rows of 2^(BLOSUM62(s, the row's
               residue at column c) / 2)), U as C, O as K; a row without one of the 20 residues
-              there (a gap, an ambiguity code) adds odds 1 (a score of 0) and counts in the mean;
-              rounded to a multiple of 2^-20
+              there (a gap, an ambiguity code) adds odds 1 (a score of 0) and counts in the mean
     X(c, s) = round(weight * max(0, REFERENCE_SCORE - P(c, s)))      (round half to even)
 
 The log of the mean odds, not the mean of the log-odds (MAFFT's sum of pairs, 0.3.0 to 0.15.0):
@@ -27,9 +26,7 @@ weight * REFERENCE_SCORE for any residue. An ambiguous read residue (B, Z, J, X)
 of its states, as Eq. 1's M_ij takes the cheapest of its states.
 
 The table is computed once per run on the host, in float64 then rounded, so every device sees
-the same integers. P is rounded to 2^-20 first (numerical precision, not a tuned number): the
-logarithm's last bits depend on the order of the sum, and the grid makes every implementation of
-the formula give the same table, ties (k + 1/2) included. Its rows are the alphabet's read codes (`cost_codes`: the single states in bit
+the same integers. Its rows are the alphabet's read codes (`cost_codes`: the single states in bit
 order, then the ambiguity codes by value); kernels find a read residue's row by its code
 (`cost_row`).
 """
@@ -47,9 +44,6 @@ from papara_py.phylo.encoding import Alphabet
 #: The column score (half bits) at or above which a residue costs nothing more: about what a
 #: column of one conserved residue scores against itself (BLOSUM62's diagonal runs 4-11).
 REFERENCE_SCORE = 5
-#: The grid P is rounded to before X (the module docstring): a power of two, so that
-#: REFERENCE_SCORE - P is exact.
-SCORE_GRID = 2.0 ** -20
 #: Largest weight (`--column-weight`): X then stays below 128 (kernels read it as one byte).
 MAX_COLUMN_WEIGHT = 10.0
 
@@ -141,7 +135,6 @@ def column_costs(tip_rows: np.ndarray, alphabet: Alphabet, weight: float) -> Col
     without = rows.shape[0] - counts.sum(axis=1, keepdims=True)  # rows without a residue: odds 1
     odds = np.exp2(substitution_scores(alphabet) / 2)
     score = 2 * np.log2((counts @ odds.T + without) / rows.shape[0])  # [m, S]
-    score = np.rint(score / SCORE_GRID) * SCORE_GRID  # exact: |score| < 16
     per_state = np.rint(weight * np.clip(REFERENCE_SCORE - score, 0, None)).T  # [S, m]
     codes = cost_codes(alphabet)
     table = np.empty((codes.size, rows.shape[1]), np.uint8)
