@@ -469,6 +469,13 @@ def score(placements: dict[str, Placement], truth: dict[str, tuple[list[int], fr
             "residues": total, "reads": len(truth)}
 
 
+def read_columns(start: int, cigar: str, strand: str) -> list[int]:
+    """Reference column of each residue of the read as written in reads.fa (-1 for insertions):
+    the run file's start and CIGAR follow the oriented read, so a reverse-strand read's turn round."""
+    columns = cigar_columns(start, cigar)
+    return columns[::-1] if strand == "-" else columns
+
+
 def cigar_columns(start: int, cigar: str) -> list[int]:
     """Reference column of each aligned residue (-1 for insertions), from start + CIGAR."""
     cols, column, number = [], start, ""
@@ -546,10 +553,7 @@ def read_placements(run_file, data: Data) -> dict[str, Placement]:
     for name, start, cigar, strand, edge in zip(names, starts, cigars, strands, best):
         if name not in data.truth or start < 0:
             continue
-        cols = cigar_columns(int(start), cigar)
-        if strand == "-":
-            cols = cols[::-1]
-        out[name] = Placement(cols, splits.get(int(edge)))
+        out[name] = Placement(read_columns(int(start), cigar, strand), splits.get(int(edge)))
     return out
 
 

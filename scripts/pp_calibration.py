@@ -43,10 +43,8 @@ def residue_outcomes(read, true_columns: list[int]) -> list[tuple[str, bool]]:
     written, so a reverse-strand read's codes and columns are both turned round."""
     if not read.pp or read.start is None:
         return []
-    columns = ba.cigar_columns(read.start, read.cigar)
-    codes = read.pp
-    if read.strand == "-":
-        columns, codes = columns[::-1], codes[::-1]
+    columns = ba.read_columns(read.start, read.cigar, read.strand)
+    codes = read.pp[::-1] if read.strand == "-" else read.pp
     if len(columns) != len(true_columns) or len(codes) != len(true_columns):
         raise ValueError(f"{read.name}: {len(columns)} placed residues and {len(codes)} PP codes, "
                          f"the truth has {len(true_columns)}")
