@@ -43,7 +43,10 @@
  *   states, near  [profiles][m]          elem_t: each profile's elements and near states
  *   codes         [residues]             elem_t: the launch's reads, read r at
  *                                        codes[offsets[r] .. offsets[r+1]-1]
- *   cost_rows     [residues], cost_table [m][n_costs]  uchar, COLUMN_COSTS only (as band_score.cl)
+ *   cost_rows     [residues], cost_table [m][n_costs]  uchar, COLUMN_COSTS only (as band_score.cl);
+ *                 or [profiles][m][n_costs] with table_stride = m * n_costs: each profile's own
+ *                 table (model/edge_emission.py), a pair's at cost_table + its slot * table_stride
+ *                 (table_stride 0: the one shared table)
  *   pair_read, pair_slot  [P]            int: each pair's read (in the launch) and profile
  *   softmin, prob                        int: the tables, padded to a power of two
  *   row           [W_max + 1][P]         int: posterior_forward's previous row, overwritten in
@@ -52,7 +55,9 @@
  *   F             [n_max][m][P]          int: M's Forward energy, each pair's cells (j, i) by column
  *   z             [P]                    int: each pair's Forward energy Z
  *   active        [A]                    int: the pairs whose edge weight is above 0 (the host
- *                                        computes the weights from z: model/posterior.edge_weights)
+ *                                        computes the weights from z: model/posterior.edge_weights);
+ *                                        with own tables also posterior_forward's `pick`, its second
+ *                                        launch, which rewrites their F and z under their own X_e
  *   weight        [P]                    int: each pair's edge weight, PROB_ONE units
  *   brow          [W_max + 1][P]         int: posterior_backward's B of the row below, offset k at
  *                                        k + 1, overwritten in place
@@ -111,7 +116,7 @@ inline int diagonal_energy(const elem_t e, const elem_t e_near, const elem_t b, 
 }
 
 #if COLUMN_COSTS
-#define X_COST(i, x_row) ((int)cost_table[(size_t)(i) * n_costs + (x_row)])
+#define X_COST(i, x_row) ((int)edge_table[(size_t)(i) * n_costs + (x_row)])
 #else
 #define X_COST(i, x_row) 0
 #endif
@@ -133,16 +138,21 @@ __kernel void posterior_forward(
     __global int *restrict row, __global int *restrict F, __global int *restrict z_out,
     const int shift, const int mismatch, const int near_mismatch, const int cgap, const int open_extend,
     const int extend, const int insertion, __global const int *restrict softmin, const int soft_mask,
-    __global const uchar *restrict cost_rows, __global const uchar *restrict cost_table, const int n_costs)
+    __global const uchar *restrict cost_rows, __global const uchar *restrict cost_table, const int n_costs,
+    const int table_stride, __global const int *restrict pick, const int n_pick)
 {
-    const int p = get_global_id(0);
-    if (p >= n_pairs) return;
+    /* work-item t runs pair pick[t] (the weighted pairs' second Forward, under their own tables),
+     * or pair t where pick is NULL (n_pick = n_pairs) */
+    const int t = get_global_id(0);
+    if (t >= n_pick) return;
+    const int p = pick ? pick[t] : t;
     const int r = pair_read[p];
     const int first = offsets[r];
     const int n = offsets[r + 1] - first;
     const int width = m + n - 1;
     __global const elem_t *restrict a = states + (size_t)pair_slot[p] * m;
     __global const elem_t *restrict a_near = near + (size_t)pair_slot[p] * m;
+    __global const uchar *restrict edge_table = cost_table + (size_t)pair_slot[p] * table_stride;
     const size_t P = (size_t)n_pairs;
     /* row -1: the free boundary row, 0 at column -1 .. m - 1 (offsets n - 1 .. W), SENTINEL left */
     for (int k = 0; k <= width; ++k) row[k * P + p] = k >= n - 1 ? 0 : SENTINEL;
@@ -201,7 +211,8 @@ __kernel void posterior_backward(
     const int shift, const int mismatch, const int near_mismatch, const int cgap, const int open_extend,
     const int extend, const int insertion, __global const int *restrict softmin, const int soft_mask,
     __global const int *restrict prob, const int prob_mask,
-    __global const uchar *restrict cost_rows, __global const uchar *restrict cost_table, const int n_costs)
+    __global const uchar *restrict cost_rows, __global const uchar *restrict cost_table, const int n_costs,
+    const int table_stride)
 {
     const int t = get_global_id(0);
     if (t >= n_active) return;
@@ -211,6 +222,7 @@ __kernel void posterior_backward(
     const int n = offsets[r + 1] - first;
     __global const elem_t *restrict a = states + (size_t)pair_slot[p] * m;
     __global const elem_t *restrict a_near = near + (size_t)pair_slot[p] * m;
+    __global const uchar *restrict edge_table = cost_table + (size_t)pair_slot[p] * table_stride;
     const size_t P = (size_t)n_pairs;
     const size_t L = (size_t)n_reads;
     const int z = z_in[p];

@@ -58,15 +58,59 @@ def literal_column_cost(column_rows: list[str], weight: float, i: int, b: int) -
     reference rows of 2 ** (BLOSUM62(s, the row's residue at column i) / 2) (U as C, O as K; a gap
     or an ambiguity code adds 1), P = 2 log2 of it; X is
     round(weight * max(0, 5 - P)), half to even (Python's round); the least over b's states."""
-    costs = []
+    return round(_least_cost(column_rows, weight, i, b, lambda odds: sum(odds) / len(odds)))
+
+
+def _least_cost(column_rows: list[str], weight: float, i: int, b: int, mixture) -> float:
+    """The least over read code b's states s of weight * max(0, 5 - 2 log2(mixture(odds))), odds
+    each row's 2 ** (BLOSUM62(s, its residue at column i) / 2) (1 for a gap or an ambiguity code),
+    not yet rounded."""
     letters = [amino_acid(row[i]) for row in column_rows]
+    costs = []
     for s in range(20):
         if b >> s & 1:
             odds = [2 ** (_blosum62()[PROTEIN_LETTERS[s]][letter] / 2) if letter in PROTEIN_LETTERS else 1.0
                     for letter in letters]
-            score = 2 * math.log2(sum(odds) / len(column_rows))
-            costs.append(round(weight * max(0, 5 - score)))
+            costs.append(weight * max(0, 5 - 2 * math.log2(mixture(odds))))
     return min(costs)
+
+
+def literal_edge_column_cost(neighbours: dict[int, dict[int, float]], tips: list[int], edge: tuple[int, int],
+                             column_rows: list[str], scale: float, weight: float, i: int, b: int) -> float:
+    """X_e(i, b) of DESIGN 3 spelled out, path by path: the tree as `neighbours` (node -> {node:
+    branch length}), `tips` the nodes of column_rows' rows in order, `edge` the pair of nodes it
+    joins. For each tip the one path from the edge's midpoint: its walk share is 1/2 times
+    1 / (branches onward) at every inner node it passes, its distance half the edge plus its
+    branches; pi_t = share exp(-distance / scale) plus what all of those leave, over R; P the
+    2 log2 of the pi-weighted odds (as literal_column_cost: a gap or an ambiguity code adds
+    odds 1); the least over b's states of weight * max(0, 5 - P), not yet rounded (X rounds it
+    half to even: the caller, which can then tell a rounding tie)."""
+    a, c = edge
+    keep = []
+    for tip in tips:
+        for start, away in ((a, c), (c, a)):  # the side of the edge the tip lies on
+            path = _path(neighbours, start, away, tip)
+            if path is not None:
+                break
+        share, distance = 0.5, neighbours[a][c] / 2
+        for before, node in zip([away] + path, path):
+            distance += neighbours[before][node] if before != away else 0.0
+            if node != tip:
+                share /= len(neighbours[node]) - 1
+        keep.append(share * math.exp(-distance / scale))
+    pi = [k + (1 - sum(keep)) / len(tips) for k in keep]
+    return _least_cost(column_rows, weight, i, b, lambda odds: sum(p * o for p, o in zip(pi, odds)))
+
+
+def _path(neighbours: dict[int, dict[int, float]], start: int, away: int, tip: int) -> list[int] | None:
+    """The nodes from `start` to `tip` without passing `away` (start first), or None."""
+    stack = [(start, away, [start])]
+    while stack:
+        node, came, path = stack.pop()
+        if node == tip:
+            return path
+        stack.extend((nxt, node, path + [nxt]) for nxt in neighbours[node] if nxt != came)
+    return None
 
 
 def literal_score(read: list[int], profile: list[int], mismatch: int, cgap: int, gap_open: int,

@@ -63,10 +63,10 @@ class GpuPosterior:
 
     def decode_batch(self, codes: np.ndarray, offsets: np.ndarray, slots: np.ndarray, scores: np.ndarray | None,
                      profiles: np.ndarray, near: np.ndarray | None, p: np.ndarray, costs: ColumnCosts | None,
-                     tables: PosteriorTables):
+                     tables: PosteriorTables, local: np.ndarray | None = None):
         """`model.posterior.decode_batch` on the device: the same arguments (no `threads`) and
         the same (columns int32, pp uint16, weights int32 [Q, K], accuracy float64 [Q])."""
-        batch = Batch.of(codes, offsets, slots, scores, profiles, near, p, costs, tables)
+        batch = Batch.of(codes, offsets, slots, scores, profiles, near, p, costs, tables, local)
         q, count = batch.lengths.size, batch.slots.shape[1]
         m = batch.profiles.shape[1]
         columns = np.full(batch.offsets[-1] if q else 0, INSERTED, np.int32)
@@ -82,7 +82,9 @@ class GpuPosterior:
             rows = None if costs is None else costs.rows_of(batch.codes)
             shared = (self._upload(batch.profiles), self._upload(batch.near),
                       self._upload(tables.softmin.astype(np.int32)), self._upload(tables.probability.astype(np.int32)),
-                      None if costs is None else self._upload(costs.by_column))
+                      None if costs is None else self._upload(costs.by_column),
+                      # each profile's own table, laid out as by_column: [U][m][K]
+                      None if batch.local is None else self._upload(batch.local.transpose(0, 2, 1)))
             for launch in self._launches(batch, decoded, m):
                 self._run(program, batch, launch, shared, rows, columns, pp, weights, objective)
             with self._lock:
@@ -144,7 +146,7 @@ class GpuPosterior:
 
     def _run(self, program, batch: Batch, reads: np.ndarray, shared, rows, columns, pp, weights, objective) -> None:
         """One launch: the reads `reads` (indices into the batch), results into the batch's arrays."""
-        states_buf, near_buf, softmin_buf, prob_buf, table_buf = shared
+        states_buf, near_buf, softmin_buf, prob_buf, table_buf, local_buf = shared
         tables, m = batch.tables, batch.profiles.shape[1]
         n_reads = reads.size
         read_lengths = batch.lengths[reads]
@@ -183,7 +185,7 @@ class GpuPosterior:
         forward = cl.Kernel(program, "posterior_forward")
         forward.set_args(states_buf, near_buf, i32(m), codes_buf, offsets_buf, pair_read_buf, pair_slot_buf,
                          i32(n_pairs), row_buf, f_buf, z_buf, i32(shift), *energies, softmin_buf,
-                         soft_mask, rows_buf, table_buf, i32(n_costs))
+                         soft_mask, rows_buf, table_buf, i32(n_costs), i32(0), None, i32(n_pairs))
         done = cl.enqueue_nd_range_kernel(self.queue, forward, groups(n_pairs), (WORK_GROUP,))
         wait_sleeping(self.queue, done)
         z = np.empty(n_pairs, np.int32)
@@ -197,16 +199,24 @@ class GpuPosterior:
         weights[reads] = launch_weights
         pair_weight = launch_weights[pair_read, pair_column].astype(np.int32)
         active = np.flatnonzero(pair_weight > 0).astype(np.int32)
+        active_buf = self._upload(active)
+        own_table, own_stride = table_buf, 0
+        if local_buf is not None and active.size:  # the weighted pairs' Forward again, under their own tables
+            own_table, own_stride = local_buf, m * n_costs
+            forward.set_args(states_buf, near_buf, i32(m), codes_buf, offsets_buf, pair_read_buf, pair_slot_buf,
+                             i32(n_pairs), row_buf, f_buf, z_buf, i32(shift), *energies, softmin_buf,
+                             soft_mask, rows_buf, own_table, i32(n_costs), i32(own_stride), active_buf,
+                             i32(active.size))
+            cl.enqueue_nd_range_kernel(self.queue, forward, groups(active.size), (WORK_GROUP,))
 
         pooled_buf = cl.Buffer(self.context, mf.READ_WRITE, 4 * max_rows * m * n_reads)
         cl.enqueue_fill_buffer(self.queue, pooled_buf, np.int32(0), 0, 4 * max_rows * m * n_reads)
-        active_buf = self._upload(active)
         weight_buf = self._upload(pair_weight)
         backward = cl.Kernel(program, "posterior_backward")
         backward.set_args(states_buf, near_buf, i32(m), codes_buf, offsets_buf, pair_read_buf, pair_slot_buf,
                           i32(n_pairs), active_buf, i32(active.size), i32(n_reads), row_buf,
                           grow_buf, f_buf, z_buf, weight_buf, pooled_buf, i32(shift), *energies, softmin_buf,
-                          soft_mask, prob_buf, prob_mask, rows_buf, table_buf, i32(n_costs))
+                          soft_mask, prob_buf, prob_mask, rows_buf, own_table, i32(n_costs), i32(own_stride))
         cl.enqueue_nd_range_kernel(self.queue, backward, groups(active.size), (WORK_GROUP,))
 
         ins_buf = cl.Buffer(self.context, mf.READ_WRITE, 4 * max_rows * n_reads)

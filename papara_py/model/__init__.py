@@ -3,8 +3,10 @@ columns are decoded (DESIGN 5).
 
 - `params`: `ScoringParams` (the penalties, the column weight, the temperature), the presets as
   named records, and what integer width they fit.
-- `column_costs`: `column_costs`, what each read residue costs in each reference column from its
-  BLOSUM62 scores against the column's residues (protein's column profile cost, DESIGN 3-4).
+- `column_costs`: `column_costs`, what each read residue costs in each reference column, the
+  column's profile emission from BLOSUM62 (protein's column profile cost, DESIGN 3-4).
+- `edge_emission`: `edge_column_costs`, the same for each edge with the rows near it weighing
+  more (the posterior step's residue posteriors, DESIGN 3 and 5).
 - `reference_scorer`: the plain, slow scorer every fast path is checked against bit for bit.
 - `fixed_point`: the posterior step's integer arithmetic (energy scale, softmin and probability
   tables, the int32 bound).

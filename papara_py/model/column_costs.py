@@ -129,19 +129,32 @@ def column_costs(tip_rows: np.ndarray, alphabet: Alphabet, weight: float) -> Col
     substitution matrix (DNA)."""
     if weight == 0:
         return None
+    return ColumnCosts(table=emission_costs(mean_odds(tip_rows, alphabet), alphabet, weight),
+                       codes=cost_codes(alphabet))
+
+
+def mean_odds(tip_rows: np.ndarray, alphabet: Alphabet) -> np.ndarray:
+    """The mean over the rows of each state's odds, float64 [m, S]: P(c, s) = 2 log2 of it (the
+    module docstring). ValueError for an alphabet without a substitution matrix."""
     rows = np.asarray(tip_rows, np.uint8)
     codes = alphabet.read_code[rows]  # case ignored, U as C and O as K (DESIGN 2)
     counts = np.stack([(codes == 1 << state).sum(axis=0) for state in range(alphabet.n_states)], axis=1)
     without = rows.shape[0] - counts.sum(axis=1, keepdims=True)  # rows without a residue: odds 1
     odds = np.exp2(substitution_scores(alphabet) / 2)
-    score = 2 * np.log2((counts @ odds.T + without) / rows.shape[0])  # [m, S]
-    per_state = np.rint(weight * np.clip(REFERENCE_SCORE - score, 0, None)).T  # [S, m]
+    return (counts @ odds.T + without) / rows.shape[0]
+
+
+def emission_costs(odds: np.ndarray, alphabet: Alphabet, weight: float) -> np.ndarray:
+    """X from a column's (mean) odds of each state, float64 [..., m, S]: uint8 [..., K, m], row k
+    for read code cost_codes(alphabet)[k], the least X of the code's states (edge_emission.py
+    gives it each edge's odds)."""
+    per_state = np.rint(weight * np.clip(REFERENCE_SCORE - 2 * np.log2(odds), 0, None))  # [..., m, S]
     codes = cost_codes(alphabet)
-    table = np.empty((codes.size, rows.shape[1]), np.uint8)
+    table = np.empty((*odds.shape[:-2], codes.size, odds.shape[-2]), np.uint8)
     for k, code in enumerate(codes.tolist()):
         states = [s for s in range(alphabet.n_states) if code >> s & 1]
-        table[k] = per_state[states].min(axis=0)
-    return ColumnCosts(table=table, codes=codes)
+        table[..., k, :] = per_state[..., states].min(axis=-1)
+    return table
 
 
 def kernel_costs(costs: ColumnCosts | None) -> tuple[np.ndarray, np.ndarray] | None:

@@ -23,6 +23,7 @@ import numpy as np
 
 from papara_py.io.reads import ReadSet
 from papara_py.model.column_costs import ColumnCosts
+from papara_py.model.edge_emission import EdgeColumnCosts
 from papara_py.model.fixed_point import PROB_ONE, PosteriorTables
 from papara_py.model.params import ScoringParams
 from papara_py.model.posterior import decode_batch as posterior_batch
@@ -81,10 +82,11 @@ def posterior_tables(temperature: float) -> PosteriorTables:
 
 def decode_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candidates: CandidateLists,
                  builder: EdgeProfiles, params: ScoringParams, costs: ColumnCosts | None, threads: int,
-                 gpu: GpuDecoder | None = None) -> Decoded:
+                 gpu: GpuDecoder | None = None, edge_costs: EdgeColumnCosts | None = None) -> Decoded:
     """Decode reads `indices` of `reads`, each in its chosen orientation (`reverse`), on their
     candidate edges (`candidates`, rows in that order) whose profiles `builder` gives, under
-    `params` with the run's column profile costs `costs` (DESIGN 3-5; None: none)."""
+    `params` with the run's column profile costs `costs` (DESIGN 3-5; None: none) and each edge's
+    own (`edge_costs`, the posterior step's residue posteriors only; None: the shared ones)."""
     residues, offsets = reads.select_residues(indices, reverse)
     codes = reads.alphabet.read_code[residues]
     unique_edges, slots = np.unique(candidates.edge, return_inverse=True)
@@ -99,12 +101,13 @@ def decode_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candi
     tables = posterior_tables(params.temperature)
     near = profile_near(profiles)
     arguments = (codes, offsets, slots, candidates.score, profiles, near, params.as_array(), costs, tables)
+    local = None if edge_costs is None else edge_costs.of_edges(unique_edges)
     if gpu is not None and gpu.usable:
-        done = gpu.decode_batch(*arguments)
+        done = gpu.decode_batch(*arguments, local=local)
         if done is not None:
             decoded_columns, pp, weights, _ = done
             return Decoded(residues, offsets, decoded_columns, pp, weights, True)
-    decoded_columns, pp, weights, _ = posterior_batch(*arguments, threads=threads)
+    decoded_columns, pp, weights, _ = posterior_batch(*arguments, threads=threads, local=local)
     return Decoded(residues, offsets, decoded_columns, pp, weights, False)
 
 

@@ -43,7 +43,9 @@ the tables' rounding can give, reads as 0: probability 1; one past the table's e
 Edge weights. For a read's candidate edges e (with Z_e), w_e = exp(-(Z_e - Z_min)/T) from the
 probability table, normalised by integer division: w_e = raw_e * PROB_ONE // sum(raw) (floor;
 the weights then sum to at most PROB_ONE and at least PROB_ONE - K). Only edges with w_e > 0
-run the Backward. Pooled posterior: P(j -> i) = sum over e of (w_e * P_e(j -> i)) >> PROB_BITS
+run the Backward. With each edge's own column costs (`local`, model/edge_emission.py) Z_e for
+the weights is the shared costs', and each edge with w_e > 0 runs Forward again under its own
+before its Backward (DESIGN 5). Pooled posterior: P(j -> i) = sum over e of (w_e * P_e(j -> i)) >> PROB_BITS
 (each term floored, so the sum is the same in any order: the GPU adds them with atomics), and
 P(j inserted) = max(0, PROB_ONE - sum_i P(j -> i)).
 
@@ -324,10 +326,13 @@ def edge_weights(z, slots, prob, sign, weights):
 
 
 @njit(cache=True, nogil=True)
-def decode_read(read, slots, profiles, near, terms, p, costs, shift, softmin, prob, F_space, pooled_space, R_space,
-                rows, z, weights, ins, columns, pp, sign):
+def decode_read(read, slots, profiles, near, terms, p, costs, local, shift, softmin, prob, F_space, pooled_space,
+                R_space, rows, z, weights, ins, columns, pp, sign):
     """One read's posterior step: Forward on every candidate (slots[e] >= 0: profiles[slots[e]]),
     the weights (written to weights, int32 [K]), the pooled posteriors, the MEA (columns, pp).
+    With each edge's own column costs (local: uint8 [U, K', m], local[s] for profiles[s]; None:
+    none), the weights come from the shared costs' Forward and each weighted edge's posteriors
+    from a Forward and Backward under its own (edge_emission.py).
     Returns the MEA objective, or -1 for a read without candidates (every residue inserted, pp
     0). Work space: F_space int32 [K n m], pooled_space int32 [n m], R_space int64 [n (m + 1)],
     rows int64 [4, >= W + 1] (W = m + n - 1), z int64 [K], ins int64 [n]; sign: SIGN."""
@@ -355,15 +360,21 @@ def decode_read(read, slots, profiles, near, terms, p, costs, shift, softmin, pr
         s = slots[e]
         if s >= 0 and weights[e] > 0:
             F = F_space[e * cells:(e + 1) * cells].reshape((n, m))
-            backward_pool(read, profiles[s], near[s], p, costs, terms[s], shift, softmin, prob, F, z[e], weights[e],
-                          pooled, rows[0], rows[1], rows[2], rows[3], sign)
+            if local is not None:
+                own = (local[s], costs[1])
+                z[e] = forward(read, profiles[s], near[s], p, own, terms[s], shift, softmin, F, rows[0], rows[1], sign)
+                backward_pool(read, profiles[s], near[s], p, own, terms[s], shift, softmin, prob, F, z[e], weights[e],
+                              pooled, rows[0], rows[1], rows[2], rows[3], sign)
+            else:
+                backward_pool(read, profiles[s], near[s], p, costs, terms[s], shift, softmin, prob, F, z[e],
+                              weights[e], pooled, rows[0], rows[1], rows[2], rows[3], sign)
     R = R_space[:n * (m + 1)].reshape((n, m + 1))
     return mea(pooled, R, ins, columns, pp)
 
 
 @njit(cache=True, nogil=True)
-def _decode_reads(codes, offsets, first, last, slots, profiles, near, terms, p, costs, shift, softmin, prob, columns,
-                  pp, weights, objective, sign):
+def _decode_reads(codes, offsets, first, last, slots, profiles, near, terms, p, costs, local, shift, softmin, prob,
+                  columns, pp, weights, objective, sign):
     """decode_read for reads first..last-1 of a batch, GIL released, with one set of work space
     sized for the longest read among them (a fresh set per read would cost more in page faults
     than the recurrence: reference_scorer.fill_band_into)."""
@@ -383,7 +394,7 @@ def _decode_reads(codes, offsets, first, last, slots, profiles, near, terms, p, 
     for r in range(first, last):
         a = offsets[r]
         b = offsets[r + 1]
-        objective[r] = decode_read(codes[a:b], slots[r], profiles, near, terms, p, costs, shift, softmin, prob,
+        objective[r] = decode_read(codes[a:b], slots[r], profiles, near, terms, p, costs, local, shift, softmin, prob,
                                    F_space, pooled_space, R_space, rows, z, weights[r], ins[:b - a], columns[a:b],
                                    read_pp[:b - a], sign)
         for t in range(b - a):
@@ -403,9 +414,10 @@ class Batch:
     p: np.ndarray
     costs: ColumnCosts | None
     tables: PosteriorTables
+    local: np.ndarray | None  # each profile's own column costs, uint8 [U, K, m] (edge_emission.py)
 
     @classmethod
-    def of(cls, codes, offsets, slots, scores, profiles, near, p, costs, tables) -> Batch:
+    def of(cls, codes, offsets, slots, scores, profiles, near, p, costs, tables, local=None) -> Batch:
         """`decode_batch`'s arguments checked (ValueError: see there) and converted."""
         codes = np.ascontiguousarray(codes)
         offsets = np.ascontiguousarray(offsets, np.int64)
@@ -427,11 +439,17 @@ class Batch:
                              f"columns (need 0 < n < m)")
         if tables.temperature <= 0:
             raise ValueError("the posterior step needs a temperature above 0 (T = 0 is the Viterbi traceback)")
+        if local is not None:
+            local = np.ascontiguousarray(local, np.uint8)
+            if costs is None or local.shape != (profiles.shape[0], *costs.table.shape):
+                raise ValueError(f"edge column costs {local.shape} for {profiles.shape[0]} profiles and shared costs "
+                                 f"{None if costs is None else costs.table.shape}")
         p = np.asarray(p, np.int64)
         if q:
-            check_fixed_point(p, 0 if costs is None else costs.largest, int(lengths.max()), m, tables)
+            largest = 0 if costs is None else max(costs.largest, 0 if local is None else int(local.max(initial=0)))
+            check_fixed_point(p, largest, int(lengths.max()), m, tables)
         near = profile_near(profiles) if near is None else np.ascontiguousarray(near, profiles.dtype)
-        return cls(codes, offsets, lengths, slots, profiles, near, p, costs, tables)
+        return cls(codes, offsets, lengths, slots, profiles, near, p, costs, tables, local)
 
     def accuracy(self, objective: np.ndarray) -> np.ndarray:
         """Each read's expected accuracy: its MEA objective / (n PROB_ONE), NaN without candidates (-1)."""
@@ -441,7 +459,7 @@ class Batch:
 
 def decode_batch(codes: np.ndarray, offsets: np.ndarray, slots: np.ndarray, scores: np.ndarray | None,
                  profiles: np.ndarray, near: np.ndarray | None, p: np.ndarray, costs: ColumnCosts | None,
-                 tables: PosteriorTables, threads: int = 1):
+                 tables: PosteriorTables, threads: int = 1, local: np.ndarray | None = None):
     """The posterior step for a batch of reads (module docstring), parallel over reads.
 
     codes: the reads' codes (the alphabet's read codes, one element type with the profiles),
@@ -452,7 +470,8 @@ def decode_batch(codes: np.ndarray, offsets: np.ndarray, slots: np.ndarray, scor
     profiles' near states (reference_scorer.profile_near; None: computed here); p:
     the penalties (ScoringParams.as_array); costs: the column profile costs (None: none); tables:
     the run's PosteriorTables (T > 0); threads: numba calls of DECODE_SLICE reads run on this
-    many threads. ValueError for inputs it cannot decode (a read not 0 < n < m, T = 0, energies
+    many threads; local: each profile's own column costs (uint8 [U, K, m] beside `costs`,
+    edge_emission.EdgeColumnCosts.of_edges; None: the shared costs everywhere). ValueError for inputs it cannot decode (a read not 0 < n < m, T = 0, energies
     beyond int32: fixed_point.check_fixed_point).
 
     Returns (columns int32 [total residues]: each residue's column, INSERTED for none; pp uint16
@@ -461,7 +480,7 @@ def decode_batch(codes: np.ndarray, offsets: np.ndarray, slots: np.ndarray, scor
     the read's expected accuracy, NaN for a read without candidates). engine/gpu_posterior.py
     gives the same on an OpenCL device.
     """
-    batch = Batch.of(codes, offsets, slots, scores, profiles, near, p, costs, tables)
+    batch = Batch.of(codes, offsets, slots, scores, profiles, near, p, costs, tables, local)
     q = batch.lengths.size
     shift = tables.shift
     terms = edge_terms(batch.profiles, batch.p, shift)
@@ -473,8 +492,8 @@ def decode_batch(codes: np.ndarray, offsets: np.ndarray, slots: np.ndarray, scor
 
     def one(first: int) -> None:
         _decode_reads(batch.codes, batch.offsets, first, min(q, first + DECODE_SLICE), batch.slots, batch.profiles,
-                      batch.near, terms, batch.p, kernel, shift, tables.softmin, tables.probability, columns, pp,
-                      weights, objective, SIGN)
+                      batch.near, terms, batch.p, kernel, batch.local, shift, tables.softmin, tables.probability,
+                      columns, pp, weights, objective, SIGN)
 
     starts = range(0, q, DECODE_SLICE)
     if threads <= 1 or q <= DECODE_SLICE:

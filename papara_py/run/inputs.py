@@ -23,6 +23,7 @@ from papara_py.io.inputs import iter_read_chunks, match_tips, read_alignment, re
 from papara_py.io.read_stream import ReadStream
 from papara_py.io.reads import ReadChunk
 from papara_py.model.column_costs import ColumnCosts, column_costs
+from papara_py.model.edge_emission import EdgeColumnCosts, edge_column_costs
 from papara_py.model.decode import posterior_tables
 from papara_py.model.fixed_point import check_fixed_point
 from papara_py.model.params import PenaltyChoice, ScoringParams
@@ -81,6 +82,7 @@ class Inputs:
     params: ScoringParams    # the penalties used: as given, or the alphabet's default preset
     strand: str              # the strand mode used (engine/strand.mode_for: forward for protein)
     costs: ColumnCosts | None  # the column profile costs (model/column_costs.py; None: none)
+    edge_costs: EdgeColumnCosts | None  # each edge's own, for the posterior step (model/edge_emission.py)
 
     @property
     def alphabet(self) -> Alphabet:
@@ -126,8 +128,10 @@ def read_inputs(config: RunConfig, reporter: Reporter, timings: dict[str, float]
         reporter.detail(f"--alphabet auto: {config.alignment} holds {alignment.alphabet.residue_kind} data; reads "
                         f"are taken as given (no reverse strand)")
     costs = column_costs(match.tip_rows, alignment.alphabet, params.column_weight)
-    check_posterior_fits(params, costs, alignment.rows.shape[1])
-    return Inputs(edge_tree, alignment, match, reads, reads_file, digests, params, strand, costs)
+    edge_costs = edge_column_costs(edge_tree, match.tip_rows, alignment.alphabet, params.column_weight)
+    check_posterior_fits(params, max(0 if c is None else c.largest for c in (costs, edge_costs)),
+                         alignment.rows.shape[1])
+    return Inputs(edge_tree, alignment, match, reads, reads_file, digests, params, strand, costs, edge_costs)
 
 
 def sample_inputs(config: RunConfig, first: Inputs) -> Inputs:
@@ -179,13 +183,14 @@ def resolve_params(params: ScoringParams | PenaltyChoice, alphabet: Alphabet) ->
                              f"{'they are' if len(on) > 1 else 'it is'} for protein data; {advice} for {alphabet.name}")
 
 
-def check_posterior_fits(params: ScoringParams, costs: ColumnCosts | None, m: int) -> None:
+def check_posterior_fits(params: ScoringParams, largest_cost: int, m: int) -> None:
     """InputError unless the posterior step's fixed-point energies (model/fixed_point.py) fit
-    int32 for every read the alignment takes (up to m - 1 residues) at the run's temperature."""
+    int32 for every read the alignment takes (up to m - 1 residues) at the run's temperature,
+    with column costs up to `largest_cost`."""
     if params.temperature == 0:
         return
     try:
-        check_fixed_point(params.as_array(), 0 if costs is None else costs.largest, m - 1, m,
+        check_fixed_point(params.as_array(), largest_cost, m - 1, m,
                           posterior_tables(params.temperature))
     except ValueError as error:
         raise InputError("--temperature", f"{error}; or --temperature 0 (the Viterbi traceback)") from None

@@ -221,7 +221,8 @@ class ScoreTraceWrite:
         """One scored batch decoded by the run's model (on a traceback thread)."""
         t0 = time.perf_counter()
         decoded = decode_batch(stretch.reads, stretch.alignable, reverse, candidates, self.profiles,
-                               sample.inputs.params, sample.inputs.costs, self.config.threads, self.tracer)
+                               sample.inputs.params, sample.inputs.costs, self.config.threads, self.tracer,
+                               sample.inputs.edge_costs)
         with sample.lock:  # summed over batches, which may overlap (BatchStages)
             sample.timings["traceback"] += time.perf_counter() - t0
             sample.traced["gpu" if decoded.on_gpu else "cpu"] += 1

@@ -27,6 +27,7 @@ from papara_py.model.posterior import Batch, decode_batch, mea_alignment
 from papara_py.model.params import ScoringParams
 from papara_py.model.reference_scorer import profile_near, score_one
 from papara_py.model.column_costs import column_costs, kernel_costs
+from papara_py.model.edge_emission import edge_column_costs
 from papara_py.phylo.encoding import DNA, PROTEIN
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree
@@ -78,7 +79,8 @@ def assert_same(cpu, gpu) -> None:
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2 ** 32 - 1), m=st.integers(2, 30), reads=st.integers(1, 20), k=st.integers(1, 4),
        values=st.lists(st.sampled_from([0, 1, 2, 3, 5, 17]), min_size=5, max_size=5), near=st.booleans(),
-       protein=st.booleans(), with_costs=st.booleans(), launches=st.sampled_from(["one", "budget", "largest buffer"]),
+       protein=st.booleans(), with_costs=st.sampled_from(["none", "shared", "own"]),
+       launches=st.sampled_from(["one", "budget", "largest buffer"]),
        temperature=st.sampled_from([0.3, 1.0, 2.5]), scale=st.sampled_from([64, 1024]))
 def test_device_posterior_equals_host_posterior(decoders, seed, m, reads, k, values, near, protein, with_costs,
                                                 launches, temperature, scale):
@@ -89,16 +91,18 @@ def test_device_posterior_equals_host_posterior(decoders, seed, m, reads, k, val
     codes, _, offsets = random_reads(rng, lengths, alphabet)
     slots = np.stack([rng.permutation(5)[:k] for _ in range(reads)])
     slots[rng.random(slots.shape) < 0.25] = -1
-    params = ScoringParams(*values, near_mismatch=int(rng.integers(0, values[0] + 1)) if near else values[0],
-                           column_weight=1.0 if protein and with_costs else 0.0)
-    costs = None
-    if protein and with_costs:
+    costs = local = None
+    if protein and with_costs != "none":
         letters = np.frombuffer(b"ARNDCQEGHILKMFPSTWYV-X", np.uint8)
         costs = column_costs(letters[rng.integers(0, letters.size, (4, m))], PROTEIN, 1.0)
+        if with_costs == "own":  # each profile's own table (model/edge_emission.py), here random
+            local = rng.integers(0, 10, (5, *costs.table.shape)).astype(np.uint8)
+    params = ScoringParams(*values, near_mismatch=int(rng.integers(0, values[0] + 1)) if near else values[0],
+                           column_weight=0.0 if costs is None else 1.0)
     tables = PosteriorTables.build(temperature, scale)
     args = (codes, offsets, slots, None, profiles, None, params.as_array(), costs, tables)
-    cpu = decode_batch(*args)
-    gpu = decoders[launches].decode_batch(*args)
+    cpu = decode_batch(*args, local=local)
+    gpu = decoders[launches].decode_batch(*args, local=local)
     assert_same(cpu, gpu)
 
 
@@ -117,7 +121,8 @@ def test_device_mea_equals_host_mea_ties_included(decoders, pooled):
 
 def real_batch(directory, reads: int, candidates: int = 5):
     """The first `reads` reads of a data set with their `candidates` best edges by Eq. 1 (the
-    reference scorer over every edge, ties to the smaller edge: the engine's candidate lists)."""
+    reference scorer over every edge, ties to the smaller edge: the engine's candidate lists),
+    and every edge's own column costs (None for DNA), the profiles' `local`."""
     reference = directory / "ref.phy"
     alignment = read_alignment(reference)
     tree = EdgeTree.from_dendropy(read_tree(directory / "tree.nwk"))
@@ -134,19 +139,22 @@ def real_batch(directory, reads: int, candidates: int = 5):
     scores = np.array([[score_one(codes[offsets[q]:offsets[q + 1]], profiles[e], near[e], p, table)
                         for e in range(tree.n_edges)] for q in range(offsets.size - 1)])
     slots = np.argsort(scores, axis=1, kind="stable")[:, :candidates]
-    return codes, offsets, slots, np.take_along_axis(scores, slots, axis=1), profiles, near, p, costs
+    edge_costs = edge_column_costs(tree, tip_rows, alignment.alphabet, params.column_weight)
+    local = None if edge_costs is None else edge_costs.of_edges(np.arange(tree.n_edges))
+    return codes, offsets, slots, np.take_along_axis(scores, slots, axis=1), profiles, near, p, costs, local
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name, temperature", [("example", 1.0), ("example", 2.0), ("protein", 1.0)])
 def test_device_posterior_equals_host_posterior_on_real_data(decoders, name, temperature):
     """data/example (DNA, the weighted preset) and data/protein (the protein preset: near states with
-    family residues, column profile costs): 24 reads each on their 5 best edges."""
-    codes, offsets, slots, scores, profiles, near, p, costs = real_batch(DATA / name, 24)
+    family residues, column profile costs, each edge's own): 24 reads each on their 5 best edges."""
+    codes, offsets, slots, scores, profiles, near, p, costs, local = real_batch(DATA / name, 24)
+    assert (local is not None) == (name == "protein")
     tables = PosteriorTables.build(temperature)
     args = (codes, offsets, slots, scores, profiles, near, p, costs, tables)
-    cpu = decode_batch(*args, threads=2)
-    assert_same(cpu, decoders["one"].decode_batch(*args))
+    cpu = decode_batch(*args, threads=2, local=local)
+    assert_same(cpu, decoders["one"].decode_batch(*args, local=local))
     assert np.all(cpu[2].sum(axis=1) <= 1 << 15) and np.all(cpu[3] > 0.5)  # real reads fit their edges
 
 

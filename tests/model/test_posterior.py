@@ -341,6 +341,39 @@ def test_decode_read_weights_pooling_and_mea_equal_brute_force(case, empty):
 
 
 @pytest.mark.slow
+@examples(60)
+@given(cases(edges=3, max_m=7, max_n=4),
+       st.lists(st.lists(st.text(st.sampled_from("ARNDCQEGHILKMFPSTWYVBXZ-"), min_size=7, max_size=7), min_size=1,
+                         max_size=4), min_size=3, max_size=3))
+def test_each_edge_own_costs_set_its_posteriors_and_the_shared_costs_the_weights(case, own_rows):
+    """With each edge's own column costs (edge_emission.py), a read's weights are those of the
+    shared costs' Forward (as without them), and its pool is each weighted edge's posteriors
+    under its own costs (edge_posteriors, checked against brute force above), so the MEA and pp
+    are what brute force picks from that pool."""
+    assume(case.costs is not None)
+    tables = case.tables
+    codes, offsets, slots, profiles = batch_of([case])
+    n, m = len(case.read), len(case.profiles[0])
+    own = [column_costs(np.array([list(row[:m].encode()) for row in rows], np.uint8), PROTEIN, case.weight)
+           for rows in own_rows]
+    local = np.stack([costs.table for costs in own])
+    shared = decode_batch(codes, offsets, slots, None, profiles, None, case.p, case.costs, tables)
+    columns, pp, weights, accuracy = decode_batch(codes, offsets, slots, None, profiles, None, case.p, case.costs,
+                                                  tables, local=local)
+    np.testing.assert_array_equal(weights, shared[2])
+    pooled = np.zeros((n, m), np.int64)
+    for e in range(3):
+        if weights[0, e]:
+            pooled += edge_posteriors(case.read_array, case.profile_array(e), case.p, tables, own[e],
+                                      weight=int(weights[0, e]))[1]
+    best, assignment = brute_mea(pooled.tolist(), PROB_ONE)
+    assert columns.tolist() == [INSERTED if a is None else a for a in assignment]
+    ins = np.maximum(0, PROB_ONE - pooled.sum(axis=1))
+    assert pp.tolist() == [int(ins[j]) if a is None else int(pooled[j, a]) for j, a in enumerate(assignment)]
+    assert accuracy[0] == pytest.approx(best / (n * PROB_ONE))
+
+
+@pytest.mark.slow
 @examples(400)
 @given(pooled_matrices())
 @example_each(TIES)
