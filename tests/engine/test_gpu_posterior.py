@@ -79,7 +79,7 @@ def assert_same(cpu, gpu) -> None:
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2 ** 32 - 1), m=st.integers(2, 30), reads=st.integers(1, 20), k=st.integers(1, 4),
        values=st.lists(st.sampled_from([0, 1, 2, 3, 5, 17]), min_size=5, max_size=5), near=st.booleans(),
-       protein=st.booleans(), with_costs=st.sampled_from(["none", "shared", "own"]),
+       protein=st.booleans(), with_costs=st.sampled_from(["none", "one table", "per edge"]),
        launches=st.sampled_from(["one", "budget", "largest buffer"]),
        temperature=st.sampled_from([0.3, 1.0, 2.5]), scale=st.sampled_from([64, 1024]))
 def test_device_posterior_equals_host_posterior(decoders, seed, m, reads, k, values, near, protein, with_costs,
@@ -95,7 +95,7 @@ def test_device_posterior_equals_host_posterior(decoders, seed, m, reads, k, val
     if protein and with_costs != "none":
         letters = np.frombuffer(b"ARNDCQEGHILKMFPSTWYV-X", np.uint8)
         costs = column_costs(letters[rng.integers(0, letters.size, (4, m))], PROTEIN, 1.0)
-        if with_costs == "own":  # each profile's own table (model/edge_emission.py), here random
+        if with_costs == "per edge":  # each profile's own table (model/edge_emission.py), here random
             local = rng.integers(0, 10, (5, *costs.table.shape)).astype(np.uint8)
     params = ScoringParams(*values, near_mismatch=int(rng.integers(0, values[0] + 1)) if near else values[0],
                            column_weight=0.0 if costs is None else 1.0)
