@@ -201,7 +201,7 @@ class GpuPosterior:
         active = np.flatnonzero(pair_weight > 0).astype(np.int32)
         active_buf = self._upload(active)
         own_table, own_stride = table_buf, 0
-        if local_buf is not None and active.size:  # the weighted pairs' Forward again, under their own tables
+        if local_buf is not None:  # the weighted pairs' Forward again, under their own tables
             own_table, own_stride = local_buf, m * n_costs
             forward.set_args(states_buf, near_buf, i32(m), codes_buf, offsets_buf, pair_read_buf, pair_slot_buf,
                              i32(n_pairs), row_buf, f_buf, z_buf, i32(shift), *energies, softmin_buf,

@@ -136,12 +136,21 @@ def column_costs(tip_rows: np.ndarray, alphabet: Alphabet, weight: float) -> Col
 def mean_odds(tip_rows: np.ndarray, alphabet: Alphabet) -> np.ndarray:
     """The mean over the rows of each state's odds, float64 [m, S]: P(c, s) = 2 log2 of it (the
     module docstring). ValueError for an alphabet without a substitution matrix."""
-    rows = np.asarray(tip_rows, np.uint8)
-    codes = alphabet.read_code[rows]  # case ignored, U as C and O as K (DESIGN 2)
-    counts = np.stack([(codes == 1 << state).sum(axis=0) for state in range(alphabet.n_states)], axis=1)
-    without = rows.shape[0] - counts.sum(axis=1, keepdims=True)  # rows without a residue: odds 1
+    states = row_states(tip_rows, alphabet)
+    counts = np.stack([(states == state).sum(axis=0) for state in range(alphabet.n_states)], axis=1)
+    without = states.shape[0] - counts.sum(axis=1, keepdims=True)  # rows without a residue: odds 1
     odds = np.exp2(substitution_scores(alphabet) / 2)
-    return (counts @ odds.T + without) / rows.shape[0]
+    return (counts @ odds.T + without) / states.shape[0]
+
+
+def row_states(tip_rows: np.ndarray, alphabet: Alphabet) -> np.ndarray:
+    """Each row residue's state index, int64 [rows, m] (case ignored, U as C and O as K: DESIGN
+    2); n_states where the row holds none of the single states (a gap, an ambiguity code: odds 1)."""
+    codes = alphabet.read_code[np.asarray(tip_rows, np.uint8)]
+    states = np.full(codes.shape, alphabet.n_states, np.int64)
+    for state in range(alphabet.n_states):
+        states[codes == 1 << state] = state
+    return states
 
 
 def emission_costs(odds: np.ndarray, alphabet: Alphabet, weight: float) -> np.ndarray:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from papara_py.model.column_costs import cost_codes, emission_costs, mean_odds, substitution_scores
+from papara_py.model.column_costs import cost_codes, emission_costs, mean_odds, row_states, substitution_scores
 from papara_py.phylo.encoding import Alphabet
 from papara_py.phylo.tree import EdgeTree
 
@@ -84,7 +84,7 @@ def edge_column_costs(tree: EdgeTree, tip_rows: np.ndarray, alphabet: Alphabet,
     rows = np.asarray(tip_rows, np.uint8)
     n_states = alphabet.n_states
     shared = mean_odds(rows, alphabet)  # [m, S]: each row 1 / R (column_costs')
-    state_of = _row_states(alphabet.read_code[rows], n_states)  # [tips, m], n_states for no residue
+    state_of = row_states(rows, alphabet)  # [tips, m], n_states for no residue
     # odds of read state b (columns 0..S-1) against a row's residue (rows; the last: no residue,
     # odds 1), and a last column of ones that carries the walk's own mass
     odds = np.ones((n_states + 1, n_states + 1))
@@ -100,15 +100,6 @@ def edge_column_costs(tree: EdgeTree, tip_rows: np.ndarray, alphabet: Alphabet,
     return EdgeColumnCosts(table=table, codes=cost_codes(alphabet))
 
 
-def _row_states(row_codes: np.ndarray, n_states: int) -> np.ndarray:
-    """Each row residue's state index (int64 [tips, m]); n_states where the row has none of the
-    single states (a gap, an ambiguity code: odds 1, as column_costs counts it)."""
-    states = np.full(row_codes.shape, n_states, np.int64)
-    for s in range(n_states):
-        states[row_codes == 1 << s] = s
-    return states
-
-
 def _local_odds(tree: EdgeTree, tip_odds: np.ndarray) -> np.ndarray:
     """sum_t omega_t exp(-d_t / LOCAL_SCALE) tip_odds[t] for every edge (float64 [edges, ...]):
     tip_odds [tips, ...] in the tree's tip order.
@@ -120,11 +111,9 @@ def _local_odds(tree: EdgeTree, tip_odds: np.ndarray) -> np.ndarray:
     decay = np.exp(-np.nan_to_num(tree.lengths) / LOCAL_SCALE)
     down = np.zeros((n_nodes, *tip_odds.shape[1:]))
     down[tree.tip_node] = tip_odds
-    is_tip = np.zeros(n_nodes, bool)
-    is_tip[tree.tip_node] = True
     for v in range(n_nodes):
         kids = tree.children(v)
-        if not is_tip[v] and kids.size:
+        if kids.size:  # an inner node (a tip has no children)
             down[v] = np.tensordot(decay[kids], down[kids], axes=1) / kids.size
     up = np.zeros_like(down)
     top = tree.top

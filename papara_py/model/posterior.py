@@ -360,14 +360,12 @@ def decode_read(read, slots, profiles, near, terms, p, costs, local, shift, soft
         s = slots[e]
         if s >= 0 and weights[e] > 0:
             F = F_space[e * cells:(e + 1) * cells].reshape((n, m))
-            if local is not None:
+            own = costs
+            if local is not None:  # F and Z again, under the edge's own costs
                 own = (local[s], costs[1])
                 z[e] = forward(read, profiles[s], near[s], p, own, terms[s], shift, softmin, F, rows[0], rows[1], sign)
-                backward_pool(read, profiles[s], near[s], p, own, terms[s], shift, softmin, prob, F, z[e], weights[e],
-                              pooled, rows[0], rows[1], rows[2], rows[3], sign)
-            else:
-                backward_pool(read, profiles[s], near[s], p, costs, terms[s], shift, softmin, prob, F, z[e],
-                              weights[e], pooled, rows[0], rows[1], rows[2], rows[3], sign)
+            backward_pool(read, profiles[s], near[s], p, own, terms[s], shift, softmin, prob, F, z[e], weights[e],
+                          pooled, rows[0], rows[1], rows[2], rows[3], sign)
     R = R_space[:n * (m + 1)].reshape((n, m + 1))
     return mea(pooled, R, ins, columns, pp)
 
