@@ -10,6 +10,7 @@ install. A run that still has to compile says so (engine/compile_watch.py).
 
 from __future__ import annotations
 
+import re
 import tempfile
 import time
 from dataclasses import dataclass
@@ -42,7 +43,9 @@ def warm_up(alphabets: tuple[str, ...] = ALPHABETS, gpus: bool = True) -> WarmUp
     the default preset on the CPU into a temporary folder, then the CPU kernel's 32-bit variant,
     which only reads too long for 16-bit lanes call, and the GPU engine's host-side functions (they
     declare their signatures, so importing engine/lane_tables.py and model/posterior.py compiles
-    them: no GPU needed). Other presets' variants (Eq. 1's, without near states) and other lane
+    them: no GPU needed). The protein example is aligned a second time on its tree without branch
+    lengths, whose run has no edge tables (DESIGN.md 3) and so a posterior step of its own. Other
+    presets' variants (Eq. 1's, without near states) and other lane
     counts (--lanes) still compile on first use, with the notice. With `gpus`, where pyopencl sees
     usable GPUs, the example is aligned on them too, so that their driver builds (and caches) the
     OpenCL kernels such a run uses: a fresh H200 host's first GPU run of the DNA example took 6.8 s
@@ -66,6 +69,9 @@ def warm_up(alphabets: tuple[str, ...] = ALPHABETS, gpus: bool = True) -> WarmUp
                 examples.write(folder, (name,))
                 started = time.perf_counter()
                 _align_example(Path(folder) / name, Path(folder) / f"{name}.h5")
+                if alphabet == "protein":
+                    _align_example(Path(folder) / name, Path(folder) / f"{name}-no-lengths.h5",
+                                   tree=_without_lengths(Path(folder) / name / "tree.nwk"))
                 _wide_lanes(Path(folder) / name / "ref.phy")
                 if gpu_count and not _on_gpus(Path(folder) / name, Path(folder) / f"{name}-gpu.h5"):
                     gpu_count = 0
@@ -103,18 +109,27 @@ def _on_gpus(example: Path, output: Path) -> bool:
     return True
 
 
-def _align_example(example: Path, output: Path, device: str = "cpu") -> None:
+def _align_example(example: Path, output: Path, device: str = "cpu", tree: Path | None = None) -> None:
     """The example in `example` aligned as `papara-py -t tree.nwk -s ref.phy -r reads.fa --device
     DEVICE` would (on the CPU with one thread: the kernels are the same for any count), quietly,
-    into `output`."""
+    into `output`; with `tree` in place of the example's own."""
     from papara_py.run.config import RunConfig
     from papara_py.run.log import silenced
     from papara_py.run.runner import run
 
     with silenced():  # the run's own notices ("200 of 200 reads aligned"): not the warm-up's
-        run(RunConfig(tree=str(example / "tree.nwk"), alignment=str(example / "ref.phy"),
+        run(RunConfig(tree=str(tree or example / "tree.nwk"), alignment=str(example / "ref.phy"),
                       reads=str(example / "reads.fa"), output=str(output), device=device,
                       command_line="papara-py warm-up"))
+
+
+def _without_lengths(tree: Path) -> Path:
+    """A copy of the Newick file `tree` (the bundled example's: no quoted labels) without its
+    branch lengths, beside it: a protein run on such a tree has no edge tables (DESIGN.md 3), so
+    its posterior step is a numba variant of its own."""
+    bare = tree.with_name(f"{tree.stem}-no-lengths.nwk")
+    bare.write_text(re.sub(r":[^,():;]+", "", tree.read_text()))
+    return bare
 
 
 def _wide_lanes(alignment_path: Path) -> None:

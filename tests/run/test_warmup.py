@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import subprocess
 import sys
 import textwrap
@@ -225,3 +226,32 @@ def test_warm_up_survives_an_opencl_that_cannot_list_its_devices(monkeypatch, ca
     assert done.gpus == 0 and done.seconds["dna"] > 0
     assert any("could not list the devices" in r.getMessage() and "PLATFORM_NOT_FOUND" in r.getMessage()
                for r in caplog.records)
+
+
+@pytest.mark.slow
+def test_after_the_warm_up_a_protein_run_on_a_tree_without_lengths_compiles_nothing(tmp_path):
+    """Such a run has no edge tables (DESIGN.md 3), so its posterior step is a numba variant of
+    its own; the warm-up compiles it too. In fresh interpreters on an empty cache."""
+    import os
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    warm = subprocess.run([sys.executable, "-c", "from papara_py.run.warmup import warm_up; "
+                           "warm_up(('protein',), gpus=False)"], capture_output=True, text=True, timeout=1200, env=env)
+    assert warm.returncode == 0, warm.stderr
+    example = ROOT / "data" / "protein"
+    bare = tmp_path / "tree.nwk"
+    bare.write_text(re.sub(r":[0-9.eE+-]+", "", (example / "tree.nwk").read_text()))
+    run = textwrap.dedent("""
+        import sys
+        import papara_py
+        from papara_py.engine.compile_watch import watch_compiles
+
+        with watch_compiles(notice=False) as watch:
+            papara_py.align(*sys.argv[1:4], output=sys.argv[4], device="cpu")
+        print(watch.functions)
+    """)
+    inputs = [str(bare), str(example / "ref.phy"), str(example / "reads.fa")]
+    done = subprocess.run([sys.executable, "-c", run, *inputs, str(tmp_path / "run.h5")], capture_output=True,
+                          text=True, timeout=1200, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "0", done.stdout
