@@ -173,16 +173,27 @@ class _Stderr(logging.StreamHandler):
 
 @contextmanager
 def silenced() -> Iterator[None]:
-    """The runner's own messages (those on the "papara_py" logger itself) dropped for the block's
-    duration: a run made for another purpose (`papara-py warm-up`'s) says nothing of itself."""
+    """For the block's duration, the runner's own messages (those on the "papara_py" logger
+    itself) dropped, and its modules' notices (INFO and below, from "papara_py.*" loggers) kept
+    from the command line's handlers: a run made for another purpose (`papara-py warm-up`'s) says
+    nothing of itself, while a module's warning still shows. (A logger's filter sees only the
+    records logged on it, not those its children pass up: the modules' need the handlers'.)"""
     def drop(_record: logging.LogRecord) -> bool:
         return False
 
+    def drop_module_notices(record: logging.LogRecord) -> bool:
+        return record.levelno > logging.INFO or not record.name.startswith(f"{LOGGER.name}.")
+
+    handlers = list(LOGGER.handlers)
     LOGGER.addFilter(drop)
+    for handler in handlers:
+        handler.addFilter(drop_module_notices)
     try:
         yield
     finally:
         LOGGER.removeFilter(drop)
+        for handler in handlers:
+            handler.removeFilter(drop_module_notices)
 
 
 @contextmanager
