@@ -10,7 +10,6 @@ install. A run that still has to compile says so (engine/compile_watch.py).
 
 from __future__ import annotations
 
-import re
 import tempfile
 import time
 from dataclasses import dataclass
@@ -124,11 +123,14 @@ def _align_example(example: Path, output: Path, device: str = "cpu", tree: Path 
 
 
 def _without_lengths(tree: Path) -> Path:
-    """A copy of the Newick file `tree` (the bundled example's: no quoted labels) without its
-    branch lengths, beside it: a protein run on such a tree has no edge tables (DESIGN.md 3), so
-    its posterior step is a numba variant of its own."""
+    """A copy of the Newick file `tree` without its branch lengths, beside it (dendropy writes
+    it): a protein run on such a tree has no edge tables (DESIGN.md 3), so its posterior step is a
+    numba variant of its own."""
+    from papara_py.io.inputs import read_tree
+
     bare = tree.with_name(f"{tree.stem}-no-lengths.nwk")
-    bare.write_text(re.sub(r":[^,():;]+", "", tree.read_text()))
+    bare.write_text(read_tree(tree).as_string(schema="newick", suppress_edge_lengths=True, suppress_rooting=True,
+                                              unquoted_underscores=True))
     return bare
 
 
