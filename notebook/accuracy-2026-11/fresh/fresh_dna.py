@@ -3,13 +3,15 @@ DNA column-cost declaration, notebook/accuracy-2026-11/dna-column-cost.md; 121-1
 penalty refit, dna-penalties.md; 131-133 for the next question), with MAFFT --addfragments and
 hmmalign run once on each.
 
-    python3 notebook/accuracy-2026-11/fresh/fresh_dna.py DATA OUT [--seeds 111 112 113]
+    python3 notebook/accuracy-2026-11/fresh/fresh_dna.py DATA OUT [--seeds 111 112 113] [--bases rpsS pyrg]
     python3 notebook/accuracy-2026-11/points.py OUT OUT/preset.jsonl preset    # papara-py, the margins
 
 DATA: the study's reference folder (`scripts/accuracy_study.py build`'s --data: rpsS/ under it;
 pyrG is the repository's tests/data/pyrg). OUT gets a folder per set and each peer's result as
 JSON (points.py's peer_accuracies), so the sets and their peers exist before a declared question
-is measured on them. Prints one line per set with the peers' column accuracy.
+is measured on them. --bases draws from other DNA study sets (accuracy_study.SETS: pyrg-indel,
+16S-gg-454, sim-high-np, with their own error models). Prints one line per set with the peers'
+column accuracy.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import bench_accuracy as ba  # noqa: E402
 from points import peer_accuracies  # noqa: E402
 
 SEEDS = (111, 112, 113)
+BASES = ("rpsS", "pyrg")
 
 
 def main() -> int:
@@ -31,8 +34,10 @@ def main() -> int:
     parser.add_argument("data", type=Path)
     parser.add_argument("out", type=Path)
     parser.add_argument("--seeds", type=int, nargs="+", default=SEEDS)
+    parser.add_argument("--bases", nargs="+", default=BASES, choices=sorted(st.SETS),
+                        help="the study sets to draw new reads from (default: rpsS pyrg)")
     args = parser.parse_args()
-    for base in ("rpsS", "pyrg"):
+    for base in args.bases:
         tree, alignment, prune, reads, model, _ = st.SETS[base]
         tree, alignment = (p if p.startswith("/") else str(args.data / p) for p in (tree, alignment))
         for seed in args.seeds:

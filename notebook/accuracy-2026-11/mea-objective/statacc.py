@@ -1,0 +1,80 @@
+"""Column accuracy beside what happens to the residues the truth inserts (true column -1).
+
+Column accuracy (docs/accuracy.md) counts only the residues with a true column, so it cannot see
+a residue the truth inserts (an inserted error base, a residue of a column only pruned taxa had)
+being put in a column. This scores every residue too: the *state accuracy* counts a residue right
+when its column is the truth's or when both insert it, and `ins_placed` is how many of the truth's
+inserted residues papara-py put in a column.
+
+    statacc.py REPO OUT.tsv --suites protein-study,dense-study      # fit sets (sets.tsv)
+    statacc.py REPO OUT.tsv --folder pval14 --alphabet protein      # every set folder in a folder
+
+papara-py runs in-process from REPO (as evaluate.py runs it: `run_papara_inprocess`, CPU, the
+alphabet's preset), two sets at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import tempfile
+from multiprocessing import Pool
+from pathlib import Path
+
+SETS = Path("/work/data/acc/sets.tsv")
+
+
+def one(task: tuple[str, str, str, str]) -> dict:
+    repo, name, folder, alphabet = task
+    sys.path[:0] = [str(Path(repo) / "scripts"), repo]
+    import bench_accuracy as ba
+
+    data = ba.Data.from_dir(Path(folder), name, alphabet)
+    with tempfile.TemporaryDirectory() as work:
+        placements, _ = ba.run_papara_inprocess(data, Path(work), None, 1)
+    right = total = inserted = inserted_placed = 0
+    for read, (true_columns, _) in data.truth.items():
+        got = placements.get(read)
+        columns = got.columns if got is not None else [-1] * len(true_columns)
+        for g, t in zip(columns, true_columns):
+            if t >= 0:
+                total += 1
+                right += g == t
+            else:
+                inserted += 1
+                inserted_placed += g >= 0
+    return dict(set=name, col_right=right, col_total=total, ins_total=inserted, ins_placed=inserted_placed,
+                col_acc=right / total, state_acc=(right + inserted - inserted_placed) / (total + inserted))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("repo")
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--suites", help="comma-separated suites of sets.tsv's fit sets")
+    parser.add_argument("--folder", type=Path, help="every set folder (one with truth.tsv) in this folder")
+    parser.add_argument("--alphabet", default="protein")
+    args = parser.parse_args()
+    if args.suites:
+        wanted = args.suites.split(",")
+        with open(SETS) as handle:
+            tasks = [(args.repo, r["set"], r["folder"], r["alphabet"])
+                     for r in csv.DictReader(handle, delimiter="\t") if r["role"] == "fit" and r["suite"] in wanted]
+    else:
+        tasks = [(args.repo, p.name, str(p), args.alphabet)
+                 for p in sorted(args.folder.iterdir()) if (p / "truth.tsv").exists()]
+    with Pool(2) as pool:
+        rows = pool.map(one, tasks, chunksize=1)
+    with open(args.out, "w") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]), delimiter="\t")
+        writer.writeheader()
+        writer.writerows(rows)
+    for r in rows:
+        print(f"{r['set']:22s} column {r['col_acc']:.4f}  inserted placed {r['ins_placed']}/{r['ins_total']}"
+              f"  state {r['state_acc']:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
