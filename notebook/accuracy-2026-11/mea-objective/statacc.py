@@ -10,7 +10,7 @@ inserted residues papara-py put in a column.
     statacc.py REPO OUT.tsv --folder pval14 --alphabet protein      # every set folder in a folder
 
 papara-py runs in-process from REPO (as evaluate.py runs it: `run_papara_inprocess`, CPU, the
-alphabet's preset), two sets at once.
+alphabet's preset or --point m,c,o,e,i,near,weight,T), two sets at once.
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ from pathlib import Path
 SETS = Path("/work/data/acc/sets.tsv")
 
 
-def one(task: tuple[str, str, str, str]) -> dict:
-    repo, name, folder, alphabet = task
+def one(task: tuple) -> dict:
+    repo, name, folder, alphabet, point = task
     sys.path[:0] = [str(Path(repo) / "scripts"), repo]
     import bench_accuracy as ba
 
     data = ba.Data.from_dir(Path(folder), name, alphabet)
     with tempfile.TemporaryDirectory() as work:
-        placements, _ = ba.run_papara_inprocess(data, Path(work), None, 1)
+        placements, _ = ba.run_papara_inprocess(data, Path(work), point, 1)
     right = total = inserted = inserted_placed = 0
     for read, (true_columns, _) in data.truth.items():
         got = placements.get(read)
@@ -55,14 +55,16 @@ def main() -> int:
     parser.add_argument("--suites", help="comma-separated suites of sets.tsv's fit sets")
     parser.add_argument("--folder", type=Path, help="every set folder (one with truth.tsv) in this folder")
     parser.add_argument("--alphabet", default="protein")
+    parser.add_argument("--point", help="m,c,o,e,i,near,weight,T (default: the alphabet's preset)")
     args = parser.parse_args()
+    point = None if args.point is None else tuple(float(v) if "." in v else int(v) for v in args.point.split(","))
     if args.suites:
         wanted = args.suites.split(",")
         with open(SETS) as handle:
-            tasks = [(args.repo, r["set"], r["folder"], r["alphabet"])
+            tasks = [(args.repo, r["set"], r["folder"], r["alphabet"], point)
                      for r in csv.DictReader(handle, delimiter="\t") if r["role"] == "fit" and r["suite"] in wanted]
     else:
-        tasks = [(args.repo, p.name, str(p), args.alphabet)
+        tasks = [(args.repo, p.name, str(p), args.alphabet, point)
                  for p in sorted(args.folder.iterdir()) if (p / "truth.tsv").exists()]
     with Pool(2) as pool:
         rows = pool.map(one, tasks, chunksize=1)
