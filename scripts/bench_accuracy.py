@@ -6,6 +6,9 @@ residue's TRUE reference column (an inserted error base, or a residue in a colum
 taxa have, has none). Then run papara-py and, where installed, the peers, and score:
 
 - column accuracy: of all read residues that have a true column, the fraction placed in it;
+- state accuracy: of all read residues, the fraction in their true state (the true column, or
+  inserted where the truth has none): the residues the truth inserts, which column accuracy does
+  not see, count too;
 - mean per-read accuracy: the same fraction per read, averaged over reads;
 - edge accuracy (papara-py only): best edge == the pruned taxon's attachment edge, compared as
   splits (the reference tips on the side that does not hold the alphabetically first tip);
@@ -442,12 +445,18 @@ def read_right(placements: dict[str, Placement], name: str, true_cols: list[int]
 
 def score(placements: dict[str, Placement], truth: dict[str, tuple[list[int], frozenset[str] | None]],
           ref_tips: frozenset[str] | None = None) -> dict[str, float]:
-    """Column accuracy, mean per-read accuracy and edge accuracy of `placements` against `truth`.
+    """Column accuracy, mean per-read accuracy and edge accuracy of `placements` against `truth`,
+    and the state accuracy.
 
     Only residues with a true column (>= 0) count; a read missing from `placements` counts as all
     wrong. Edge accuracy counts reads whose truth has a split; None when no placement has one.
+    Column accuracy cannot see a residue the truth inserts (true column -1: an inserted error
+    base, a residue of a column only pruned taxa had) being put in a column; the state accuracy
+    counts every residue, one the truth inserts right only when it is left inserted (a missing
+    read's residues all wrong); `inserted_placed` is how many of the `inserted` residues went into
+    a column.
     """
-    right = total = 0
+    right = total = inserted = inserted_placed = inserted_kept = 0
     per_read: list[float] = []
     edges_right = edges_total = 0
     has_edges = any(p.split is not None for p in placements.values())
@@ -456,6 +465,11 @@ def score(placements: dict[str, Placement], truth: dict[str, tuple[list[int], fr
         r, scored = read_right(placements, name, true_cols)
         right += r
         total += scored
+        inserted += len(true_cols) - scored
+        if got is not None:
+            placed = sum(g >= 0 for g, t in zip(got.columns, true_cols) if t < 0)
+            inserted_placed += placed
+            inserted_kept += len(true_cols) - scored - placed
         if scored:
             per_read.append(r / scored)
         if has_edges and true_split is not None:
@@ -463,7 +477,10 @@ def score(placements: dict[str, Placement], truth: dict[str, tuple[list[int], fr
             if got is not None and got.split is not None:
                 split = got.split if ref_tips is None else normalise_split(got.split, ref_tips)
                 edges_right += split == true_split
+    everything = total + inserted
     return {"column_accuracy": right / total if total else float("nan"),
+            "state_accuracy": (right + inserted_kept) / everything if everything else float("nan"),
+            "inserted": inserted, "inserted_placed": inserted_placed,
             "read_accuracy": float(np.mean(per_read)) if per_read else float("nan"),
             "edge_accuracy": edges_right / edges_total if edges_total else None,
             "residues": total, "reads": len(truth)}
@@ -754,13 +771,14 @@ def main(argv: list[str] | None = None) -> int:
         results = bench(data, tools, params, args.threads)
     print(f"data set {data.name}: {len(data.truth)} reads, "
           f"{sum(sum(c >= 0 for c in cols) for cols, _ in data.truth.values())} residues with a true column")
-    print(f"{'tool':14s} {'columns':>8s} {'per read':>9s} {'edge':>6s} {'wall s':>7s}")
+    print(f"{'tool':14s} {'columns':>8s} {'states':>8s} {'per read':>9s} {'edge':>6s} {'wall s':>7s}")
     for tool, r in results.items():
         if "skipped" in r:
             print(f"{tool:14s} skipped: {r['skipped']}")
             continue
         edge = f"{r['edge_accuracy']:.3f}" if r["edge_accuracy"] is not None else "-"
-        print(f"{tool:14s} {r['column_accuracy']:8.4f} {r['read_accuracy']:9.4f} {edge:>6s} {r['wall_s']:7.2f}")
+        print(f"{tool:14s} {r['column_accuracy']:8.4f} {r['state_accuracy']:8.4f} {r['read_accuracy']:9.4f} "
+              f"{edge:>6s} {r['wall_s']:7.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps({"data": data.name, "setup": setup, "results": results}, indent=1))
     return 0

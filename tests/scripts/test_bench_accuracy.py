@@ -35,6 +35,23 @@ def test_score_counts_only_residues_with_a_true_column():
     assert got["column_accuracy"] == pytest.approx(7 / 10)
     assert got["read_accuracy"] == pytest.approx((3 / 4 + 1 + 0) / 3)
     assert got["edge_accuracy"] == pytest.approx(2 / 2)
+    # every residue in the state accuracy: r1's inserted base was put in column 4, so wrong
+    assert (got["inserted"], got["inserted_placed"]) == (1, 1)
+    assert got["state_accuracy"] == pytest.approx(7 / 11)
+
+
+def test_state_accuracy_counts_a_truth_inserted_residue_right_when_left_inserted():
+    """What column accuracy cannot see: the same columns, with the truth's inserted residue left
+    inserted or put in a column, score the same column accuracy and different state accuracies;
+    a missing read's inserted residues are wrong and were not placed."""
+    truth = {"r1": ([0, -1, 2], None), "r2": ([-1, 4], None)}
+    kept = ba.score({"r1": ba.Placement([0, -1, 2]), "r2": ba.Placement([-1, 4])}, truth)
+    placed = ba.score({"r1": ba.Placement([0, 1, 2]), "r2": ba.Placement([3, 4])}, truth)
+    assert kept["column_accuracy"] == placed["column_accuracy"] == 1.0
+    assert (kept["state_accuracy"], kept["inserted"], kept["inserted_placed"]) == (1.0, 2, 0)
+    assert (placed["state_accuracy"], placed["inserted_placed"]) == (pytest.approx(3 / 5), 2)
+    missing = ba.score({"r1": ba.Placement([0, -1, 2])}, truth)
+    assert (missing["state_accuracy"], missing["inserted_placed"]) == (pytest.approx(3 / 5), 0)
 
 
 def test_score_wrong_edge_and_length_mismatch():

@@ -2,9 +2,9 @@
 
 Column accuracy (docs/accuracy.md) counts only the residues with a true column, so it cannot see
 a residue the truth inserts (an inserted error base, a residue of a column only pruned taxa had)
-being put in a column. This scores every residue too: the *state accuracy* counts a residue right
-when its column is the truth's or when both insert it, and `ins_placed` is how many of the truth's
-inserted residues papara-py put in a column.
+being put in a column. scripts/bench_accuracy.score also gives the *state accuracy*, which counts
+every residue (one the truth inserts right only when left inserted), and how many of the truth's
+inserted residues went into a column (`ins_placed`); this writes them per set.
 
     statacc.py REPO OUT.tsv --suites protein-study,dense-study      # fit sets (sets.tsv)
     statacc.py REPO OUT.tsv --folder pval14 --alphabet protein      # every set folder in a folder
@@ -33,19 +33,10 @@ def one(task: tuple) -> dict:
     data = ba.Data.from_dir(Path(folder), name, alphabet)
     with tempfile.TemporaryDirectory() as work:
         placements, _ = ba.run_papara_inprocess(data, Path(work), point, 1)
-    right = total = inserted = inserted_placed = 0
-    for read, (true_columns, _) in data.truth.items():
-        got = placements.get(read)
-        columns = got.columns if got is not None else [-1] * len(true_columns)
-        for g, t in zip(columns, true_columns):
-            if t >= 0:
-                total += 1
-                right += g == t
-            else:
-                inserted += 1
-                inserted_placed += g >= 0
-    return dict(set=name, col_right=right, col_total=total, ins_total=inserted, ins_placed=inserted_placed,
-                col_acc=right / total, state_acc=(right + inserted - inserted_placed) / (total + inserted))
+    got = ba.score(placements, data.truth)  # bench_accuracy's column and state accuracy
+    return dict(set=name, col_right=round(got["column_accuracy"] * got["residues"]), col_total=got["residues"],
+                ins_total=got["inserted"], ins_placed=got["inserted_placed"], col_acc=got["column_accuracy"],
+                state_acc=got["state_accuracy"])
 
 
 def main() -> int:
