@@ -56,7 +56,7 @@ PRESETS: dict[str, Preset] = {preset.name: preset for preset in (
     Preset("weighted", 5, 10, 4, 4, 12, 2, 0.0, 0.75,
            "the DNA default: penalties from the leave-taxa-out study with near states, temperature fitted "
            "on the DNA study sets (docs/accuracy.md)"),
-    Preset("protein", 3, 6, 5, 4, 18, 2, 1.0, 1.75,
+    Preset("protein", 3, 6, 6, 4, 18, 2, 1.0, 1.75,
            "the protein default: penalties, column weight and temperature fitted on the protein study "
            "sets (docs/accuracy.md)"),
     Preset("paper", 3, 3, 3, 1, 3, 3, 0.0, 0.0,
