@@ -9,7 +9,9 @@ scripts/bench_accuracy.py (`--keep`) and scripts/accuracy_study.py build them. p
 each set through its Python API at the alphabet's default preset, on the CPU. Prints, for every
 PP code, the probability range it stands for, how many residues with a true column carry it, and
 what share of them papara-py put in that column; then the same for all residues (the mean of the
-stated PP, its range midpoints, against the share right). The reads the outlier rule flags
+stated PP, its range midpoints, against the share right) and the scores of the codes read as
+their midpoints (`scores`: Brier, log-loss, how far the codes below `*` miss). The reads the
+outlier rule flags
 (DESIGN.md 5, "Reads that fit nowhere") are counted apart: their PP says how sure the alignment is
 given that the read belongs, which for them is in doubt.
 """
@@ -17,6 +19,7 @@ given that the read belongs, which for them is in doubt.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
 from collections import Counter
@@ -77,6 +80,36 @@ def table(counts: Counter, outlier: bool) -> list[tuple[str, str, int, float | N
     return rows
 
 
+def scores(counts: Counter, outlier: bool = False) -> dict[str, float] | None:
+    """How well the codes of the reads that are (or are not) outliers state their residues' chance
+    of being right, each code read as its range's midpoint p (`midpoint`); None without residues.
+
+    brier: the mean of (1 - p)^2 over right residues and p^2 over wrong ones; log_loss: the mean
+    of -log p and -log(1 - p); below_star: the share of residues coded below `*`; below_star_gap:
+    the residue-weighted mean of |share right - p| over those codes (how far they miss what they
+    say: the expected calibration error of the codes below `*`); star_right: the share right of
+    residues coded `*` (None without any)."""
+    n = below = 0
+    brier = log_loss = gap = 0.0
+    for code in CODES:
+        right, wrong = counts[outlier, code, True], counts[outlier, code, False]
+        if right + wrong == 0:
+            continue
+        p = midpoint(code)
+        n += right + wrong
+        brier += right * (1 - p) ** 2 + wrong * p ** 2
+        log_loss -= right * math.log(p) + wrong * math.log(1 - p)
+        if code != "*":
+            below += right + wrong
+            gap += abs(right - (right + wrong) * p)
+    if n == 0:
+        return None
+    star = counts[outlier, "*", True] + counts[outlier, "*", False]
+    return {"brier": brier / n, "log_loss": log_loss / n, "below_star": below / n,
+            "below_star_gap": gap / below if below else 0.0,
+            "star_right": counts[outlier, "*", True] / star if star else None}
+
+
 def calibrate(set_dir: Path, threads: int) -> Counter:
     """Align one set through the Python API at the alphabet's preset and tally its residues."""
     import papara_py
@@ -104,6 +137,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{title} ({len(args.sets)} sets)\nPP\trange\tresidues\tright")
         for code, span, total, share in rows:
             print(f"{code}\t{span}\t{total}\t{'-' if share is None else f'{share:.4f}'}")
+        score = scores(counts, outlier)
+        star = "-" if score["star_right"] is None else f"{score['star_right']:.4f}"
+        print(f"Brier {score['brier']:.5f}, log-loss {score['log_loss']:.5f}; codes below *: "
+              f"{score['below_star']:.4f} of residues, off their midpoints by {score['below_star_gap']:.4f}; "
+              f"* right {star}")
     return 0
 
 
