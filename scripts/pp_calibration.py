@@ -11,9 +11,8 @@ PP code, the probability range it stands for, how many residues with a true colu
 what share of them papara-py put in that column; then the same for all residues (the mean of the
 stated PP, its range midpoints, against the share right) and the scores of the codes read as
 their midpoints (`scores`: Brier, log-loss, how far the codes below `*` miss). The reads the
-outlier rule flags
-(DESIGN.md 5, "Reads that fit nowhere") are counted apart: their PP says how sure the alignment is
-given that the read belongs, which for them is in doubt.
+outlier rule flags (DESIGN.md 5, "Reads that fit nowhere") are counted apart: their PP says how
+sure the alignment is given that the read belongs, which for them is in doubt.
 """
 
 from __future__ import annotations

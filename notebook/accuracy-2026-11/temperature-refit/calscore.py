@@ -32,9 +32,15 @@ def saved_counts(path: Path) -> tuple[Counter, float]:
     raise ValueError(f"{path}: no 'all' row")
 
 
-for name in sys.argv[1:]:
-    counts, accuracy = saved_counts(Path(name))
-    score = pp_calibration.scores(counts)
-    print(f"{name}: accuracy {accuracy:.4f} brier {score['brier']:.5f} logloss {score['log_loss']:.5f} "
-          f"below-* share {score['below_star']:.4f} ECE(below *) {score['below_star_gap']:.4f} "
-          f"* right {score['star_right']:.4f}")
+def main(names: list[str]) -> None:
+    """One line of scores for each saved table named."""
+    for name in names:
+        counts, accuracy = saved_counts(Path(name))
+        score = pp_calibration.scores(counts)
+        print(f"{name}: accuracy {accuracy:.4f} brier {score['brier']:.5f} logloss {score['log_loss']:.5f} "
+              f"below-* share {score['below_star']:.4f} ECE(below *) {score['below_star_gap']:.4f} "
+              f"* right {score['star_right']:.4f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
