@@ -102,11 +102,13 @@ class Run:
     @property
     def parameters(self) -> dict:
         """The model's parameters the run used (mismatch, cgap, gap_open, gap_extend, insertion,
-        near_mismatch, column_weight, temperature, and the preset they equal); runs written before
-        near states have no near_mismatch (then the mismatch penalty), before the column profile
-        cost no column_weight (then 0), before the posterior decoding (0.12.0) no temperature (then
-        0: the Viterbi traceback), and between 0.5.0 and 0.11.0 the traceback settings of their
-        time (vote_window, nearest_bonus, band_margin, location_check, second_model)."""
+        near_mismatch, column_weight, temperature, placement_temperature, and the preset they
+        equal); runs written before near states have no near_mismatch (then the mismatch penalty),
+        before the column profile cost no column_weight (then 0), before the posterior decoding
+        (0.12.0) no temperature (then 0: the Viterbi traceback), before 0.21.0 no
+        placement_temperature (then the temperature), and between 0.5.0 and 0.11.0 the traceback
+        settings of their time (vote_window, nearest_bonus, band_margin, location_check,
+        second_model)."""
         return dict(self.record.get("parameters") or {})
 
     @property

@@ -229,9 +229,9 @@ def protein_refs(data_dir: Path, sources: dict[str, str], ml: bool) -> None:
 
 
 def parse_point(text: str) -> tuple:
-    """A point m,c,o,e,i[,near[,weight[,temperature]]]: integer penalties, the column weight and
-    the temperature (numbers; 0 where not given): `ScoringParams`' fields in order. ValueError for
-    more values."""
+    """A point m,c,o,e,i[,near[,weight[,temperature[,placement temperature]]]]: integer penalties,
+    the column weight and the temperatures (numbers; 0 where not given, the placement temperature
+    the temperature): `ScoringParams`' fields in order. ValueError for more values."""
     from papara_py.model.params import PARAMETER_NAMES
 
     values, fields = text.split(","), len(PARAMETER_NAMES)

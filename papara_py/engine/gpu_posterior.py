@@ -195,7 +195,7 @@ class GpuPosterior:
         z_reads = np.zeros(slots.shape, np.int64)
         z_reads[pair_read, pair_column] = z
         launch_weights = np.zeros(slots.shape, np.int32)
-        batch_weights(z_reads, slots, tables.probability, SIGN, launch_weights)
+        batch_weights(z_reads, slots, tables.placement, SIGN, launch_weights)
         weights[reads] = launch_weights
         pair_weight = launch_weights[pair_read, pair_column].astype(np.int32)
         active = np.flatnonzero(pair_weight > 0).astype(np.int32)

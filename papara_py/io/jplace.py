@@ -17,9 +17,10 @@ JSON object with
 
 papara-py places by its alignment model, not by a substitution model's likelihood. Each read's
 candidates carry the weights of the posterior decoding (DESIGN 5, `/reads/candidates/weight`):
-w_e = exp(-(F_e - F_min) / T) normalised over the read's candidates, where F_e = -T ln Z_e is the
-free energy of all of the read's alignments to edge e at the run's temperature T (at T = 0, the
-Viterbi traceback: the candidates tied at the best score share the weight). So:
+w_e = exp(-(F_e - F_min) / T_p) normalised over the read's candidates, where F_e = -T ln Z_e is
+the free energy of all of the read's alignments to edge e at the run's temperature T and T_p the
+run's placement temperature (at T = 0, the Viterbi traceback: the candidates tied at the best
+score share the weight). So:
 
 - "like_weight_ratio": w_e. The weights of a read sum to 1 (to the fixed-point resolution,
   2^-15). They are normalised over the K candidates stored in the run, not over every edge of the
@@ -69,9 +70,9 @@ READ_BLOCK = 1 << 16
 _NEWICK_TOKEN = re.compile(r"'(?:[^']|'')*'|\[[^\]]*\]|(?::([^\s,;:()\[\]{}']+))?\{(\d+)\}")
 
 #: The weight rule in words, for the document's metadata.
-WEIGHT_RULE = ("like_weight_ratio = the candidate's posterior weight (DESIGN 5: exp(-(F_e - F_min) / T) "
+WEIGHT_RULE = ("like_weight_ratio = the candidate's posterior weight (DESIGN 5: exp(-(F_e - F_min) / T_p) "
                "normalised over the read's candidate edges, the run's K best; F_e the free energy of the read's "
-               "alignments to the edge at temperature T); likelihood = ln(like_weight_ratio); parsimony = the "
+               "alignments to the edge at temperature T, T_p the placement temperature); likelihood = ln(like_weight_ratio); parsimony = the "
                "alignment score; candidates of weight 0 left out")
 
 
@@ -151,12 +152,14 @@ def write_jplace(run: RunFile, out: IO[str], keep: np.ndarray | None = None) -> 
     distal = np.where(np.isnan(lengths), 0.0, lengths / 2.0)
     parameters = run.record.get("parameters")
     temperature = parameters.get("temperature", 0.0) if isinstance(parameters, dict) else None
+    placement = parameters.get("placement_temperature", temperature) if isinstance(parameters, dict) else None
     metadata = {
         "invocation": str(run.attrs.get("command_line", "")),
         "software": "papara-py",
         "papara_py_version": str(run.attrs.get("version", "")),
         "exported_by": f"papara-py {__version__} export --format jplace",
         "temperature": temperature,
+        "placement_temperature": placement,
         "placement_rule": WEIGHT_RULE,
     }
     out.write('{\n"tree": ' + json.dumps(tree, ensure_ascii=False) + ',\n"placements": [\n')

@@ -99,8 +99,9 @@ ROOT_ATTRIBUTES = {
 #: The run record: the attributes of `/run` (run/record.py writes them; nested values are JSON
 #: strings). name -> (when it is present, what it holds).
 RUN_RECORD_FIELDS = {
-    "parameters": ("always", "the scoring parameters: the six penalties, `column_weight`, `temperature` and "
-                             "`preset` (the `--preset` name they equal, null for another set)"),
+    "parameters": ("always", "the scoring parameters: the six penalties, `column_weight`, `temperature`, "
+                             "`placement_temperature` (since 0.21.0; before, the temperature) and `preset` (the "
+                             "`--preset` name they equal, null for another set)"),
     "alphabet": ("always", "`dna` or `protein`"),
     "near_states": ("always", "the near states' rule, in words (DESIGN.md 3)"),
     "checksums_sha256": ("always", "sha256 of the tree, the alignment and the reads"),

@@ -75,9 +75,10 @@ class Decoded(NamedTuple):
 
 
 @lru_cache(maxsize=4)
-def posterior_tables(temperature: float) -> PosteriorTables:
-    """The fixed-point tables of a temperature (model/fixed_point.py), built once per run."""
-    return PosteriorTables.build(temperature)
+def posterior_tables(temperature: float, placement_temperature: float | None = None) -> PosteriorTables:
+    """The fixed-point tables of a temperature and a placement temperature (None: the same;
+    model/fixed_point.py), built once per run."""
+    return PosteriorTables.build(temperature, placement_temperature=placement_temperature)
 
 
 def decode_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candidates: CandidateLists,
@@ -98,7 +99,7 @@ def decode_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candi
     if params.temperature == 0:
         return Decoded(residues, offsets, *_viterbi(codes, offsets, slots, candidates.score, profiles, params, costs,
                                                     threads))
-    tables = posterior_tables(params.temperature)
+    tables = posterior_tables(params.temperature, params.placement_temperature)
     near = profile_near(profiles)
     arguments = (codes, offsets, slots, candidates.score, profiles, near, params.as_array(), costs, tables)
     local = None if edge_costs is None else edge_costs.of_edges(unique_edges)

@@ -156,23 +156,33 @@ def probability_table(temperature: float, scale: int) -> np.ndarray:
 class PosteriorTables:
     """The run's fixed-point tables (module docstring): temperature T (cost units), scale S (a
     power of two; `shift` = log2 S), `softmin` and `probability` (uint16 or int32, zero-padded to
-    a power-of-two length; built by `build`)."""
+    a power-of-two length; built by `build`), and `placement`, the probability table of the edge
+    weights' temperature T_p (DESIGN 5; the same array as `probability` where T_p = T)."""
 
     temperature: float
     scale: int
     softmin: np.ndarray
     probability: np.ndarray
+    placement_temperature: float
+    placement: np.ndarray
 
     @classmethod
-    def build(cls, temperature: float, scale: int = DEFAULT_SCALE) -> PosteriorTables:
-        """The tables for temperature T >= 0 (0: min-plus, Eq. 1's recurrence) at scale S."""
+    def build(cls, temperature: float, scale: int = DEFAULT_SCALE, *,
+              placement_temperature: float | None = None) -> PosteriorTables:
+        """The tables for temperature T >= 0 (0: min-plus, Eq. 1's recurrence) at scale S, the
+        edge weights' at T_p (None: T_p = T)."""
         if not (isinstance(scale, (int, np.integer)) and scale >= 1 and scale & (scale - 1) == 0):
             raise ValueError(f"the energy scale must be a power of two, got {scale!r}")
-        if not (isinstance(temperature, (int, float, np.integer, np.floating)) and math.isfinite(temperature)
-                and temperature >= 0):
-            raise ValueError(f"the temperature must be a finite number >= 0, got {temperature!r}")
-        return cls(float(temperature), int(scale), softmin_table(temperature, scale),
-                   probability_table(temperature, scale))
+        if placement_temperature is None:
+            placement_temperature = temperature
+        for name, value in (("temperature", temperature), ("placement temperature", placement_temperature)):
+            if not (isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"the {name} must be a finite number >= 0, got {value!r}")
+        probability = probability_table(temperature, scale)
+        placement = probability if placement_temperature == temperature \
+            else probability_table(placement_temperature, scale)
+        return cls(float(temperature), int(scale), softmin_table(temperature, scale), probability,
+                   float(placement_temperature), placement)
 
     @property
     def shift(self) -> int:

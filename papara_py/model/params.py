@@ -1,6 +1,6 @@
 """The model's parameters (DESIGN.md 4-5): the penalties of Eq. 1 with near states, the column
-profile cost's weight, the posterior decoding's temperature; the named presets; and the overflow
-bounds that gate the kernels' integer widths."""
+profile cost's weight, the posterior decoding's temperature and the edge weights' (placement)
+temperature; the named presets; and the overflow bounds that gate the kernels' integer widths."""
 
 from __future__ import annotations
 
@@ -31,8 +31,10 @@ class Preset:
     """A named parameter set (`--preset NAME`): the model of DESIGN 4-5 at chosen values.
 
     The six penalties of Eq. 1 with near states (DESIGN 4), the column profile cost's weight
-    (protein; DESIGN 3) and the temperature of the posterior decoding (DESIGN 5; 0: the Viterbi
-    traceback of Eq. 1). `chosen` says where the values come from (docs/accuracy.md)."""
+    (protein; DESIGN 3), the temperature of the posterior decoding (DESIGN 5; 0: the Viterbi
+    traceback of Eq. 1) and that of the edge weights (DESIGN 5; equal to the temperature, the
+    plain posterior over edges, unless fitted apart). `chosen` says where the values come from
+    (docs/accuracy.md)."""
 
     name: str
     mismatch: int
@@ -43,6 +45,7 @@ class Preset:
     near_mismatch: int
     column_weight: float
     temperature: float
+    placement_temperature: float
     chosen: str
 
     def values(self) -> dict[str, int | float]:
@@ -53,29 +56,31 @@ class Preset:
 #: The presets. Each value is a tuned number a run of that preset depends on (docs/accuracy.md
 #: counts them and says which data sets fitted them).
 PRESETS: dict[str, Preset] = {preset.name: preset for preset in (
-    Preset("weighted", 5, 10, 4, 4, 12, 2, 0.0, 0.75,
-           "the DNA default: penalties from the leave-taxa-out study with near states, temperature fitted "
+    Preset("weighted", 5, 10, 4, 4, 12, 2, 0.0, 0.75, 12.0,
+           "the DNA default: penalties from the leave-taxa-out study with near states, temperatures fitted "
            "on the DNA study sets (docs/accuracy.md)"),
-    Preset("protein", 3, 6, 6, 4, 18, 2, 1.0, 1.75,
+    Preset("protein", 3, 6, 6, 4, 18, 2, 1.0, 1.75, 1.75,
            "the protein default: penalties, column weight and temperature fitted on the protein study "
            "sets (docs/accuracy.md)"),
-    Preset("paper", 3, 3, 3, 1, 3, 3, 0.0, 0.0,
+    Preset("paper", 3, 3, 3, 1, 3, 3, 0.0, 0.0, 0.0,
            "the 2012 paper's Equation 1 and its Viterbi traceback, bit for bit"),
 )}
 DEFAULT_PRESET = "weighted"
 PENALTY_NAMES = ("mismatch", "cgap", "gap_open", "gap_extend", "insertion", "near_mismatch")
-PARAMETER_NAMES = (*PENALTY_NAMES, "column_weight", "temperature")
+PARAMETER_NAMES = (*PENALTY_NAMES, "column_weight", "temperature", "placement_temperature")
 
 
 @dataclass(frozen=True)
 class ScoringParams:
     """The model's parameters: the penalties of DESIGN.md section 4 (minimised), the column
-    weight and the temperature of section 5.
+    weight and the temperatures of section 5.
 
     `ScoringParams()` is DEFAULT_PRESET (docs/accuracy.md). Otherwise a penalty not given takes
     DEFAULT_PRESET's value, except near_mismatch (a read residue among the edge's near states),
     which defaults to mismatch, and the temperature, which defaults to 0: penalties written as the
-    paper's five numbers are Eq. 1 with its Viterbi traceback. near_mismatch may not exceed
+    paper's five numbers are Eq. 1 with its Viterbi traceback. The placement temperature defaults
+    to DEFAULT_PRESET's where no penalty is given and the preset sets it apart from its
+    temperature, else to the temperature (the plain posterior over edges). near_mismatch may not exceed
     mismatch (near states are the cheaper mismatches, and the GPU's packed lanes subtract in that
     order without borrowing)."""
 
@@ -90,6 +95,9 @@ class ScoringParams:
     #: The posterior decoding's temperature in cost units (model/posterior.py; DESIGN 5): a path
     #: of cost c weighs exp(-c / T); 0: the Viterbi traceback of Eq. 1 (model/traceback.py).
     temperature: float | None = None
+    #: The edge weights' temperature (model/posterior.py edge_weights; DESIGN 5): candidate edge
+    #: e weighs exp(-(Z_e - Z_min) / T_p); not used at temperature 0 (the Viterbi's weights).
+    placement_temperature: float | None = None
 
     @classmethod
     def preset(cls, name: str) -> "ScoringParams":
@@ -111,6 +119,11 @@ class ScoringParams:
                 object.__setattr__(self, name, self.mismatch if near_as_eq1 else value)
         if self.temperature is None:
             object.__setattr__(self, "temperature", PRESETS[DEFAULT_PRESET].temperature if nothing_given else 0.0)
+        if self.placement_temperature is None:  # as PenaltyChoice.resolve: the preset's where it sets it apart
+            preset = PRESETS[DEFAULT_PRESET]
+            apart = nothing_given and preset.placement_temperature != preset.temperature
+            object.__setattr__(self, "placement_temperature",
+                               preset.placement_temperature if apart else self.temperature)
         for name in PENALTY_NAMES:
             value = getattr(self, name)
             if not isinstance(value, (int, np.integer)) or value < 0:
@@ -121,11 +134,12 @@ class ScoringParams:
         if not isinstance(weight, (int, float, np.integer, np.floating)) or not 0 <= weight <= MAX_COLUMN_WEIGHT:
             raise ValueError(f"column_weight must be a number from 0 to {MAX_COLUMN_WEIGHT:g}, got {weight!r}")
         object.__setattr__(self, "column_weight", float(weight))
-        temperature = self.temperature
-        if not isinstance(temperature, (int, float, np.integer, np.floating)) or isinstance(temperature, bool) \
-                or not 0 <= temperature <= MAX_TEMPERATURE:
-            raise ValueError(f"temperature must be a number from 0 to {MAX_TEMPERATURE:g}, got {temperature!r}")
-        object.__setattr__(self, "temperature", float(temperature))
+        for name in ("temperature", "placement_temperature"):
+            temperature = getattr(self, name)
+            if not isinstance(temperature, (int, float, np.integer, np.floating)) or isinstance(temperature, bool) \
+                    or not 0 <= temperature <= MAX_TEMPERATURE:
+                raise ValueError(f"{name} must be a number from 0 to {MAX_TEMPERATURE:g}, got {temperature!r}")
+            object.__setattr__(self, name, float(temperature))
 
     @property
     def weighted(self) -> bool:
@@ -138,8 +152,8 @@ class ScoringParams:
         return tuple(int(getattr(self, name)) for name in PENALTY_NAMES)
 
     def setting(self) -> tuple:
-        """The six penalties, the column weight and the temperature: what a preset names (PRESETS)."""
-        return (*self.values(), self.column_weight, self.temperature)
+        """The six penalties, the column weight and the temperatures: what a preset names (PRESETS)."""
+        return (*self.values(), self.column_weight, self.temperature, self.placement_temperature)
 
     def column_cost_bound(self) -> int:
         """The most the column profile cost adds to one diagonal step (0 where it is off)."""
@@ -210,12 +224,16 @@ class PenaltyChoice:
 
         A --mismatch given without --near-mismatch takes near_mismatch along where the preset has
         them equal (an Eq. 1 preset stays Eq. 1), and lowers it to the new mismatch where it would
-        exceed it."""
+        exceed it. A --temperature given without --placement-temperature takes the placement
+        temperature along where the preset has them equal (the plain posterior over edges)."""
         base = asdict(ScoringParams.preset(self.preset or default_preset))
         given = dict(self.given)
         if "mismatch" in given and "near_mismatch" not in given:
             equal = base["near_mismatch"] == base["mismatch"]
             given["near_mismatch"] = given["mismatch"] if equal else min(base["near_mismatch"], given["mismatch"])
+        if "temperature" in given and "placement_temperature" not in given \
+                and base["placement_temperature"] == base["temperature"]:
+            given["placement_temperature"] = given["temperature"]
         values = base | given
         if values["near_mismatch"] > values["mismatch"]:
             raise InputError("--near-mismatch", f"the near-state mismatch ({values['near_mismatch']}) may not "

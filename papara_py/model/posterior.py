@@ -40,8 +40,9 @@ computed row by row from the last, columns from the right. M's posterior at (j, 
 exp(-(F_M(j,k) + B(j,k) - Z) / T), read from the probability table (an exponent below 0, which
 the tables' rounding can give, reads as 0: probability 1; one past the table's end as 0).
 
-Edge weights. For a read's candidate edges e (with Z_e), w_e = exp(-(Z_e - Z_min)/T) from the
-probability table, normalised by integer division: w_e = raw_e * PROB_ONE // sum(raw) (floor;
+Edge weights. For a read's candidate edges e (with Z_e), w_e = exp(-(Z_e - Z_min)/T_p) at the
+placement temperature T_p (PosteriorTables.placement; T_p = T unless the preset says otherwise),
+normalised by integer division: w_e = raw_e * PROB_ONE // sum(raw) (floor;
 the weights then sum to at most PROB_ONE and at least PROB_ONE - K). Only edges with w_e > 0
 run the Backward. With each edge's own column costs (`local`, model/edge_emission.py) Z_e for
 the weights is the shared costs', and each edge with w_e > 0 runs Forward again under its own
@@ -309,7 +310,7 @@ def mea(pooled, R, ins, columns, pp):
 def edge_weights(z, slots, prob, sign, weights):
     """One read's edge weights (module docstring) into weights (int32 [K]) from its candidates'
     Forward energies z (int64 [K]; slots[e] < 0: no candidate, weight 0): raw_e = exp(-(Z_e -
-    Z_min)/T) from the probability table, w_e = raw_e * PROB_ONE // sum(raw) (floor). The GPU's
+    Z_min)/T_p) from the placement probability table `prob`, w_e = raw_e * PROB_ONE // sum(raw) (floor). The GPU's
     host calls it on the device's Z (engine/gpu_posterior.py): one definition for every device."""
     zmin = 0
     found = False
@@ -326,10 +327,11 @@ def edge_weights(z, slots, prob, sign, weights):
 
 
 @njit(cache=True, nogil=True)
-def decode_read(read, slots, profiles, near, terms, p, costs, local, shift, softmin, prob, F_space, pooled_space,
-                R_space, rows, z, weights, ins, columns, pp, sign):
+def decode_read(read, slots, profiles, near, terms, p, costs, local, shift, softmin, prob, placement, F_space,
+                pooled_space, R_space, rows, z, weights, ins, columns, pp, sign):
     """One read's posterior step: Forward on every candidate (slots[e] >= 0: profiles[slots[e]]),
-    the weights (written to weights, int32 [K]), the pooled posteriors, the MEA (columns, pp).
+    the weights (written to weights, int32 [K], from the placement table: PosteriorTables), the
+    pooled posteriors, the MEA (columns, pp).
     With each edge's own column costs (local: uint8 [U, K', m], local[s] for profiles[s]; None:
     none), the weights come from the shared costs' Forward and each weighted edge's posteriors
     from a Forward and Backward under its own (edge_emission.py).
@@ -353,7 +355,7 @@ def decode_read(read, slots, profiles, near, terms, p, costs, local, shift, soft
             columns[j] = INSERTED
             pp[j] = 0
         return -1
-    edge_weights(z, slots, prob, sign, weights)
+    edge_weights(z, slots, placement, sign, weights)
     pooled = pooled_space[:cells].reshape((n, m))
     pooled[:] = 0
     for e in range(count):
@@ -372,7 +374,7 @@ def decode_read(read, slots, profiles, near, terms, p, costs, local, shift, soft
 
 @njit(cache=True, nogil=True)
 def _decode_reads(codes, offsets, first, last, slots, profiles, near, terms, p, costs, local, shift, softmin, prob,
-                  columns, pp, weights, objective, sign):
+                  placement, columns, pp, weights, objective, sign):
     """decode_read for reads first..last-1 of a batch, GIL released, with one set of work space
     sized for the longest read among them (a fresh set per read would cost more in page faults
     than the recurrence: reference_scorer.fill_band_into)."""
@@ -393,7 +395,7 @@ def _decode_reads(codes, offsets, first, last, slots, profiles, near, terms, p, 
         a = offsets[r]
         b = offsets[r + 1]
         objective[r] = decode_read(codes[a:b], slots[r], profiles, near, terms, p, costs, local, shift, softmin, prob,
-                                   F_space, pooled_space, R_space, rows, z, weights[r], ins[:b - a], columns[a:b],
+                                   placement, F_space, pooled_space, R_space, rows, z, weights[r], ins[:b - a], columns[a:b],
                                    read_pp[:b - a], sign)
         for t in range(b - a):
             pp[a + t] = read_pp[t]
@@ -491,7 +493,7 @@ def decode_batch(codes: np.ndarray, offsets: np.ndarray, slots: np.ndarray, scor
     def one(first: int) -> None:
         _decode_reads(batch.codes, batch.offsets, first, min(q, first + DECODE_SLICE), batch.slots, batch.profiles,
                       batch.near, terms, batch.p, kernel, batch.local, shift, tables.softmin, tables.probability,
-                      columns, pp, weights, objective, SIGN)
+                      tables.placement, columns, pp, weights, objective, SIGN)
 
     starts = range(0, q, DECODE_SLICE)
     if threads <= 1 or q <= DECODE_SLICE:

@@ -537,7 +537,8 @@ _PARAMETERS = (("preset", "preset the penalties equal", "--preset"),
                ("gap_extend", "gap extension in the read", "--gap-extend"),
                ("insertion", "residue between reference columns", "--insertion"),
                ("column_weight", "column profile cost weight", "--column-weight"),
-               ("temperature", "posterior decoding's temperature (0: Viterbi traceback)", "--temperature"))
+               ("temperature", "posterior decoding's temperature (0: Viterbi traceback)", "--temperature"),
+               ("placement_temperature", "edge weights' temperature", "--placement-temperature"))
 
 
 def _count(value: object) -> str:

@@ -215,7 +215,8 @@ def main_options() -> tuple[Option, ...]:
                keyword=False, common=True),
         Option("preset", "; ".join(f"{preset.name}: {'/'.join(f'{v:g}' for v in preset.values().values())}, "
                                    f"{preset.chosen}" for preset in PRESETS.values())
-               + " (mismatch/cgap/gap-open/gap-extend/insertion/near-mismatch/column-weight/temperature; default: "
+               + " (mismatch/cgap/gap-open/gap-extend/insertion/near-mismatch/column-weight/temperature/"
+                 "placement-temperature; default: "
                  f"{DEFAULT_PRESET} for DNA, protein for protein; docs/accuracy.md says how they were chosen)",
                SCORING, kind="choice", choices=tuple(PRESETS), common=True,
                brief=f"the penalties by name (default: {DEFAULT_PRESET} for DNA, protein for protein; paper: the "
@@ -240,6 +241,13 @@ def main_options() -> tuple[Option, ...]:
                               "edges, a path of cost c weighing exp(-c/T); 0: the Viterbi traceback of Eq. 1 on the "
                               f"best edge (default: the preset's; {preset_values('temperature')}, 0 in paper)",
                SCORING, kind="number", low=0, high=MAX_TEMPERATURE, why=" (cost units)", metavar="T"),
+        Option("placement_temperature", "the edge weights' temperature in cost units (DESIGN.md 5): candidate "
+                                        "edge e weighs exp(-(Z_e - Z_min)/T_p), Z_e the free energy of the read's "
+                                        "alignments to it; these weights pool the edges' posteriors and are the "
+                                        "jplace like_weight_ratio; not used at --temperature 0 (default: the "
+                                        f"preset's; {preset_values('placement_temperature')}; a --temperature given "
+                                        "alone sets it too where the preset has the two equal)",
+               SCORING, kind="number", low=0, high=MAX_TEMPERATURE, why=" (cost units)", metavar="T_P"),
         Option("threads", "threads (default: the CPUs this process may use: its CPU affinity, e.g. taskset or a SLURM "
                           "allocation, capped by a cgroup CPU quota)", ENGINE, kind="int", low=1, high=MAX_THREADS,
                short="-j", metavar="THREADS", common=True),
@@ -392,7 +400,7 @@ def run_config(values: Mapping[str, Any], *, tree: str, alignment: str, reads: S
 def penalty_choice(values: Mapping[str, Any]):
     """--preset and the single penalties given (model/params.py PenaltyChoice); the run resolves
     it once the alphabet, whose default preset applies without --preset, is known."""
-    from papara_py.model.params import PENALTY_NAMES, PenaltyChoice
+    from papara_py.model.params import PARAMETER_NAMES, PenaltyChoice
 
-    names = (*PENALTY_NAMES, "column_weight", "temperature")
-    return PenaltyChoice(values["preset"], tuple((name, values[name]) for name in names if values[name] is not None))
+    return PenaltyChoice(values["preset"], tuple((name, values[name]) for name in PARAMETER_NAMES
+                                                 if values[name] is not None))

@@ -81,9 +81,10 @@ def assert_same(cpu, gpu) -> None:
        values=st.lists(st.sampled_from([0, 1, 2, 3, 5, 17]), min_size=5, max_size=5), near=st.booleans(),
        protein=st.booleans(), with_costs=st.sampled_from(["none", "one table", "per edge"]),
        launches=st.sampled_from(["one", "budget", "largest buffer"]),
-       temperature=st.sampled_from([0.3, 1.0, 2.5]), scale=st.sampled_from([64, 1024]))
+       temperature=st.sampled_from([0.3, 1.0, 2.5]), scale=st.sampled_from([64, 1024]),
+       placement=st.sampled_from([None, 8.0]))
 def test_device_posterior_equals_host_posterior(decoders, seed, m, reads, k, values, near, protein, with_costs,
-                                                launches, temperature, scale):
+                                                launches, temperature, scale, placement):
     rng = np.random.default_rng(seed)
     alphabet = PROTEIN if protein else DNA
     profiles = random_profiles(rng, 5, m, alphabet)
@@ -99,7 +100,7 @@ def test_device_posterior_equals_host_posterior(decoders, seed, m, reads, k, val
             local = rng.integers(0, 10, (5, *costs.table.shape)).astype(np.uint8)
     params = ScoringParams(*values, near_mismatch=int(rng.integers(0, values[0] + 1)) if near else values[0],
                            column_weight=0.0 if costs is None else 1.0)
-    tables = PosteriorTables.build(temperature, scale)
+    tables = PosteriorTables.build(temperature, scale, placement_temperature=placement)
     args = (codes, offsets, slots, None, profiles, None, params.as_array(), costs, tables)
     cpu = decode_batch(*args, local=local)
     gpu = decoders[launches].decode_batch(*args, local=local)
@@ -145,13 +146,15 @@ def real_batch(directory, reads: int, candidates: int = 5):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, temperature", [("example", 1.0), ("example", 2.0), ("protein", 1.0)])
-def test_device_posterior_equals_host_posterior_on_real_data(decoders, name, temperature):
-    """data/example (DNA, the weighted preset) and data/protein (the protein preset: near states with
-    family residues, column profile costs, each edge's own): 24 reads each on their 5 best edges."""
+@pytest.mark.parametrize("name, temperature, placement", [("example", 1.0, None), ("example", 0.75, 12.0),
+                                                         ("protein", 1.0, None)])
+def test_device_posterior_equals_host_posterior_on_real_data(decoders, name, temperature, placement):
+    """data/example (DNA, the weighted preset's penalties, once at its temperatures) and data/protein
+    (the protein preset: near states with family residues, column profile costs, each edge's own):
+    24 reads each on their 5 best edges."""
     codes, offsets, slots, scores, profiles, near, p, costs, local = real_batch(DATA / name, 24)
     assert (local is not None) == (name == "protein")
-    tables = PosteriorTables.build(temperature)
+    tables = PosteriorTables.build(temperature, placement_temperature=placement)
     args = (codes, offsets, slots, scores, profiles, near, p, costs, tables)
     cpu = decode_batch(*args, threads=2, local=local)
     assert_same(cpu, decoders["one"].decode_batch(*args, local=local))

@@ -300,14 +300,16 @@ def batch_of(case_list):
 
 @pytest.mark.slow
 @examples(60)
-@given(cases(edges=3, max_m=7, max_n=4), st.lists(st.booleans(), min_size=3, max_size=3))
-def test_decode_read_weights_pooling_and_mea_equal_brute_force(case, empty):
+@given(cases(edges=3, max_m=7, max_n=4), st.lists(st.booleans(), min_size=3, max_size=3), st.sampled_from([1.0, 4.0]))
+def test_decode_read_weights_pooling_and_mea_equal_brute_force(case, empty, spread):
     """One read with up to three candidate edges (some slots empty): the weights against
-    exp(-Z_e/T) normalised (exact Z), summing to PROB_ONE within the floor; the pooled posteriors
-    against the exact pool; the MEA and its pp exactly as brute force picks them from the
-    fixed-point pool (rebuilt from edge_posteriors at decode's weights)."""
+    exp(-Z_e/T_p) normalised (exact Z at T; T_p = T or 4 T, the placement temperature), summing
+    to PROB_ONE within the floor; the pooled posteriors against the exact pool; the MEA and its
+    pp exactly as brute force picks them from the fixed-point pool (rebuilt from edge_posteriors
+    at decode's weights)."""
     assume(not all(empty))
-    tables = case.tables
+    placement = spread * case.temperature
+    tables = PosteriorTables.build(case.temperature, case.scale, placement_temperature=placement)
     codes, offsets, slots, profiles = batch_of([case])
     slots[0, np.array(empty)] = -1
     columns, pp, weights, accuracy = decode_batch(codes, offsets, slots, None, profiles, None, case.p, case.costs,
@@ -317,12 +319,12 @@ def test_decode_read_weights_pooling_and_mea_equal_brute_force(case, empty):
     assert PROB_ONE - len(used) <= weights[0].sum() <= PROB_ONE
     exact = [brute_force(case.literal(e), case.temperature) for e in used]
     zs = np.array([z for z, _, _ in exact])
-    w_exact = np.exp(-(zs - zs.min()) / case.temperature)
+    w_exact = np.exp(-(zs - zs.min()) / placement)
     w_exact /= w_exact.sum()
     n, m = len(case.read), len(case.profiles[0])
     for e, w in zip(used, w_exact):
         # Z_e - Z_min errs by at most 2 EPS: the weight by that factor, and floor and table units
-        factor = math.exp(2 * eps_units(n, m) / (tables.scale * tables.temperature))
+        factor = math.exp(2 * eps_units(n, m) / (tables.scale * placement))
         assert abs(weights[0, e] / PROB_ONE - w) <= w * (factor ** 2 - 1) + 3 / PROB_ONE
     pooled = np.zeros((n, m), np.int64)
     for e in used:
@@ -479,6 +481,8 @@ def test_tables_refuse_bad_settings():
         PosteriorTables.build(1.0, 1000)
     with pytest.raises(ValueError, match="temperature"):
         PosteriorTables.build(-1.0)
+    with pytest.raises(ValueError, match="placement temperature"):
+        PosteriorTables.build(1.0, placement_temperature=float("nan"))
     with pytest.raises(ValueError, match="entries"):
         PosteriorTables.build(1e6, 1 << 16)
 

@@ -53,19 +53,33 @@ def test_the_defaults_decode_by_posterior_and_paper_is_equation_1():
 def test_each_parameter_given_replaces_the_presets_and_nothing_else(name):
     base = ScoringParams.preset(name)
     for flag, field, value in [("--cgap", "cgap", 11), ("--gap-open", "gap_open", 9), ("--gap-extend", "gap_extend", 8),
-                               ("--insertion", "insertion", 13), ("--temperature", "temperature", 1.5),
-                               ("--column-weight", "column_weight", 0.5)]:
+                               ("--insertion", "insertion", 13), ("--column-weight", "column_weight", 0.5),
+                               ("--placement-temperature", "placement_temperature", 6.0)]:
         got = _params(["--preset", name, flag, str(value)])
         assert got == replace(base, **{field: value}), (name, flag)
         assert got.preset_name() is None or got == base
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_a_temperature_alone_takes_the_placement_temperature_along_only_where_the_preset_has_them_equal(name):
+    """The plain posterior over edges (T_p = T) stays plain; a preset that fits T_p apart keeps it."""
+    base = ScoringParams.preset(name)
+    got = _params(["--preset", name, "--temperature", "1.5"])
+    equal = base.placement_temperature == base.temperature
+    assert got == replace(base, temperature=1.5, placement_temperature=1.5 if equal else base.placement_temperature)
+    assert _params(["--preset", name, "--temperature", "1.5", "--placement-temperature", "4"]) == \
+        replace(base, temperature=1.5, placement_temperature=4.0)
+    if name == DEFAULT_PRESET:  # the Python API's defaults follow the same rule
+        assert ScoringParams(temperature=1.5) == got
 
 
 def test_penalties_written_as_the_papers_five_numbers_are_equation_1():
     """ScoringParams with the penalties given: near_mismatch defaults to mismatch and the
     temperature to 0, Eq. 1 with its Viterbi traceback; with nothing given, the default preset."""
     params = ScoringParams(3, 6, 2, 2, 7)
-    assert params.near_mismatch == 3 and params.temperature == 0 and not params.weighted
-    assert ScoringParams(temperature=1.0) == replace(ScoringParams.preset(DEFAULT_PRESET), temperature=1.0)
+    assert params.near_mismatch == 3 and params.temperature == params.placement_temperature == 0
+    assert not params.weighted
+    assert ScoringParams(3, 6, 2, 2, 7, temperature=2.0).placement_temperature == 2.0
 
 
 def test_mismatch_alone_keeps_eq1_presets_eq1_and_caps_near_states():
@@ -89,6 +103,7 @@ def test_near_mismatch_above_mismatch_is_refused():
 
 @pytest.mark.parametrize("argv", [["--preset", "nope"], ["--temperature", "-1"], ["--temperature", "nan"],
                                   ["--temperature", "101"], ["--temperature", "warm"], ["--column-weight", "10.5"],
+                                  ["--placement-temperature", "-1"], ["--placement-temperature", "101"],
                                   ["--column-weight", "-1"], ["--mismatch", "-1"], ["--mismatch", "1001"]])
 def test_out_of_range_values_are_refused_by_the_parser(argv):
     with pytest.raises(SystemExit):
@@ -101,3 +116,5 @@ def test_out_of_range_values_are_refused_by_the_parameters():
     for value in (-0.5, 100.5, True, "2"):
         with pytest.raises(ValueError, match="temperature"):
             ScoringParams(temperature=value)
+        with pytest.raises(ValueError, match="placement_temperature"):
+            ScoringParams(temperature=1.0, placement_temperature=value)
