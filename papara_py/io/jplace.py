@@ -72,8 +72,8 @@ _NEWICK_TOKEN = re.compile(r"'(?:[^']|'')*'|\[[^\]]*\]|(?::([^\s,;:()\[\]{}']+))
 #: The weight rule in words, for the document's metadata.
 WEIGHT_RULE = ("like_weight_ratio = the candidate's posterior weight (DESIGN 5: exp(-(F_e - F_min) / T_p) "
                "normalised over the read's candidate edges, the run's K best; F_e the free energy of the read's "
-               "alignments to the edge at temperature T, T_p the placement temperature); likelihood = ln(like_weight_ratio); parsimony = the "
-               "alignment score; candidates of weight 0 left out")
+               "alignments to the edge at temperature T, T_p the placement temperature); likelihood = "
+               "ln(like_weight_ratio); parsimony = the alignment score; candidates of weight 0 left out")
 
 
 def edge_lengths(newick_numbered: str) -> np.ndarray:

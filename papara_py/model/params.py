@@ -80,9 +80,9 @@ class ScoringParams:
     which defaults to mismatch, and the temperature, which defaults to 0: penalties written as the
     paper's five numbers are Eq. 1 with its Viterbi traceback. The placement temperature defaults
     to DEFAULT_PRESET's where no penalty is given and the preset sets it apart from its
-    temperature, else to the temperature (the plain posterior over edges). near_mismatch may not exceed
-    mismatch (near states are the cheaper mismatches, and the GPU's packed lanes subtract in that
-    order without borrowing)."""
+    temperature, else to the temperature (the plain posterior over edges). near_mismatch may not
+    exceed mismatch (near states are the cheaper mismatches, and the GPU's packed lanes subtract
+    in that order without borrowing)."""
 
     mismatch: int | None = None
     cgap: int | None = None

@@ -395,8 +395,8 @@ def _decode_reads(codes, offsets, first, last, slots, profiles, near, terms, p, 
         a = offsets[r]
         b = offsets[r + 1]
         objective[r] = decode_read(codes[a:b], slots[r], profiles, near, terms, p, costs, local, shift, softmin, prob,
-                                   placement, F_space, pooled_space, R_space, rows, z, weights[r], ins[:b - a], columns[a:b],
-                                   read_pp[:b - a], sign)
+                                   placement, F_space, pooled_space, R_space, rows, z, weights[r], ins[:b - a],
+                                   columns[a:b], read_pp[:b - a], sign)
         for t in range(b - a):
             pp[a + t] = read_pp[t]
 

@@ -88,6 +88,10 @@ def test_top_level_keys_version_and_metadata(document, run_data):
     assert "--candidates 3" in metadata["invocation"]
     from papara_py import __version__
     assert metadata["papara_py_version"] == __version__ and __version__ in metadata["exported_by"]
+    # the weights' temperatures, as the run used them (the DNA preset sets T_p apart from T)
+    assert metadata["temperature"] == run_data["parameters"]["temperature"]
+    assert metadata["placement_temperature"] == run_data["parameters"]["placement_temperature"]
+    assert metadata["placement_temperature"] != metadata["temperature"]
 
 
 def test_tree_is_the_runs_numbered_newick_with_every_edge_once_in_post_order(document, run_data):
