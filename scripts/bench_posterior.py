@@ -63,7 +63,7 @@ def main() -> None:
     profiles = ProfileBuilder(tree, tip_rows, alignment.alphabet).profiles(edges)
     near = profile_near(profiles)
     slots = np.stack([rng.permutation(edges.size)[:args.candidates] for _ in range(args.reads)])
-    tables = posterior_tables(params.temperature, params.placement_temperature)
+    tables = posterior_tables(params)
     m = profiles.shape[1]
     cells = sum(r.size * m for r in reads) * slots.shape[1]  # every column of each row (DESIGN 5)
 

@@ -74,10 +74,14 @@ class Decoded(NamedTuple):
         return sums / (np.diff(self.offsets) * float(PROB_ONE))
 
 
+def posterior_tables(params: ScoringParams) -> PosteriorTables:
+    """The fixed-point tables of `params`' temperature and placement temperature
+    (model/fixed_point.py), built once per run."""
+    return _tables(params.temperature, params.placement_temperature)
+
+
 @lru_cache(maxsize=4)
-def posterior_tables(temperature: float, placement_temperature: float | None = None) -> PosteriorTables:
-    """The fixed-point tables of a temperature and a placement temperature (None: the same;
-    model/fixed_point.py), built once per run."""
+def _tables(temperature: float, placement_temperature: float) -> PosteriorTables:
     return PosteriorTables.build(temperature, placement_temperature=placement_temperature)
 
 
@@ -99,7 +103,7 @@ def decode_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candi
     if params.temperature == 0:
         return Decoded(residues, offsets, *_viterbi(codes, offsets, slots, candidates.score, profiles, params, costs,
                                                     threads))
-    tables = posterior_tables(params.temperature, params.placement_temperature)
+    tables = posterior_tables(params)
     near = profile_near(profiles)
     arguments = (codes, offsets, slots, candidates.score, profiles, near, params.as_array(), costs, tables)
     local = None if edge_costs is None else edge_costs.of_edges(unique_edges)

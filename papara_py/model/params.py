@@ -52,6 +52,12 @@ class Preset:
         """The parameters by name, as ScoringParams takes them."""
         return {name: getattr(self, name) for name in PARAMETER_NAMES}
 
+    def placement_with(self, temperature: float) -> float:
+        """The placement temperature that goes with `temperature` given in place of this preset's:
+        the preset's own where it sets the two apart (fitted), else the temperature itself (the
+        plain posterior over edges)."""
+        return self.placement_temperature if self.placement_temperature != self.temperature else temperature
+
 
 #: The presets. Each value is a tuned number a run of that preset depends on (docs/accuracy.md
 #: counts them and says which data sets fitted them).
@@ -59,8 +65,8 @@ PRESETS: dict[str, Preset] = {preset.name: preset for preset in (
     Preset("weighted", 5, 10, 4, 4, 12, 2, 0.0, 0.75, 12.0,
            "the DNA default: penalties from the leave-taxa-out study with near states, temperatures fitted "
            "on the DNA study sets (docs/accuracy.md)"),
-    Preset("protein", 3, 6, 6, 4, 18, 2, 1.0, 1.75, 1.75,
-           "the protein default: penalties, column weight and temperature fitted on the protein study "
+    Preset("protein", 3, 6, 6, 4, 18, 2, 1.0, 1.75, 7.0,
+           "the protein default: penalties, column weight and temperatures fitted on the protein study "
            "sets (docs/accuracy.md)"),
     Preset("paper", 3, 3, 3, 1, 3, 3, 0.0, 0.0, 0.0,
            "the 2012 paper's Equation 1 and its Viterbi traceback, bit for bit"),
@@ -119,11 +125,9 @@ class ScoringParams:
                 object.__setattr__(self, name, self.mismatch if near_as_eq1 else value)
         if self.temperature is None:
             object.__setattr__(self, "temperature", PRESETS[DEFAULT_PRESET].temperature if nothing_given else 0.0)
-        if self.placement_temperature is None:  # as PenaltyChoice.resolve: the preset's where it sets it apart
-            preset = PRESETS[DEFAULT_PRESET]
-            apart = nothing_given and preset.placement_temperature != preset.temperature
-            object.__setattr__(self, "placement_temperature",
-                               preset.placement_temperature if apart else self.temperature)
+        if self.placement_temperature is None:
+            object.__setattr__(self, "placement_temperature", PRESETS[DEFAULT_PRESET].placement_with(self.temperature)
+                               if nothing_given else self.temperature)
         for name in PENALTY_NAMES:
             value = getattr(self, name)
             if not isinstance(value, (int, np.integer)) or value < 0:
@@ -231,9 +235,8 @@ class PenaltyChoice:
         if "mismatch" in given and "near_mismatch" not in given:
             equal = base["near_mismatch"] == base["mismatch"]
             given["near_mismatch"] = given["mismatch"] if equal else min(base["near_mismatch"], given["mismatch"])
-        if "temperature" in given and "placement_temperature" not in given \
-                and base["placement_temperature"] == base["temperature"]:
-            given["placement_temperature"] = given["temperature"]
+        if "temperature" in given and "placement_temperature" not in given:
+            given["placement_temperature"] = PRESETS[self.preset or default_preset].placement_with(given["temperature"])
         values = base | given
         if values["near_mismatch"] > values["mismatch"]:
             raise InputError("--near-mismatch", f"the near-state mismatch ({values['near_mismatch']}) may not "

@@ -191,7 +191,7 @@ def check_posterior_fits(params: ScoringParams, largest_cost: int, m: int) -> No
         return
     try:
         check_fixed_point(params.as_array(), largest_cost, m - 1, m,
-                          posterior_tables(params.temperature, params.placement_temperature))
+                          posterior_tables(params))
     except ValueError as error:
         raise InputError("--temperature", f"{error}; or --temperature 0 (the Viterbi traceback)") from None
 
