@@ -57,12 +57,13 @@ def literal_column_cost(column_rows: list[str], weight: float, i: int, b: int) -
     """X(i, b) of DESIGN 3 spelled out: for each state s of read code b, the mean over the
     reference rows of 2 ** (BLOSUM62(s, the row's residue at column i) / 2) (U as C, O as K; a gap
     or an ambiguity code adds 1), P = 2 log2 of it; X is
-    round(weight * max(0, 5 - P)), half to even (Python's round); the least over b's states."""
+    round(weight * (11 - P)), 11 being BLOSUM62's largest score, half to even (Python's round); the
+    least over b's states."""
     return round(_least_cost(column_rows, weight, i, b, lambda odds: sum(odds) / len(odds)))
 
 
 def _least_cost(column_rows: list[str], weight: float, i: int, b: int, mixture) -> float:
-    """The least over read code b's states s of weight * max(0, 5 - 2 log2(mixture(odds))), odds
+    """The least over read code b's states s of weight * (11 - 2 log2(mixture(odds))), odds
     each row's 2 ** (BLOSUM62(s, its residue at column i) / 2) (1 for a gap or an ambiguity code),
     not yet rounded."""
     letters = [amino_acid(row[i]) for row in column_rows]
@@ -71,7 +72,7 @@ def _least_cost(column_rows: list[str], weight: float, i: int, b: int, mixture) 
         if b >> s & 1:
             odds = [2 ** (_blosum62()[PROTEIN_LETTERS[s]][letter] / 2) if letter in PROTEIN_LETTERS else 1.0
                     for letter in letters]
-            costs.append(weight * max(0, 5 - 2 * math.log2(mixture(odds))))
+            costs.append(weight * (11 - 2 * math.log2(mixture(odds))))
     return min(costs)
 
 
@@ -83,7 +84,7 @@ def literal_edge_column_cost(neighbours: dict[int, dict[int, float]], tips: list
     1 / (branches onward) at every inner node it passes, its distance half the edge plus its
     branches; pi_t = share exp(-distance / scale) plus what all of those leave, over R; P the
     2 log2 of the pi-weighted odds (as literal_column_cost: a gap or an ambiguity code adds
-    odds 1); the least over b's states of weight * max(0, 5 - P), not yet rounded (X rounds it
+    odds 1); the least over b's states of weight * (11 - P), not yet rounded (X rounds it
     half to even: the caller, which can then tell a rounding tie)."""
     a, c = edge
     keep = []

@@ -15,15 +15,22 @@ P(s | column) / q_s = sum_a f_a odds(a, s):
     P(c, s) = 2 log2(the mean over the reference alignment's rows of 2^(BLOSUM62(s, the row's
               residue at column c) / 2)), U as C, O as K; a row without one of the 20 residues
               there (a gap, an ambiguity code) adds odds 1 (a score of 0) and counts in the mean
-    X(c, s) = round(weight * max(0, REFERENCE_SCORE - P(c, s)))      (round half to even)
+    X(c, s) = round(weight * (TOP - P(c, s)))      (round half to even)
+
+TOP is the matrix's largest score (BLOSUM62: 11, W against W), the most P can be, so X is never
+negative and has no tuned number in it: it is the column's log-odds deficit. Where TOP sits does
+not matter: a constant added to the cost of every residue placed in a column is the same as
+taking it off the insertion penalty (each residue is placed or inserted, so every path of a read
+moves by that constant times the read's length, on every edge alike). A clip at a tuned score,
+max(0, 5 - P), gained nothing held out (notebook/accuracy-2026-11/unclipped.md).
 
 The log of the mean odds, not the mean of the log-odds (MAFFT's sum of pairs, 0.3.0 to 0.15.0):
 a residue that a minority of the rows share, a subfamily's, scores near that minority's match
 score instead of the column's average (notebook/accuracy-2026-11/profile-emission.md: +0.0037 on
-32 new protein validation sets). A residue the column favours costs nothing more; one it
-disfavours costs up to weight * (REFERENCE_SCORE + 4); a column most rows leave empty costs about
-weight * REFERENCE_SCORE for any residue. An ambiguous read residue (B, Z, J, X) costs the least X
-of its states, as Eq. 1's M_ij takes the cheapest of its states.
+32 new protein validation sets). The more the column favours a residue the less it costs; one it
+disfavours costs up to weight * (TOP + 4) (P is at least the matrix's smallest score, -4); a
+column most rows leave empty costs about weight * TOP for any residue. An ambiguous read residue
+(B, Z, J, X) costs the least X of its states, as Eq. 1's M_ij takes the cheapest of its states.
 
 The table is computed once per run on the host, in float64 then rounded, so every device sees
 the same integers. Its rows are the alphabet's read codes (`cost_codes`: the single states in bit
@@ -39,13 +46,11 @@ from functools import cache, cached_property
 
 import numpy as np
 
-from papara_py.phylo.encoding import Alphabet
+from papara_py.phylo.encoding import PROTEIN, Alphabet
 
-#: The column score (half bits) at or above which a residue costs nothing more: about what a
-#: column of one conserved residue scores against itself (BLOSUM62's diagonal runs 4-11).
-REFERENCE_SCORE = 5
-#: Largest weight (`--column-weight`): X then stays below 128 (kernels read it as one byte).
-MAX_COLUMN_WEIGHT = 10.0
+#: Largest weight (`--column-weight`): X then stays below 128 (kernels read it as one byte;
+#: `largest_cost`: 8 x (11 + 4) = 120 with BLOSUM62).
+MAX_COLUMN_WEIGHT = 8.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,9 +115,20 @@ def _matrix(name: str, letters: str) -> np.ndarray:
 
 
 def largest_cost(weight: float) -> int:
-    """The most X can be at `weight` (P is at least BLOSUM62's smallest score, -4: a row without
-    a residue adds a score of 0)."""
-    return math.ceil(weight * (REFERENCE_SCORE + 4))
+    """The most X can be at `weight`: weight * (TOP - the least P), the least P being BLOSUM62's
+    smallest score, -4 (a row without a residue adds a score of 0). Only protein has column
+    costs, so its matrix sets the bound."""
+    if weight == 0:
+        return 0
+    top, least = _score_span(PROTEIN.substitution_matrix, PROTEIN.letters)
+    return math.ceil(weight * (top - least))
+
+
+@cache
+def _score_span(name: str, letters: str) -> tuple[float, float]:
+    """(TOP, the least P) of a matrix: its largest score, and its smallest or 0 if lower."""
+    matrix = _matrix(name, letters)
+    return float(matrix.max()), float(min(matrix.min(), 0.0))
 
 
 def cost_codes(alphabet: Alphabet) -> np.ndarray:
@@ -157,7 +173,9 @@ def emission_costs(odds: np.ndarray, alphabet: Alphabet, weight: float) -> np.nd
     """X from a column's (mean) odds of each state, float64 [..., m, S]: uint8 [..., K, m], row k
     for read code cost_codes(alphabet)[k], the least X of the code's states (edge_emission.py
     gives it each edge's odds)."""
-    per_state = np.rint(weight * np.clip(REFERENCE_SCORE - 2 * np.log2(odds), 0, None))  # [..., m, S]
+    top, _ = _score_span(alphabet.substitution_matrix, alphabet.letters)
+    # TOP - P >= 0 up to float rounding (P <= TOP); a -0.0 from rint stores as 0
+    per_state = np.rint(weight * (top - 2 * np.log2(odds)))  # [..., m, S]
     codes = cost_codes(alphabet)
     table = np.empty((*odds.shape[:-2], codes.size, odds.shape[-2]), np.uint8)
     for k, code in enumerate(codes.tolist()):

@@ -22,7 +22,7 @@ to all R rows alike (far from every row, the emission is the shared one). Then, 
 column_costs.py with pi_t in place of 1 / R:
 
     P_e(c, b) = 2 log2(sum over rows t of pi_t 2^(BLOSUM62(b, t's residue at c) / 2))
-    X_e(c, b) = round(weight * max(0, REFERENCE_SCORE - P_e(c, b)))      (round half to even)
+    X_e(c, b) = round(weight * (TOP - P_e(c, b)))      (round half to even; TOP as there)
 
 The sum over rows is a pass up and a pass down the tree (message passing: the walk's shares and
 decays multiply along a path), O(edges x columns x states) however many rows there are. Tables

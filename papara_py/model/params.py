@@ -65,7 +65,7 @@ PRESETS: dict[str, Preset] = {preset.name: preset for preset in (
     Preset("weighted", 5, 10, 4, 4, 12, 2, 0.0, 0.75, 12.0,
            "the DNA default: penalties from the leave-taxa-out study with near states, temperatures fitted "
            "on the DNA study sets (docs/accuracy.md)"),
-    Preset("protein", 3, 6, 6, 4, 18, 2, 1.0, 1.75, 7.0,
+    Preset("protein", 3, 6, 6, 4, 24, 2, 1.0, 1.75, 7.0,
            "the protein default: penalties, column weight and temperatures fitted on the protein study "
            "sets (docs/accuracy.md)"),
     Preset("paper", 3, 3, 3, 1, 3, 3, 0.0, 0.0, 0.0,

@@ -231,8 +231,8 @@ def main_options() -> tuple[Option, ...]:
                                  "most --mismatch; equal to it is the paper's Eq. 1)"),
         Option("column_weight", "protein: the column profile cost, W per half bit by which a read residue's profile "
                                 "score in the column (the log of its mean BLOSUM62 odds against the column's reference "
-                                "residues; in the posterior step the rows near the edge weigh more) falls short of 5 "
-                                "(DESIGN.md 3); 0: "
+                                "residues; in the posterior step the rows near the edge weigh more) falls short of BLOSUM62's "
+                                "largest score, 11 (DESIGN.md 3); 0: "
                                 f"off, the paper's model (default: the preset's; {PRESETS['protein'].column_weight:g} in "
                                 "protein)", SCORING, kind="number", low=0, high=MAX_COLUMN_WEIGHT, why=weight_why,
                metavar="W"),

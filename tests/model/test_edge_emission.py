@@ -122,8 +122,8 @@ def test_the_scale_is_what_the_decay_divides_by(monkeypatch):
     got = {}
     for scale in (0.15, 0.3):
         monkeypatch.setattr(edge_emission, "LOCAL_SCALE", scale)
-        got[scale] = edge_column_costs(tree, tip_rows, PROTEIN, 10.0).table[a, a_row, 0]
+        got[scale] = edge_column_costs(tree, tip_rows, PROTEIN, 8.0).table[a, a_row, 0]
         keep = 0.5 * math.exp(-0.15 / scale)  # half the walk, half the edge away (b, c: 10 further)
         mixture = keep * odds_a + (1 - keep) * (odds_a + 2 * odds_aw) / 3
-        assert got[scale] == round(10 * max(0, 5 - 2 * math.log2(mixture)))
+        assert got[scale] == round(8 * (11 - 2 * math.log2(mixture)))
     assert got[0.3] < got[0.15]

@@ -102,7 +102,7 @@ def test_near_mismatch_above_mismatch_is_refused():
 
 
 @pytest.mark.parametrize("argv", [["--preset", "nope"], ["--temperature", "-1"], ["--temperature", "nan"],
-                                  ["--temperature", "101"], ["--temperature", "warm"], ["--column-weight", "10.5"],
+                                  ["--temperature", "101"], ["--temperature", "warm"], ["--column-weight", "8.5"],
                                   ["--placement-temperature", "-1"], ["--placement-temperature", "101"],
                                   ["--column-weight", "-1"], ["--mismatch", "-1"], ["--mismatch", "1001"]])
 def test_out_of_range_values_are_refused_by_the_parser(argv):

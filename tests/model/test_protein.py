@@ -198,14 +198,14 @@ def test_column_profile_costs_are_design_3_spelled_out():
     """X of DESIGN 3 (model/column_costs.py) against tests/literal_dp.py's letter-by-letter
     transcription, for every read code, on the bundled example and on hand-made columns: gaps,
     lower case, U and O (as C and K, as the encoder reads them), ambiguity codes (rows without a
-    residue, like gaps), a column no row fills, weights 0.5-10."""
+    residue, like gaps), a column no row fills, weights 0.5-8."""
     from literal_dp import literal_column_cost
 
-    from papara_py.model.column_costs import REFERENCE_SCORE, cost_codes
+    from papara_py.model.column_costs import cost_codes
 
     hand = ["AW-KU", "AW-OC", "aW-kc", "CX-R-", "CB-R-", "UZ.R-"]
     example = [bytes(row).decode() for row in read_alignment(PROTEIN_DATA / "ref.phy").rows]
-    for rows, weight in ((hand, 1.0), (hand, 0.5), (hand, 10.0), (example, 1.0)):
+    for rows, weight in ((hand, 1.0), (hand, 0.5), (hand, 8.0), (example, 1.0)):
         ascii_rows = np.array([np.frombuffer(r.encode(), np.uint8) for r in rows])
         costs = column_costs(ascii_rows, PROTEIN, weight)
         assert costs.codes.tolist() == cost_codes(PROTEIN).tolist()
@@ -214,17 +214,21 @@ def test_column_profile_costs_are_design_3_spelled_out():
     # U is C: a column of U and C costs C what a column of two C does
     as_c = column_costs(np.array([[ord("U")], [ord("c")]], np.uint8), PROTEIN, 1.0).table
     assert as_c.tolist() == column_costs(np.array([[ord("C")], [ord("C")]], np.uint8), PROTEIN, 1.0).table.tolist()
-    # a column no row fills costs REFERENCE_SCORE for any residue: its rows add nothing to the sum
+    # a column no row fills costs every residue 11, BLOSUM62's largest score: its rows' odds are
+    # all 1, a P of 0
     empty = column_costs(np.array([[ord("-")], [ord("X")]], np.uint8), PROTEIN, 1.0).table[:20, 0]
-    assert set(empty.tolist()) == {REFERENCE_SCORE}
+    assert set(empty.tolist()) == {11}
+    # the column's best residue costs 0: a column of W (W-W scores 11) costs W nothing
+    w_column = column_costs(np.array([[ord("W")], [ord("W")]], np.uint8), PROTEIN, 1.0).table
+    assert w_column[PROTEIN.letters.index("W"), 0] == 0 and w_column[:20, 0].min() == 0
     # a row without a residue counts in the mean with odds 1: one A (A-A scores 4, odds 4) beside
-    # three gaps is 2 log2(7 / 4) = 1.6, a cost of 3; by the mean score it would be 1, a cost of 4
+    # three gaps is 2 log2(7 / 4) = 1.6, a cost of 9; by the mean score it would be 1, a cost of 10
     sparse = column_costs(np.array([[ord("A")], [ord("-")], [ord("-")], [ord(".")]], np.uint8), PROTEIN, 1.0).table
-    assert sparse[0, 0] == 3
+    assert sparse[0, 0] == 9
     # the log of the mean odds, not the mean score: two rows A, W score W's read residue by
-    # 2 log2((2^(-3/2) + 2^(11/2)) / 2) = 9.0 (cost 0), where the mean score, 4, would cost 1
+    # 2 log2((2^(-3/2) + 2^(11/2)) / 2) = 9.0 (cost 2), where the mean score, 4, would cost 7
     mixed = column_costs(np.array([[ord("A")], [ord("W")]], np.uint8), PROTEIN, 1.0).table
-    assert mixed[PROTEIN.letters.index("W"), 0] == 0
+    assert mixed[PROTEIN.letters.index("W"), 0] == 2
 
 
 @pytest.mark.slow

@@ -68,7 +68,7 @@ def test_penalties_that_could_overflow_the_32_bit_kernels_are_refused():
     ("mismatch", 100000, "mismatch: must be an integer from 0 to 1000"),
     ("gap_open", "x", "gap_open: must be an integer, got 'x'"),
     ("threads", True, "threads: must be an integer, got True"),
-    ("column_weight", float("nan"), "column_weight: must be a number from 0 to 10"),
+    ("column_weight", float("nan"), "column_weight: must be a number from 0 to 8"),
     ("device", "tpu", "device: must be one of auto, cpu, gpu, hybrid, got 'tpu'"),
     ("gpu_profile", "yes", "gpu_profile: must be True or False (a switch), got 'yes'"),
     ("batch_reads", 0, "batch_reads: must be an integer from 1 to 10000000"),
