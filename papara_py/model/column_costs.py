@@ -126,7 +126,8 @@ def largest_cost(weight: float) -> int:
 
 @cache
 def _score_span(name: str, letters: str) -> tuple[float, float]:
-    """(TOP, the least P) of a matrix: its largest score, and its smallest or 0 if lower."""
+    """(TOP, the least P) of a matrix: its largest score, and its smallest score or 0, whichever is
+    lower (a row without a residue scores 0)."""
     matrix = _matrix(name, letters)
     return float(matrix.max()), float(min(matrix.min(), 0.0))
 

@@ -212,6 +212,23 @@ def test_column_profile_cost_equals_design_4_and_5_spelled_out(case):
     assert (result.score, result.start, result.cigar) == literal_align(read, profile, *penalties, **literal)
 
 
+def test_the_dearest_column_cost_at_the_largest_weight_is_the_bound_and_a_byte_below_128():
+    """The kernels read X as one byte below 128 (model/column_costs.py MAX_COLUMN_WEIGHT): at the
+    largest weight, a read residue against a column whose every row holds its worst partner in
+    BLOSUM62 costs the most X can, which is `largest_cost`'s bound, and it fits."""
+    from Bio.Align import substitution_matrices
+
+    from papara_py.model.column_costs import MAX_COLUMN_WEIGHT, largest_cost
+
+    blosum = substitution_matrices.load("BLOSUM62")
+    letters = PROTEIN.letters
+    read, row = min(((a, b) for a in letters for b in letters), key=lambda pair: blosum[pair[0]][pair[1]])
+    costs = column_costs(np.array([[ord(row)]] * 3, np.uint8), PROTEIN, MAX_COLUMN_WEIGHT)
+    dearest = int(costs.table[letters.index(read), 0])
+    assert dearest == costs.largest == largest_cost(MAX_COLUMN_WEIGHT) < 128
+    assert ScoringParams(column_weight=MAX_COLUMN_WEIGHT).column_cost_bound() == dearest
+
+
 def test_column_costs_are_off_at_weight_0_and_for_dna():
     """Weight 0 is the model without the term (no table); DNA has no substitution matrix, so a run
     asking for the term on DNA is refused with one paragraph naming the option."""
