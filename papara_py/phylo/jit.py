@@ -201,21 +201,25 @@ def edge_elements_table(down, up, ids, table, bits, out):
 
 
 @njit(cache=True, nogil=True)
-def edge_elements_plain(down, up, ids, n_states, cgap_bit, out):
-    """out[i] = the profile elements of edges `ids` where the alphabet stores no near states
-    (protein): the two-set rule of their directional sets, the states and the CGAP bit where the
-    gap character's set is exactly {gap}."""
+def _plain_element(x, y, n_states, cgap_bit):
+    """The profile element of one column from its two directional sets x and y where the alphabet
+    stores no near states (protein): the two-set rule's states, and the CGAP bit where the gap
+    character's set is exactly {gap}."""
     states = (1 << n_states) - 1
     gaps = 3 << n_states
-    gap_state = 1 << n_states
+    both = x & y
+    packed = both | ((x | y) & _fill_empty(both, states, gaps))
+    return (packed & states) | (cgap_bit if packed & gaps == 1 << n_states else 0)
+
+
+@njit(cache=True, nogil=True)
+def edge_elements_plain(down, up, ids, n_states, cgap_bit, out):
+    """out[i] = the profile elements of edges `ids` where the alphabet stores no near states
+    (protein), by `_plain_element`."""
     for i in range(ids.shape[0]):
         e = ids[i]
         for c in range(down.shape[1]):
-            x = down[e, c]
-            y = up[e, c]
-            both = x & y
-            packed = both | ((x | y) & _fill_empty(both, states, gaps))
-            out[i, c] = (packed & states) | (cgap_bit if packed & gaps == gap_state else 0)
+            out[i, c] = _plain_element(down[e, c], up[e, c], n_states, cgap_bit)
 
 
 @njit(cache=True, nogil=True)
@@ -223,9 +227,6 @@ def edge_lanes(down, up, ids, table, bits, n_states, cgap_bit, out):
     """A block's lanes (engine/layout.py): out[c, w] = the profile element of edge ids[w] in
     column c, by `table` as `edge_elements_table` (DNA) or, where `table` is empty, as
     `edge_elements_plain`; lanes past len(ids) repeat the last edge."""
-    states = (1 << n_states) - 1
-    gaps = 3 << n_states
-    gap_state = 1 << n_states
     n = ids.shape[0]
     for w in range(n):
         e = ids[w]
@@ -234,11 +235,7 @@ def edge_lanes(down, up, ids, table, bits, n_states, cgap_bit, out):
                 out[c, w] = table[(np.int64(down[e, c]) << bits) | up[e, c]]
         else:
             for c in range(down.shape[1]):
-                x = down[e, c]
-                y = up[e, c]
-                both = x & y
-                packed = both | ((x | y) & _fill_empty(both, states, gaps))
-                out[c, w] = (packed & states) | (cgap_bit if packed & gaps == gap_state else 0)
+                out[c, w] = _plain_element(down[e, c], up[e, c], n_states, cgap_bit)
     for w in range(n, out.shape[1]):
         for c in range(down.shape[1]):
             out[c, w] = out[c, n - 1]
