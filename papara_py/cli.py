@@ -412,13 +412,8 @@ def main(argv: list[str] | None = None) -> int:
     except OutputError as error:
         _paragraph(f"papara-py: error: {error}")
         return EXIT_OUTPUT_ERROR
-    except Terminated as error:
-        print(f"papara-py: stopped by {error.signal_name}; no {'further ' if _kept(error) else ''}output written",
-              file=sys.stderr)
-        return 128 + error.signal_number
-    except KeyboardInterrupt as error:
-        print(f"papara-py: interrupted; no {'further ' if _kept(error) else ''}output written", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as error:  # Ctrl-C, or Terminated: SIGTERM, SIGHUP
+        return _stopped(error)
     except BrokenPipeError:  # the reader of `-o -` went away (`| head`): end quietly, as cat does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + signal.SIGPIPE
@@ -430,3 +425,33 @@ def main(argv: list[str] | None = None) -> int:
             raise
         _paragraph(f"papara-py: error: {converted}")
         return EXIT_OUTPUT_ERROR
+    except Exception as error:
+        stop = _stop_behind(error)
+        if stop is None:
+            raise
+        return _stopped(stop)
+
+
+def _stopped(error: KeyboardInterrupt) -> int:
+    """The one-line message and exit status of a run a stop signal ended (`_terminating_signals_raise`)."""
+    further = "further " if _kept(error) else ""
+    if isinstance(error, Terminated):
+        print(f"papara-py: stopped by {error.signal_name}; no {further}output written", file=sys.stderr)
+        return 128 + error.signal_number
+    print(f"papara-py: interrupted; no {further}output written", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+def _stop_behind(error: BaseException) -> KeyboardInterrupt | None:
+    """The stop signal's exception that `error` was raised from or while handling, if any. Why: the
+    signal can land inside library code that wraps what it catches; seen in CI, Ctrl-C during
+    numba's import under Python 3.11 came out as "RuntimeError: Error calling __set_name__" and a
+    traceback, not as the interrupt it was."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None

@@ -166,6 +166,45 @@ def test_a_stop_signal_inside_a_constructor_prints_no_destructor_traceback():
     assert result.stderr == "", result.stderr
 
 
+def _signal_in_set_name(sig: int) -> None:
+    """A class body whose descriptor's __set_name__ receives `sig`: Python 3.11 wraps what it raises
+    in "RuntimeError: Error calling __set_name__" (as numba's import did in CI)."""
+    class Descriptor:
+        def __set_name__(self, owner, name):
+            os.kill(os.getpid(), sig)
+            for _ in range(10**7):
+                pass  # the handler runs here
+
+    type("Owner", (), {"member": Descriptor()})
+
+
+def _signal_in_a_wrapping_library(sig: int) -> None:
+    """Library code that catches what lands in it and raises its own error from it."""
+    try:
+        os.kill(os.getpid(), sig)
+        for _ in range(10**7):
+            pass
+    except KeyboardInterrupt as error:
+        raise RuntimeError("the library's own error") from error
+
+
+@pytest.mark.parametrize("where", [_signal_in_set_name, _signal_in_a_wrapping_library])
+@pytest.mark.parametrize("sig, status, message", [(signal.SIGINT, 130, "papara-py: interrupted; no output written"),
+                                                  (signal.SIGTERM, 143, "papara-py: stopped by SIGTERM; no output written")],
+                         ids=["INT", "TERM"])
+def test_a_stop_signal_that_a_library_wraps_still_ends_the_run_as_that_signal(where, sig, status, message, monkeypatch,
+                                                                              capsys):
+    """A stop signal can land in code that wraps the exception it raises (CI: Ctrl-C during numba's
+    import came out as a RuntimeError and a traceback, exit 1). The run must still end as the
+    signal: its exit status and one line, no traceback."""
+    from papara_py import cli
+
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)  # the handler replaces it for the process
+    monkeypatch.setattr(cli, "_main_job", lambda argv: where(sig))
+    assert cli.main(["-t", "tree.nwk"]) == status
+    assert capsys.readouterr().err.strip() == message
+
+
 @pytest.mark.slow
 def test_a_signal_the_process_was_started_ignoring_stays_ignored(complete_run, tmp_path):
     """`nohup papara-py ...` ignores SIGHUP (a closed terminal): the run must go on and finish."""
