@@ -1,8 +1,17 @@
-"""scripts/bench_accuracy.py: its scoring, truth and tree handling on hand-made cases with known answers."""
+"""scripts/bench_accuracy.py: its scoring, truth and tree handling on hand-made cases with known answers,
+and its runs of the peers (MAFFT --addfragments, hmmalign) that docs/accuracy.md's margins rest on.
+
+The peers are Debian's mafft and hmmer, never a README step: without them their tests skip, saying
+why. With PAPARA_PEERS_TEST=1 (CI's own step, after it installs both) a missing peer fails the
+test instead:
+
+    apt-get install -y mafft hmmer && PAPARA_PEERS_TEST=1 python -m pytest -q tests/scripts/test_bench_accuracy.py
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -11,11 +20,19 @@ import pytest
 from scripts_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-
+PEERS_DEMANDED = os.environ.get("PAPARA_PEERS_TEST") == "1"
 
 ba = load_script("bench_accuracy")
+
+
+def need_peer(binary: str) -> None:
+    """Skip a test whose peer is not on PATH, or fail it when PAPARA_PEERS_TEST=1 demands the peers."""
+    if shutil.which(binary) is not None:
+        return
+    reason = f"{binary} not installed (Debian: mafft, hmmer)"
+    if PEERS_DEMANDED:
+        pytest.fail(f"PAPARA_PEERS_TEST=1, but {reason}", pytrace=False)
+    pytest.skip(f"{reason}; PAPARA_PEERS_TEST=1 makes this a failure")
 TIPS = frozenset("ABCDEF")
 
 
@@ -153,15 +170,15 @@ def test_error_model_marks_inserted_bases_and_reverse_reads():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("mafft") is None, reason="mafft not installed (Debian: mafft)")
 def test_mafft_map_on_the_example(tmp_path):
+    need_peer("mafft")
     data = ba.Data.from_dir(ROOT / "data" / "example")
     placements, _ = ba.run_mafft(data, tmp_path, threads=1)
     assert ba.score(placements, data.truth)["column_accuracy"] > 0.98
 
 
-@pytest.mark.skipif(shutil.which("hmmalign") is None, reason="hmmer not installed (Debian: hmmer)")
 def test_hmmalign_a2m_on_the_example(tmp_path):
+    need_peer("hmmalign")
     data = ba.Data.from_dir(ROOT / "data" / "example")
     placements, _ = ba.run_hmmalign(data, tmp_path, threads=1)
     assert ba.score(placements, data.truth)["column_accuracy"] > 0.97
@@ -184,9 +201,8 @@ def test_protein_errors_draw_amino_acids():
 @pytest.mark.parametrize("tool, floor", [("papara-inproc", 0.98), ("mafft", 0.98), ("hmmalign", 0.97)])
 def test_every_tool_on_the_protein_example(tool, floor):
     """--alphabet protein: papara-py --alphabet protein, mafft --amino, hmmbuild/hmmalign --amino."""
-    binary = ba.PEER_BINARIES.get(tool)
-    if binary and shutil.which(binary) is None:
-        pytest.skip(f"{binary} not installed (Debian: mafft, hmmer)")
+    if tool in ba.PEER_BINARIES:
+        need_peer(ba.PEER_BINARIES[tool])
     data = ba.Data.from_dir(ROOT / "data" / "protein", alphabet="protein")
     result = ba.bench(data, [tool], params=None, threads=1)[tool]
     assert result["column_accuracy"] > floor
