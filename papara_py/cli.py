@@ -406,30 +406,33 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with _terminating_signals_raise():
             return _command(argv) if argv and not argv[0].startswith("-") else _main_job(argv)
-    except InputError as error:
-        _paragraph(f"papara-py: error: {error}")
-        return EXIT_INPUT_ERROR
-    except OutputError as error:
-        _paragraph(f"papara-py: error: {error}")
-        return EXIT_OUTPUT_ERROR
     except KeyboardInterrupt as error:  # Ctrl-C, or Terminated: SIGTERM, SIGHUP
         return _stopped(error)
-    except BrokenPipeError:  # the reader of `-o -` went away (`| head`): end quietly, as cat does
+    except Exception as error:
+        stop = _stop_behind(error)  # first: whatever a stop signal was turned into is still that stop
+        return _stopped(stop) if stop is not None else _reported(error)
+
+
+def _reported(error: Exception) -> int:
+    """The exit status of an error the run reports in one paragraph (docs/reference/cli.md: Exit
+    statuses); re-raises any other, a defect whose traceback is the report."""
+    if isinstance(error, InputError):
+        _paragraph(f"papara-py: error: {error}")
+        return EXIT_INPUT_ERROR
+    if isinstance(error, OutputError):
+        _paragraph(f"papara-py: error: {error}")
+        return EXIT_OUTPUT_ERROR
+    if isinstance(error, BrokenPipeError):  # the reader of `-o -` went away (`| head`): end quietly, as cat does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + signal.SIGPIPE
-    except OSError as error:  # a write outside an output file (a --png directory, say)
+    if isinstance(error, OSError):  # a write outside an output file (a --png directory, say)
         from papara_py.io.outputs import as_output_error
 
         converted = as_output_error(error.filename or "output", error)
-        if converted is None:
-            raise
-        _paragraph(f"papara-py: error: {converted}")
-        return EXIT_OUTPUT_ERROR
-    except Exception as error:
-        stop = _stop_behind(error)
-        if stop is None:
-            raise
-        return _stopped(stop)
+        if converted is not None:
+            _paragraph(f"papara-py: error: {converted}")
+            return EXIT_OUTPUT_ERROR
+    raise error
 
 
 def _stopped(error: KeyboardInterrupt) -> int:

@@ -8,6 +8,7 @@ temporary file left), SIGTERM and SIGHUP (like Ctrl-C, exit status 143 and 129).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import signal
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from papara_py.errors import InputError
 from papara_py.io.run_file import RunFile
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "data" / "example"
@@ -178,31 +180,57 @@ def _signal_in_set_name(sig: int) -> None:
     type("Owner", (), {"member": Descriptor()})
 
 
-def _signal_in_a_wrapping_library(sig: int) -> None:
+def _signal_in_a_wrapping_library(sig: int, wrapper: Exception = RuntimeError("the library's own error")) -> None:
     """Library code that catches what lands in it and raises its own error from it."""
     try:
         os.kill(os.getpid(), sig)
         for _ in range(10**7):
             pass
     except KeyboardInterrupt as error:
-        raise RuntimeError("the library's own error") from error
+        raise wrapper from error
 
 
-@pytest.mark.parametrize("where", [_signal_in_set_name, _signal_in_a_wrapping_library])
+def _signal_during_a_failing_write(sig: int) -> None:
+    """The signal lands, and cleaning up after it hits a full disk: an OSError the run would report as
+    an output error (exit 3) if no stop were behind it."""
+    _signal_in_a_wrapping_library(sig, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "out.h5"))
+
+
+def _signal_while_reading_input(sig: int) -> None:
+    """The signal lands while a reader turns what it caught into an input error (exit 2 on its own)."""
+    _signal_in_a_wrapping_library(sig, InputError("reads.fa", "the read ended early", "line 3"))
+
+
+@pytest.mark.parametrize("where", [_signal_in_set_name, _signal_in_a_wrapping_library, _signal_during_a_failing_write,
+                                   _signal_while_reading_input])
 @pytest.mark.parametrize("sig, status, message", [(signal.SIGINT, 130, "papara-py: interrupted; no output written"),
                                                   (signal.SIGTERM, 143, "papara-py: stopped by SIGTERM; no output written")],
                          ids=["INT", "TERM"])
 def test_a_stop_signal_that_a_library_wraps_still_ends_the_run_as_that_signal(where, sig, status, message, monkeypatch,
                                                                               capsys):
     """A stop signal can land in code that wraps the exception it raises (CI: Ctrl-C during numba's
-    import came out as a RuntimeError and a traceback, exit 1). The run must still end as the
-    signal: its exit status and one line, no traceback."""
+    import came out as a RuntimeError and a traceback, exit 1), and what it becomes may be an error
+    the run otherwise reports (an input or output error). The run must still end as the signal: its
+    exit status and one line, no traceback, no error paragraph."""
     from papara_py import cli
 
     monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)  # the handler replaces it for the process
     monkeypatch.setattr(cli, "_main_job", lambda argv: where(sig))
     assert cli.main(["-t", "tree.nwk"]) == status
     assert capsys.readouterr().err.strip() == message
+
+
+def test_an_error_with_no_stop_behind_it_is_still_reported_as_itself(monkeypatch, capsys):
+    """The other side of the check above: an output error that no signal caused keeps exit 3 and its paragraph."""
+    from papara_py import cli
+
+    def full_disk(argv):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "out.h5")
+
+    monkeypatch.setattr(cli, "_main_job", full_disk)
+    assert cli.main(["-t", "tree.nwk"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("papara-py: error: ") and "out.h5" in err and "Traceback" not in err
 
 
 @pytest.mark.slow
