@@ -27,23 +27,17 @@ from pathlib import Path
 
 import h5py
 import pytest
+from demanded import Demand
 from sharding_data import SCHEDULER_VARIABLES, assert_same_run, inputs_args, make_inputs
 
 from papara_py.cli import main
 
-DEMANDED = os.environ.get("PAPARA_SLURM_TEST") == "1"
+SLURM = Demand("PAPARA_SLURM_TEST", "installs slurm-wlm and munge with apt-get and requires this test")
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "slurm" / "papara_array.sbatch"
 PROGRAMS = ("munged", "munge", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scancel")
 TASKS = 4
 START_TIMEOUT = 90
 JOB_TIMEOUT = 900
-
-
-def unavailable(reason: str) -> None:
-    """Skip, or fail when PAPARA_SLURM_TEST=1 demands the test."""
-    if DEMANDED:
-        pytest.fail(f"PAPARA_SLURM_TEST=1, but {reason}", pytrace=False)
-    pytest.skip(f"{reason} (PAPARA_SLURM_TEST=1 installs slurm-wlm and munge with apt-get and requires this test)")
 
 
 def missing_programs() -> list[str]:
@@ -53,13 +47,13 @@ def missing_programs() -> list[str]:
 def install_slurm() -> None:
     """apt-get install slurm-wlm and munge (only when the test is demanded and they are missing)."""
     if os.geteuid() != 0 or not shutil.which("apt-get"):
-        unavailable(f"{', '.join(missing_programs())} not installed, and installing needs root and apt-get")
+        SLURM.unavailable(f"{', '.join(missing_programs())} not installed, and installing needs root and apt-get")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for command in (["apt-get", "update", "-q"],
                     ["apt-get", "install", "-y", "-q", "--no-install-recommends", "slurm-wlm", "munge"]):
         result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
         if result.returncode:
-            unavailable(f"`{' '.join(command)}` failed: {result.stderr.strip()[-2000:]}")
+            SLURM.unavailable(f"`{' '.join(command)}` failed: {result.stderr.strip()[-2000:]}")
 
 
 def free_port() -> int:
@@ -144,8 +138,8 @@ class LocalSlurm:
         while not ready():
             died = self._died()
             if died or time.monotonic() > deadline:
-                unavailable(f"the local SLURM cluster did not start: waiting for {what}, "
-                            f"{died or f'timed out after {START_TIMEOUT} s'}\n{self.log_tail()}")
+                SLURM.unavailable(f"the local SLURM cluster did not start: waiting for {what}, "
+                                  f"{died or f'timed out after {START_TIMEOUT} s'}\n{self.log_tail()}")
             time.sleep(0.5)
 
     def stop(self) -> None:
@@ -167,13 +161,13 @@ class LocalSlurm:
 def slurm():
     """A running local SLURM cluster (skips, or fails when demanded, if there cannot be one)."""
     if missing_programs():
-        if not DEMANDED:
-            unavailable(f"slurm is not installed (missing: {', '.join(missing_programs())})")
+        if not SLURM.demanded:
+            SLURM.unavailable(f"slurm is not installed (missing: {', '.join(missing_programs())})")
         install_slurm()
         if missing_programs():
-            unavailable(f"still missing after apt-get install: {', '.join(missing_programs())}")
+            SLURM.unavailable(f"still missing after apt-get install: {', '.join(missing_programs())}")
     if os.geteuid() != 0:
-        unavailable("slurmd must run as root to start jobs, and this test is not root")
+        SLURM.unavailable("slurmd must run as root to start jobs, and this test is not root")
     # short path: munge's socket path must fit a unix socket address (108 bytes)
     root = Path(tempfile.mkdtemp(prefix="papara-slurm-"))
     cluster = LocalSlurm(root)

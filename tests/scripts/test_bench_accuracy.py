@@ -11,28 +11,26 @@ test instead:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from demanded import Demand
 from scripts_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
-PEERS_DEMANDED = os.environ.get("PAPARA_PEERS_TEST") == "1"
+PEERS = Demand("PAPARA_PEERS_TEST", "makes a missing peer a failure")
 
 ba = load_script("bench_accuracy")
 
 
 def need_peer(binary: str) -> None:
     """Skip a test whose peer is not on PATH, or fail it when PAPARA_PEERS_TEST=1 demands the peers."""
-    if shutil.which(binary) is not None:
-        return
-    reason = f"{binary} not installed (Debian: mafft, hmmer)"
-    if PEERS_DEMANDED:
-        pytest.fail(f"PAPARA_PEERS_TEST=1, but {reason}", pytrace=False)
-    pytest.skip(f"{reason}; PAPARA_PEERS_TEST=1 makes this a failure")
+    if shutil.which(binary) is None:
+        PEERS.unavailable(f"{binary} not installed (Debian: mafft, hmmer)")
+
+
 TIPS = frozenset("ABCDEF")
 
 
