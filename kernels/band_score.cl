@@ -196,6 +196,22 @@ inline uint lane_add(uint a, uint b) { return a + b; }
 inline uint lane_min(uint a, uint b) { return min(a, b); }
 #endif
 
+/* cost += X_ij, byte r of the column's 16 column costs (the uint4 `xb`, COLUMN_COSTS), splatted
+ * into every lane; no half carries (Overflow). r is a constant once unrolled, so the word and the
+ * byte are chosen at compile time; with PTX one PRMT puts bytes (r & 3, zero, r & 3, zero) in
+ * place (a macro, not a function: PRMT's selector must be a compile-time constant). */
+#define XWORD(xb, r) (((r) >> 2) == 0 ? (xb).x : ((r) >> 2) == 1 ? (xb).y : ((r) >> 2) == 2 ? (xb).z : (xb).w)
+#if PACKED && USE_PTX
+#define ADD_COLUMN_COST(cost, xb, r)                                                                  \
+    do {                                                                                              \
+        uint x_;                                                                                      \
+        asm("prmt.b32 %0, %1, 0, %2;" : "=r"(x_) : "r"(XWORD(xb, r)), "n"(((r) & 3) * 0x0101 | 0x4040)); \
+        (cost) += x_;                                                                                 \
+    } while (0)
+#else
+#define ADD_COLUMN_COST(cost, xb, r) ((cost) += SPLAT((XWORD(xb, r) >> (8 * ((r) & 3))) & 0xFFu))
+#endif
+
 /* Per-column penalties of Equation 1, derived from the profile element(s) of the column. */
 typedef struct {
     cell_t states; /* state set per lane (SPLIT: its low part) */
@@ -294,16 +310,7 @@ inline void column_step(cell_t *S, cell_t *D, const cell_t *B, const cell_t *BH,
 #if COLUMN_COSTS
         if (r == 0)
             xb = *xcol;
-        /* X_ij, byte r of the column's 16, splatted; no half carries (Overflow). r is a constant
-         * once unrolled, so the word and the byte are chosen at compile time */
-        const uint xword = (r >> 2) == 0 ? xb.x : (r >> 2) == 1 ? xb.y : (r >> 2) == 2 ? xb.z : xb.w;
-#if PACKED && USE_PTX
-        uint x; /* bytes (r & 3, zero, r & 3, zero): the byte splatted in one PRMT */
-        asm("prmt.b32 %0, %1, 0, %2;" : "=r"(x) : "r"(xword), "n"((r & 3) * 0x0101 | 0x4040));
-        cost += x;
-#else
-        cost += SPLAT((xword >> (8 * (r & 3))) & 0xFFu);
-#endif
+        ADD_COLUMN_COST(cost, xb, r);
 #endif
         cell_t ins = lane_add(up, pen->insertion);
         if (masked && c - r + 1 >= width) /* the row above has left the band */
@@ -643,14 +650,7 @@ inline void lookup_column(cell_t *S, cell_t *D, const cell_t *SEL, const lcol_t 
         cell_t cost = lc.col.diag + hit * pen->neg_mismatch;
 #endif
 #if COLUMN_COSTS
-        const uint xword = (r >> 2) == 0 ? lc.xb.x : (r >> 2) == 1 ? lc.xb.y : (r >> 2) == 2 ? lc.xb.z : lc.xb.w;
-#if USE_PTX
-        uint x; /* X_ij: byte r & 3 of the word in both halves, one PRMT (as column_step) */
-        asm("prmt.b32 %0, %1, 0, %2;" : "=r"(x) : "r"(xword), "n"((r & 3) * 0x0101 | 0x4040));
-        cost += x;
-#else
-        cost += SPLAT((xword >> (8 * (r & 3))) & 0xFFu);
-#endif
+        ADD_COLUMN_COST(cost, lc.xb, r);
 #endif
 #else
         const cell_t cost = look_cost(lc, SEL[r]);
