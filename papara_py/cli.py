@@ -22,17 +22,15 @@ import shlex
 import signal
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 from papara_py import __version__
 from papara_py.errors import InputError, OptionError, OutputError, Terminated
+from papara_py.run.stop_signals import stop_signals_raise
 
 EXIT_INPUT_ERROR = 2
 EXIT_OUTPUT_ERROR = 3
 EXIT_INTERRUPTED = 130
-#: Signals handled like Ctrl-C: the run stops promptly, cleans up and exits with 128 + the number.
-TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 _USAGE = """papara-py -t TREE.nwk -s REF.phy -r READS.fa [-o RUN.h5] [options]
        papara-py {export,devices,prepare,merge,report,example,warm-up} ..."""
@@ -350,46 +348,6 @@ def _command(argv: list[str]) -> int:
         return COMMANDS[args.command][3](args, subparsers[args.command], argv)
 
 
-@contextmanager
-def _terminating_signals_raise() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise Terminated (a KeyboardInterrupt) in the main thread, once: every
-    clean-up Ctrl-C runs runs for them too, and a second signal cannot interrupt the clean-up.
-    Ctrl-C raises KeyboardInterrupt as Python's own handler does (a second one interrupts).
-
-    Such an exception can land inside a library's constructor (llvmlite's, while numba loads a
-    cached function), whose destructor then fails on the half-made object and Python prints
-    "Exception ignored ... Traceback" under papara-py's one-line message. From the first stop
-    signal on, such destructor errors are dropped (`sys.unraisablehook`, left so after the block:
-    the object dies only when the exception is handled, and the process is ending). A signal the
-    process was started ignoring (`nohup`: SIGHUP; a shell's background job: SIGINT) stays
-    ignored. Outside the main thread (an embedding program) nothing is changed."""
-    raised = False
-
-    def handler(number: int, _frame) -> None:
-        nonlocal raised
-        sys.unraisablehook = _ignore_unraisable
-        if number == signal.SIGINT:
-            raise KeyboardInterrupt
-        if not raised:
-            raised = True
-            raise Terminated(number, signal.Signals(number).name)
-
-    try:
-        previous = {number: signal.signal(number, handler) for number in (signal.SIGINT, *TERMINATING_SIGNALS)
-                    if signal.getsignal(number) not in (signal.SIG_IGN, None)}
-    except ValueError:  # not the main thread
-        previous = {}
-    try:
-        yield
-    finally:
-        for number, old in previous.items():
-            signal.signal(number, old)
-
-
-def _ignore_unraisable(_unraisable) -> None:
-    """sys.unraisablehook after a stop signal (`_terminating_signals_raise`)."""
-
-
 def _paragraph(text: str) -> None:
     print(textwrap.fill(text, width=100, break_long_words=False, break_on_hyphens=False), file=sys.stderr)
 
@@ -404,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     that is not an option is a command (`papara-py export ...`); otherwise the main job."""
     argv = sys.argv[1:] if argv is None else argv
     try:
-        with _terminating_signals_raise():
+        with stop_signals_raise():
             return _command(argv) if argv and not argv[0].startswith("-") else _main_job(argv)
     except KeyboardInterrupt as error:  # Ctrl-C, or Terminated: SIGTERM, SIGHUP
         return _stopped(error)
@@ -436,7 +394,7 @@ def _reported(error: Exception) -> int:
 
 
 def _stopped(error: KeyboardInterrupt) -> int:
-    """The one-line message and exit status of a run a stop signal ended (`_terminating_signals_raise`)."""
+    """The one-line message and exit status of a run a stop signal ended (run/stop_signals.py)."""
     further = "further " if _kept(error) else ""
     if isinstance(error, Terminated):
         print(f"papara-py: stopped by {error.signal_name}; no {further}output written", file=sys.stderr)

@@ -17,6 +17,8 @@ engine; it composes neither.
   `run_config` (the checks before any work, then the RunConfig).
 - `log`: the run's messages through `logging` (logger "papara_py"): `Reporter`, `RunLog`
   (`--log FILE`) and the command line's stderr handler (`messages_on_stderr`).
+- `stop_signals`: Ctrl-C, SIGTERM and SIGHUP as exceptions in the main thread, raised only where
+  raising one is safe (`stop_signals_raise`, the command line's; the API installs no handler).
 
 Layer: imports every lower layer (`errors`, `phylo`, `io`, `model`, `engine`, `cluster`).
 """

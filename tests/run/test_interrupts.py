@@ -142,32 +142,6 @@ def test_atomic_output_gets_the_permissions_of_a_plain_file(tmp_path):
     assert (tmp_path / "strict").stat().st_mode & 0o777 == 0o640
 
 
-def test_a_stop_signal_inside_a_constructor_prints_no_destructor_traceback():
-    """A stop signal can land inside a library's constructor (seen: llvmlite's, while numba loaded
-    a cached function); the half-made object's destructor then fails, and Python would print
-    "Exception ignored ... Traceback" under papara-py's message. After a stop signal it must not."""
-    script = (
-        "import os, signal\n"
-        "from papara_py.cli import _terminating_signals_raise\n"
-        "class Half:\n"
-        "    def __init__(self, sig):\n"
-        "        os.kill(os.getpid(), sig)\n"
-        "        for _ in range(10**6): pass  # the handler runs here, before _ptr exists\n"
-        "        self._ptr = 1\n"
-        "    def __del__(self):\n"
-        "        self._ptr\n"
-        "for sig in (signal.SIGTERM, signal.SIGINT):\n"
-        "    try:\n"
-        "        with _terminating_signals_raise():\n"
-        "            Half(sig)\n"
-        "    except KeyboardInterrupt as error:\n"
-        "        print(type(error).__name__)\n")
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["Terminated", "KeyboardInterrupt"]
-    assert result.stderr == "", result.stderr
-
-
 def _signal_in_set_name(sig: int) -> None:
     """A class body whose descriptor's __set_name__ receives `sig`: Python 3.11 wraps what it raises
     in "RuntimeError: Error calling __set_name__" (as numba's import did in CI)."""

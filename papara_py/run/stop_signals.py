@@ -1,0 +1,108 @@
+"""How a stop signal (Ctrl-C, SIGTERM, SIGHUP) reaches a command-line run: as an exception in
+the main thread, raised where it is safe to raise one (`stop_signals_raise`, installed by
+papara_py/cli.py; the Python API installs nothing and leaves signals to its caller).
+
+Python runs a signal's handler between any two bytecodes of the main thread, and whatever it
+raises unwinds from there. Two places are not safe, both seen in CI and in a loop of stopped runs
+(tests/run/test_interrupts.py):
+
+- inside numba or llvmlite while they load or compile a function: an exception there leaves
+  LLVM's objects half-made, and disposing of them later hung the process for good (1 run in 80);
+- inside a destructor or a ctypes callback (llvmlite's object cache notifies through one): Python
+  drops what such code raises ("Exception ignored in ..."), so the signal was lost and the run
+  went on to finish with status 0 (2 runs in 80).
+
+So the handler raises only when no frame of numba's or llvmlite's is on the main thread's stack,
+and asks again shortly after (`RETRY_SECONDS`) otherwise; and a stop exception that Python
+dropped is delivered again the same way. Either costs a stopped run at most the time the library
+needs to finish the function it is loading.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+from papara_py.errors import Terminated
+
+#: Signals handled like Ctrl-C: the run stops promptly, cleans up and exits with 128 + the number.
+TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+#: Libraries whose state a Python exception raised in the middle of their code leaves broken.
+UNINTERRUPTIBLE_LIBRARIES = ("numba", "llvmlite")
+
+#: How soon a signal that could not be raised where it landed is delivered again.
+RETRY_SECONDS = 0.01
+
+
+@contextmanager
+def stop_signals_raise() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP raise Terminated (a KeyboardInterrupt) in the main
+    thread, once: every clean-up Ctrl-C runs, runs for them too, and a second one cannot interrupt
+    it. Ctrl-C raises KeyboardInterrupt as Python's own handler does (a second one interrupts).
+
+    From the first stop signal on, errors raised in destructors are not printed
+    (`sys.unraisablehook`, left so after the block): a library's object half-made when the
+    exception unwound through its constructor fails in its destructor, and Python would print
+    "Exception ignored ... Traceback" under papara-py's one-line message; the object dies only when
+    the exception is handled, and the process is ending. A signal the process was started
+    ignoring (`nohup`: SIGHUP; a shell's background job: SIGINT) stays ignored. Outside the main
+    thread (an embedding program) nothing is changed."""
+    raised = False
+
+    def handler(number: int, frame: FrameType | None) -> None:
+        nonlocal raised
+        sys.unraisablehook = dropped
+        if _inside_uninterruptible_library(frame):
+            _deliver_again(number)
+        elif number == signal.SIGINT:
+            raise KeyboardInterrupt
+        elif not raised:
+            raised = True
+            raise Terminated(number, signal.Signals(number).name)
+
+    def dropped(unraisable) -> None:
+        """sys.unraisablehook after the first stop signal: a stop exception Python dropped is
+        delivered again; any other error is a half-made object's, not printed."""
+        nonlocal raised
+        stop = unraisable.exc_value
+        if isinstance(stop, Terminated):
+            raised = False
+            _deliver_again(stop.signal_number)
+        elif isinstance(stop, KeyboardInterrupt):
+            _deliver_again(signal.SIGINT)
+
+    try:
+        previous = {number: signal.signal(number, handler) for number in (signal.SIGINT, *TERMINATING_SIGNALS)
+                    if signal.getsignal(number) not in (signal.SIG_IGN, None)}
+    except ValueError:  # not the main thread
+        previous = {}
+    try:
+        yield
+    finally:
+        for number, old in previous.items():
+            signal.signal(number, old)
+
+
+def _inside_uninterruptible_library(frame: FrameType | None) -> bool:
+    """Whether `frame` or a frame that called it runs code of `UNINTERRUPTIBLE_LIBRARIES` (while
+    one is imported too: a package is in sys.modules from the start of its import)."""
+    folders = tuple(os.path.dirname(module.__file__) + os.sep for name in UNINTERRUPTIBLE_LIBRARIES
+                    if (module := sys.modules.get(name)) is not None and getattr(module, "__file__", None))
+    while frame is not None and folders:
+        if frame.f_code.co_filename.startswith(folders):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _deliver_again(number: int) -> None:
+    """Send signal `number` to this process again after `RETRY_SECONDS`, from a thread of its own
+    (the handler itself must return for the library's code to go on)."""
+    timer = threading.Timer(RETRY_SECONDS, os.kill, (os.getpid(), number))
+    timer.daemon = True
+    timer.start()

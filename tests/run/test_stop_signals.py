@@ -1,0 +1,117 @@
+"""Where a stop signal's exception is raised (papara_py/run/stop_signals.py): never inside numba or
+llvmlite, never lost in a destructor or a callback, and no destructor traceback after it. The
+whole runs hit with signals are in test_interrupts.py; these place the signal exactly."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import numba
+import pytest
+
+from papara_py.errors import Terminated
+from papara_py.run.stop_signals import stop_signals_raise
+
+STOPS = pytest.mark.parametrize("sig, stop", [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, Terminated)],
+                                ids=["INT", "TERM"])
+
+LOADING = '''
+def load(sig):
+    """Stands for numba loading a cached function: the signal lands in the middle of it."""
+    os.kill(os.getpid(), sig)
+    for _ in range(10**6):
+        pass  # the handler runs here
+    return "loaded"
+'''
+
+
+def _code_inside_numba() -> Callable[[int], str]:
+    """`load` as if it were numba's: its frames' file is in numba's folder."""
+    namespace = {"os": os}
+    exec(compile(LOADING, os.path.join(os.path.dirname(numba.__file__), "papara_test_loading.py"), "exec"), namespace)
+    return namespace["load"]
+
+
+def _wait_for_the_signal() -> None:
+    time.sleep(10)  # a stop delivered again lands here, at once
+
+
+@STOPS
+def test_a_stop_signal_landing_in_numba_is_raised_once_numba_returns(sig, stop, monkeypatch):
+    """An exception unwinding through numba's loading left llvmlite's objects half-made, and
+    disposing of them hung the run for good (CI: a SIGTERM'd run still alive 30 s later)."""
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)  # the handler replaces it for the process
+    load = _code_inside_numba()
+    returned = []
+    started = time.perf_counter()
+    with pytest.raises(stop), stop_signals_raise():
+        returned.append(load(sig))
+        _wait_for_the_signal()
+    assert returned == ["loaded"]
+    assert time.perf_counter() - started < 5
+
+
+def _in_a_destructor(sig: int) -> None:
+    class Dying:
+        def __del__(self):
+            os.kill(os.getpid(), sig)
+            for _ in range(10**6):
+                pass  # the handler runs here; Python drops what __del__ raises
+
+    Dying()
+
+
+def _in_a_ctypes_callback(sig: int) -> None:
+    """llvmlite's object cache calls back into Python this way; ctypes drops what the callback raises."""
+    @ctypes.CFUNCTYPE(None)
+    def callback():
+        os.kill(os.getpid(), sig)
+        for _ in range(10**6):
+            pass  # the handler runs here
+
+    callback()
+
+
+@pytest.mark.parametrize("where", [_in_a_destructor, _in_a_ctypes_callback])
+@STOPS
+def test_a_stop_signal_that_python_drops_is_delivered_again(where, sig, stop, monkeypatch):
+    """Seen in a loop of SIGTERM'd runs: the signal's exception raised in llvmlite's callback was
+    dropped, and the run went on to finish with status 0 as if no one had asked it to stop."""
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)
+    started = time.perf_counter()
+    with pytest.raises(stop), stop_signals_raise():
+        where(sig)
+        _wait_for_the_signal()
+    assert time.perf_counter() - started < 5
+
+
+def test_a_stop_signal_inside_a_constructor_prints_no_destructor_traceback():
+    """A stop signal can land inside a library's constructor; the half-made object's destructor
+    then fails, and Python would print "Exception ignored ... Traceback" under papara-py's message.
+    After a stop signal it must not."""
+    script = (
+        "import os, signal\n"
+        "from papara_py.run.stop_signals import stop_signals_raise\n"
+        "class Half:\n"
+        "    def __init__(self, sig):\n"
+        "        os.kill(os.getpid(), sig)\n"
+        "        for _ in range(10**6): pass  # the handler runs here, before _ptr exists\n"
+        "        self._ptr = 1\n"
+        "    def __del__(self):\n"
+        "        self._ptr\n"
+        "for sig in (signal.SIGTERM, signal.SIGINT):\n"
+        "    try:\n"
+        "        with stop_signals_raise():\n"
+        "            Half(sig)\n"
+        "    except KeyboardInterrupt as error:\n"
+        "        print(type(error).__name__)\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["Terminated", "KeyboardInterrupt"]
+    assert result.stderr == "", result.stderr
