@@ -298,6 +298,17 @@ def batch_of(case_list):
     return codes, offsets, np.array(slots, np.int64), np.array(profiles, dtype)
 
 
+def assert_brute_mea_of(pooled: np.ndarray, columns: np.ndarray, pp: np.ndarray, accuracy: float) -> None:
+    """`columns`, `pp` and `accuracy` are the MEA alignment brute force picks from the pooled
+    posteriors `pooled` (n x m, PROB_ONE units; a residue's insertion posterior is what its row
+    leaves of PROB_ONE)."""
+    best, assignment = brute_mea(pooled.tolist(), PROB_ONE)
+    assert columns.tolist() == [INSERTED if a is None else a for a in assignment]
+    ins = np.maximum(0, PROB_ONE - pooled.sum(axis=1))
+    assert pp.tolist() == [int(ins[j]) if a is None else int(pooled[j, a]) for j, a in enumerate(assignment)]
+    assert accuracy == pytest.approx(best / (len(pooled) * PROB_ONE))
+
+
 @pytest.mark.slow
 @examples(60)
 @given(cases(edges=3, max_m=7, max_n=4), st.lists(st.booleans(), min_size=3, max_size=3), st.sampled_from([1.0, 4.0]))
@@ -335,11 +346,7 @@ def test_decode_read_weights_pooling_and_mea_equal_brute_force(case, empty, spre
                        for w, (_, post, _) in zip(w_exact, exact))
     factor = math.exp(5 * eps_units(n, m) / (tables.scale * tables.temperature))
     assert np.all(np.abs(pooled / PROB_ONE - pooled_exact) <= pooled_exact * (factor - 1) + (len(used) + 3) / PROB_ONE)
-    best, assignment = brute_mea(pooled.tolist(), PROB_ONE)
-    assert columns.tolist() == [INSERTED if a is None else a for a in assignment]
-    ins = np.maximum(0, PROB_ONE - pooled.sum(axis=1))
-    assert pp.tolist() == [int(ins[j]) if a is None else int(pooled[j, a]) for j, a in enumerate(assignment)]
-    assert accuracy[0] == pytest.approx(best / (n * PROB_ONE))
+    assert_brute_mea_of(pooled, columns, pp, accuracy[0])
 
 
 @pytest.mark.slow
@@ -368,11 +375,7 @@ def test_each_edge_own_costs_set_its_posteriors_and_the_shared_costs_the_weights
         if weights[0, e]:
             pooled += edge_posteriors(case.read_array, case.profile_array(e), case.p, tables, own[e],
                                       weight=int(weights[0, e]))[1]
-    best, assignment = brute_mea(pooled.tolist(), PROB_ONE)
-    assert columns.tolist() == [INSERTED if a is None else a for a in assignment]
-    ins = np.maximum(0, PROB_ONE - pooled.sum(axis=1))
-    assert pp.tolist() == [int(ins[j]) if a is None else int(pooled[j, a]) for j, a in enumerate(assignment)]
-    assert accuracy[0] == pytest.approx(best / (n * PROB_ONE))
+    assert_brute_mea_of(pooled, columns, pp, accuracy[0])
 
 
 @pytest.mark.slow
