@@ -53,6 +53,7 @@ def stop_signals_raise() -> Iterator[None]:
     ignoring (`nohup`: SIGHUP; a shell's background job: SIGINT) stays ignored. Outside the main
     thread (an embedding program) nothing is changed."""
     raised = False
+    active = True  # the handlers are installed: a dropped stop can still reach the block
 
     def handler(number: int, frame: FrameType | None) -> None:
         nonlocal raised
@@ -67,9 +68,11 @@ def stop_signals_raise() -> Iterator[None]:
 
     def dropped(unraisable) -> None:
         """sys.unraisablehook after the first stop signal: a stop exception Python dropped is
-        delivered again; any other error is a half-made object's, not printed."""
+        delivered again while the block runs; any other error is a half-made object's, not printed."""
         nonlocal raised
         stop = unraisable.exc_value
+        if not active:  # the process is ending: nothing left to stop
+            return
         if isinstance(stop, Terminated):
             raised = False
             _deliver_again(stop.signal_number)
@@ -84,6 +87,7 @@ def stop_signals_raise() -> Iterator[None]:
     try:
         yield
     finally:
+        active = False
         for number, old in previous.items():
             signal.signal(number, old)
 

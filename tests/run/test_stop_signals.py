@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import numba
 import pytest
@@ -89,6 +90,21 @@ def test_a_stop_signal_that_python_drops_is_delivered_again(where, sig, stop, mo
         where(sig)
         _wait_for_the_signal()
     assert time.perf_counter() - started < 5
+
+
+def test_after_the_block_a_dropped_interrupt_is_not_sent_again(monkeypatch):
+    """The destructor hook stays after the block (the half-made objects die later), but the process
+    is ending then: an interrupt dropped in a destructor at exit must not be sent to it again."""
+    from papara_py.run import stop_signals
+
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)
+    sent = []
+    monkeypatch.setattr(stop_signals, "_deliver_again", sent.append)
+    with pytest.raises(Terminated), stop_signals_raise():
+        os.kill(os.getpid(), signal.SIGTERM)
+        _wait_for_the_signal()
+    sys.unraisablehook(SimpleNamespace(exc_value=KeyboardInterrupt(), exc_type=KeyboardInterrupt))
+    assert sent == []
 
 
 def test_a_stop_signal_inside_a_constructor_prints_no_destructor_traceback():
