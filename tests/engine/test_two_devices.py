@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import pocl_extra_installed
+
 SCRIPT = r"""
 import json, sys
 import numpy as np
@@ -53,8 +55,11 @@ def test_two_opencl_devices_share_the_work_and_agree_with_the_reference():
     path = os.pathsep.join(filter(None, [str(here), str(here.parent), str(here.parents[1]), env.get("PYTHONPATH")]))
     result = subprocess.run([sys.executable, "-c", SCRIPT], cwd=here, env={**env, "PYTHONPATH": path},
                             capture_output=True, text=True, timeout=600)
-    if result.returncode == 3:
-        pytest.fail(f"PoCL did not expose two CPU devices with POCL_DEVICES='pthread pthread': {result.stdout}")
+    if result.returncode == 3:  # as the other kernel tests (conftest.opencl_device): a failure only with the extra
+        problem = f"PoCL did not expose two CPU devices with POCL_DEVICES='pthread pthread': {result.stdout.strip()}"
+        if pocl_extra_installed():
+            pytest.fail(problem, pytrace=False)
+        pytest.skip(f"{problem}; the `pocl` extra is not installed (pip install 'papara-py[pocl]')")
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     print(f"devices: {report['devices']}")
