@@ -105,8 +105,10 @@ def _inside_uninterruptible_library(frame: FrameType | None) -> bool:
 
 
 def _deliver_again(number: int) -> None:
-    """Send signal `number` to this process again after `RETRY_SECONDS`, from a thread of its own
-    (the handler itself must return for the library's code to go on)."""
-    timer = threading.Timer(RETRY_SECONDS, os.kill, (os.getpid(), number))
+    """Send signal `number` to the main thread again after `RETRY_SECONDS`, from a thread of its own
+    (the handler itself must return for the library's code to go on). To the main thread, not the
+    process: the kernel may hand a process's signal to any thread, and then a main thread blocked
+    in a wait (time.sleep, a lock) is not woken to run the handler (seen in CI: 10 s late)."""
+    timer = threading.Timer(RETRY_SECONDS, signal.pthread_kill, (threading.main_thread().ident, number))
     timer.daemon = True
     timer.start()
