@@ -23,7 +23,9 @@ Nothing is printed: notices go to the logging logger "papara_py" (`logging.basic
 logging.INFO)` shows them). Errors in the inputs raise `InputError` (a ValueError), in the options
 `OptionError` (an InputError), an output that cannot be written `OutputError` (an OSError), each
 with the message the CLI would print; an input of a type the API does not take raises TypeError.
-All are exported by `papara_py`. The run file's layout is specified in docs/DESIGN.md section 7.
+All are exported by `papara_py`. Ctrl-C (a notebook's interrupt) raises KeyboardInterrupt and
+leaves no output behind; it is raised only once numba returns (run/stop_signals.py). The run
+file's layout is specified in docs/DESIGN.md section 7.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ engine; it composes neither.
 - `log`: the run's messages through `logging` (logger "papara_py"): `Reporter`, `RunLog`
   (`--log FILE`) and the command line's stderr handler (`messages_on_stderr`).
 - `stop_signals`: Ctrl-C, SIGTERM and SIGHUP as exceptions in the main thread, raised only where
-  raising one is safe (`stop_signals_raise`, the command line's; the API installs no handler).
+  raising one is safe (`stop_signals_raise`, the command line's; `interrupt_waits_for_libraries`,
+  the API's: Python's own Ctrl-C handler made to wait out numba, no other handler touched).
 
 Layer: imports every lower layer (`errors`, `phylo`, `io`, `model`, `engine`, `cluster`).
 """

@@ -25,6 +25,7 @@ from papara_py.run.inputs import edge_profiles, plan_work, read_inputs
 from papara_py.run.log import Reporter, RunLog
 from papara_py.run.samples import SampleRun
 from papara_py.run.stages import ScoreTraceWrite
+from papara_py.run.stop_signals import interrupt_waits_for_libraries
 
 #: How often CPython makes a thread that holds the GIL hand it over during a run (default 5 ms).
 #: A GPU feeder whose launch ended waits for the GIL while the writer, traceback and master
@@ -46,7 +47,9 @@ def run(config: RunConfig) -> list[RunSummary]:
     samples: list[SampleRun] = []
     try:
         log.check()  # a log that cannot be written (--log /dev/full) stops the run before any work
-        with watch_compiles():  # a run that must compile numba's kernels says so (engine/compile_watch.py)
+        # a run that must compile numba's kernels says so (engine/compile_watch.py); Ctrl-C waits
+        # until numba returns where Python's own handler is in place (the API; the CLI has its own)
+        with watch_compiles(), interrupt_waits_for_libraries():
             summaries = _run(config, reporter, samples)
         log.check()
         return summaries

@@ -1,6 +1,7 @@
-"""How a stop signal (Ctrl-C, SIGTERM, SIGHUP) reaches a command-line run: as an exception in
-the main thread, raised where it is safe to raise one (`stop_signals_raise`, installed by
-papara_py/cli.py; the Python API installs nothing and leaves signals to its caller).
+"""How a stop signal (Ctrl-C, SIGTERM, SIGHUP) reaches a run: as an exception in the main thread,
+raised where it is safe to raise one. The command line installs `stop_signals_raise` (papara_py/
+cli.py); a run started from Python (the API, `run/runner.run`) only makes Python's own Ctrl-C
+handler wait where it must (`interrupt_waits_for_libraries`) and leaves any other handler alone.
 
 Python runs a signal's handler between any two bytecodes of the main thread, and whatever it
 raises unwinds from there. Two places are not safe, both seen in CI and in a loop of stopped runs
@@ -58,10 +59,10 @@ def stop_signals_raise() -> Iterator[None]:
     def handler(number: int, frame: FrameType | None) -> None:
         nonlocal raised
         sys.unraisablehook = dropped
-        if _inside_uninterruptible_library(frame):
+        if number == signal.SIGINT:
+            _interrupt(number, frame)
+        elif _inside_uninterruptible_library(frame):
             _deliver_again(number)
-        elif number == signal.SIGINT:
-            raise KeyboardInterrupt
         elif not raised:
             raised = True
             raise Terminated(number, signal.Signals(number).name)
@@ -90,6 +91,38 @@ def stop_signals_raise() -> Iterator[None]:
         active = False
         for number, old in previous.items():
             signal.signal(number, old)
+
+
+@contextmanager
+def interrupt_waits_for_libraries() -> Iterator[None]:
+    """Within the block, Ctrl-C raises KeyboardInterrupt as Python's own handler does, but not
+    inside numba or llvmlite: for a run started from Python, where an interrupt landing while numba
+    loads a cached function could hang a notebook's kernel as it hung the command line (above).
+    Only Python's own handler (`signal.default_int_handler`, which Jupyter's kernels use while a
+    cell runs) is replaced, and put back after the block; a program's own handler, an ignored
+    SIGINT, SIGTERM and SIGHUP, and a run on a thread other than the main one are left as they
+    are. Unlike the command line's, an interrupt Python drops in a destructor stays dropped, as
+    it is without papara-py: the caller's `sys.unraisablehook` is not touched."""
+    replaced = False
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        try:
+            signal.signal(signal.SIGINT, _interrupt)
+            replaced = True
+        except ValueError:  # not the main thread
+            pass
+    try:
+        yield
+    finally:
+        if replaced and signal.getsignal(signal.SIGINT) is _interrupt:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _interrupt(number: int, frame: FrameType | None) -> None:
+    """Ctrl-C as Python's own handler, once no frame of numba's or llvmlite's is on the stack."""
+    if _inside_uninterruptible_library(frame):
+        _deliver_again(number)
+    else:
+        raise KeyboardInterrupt
 
 
 def _inside_uninterruptible_library(frame: FrameType | None) -> bool:

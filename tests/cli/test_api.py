@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import signal
 import subprocess
 import sys
 from dataclasses import asdict, replace
@@ -83,30 +84,41 @@ def test_align_from_memory_equals_the_files(tmp_path, cli_run):
 
 
 @pytest.mark.slow
-def test_a_run_leaves_the_interpreters_switch_interval_as_it_was(tmp_path, monkeypatch):
-    """The main job hands the GIL over more often while it runs (run/runner.GIL_SWITCH_SECONDS);
-    the caller's interpreter gets its own setting back, also after a failed run."""
-    from papara_py.run import runner
+def test_a_run_leaves_the_interpreters_switch_interval_and_interrupt_handler_as_they_were(tmp_path, monkeypatch):
+    """The main job hands the GIL over more often while it runs (run/runner.GIL_SWITCH_SECONDS),
+    and makes Python's own Ctrl-C handler wait out numba (run/stop_signals.py); the caller's
+    interpreter gets its own settings back, also after a failed run, and a handler of the
+    caller's own is left alone."""
+    from papara_py.run import runner, stop_signals
 
     seen = []
     original = runner._run
 
     def spy(config, reporter, samples):
-        seen.append(sys.getswitchinterval())
+        seen.append((sys.getswitchinterval(), signal.getsignal(signal.SIGINT)))
         return original(config, reporter, samples)
 
-    before = sys.getswitchinterval()
+    def callers_own(number, frame):
+        pass
+
+    before = sys.getswitchinterval(), signal.getsignal(signal.SIGINT)
     monkeypatch.setattr(runner, "_run", spy)
     try:
         sys.setswitchinterval(0.004)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         papara_py.align(str(TREE), REF, READS, output=tmp_path / "run.h5", **OPTIONS)
-        assert seen == [pytest.approx(runner.GIL_SWITCH_SECONDS)]
+        assert seen == [(pytest.approx(runner.GIL_SWITCH_SECONDS), stop_signals._interrupt)]
         assert sys.getswitchinterval() == pytest.approx(0.004)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        signal.signal(signal.SIGINT, callers_own)
         with pytest.raises(InputError):
             papara_py.align(str(TREE), REF, tmp_path / "missing.fa", output=tmp_path / "bad.h5", **OPTIONS)
+        assert seen[1:] == [(pytest.approx(runner.GIL_SWITCH_SECONDS), callers_own)]
         assert sys.getswitchinterval() == pytest.approx(0.004)
+        assert signal.getsignal(signal.SIGINT) is callers_own
     finally:
-        sys.setswitchinterval(before)
+        sys.setswitchinterval(before[0])
+        signal.signal(signal.SIGINT, before[1])
 
 
 @pytest.mark.slow

@@ -1,5 +1,6 @@
 """Where a stop signal's exception is raised (papara_py/run/stop_signals.py): never inside numba or
-llvmlite, never lost in a destructor or a callback, and no destructor traceback after it. The
+llvmlite (on the command line and in a run started from Python), never lost in a destructor or a
+callback, and no destructor traceback after it. The
 whole runs hit with signals are in test_interrupts.py; these place the signal exactly."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numba
 import pytest
 
 from papara_py.errors import Terminated
-from papara_py.run.stop_signals import stop_signals_raise
+from papara_py.run.stop_signals import interrupt_waits_for_libraries, stop_signals_raise
 
 STOPS = pytest.mark.parametrize("sig, stop", [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, Terminated)],
                                 ids=["INT", "TERM"])
@@ -43,19 +44,47 @@ def _wait_for_the_signal() -> None:
     time.sleep(10)  # a stop delivered again lands here, at once
 
 
-@STOPS
-def test_a_stop_signal_landing_in_numba_is_raised_once_numba_returns(sig, stop, monkeypatch):
+@pytest.fixture
+def pythons_own_interrupt_handler():
+    """SIGINT handled by Python's own handler, as in a plain interpreter or a Jupyter cell."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.parametrize("block, sig, stop", [(stop_signals_raise, signal.SIGINT, KeyboardInterrupt),
+                                              (stop_signals_raise, signal.SIGTERM, Terminated),
+                                              (interrupt_waits_for_libraries, signal.SIGINT, KeyboardInterrupt)],
+                         ids=["cli-INT", "cli-TERM", "api-INT"])
+def test_a_stop_signal_landing_in_numba_is_raised_once_numba_returns(block, sig, stop, monkeypatch,
+                                                                     pythons_own_interrupt_handler):
     """An exception unwinding through numba's loading left llvmlite's objects half-made, and
-    disposing of them hung the run for good (CI: a SIGTERM'd run still alive 30 s later)."""
-    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)  # the handler replaces it for the process
+    disposing of them hung the run for good (CI: a SIGTERM'd run still alive 30 s later). A run
+    started from Python (a notebook's interrupt) waits the same way, and Python's own handler is
+    back after it."""
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)  # the CLI's handler replaces it for the process
     load = _code_inside_numba()
     returned = []
     started = time.perf_counter()
-    with pytest.raises(stop), stop_signals_raise():
+    with pytest.raises(stop), block():
         returned.append(load(sig))
         _wait_for_the_signal()
     assert returned == ["loaded"]
     assert time.perf_counter() - started < 5
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_run_from_python_leaves_any_other_interrupt_handler_alone(pythons_own_interrupt_handler):
+    """The API replaces only Python's own handler: a program's handler, or an ignored SIGINT, is
+    the program's business."""
+    def programs_own(number, frame):
+        pass
+
+    for theirs in (programs_own, signal.SIG_IGN):
+        signal.signal(signal.SIGINT, theirs)
+        with interrupt_waits_for_libraries():
+            assert signal.getsignal(signal.SIGINT) is theirs
+        assert signal.getsignal(signal.SIGINT) is theirs
 
 
 def _in_a_destructor(sig: int) -> None:
