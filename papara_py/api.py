@@ -47,6 +47,7 @@ from papara_py.io.reads import STATUS_ALIGNED
 from papara_py.io.run_file import RunFile
 from papara_py.model.outliers import run_outliers
 from papara_py.run.options import option_values, run_config
+from papara_py.run.stop_signals import interrupt_waits_for_libraries
 
 #: Reads per chunk when a run is iterated (their columns are read from the file a chunk at a time).
 ITERATION_CHUNK = 4096
@@ -278,6 +279,7 @@ def open_run(path: str | os.PathLike) -> Run:
     return Run(path)
 
 
+@interrupt_waits_for_libraries()  # the whole call: numba loads functions outside the run too
 def align(tree: Any, alignment: Any, reads: Any, output: str | os.PathLike | None = None,
           **options: Any) -> Run:
     """Align `reads` to the reference `alignment` and `tree`, the phylogeny-aware way (PaPaRa).
@@ -315,6 +317,7 @@ def align(tree: Any, alignment: Any, reads: Any, output: str | os.PathLike | Non
         raise
 
 
+@interrupt_waits_for_libraries()  # the whole call: numba loads functions outside the run too
 def align_samples(tree: Any, alignment: Any, samples: Sequence[str | os.PathLike] | Mapping[str, Any],
                   outdir: str | os.PathLike, **options: Any) -> list[Run]:
     """Align several samples to one reference in one run (`papara-py -r S1.fa S2.fa --outdir DIR`):

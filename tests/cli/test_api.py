@@ -121,6 +121,32 @@ def test_a_run_leaves_the_interpreters_switch_interval_and_interrupt_handler_as_
         signal.signal(signal.SIGINT, before[1])
 
 
+@pytest.mark.parametrize("call", [lambda: papara_py.align(TREE, REF, READS),
+                                  lambda: papara_py.align_samples(TREE, REF, [READS], ".")], ids=["align", "align_samples"])
+def test_ctrl_c_waits_out_numba_over_the_whole_call(call, monkeypatch):
+    """numba loads functions before the run starts too (the runner's import: an interrupt was
+    dropped in llvmlite's callback there, and the run went on): from the first line of the call
+    on, Python's own handler waits."""
+    from papara_py import api
+    from papara_py.run import stop_signals
+
+    seen = []
+
+    def first_step(options, caller):
+        seen.append(signal.getsignal(signal.SIGINT))
+        raise InputError(caller, "stop here")
+
+    monkeypatch.setattr(api, "option_values", first_step)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(InputError, match="stop here"):
+            call()
+        assert seen == [stop_signals._interrupt]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.slow
 def test_temporary_output_goes_with_the_run():
     run = papara_py.align(TREE, REF, READS, **OPTIONS)
