@@ -74,6 +74,24 @@ def test_a_stop_signal_landing_in_numba_is_raised_once_numba_returns(block, sig,
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+def test_a_run_started_by_the_runner_itself_waits_out_numba(pythons_own_interrupt_handler, monkeypatch, tmp_path):
+    """Scripts (bench_accuracy.py's in-process runs) call run/runner.run without the API: the
+    runner puts the waiting handler in place itself, for the run's stages, and puts Python's back."""
+    from papara_py.run import runner, stop_signals
+    from papara_py.run.config import RunConfig
+
+    seen = []
+
+    def stages(config, reporter, samples):
+        seen.append(signal.getsignal(signal.SIGINT))
+        return []
+
+    monkeypatch.setattr(runner, "_run", stages)
+    runner.run(RunConfig(tree="t.nwk", alignment="a.phy", reads="r.fa", output=str(tmp_path / "r.h5"), threads=1))
+    assert seen == [stop_signals._interrupt]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_a_run_from_python_leaves_any_other_interrupt_handler_alone(pythons_own_interrupt_handler):
     """The API replaces only Python's own handler: a program's handler, or an ignored SIGINT, is
     the program's business."""
