@@ -27,7 +27,8 @@ from measure_posterior import simulate  # noqa: E402
 
 import papara_py.engine.gpu_posterior as gpu_posterior  # noqa: E402
 from papara_py.engine.opencl_devices import discover_devices  # noqa: E402
-from papara_py.io.inputs import match_tips, read_alignment, read_tree  # noqa: E402
+from papara_py.io.alignment_input import match_tips, read_alignment  # noqa: E402
+from papara_py.io.tree_input import read_tree  # noqa: E402
 from papara_py.model.column_costs import column_costs  # noqa: E402
 from papara_py.model.decode import posterior_tables  # noqa: E402
 from papara_py.model.params import ScoringParams  # noqa: E402

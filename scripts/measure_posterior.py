@@ -27,17 +27,19 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from papara_py.io.inputs import match_tips, read_alignment, read_tree
+from papara_py.io.alignment_input import match_tips, read_alignment
+from papara_py.io.tree_input import read_tree
+from papara_py.model.column_costs import column_costs, kernel_costs, read_cost_row
 from papara_py.model.fixed_point import PROB_ONE, PosteriorTables
+from papara_py.model.params import ScoringParams
 from papara_py.model.posterior import (
     SIGN,
+    backward_pool,
     decode_batch,
     edge_terms,
     forward,
-    backward_pool,
     mea_alignment,
 )
-from papara_py.model.params import ScoringParams
 from papara_py.model.reference_scorer import (
     column_penalties,
     diagonal_cost,
@@ -45,7 +47,6 @@ from papara_py.model.reference_scorer import (
     profile_near,
     score_one,
 )
-from papara_py.model.column_costs import column_costs, kernel_costs, read_cost_row
 from papara_py.phylo.encoding import state_mask_of
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree

@@ -23,10 +23,22 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_accuracy as ba  # noqa: E402
-from papara_py.io.inputs import match_tips, read_alignment, read_tree  # noqa: E402
-from papara_py.model.column_costs import cell_cost, column_costs, kernel_costs, read_cost_row  # noqa: E402
+
+from papara_py.io.alignment_input import match_tips, read_alignment  # noqa: E402
+from papara_py.io.tree_input import read_tree  # noqa: E402
+from papara_py.model.column_costs import (  # noqa: E402
+    cell_cost,
+    column_costs,
+    kernel_costs,
+    read_cost_row,
+)
 from papara_py.model.params import ScoringParams  # noqa: E402
-from papara_py.model.reference_scorer import column_penalties, diagonal_cost, profile_near, score_one  # noqa: E402
+from papara_py.model.reference_scorer import (  # noqa: E402
+    column_penalties,
+    diagonal_cost,
+    profile_near,
+    score_one,
+)
 from papara_py.phylo.encoding import state_mask_of  # noqa: E402
 from papara_py.phylo.profiles import ProfileBuilder  # noqa: E402
 from papara_py.phylo.tree import EdgeTree  # noqa: E402

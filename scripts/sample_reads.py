@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from papara_py.io.inputs import read_alignment
+from papara_py.io.alignment_input import read_alignment
 from papara_py.phylo.encoding import COMPLEMENT_ASCII, IS_GAP
 
 BASES = np.frombuffer(b"ACGT", np.uint8)

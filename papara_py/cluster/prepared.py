@@ -87,7 +87,8 @@ def prepare(tree: str, alignment: str, output: str, command_line: str = "", alph
     Returns the number of edges. Input problems raise InputError exactly as the main job would.
     Each input is read once, hashed as it is parsed; the profile bytes are hashed as written.
     """
-    from papara_py.io.inputs import match_tips, read_alignment, read_edge_tree
+    from papara_py.io.alignment_input import match_tips, read_alignment
+    from papara_py.io.tree_input import read_edge_tree
 
     digests = {"tree": Digest(), "alignment": Digest()}
     edge_tree = read_edge_tree(tree, digests["tree"])

@@ -1,8 +1,9 @@
 """Files in and out: parsing and validating the inputs, the HDF5 run file, and the exports.
 
-- `inputs`: tree (Newick), alignment (PHYLIP, FASTA, Stockholm, Clustal) and reads (FASTA, FASTQ;
-  plain, gzip, bzip2, xz) readers that report bad input as `InputError` (file, line or sequence,
-  what is wrong).
+- `tree_input`, `alignment_input`, `read_input`: the tree (Newick), the alignment (PHYLIP,
+  FASTA, Stockholm, Clustal) and the reads (FASTA, FASTQ; plain, gzip, bzip2, xz), each read
+  once; the only modules that read user files, so bad input leaves as `InputError` (file,
+  line or sequence, what is wrong) from here alone. `input_bytes`: what the three share.
 - `reads`: `ReadSet`, the compact in-memory read store, and the read statuses.
 - `read_stream`: `ReadStream`, the reads parsed on a thread of their own and handed out in
   stretches of input rows (each one batch of the engine) while the rest of the file is read.

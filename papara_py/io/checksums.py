@@ -1,7 +1,7 @@
 """SHA-256 of input files: the run record stores them, and shards and prepared profiles are
 checked against them (docs/guide.md: Clusters).
 
-Inputs are read once: the parsers (io/inputs.py) feed every byte they read into a `Digest`, so a
+Inputs are read once: the parsers (io/tree_input.py, alignment_input.py, read_input.py) feed every byte they read into a `Digest`, so a
 pipe, a FIFO, process substitution or standard input (`-r -`) is hashed as it is parsed, never
 opened a second time (a second read of a pipe saw an empty stream, and of a FIFO waited forever).
 `sha256_file` is for files papara-py made itself. `string_crc32` checks the string datasets of

@@ -25,7 +25,7 @@ Read names are checked chunk by chunk as they are parsed (`ReadNames.check`, on 
 thread, before the chunk's reads are cut into batches): a bad name ends the run before its batch
 is scored. Batches of earlier reads may have been scored by then, but nothing of the sample is
 written: its run file is abandoned (in a run of several samples, the samples complete before it
-are kept, as for any bad read). Read names are unique (io/inputs.py) and never altered (rule 2),
+are kept, as for any bad read). Read names are unique (io/read_input.py) and never altered (rule 2),
 so two reads never collide.
 
 Why refuse rather than write such names apart (with a suffix, say): the EPA pair's reference
@@ -69,7 +69,7 @@ def exports_holding(*kinds: str) -> str:
 
 
 def check_reference_names(alignment, extra_rows: Iterable[int]) -> None:
-    """Rule 1: InputError if two taxa of `alignment` (an io.inputs.Alignment; `extra_rows`: its rows
+    """Rule 1: InputError if two taxa of `alignment` (an io.alignment_input.Alignment; `extra_rows`: its rows
     the tree lacks) would carry one name in an export."""
     extra = set(extra_rows)
     seen: dict[str, int] = {}

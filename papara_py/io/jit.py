@@ -47,7 +47,7 @@ def crc32_pieces(data, starts, ends, table):
     return out
 
 
-# --- the reference alignment's bulk path (io/inputs._bulk_alignment) ---------------------------
+# --- the reference alignment's bulk path (io/alignment_input._bulk_alignment) ------------------
 
 #: ASCII whitespace as bytes.split() sees it: space, \t, \n, \r, \x0b, \x0c.
 _SPACE, _TAB, _LF, _VT, _FF, _CR = 32, 9, 10, 11, 12, 13

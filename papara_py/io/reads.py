@@ -26,7 +26,7 @@ STATUSES = (STATUS_ALIGNED, STATUS_EMPTY, STATUS_TOO_LONG)
 
 @dataclass
 class ReadChunk:
-    """Consecutive reads as parsed, in bulk (io/inputs.iter_read_chunks): names, upper-cased
+    """Consecutive reads as parsed, in bulk (io/read_input.iter_read_chunks): names, upper-cased
     residues (all reads' joined), each read's length (int64) and 1-based header line (int64)."""
 
     names: list[str]

@@ -1,5 +1,5 @@
 """Byte counts of large arrays in one numba pass (`byte_counts`): the alphabet's detection
-(phylo/encoding.detect_alphabet) and the alignment's bulk path (io/inputs.py) count every byte of
+(phylo/encoding.detect_alphabet) and the alignment's bulk path (io/alignment_input.py) count every byte of
 the reference alignment, and np.bincount widens each byte to 8 first (14 s for 180 MB on the dev
 machine, against a fraction of a second here). Apart from encoding.py, which imports it only for
 large arrays (numba's import costs about half a second).

@@ -17,14 +17,16 @@ from papara_py.cluster.prepared import open_prepared
 from papara_py.cluster.shards import Shard
 from papara_py.engine.strand import ReferenceKmers, mode_for
 from papara_py.errors import InputError
+from papara_py.io.alignment_input import match_tips, read_alignment
 from papara_py.io.checksums import Digest
 from papara_py.io.export_names import ReadNames, check_reference_names
-from papara_py.io.inputs import iter_read_chunks, match_tips, read_alignment, read_edge_tree
+from papara_py.io.read_input import iter_read_chunks
 from papara_py.io.read_stream import ReadStream
 from papara_py.io.reads import ReadChunk
+from papara_py.io.tree_input import read_edge_tree
 from papara_py.model.column_costs import ColumnCosts, column_costs
-from papara_py.model.edge_emission import EdgeColumnCosts, edge_column_costs
 from papara_py.model.decode import posterior_tables
+from papara_py.model.edge_emission import EdgeColumnCosts, edge_column_costs
 from papara_py.model.fixed_point import check_fixed_point
 from papara_py.model.params import PenaltyChoice, ScoringParams
 from papara_py.phylo.encoding import IS_GAP, Alphabet
@@ -74,8 +76,8 @@ class Inputs:
     are parsed (a started ReadStream); each input read once and hashed as it is parsed."""
 
     edge_tree: EdgeTree
-    alignment: object        # io.inputs.Alignment
-    match: object            # io.inputs.match_tips: tip rows, extra taxa
+    alignment: object        # io.alignment_input.Alignment
+    match: object            # io.alignment_input.match_tips: tip rows, extra taxa
     reads: ReadStream
     reads_file: ReadsFile
     digests: dict[str, Digest]

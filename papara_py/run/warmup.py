@@ -15,7 +15,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from papara_py.engine.compile_watch import COMPILE_ESTIMATE_SECONDS, _warming, logger, watch_compiles
+from papara_py.engine.compile_watch import (
+    COMPILE_ESTIMATE_SECONDS,
+    _warming,
+    logger,
+    watch_compiles,
+)
 
 #: The alphabets `warm_up` compiles for, by default both.
 ALPHABETS = ("dna", "protein")
@@ -126,7 +131,7 @@ def _without_lengths(tree: Path) -> Path:
     """A copy of the Newick file `tree` without its branch lengths, beside it (dendropy writes
     it): a protein run on such a tree has no edge tables (DESIGN.md 3), so its posterior step is a
     numba variant of its own."""
-    from papara_py.io.inputs import read_tree
+    from papara_py.io.tree_input import read_tree
 
     bare = tree.with_name(f"{tree.stem}-no-lengths.nwk")
     bare.write_text(read_tree(tree).as_string(schema="newick", suppress_edge_lengths=True, suppress_rooting=True,
@@ -140,7 +145,7 @@ def _wide_lanes(alignment_path: Path) -> None:
     import numpy as np
 
     from papara_py.engine.cpu import default_lane_width, score_block
-    from papara_py.io.inputs import read_alignment
+    from papara_py.io.alignment_input import read_alignment
     from papara_py.model.column_costs import column_costs
     from papara_py.model.params import PenaltyChoice
 

@@ -19,10 +19,10 @@ from Bio.Seq import Seq
 
 import papara_py
 from papara_py.errors import InputError, OptionError
-from papara_py.io.export import oriented_sequence
-from papara_py.io.inputs import read_alignment
-from papara_py.io.run_file import RunFile
+from papara_py.io.alignment_input import read_alignment
 from papara_py.io.cigar import place_read
+from papara_py.io.export import oriented_sequence
+from papara_py.io.run_file import RunFile
 from papara_py.model.params import DEFAULT_PRESET, PRESETS, ScoringParams
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "data" / "example"

@@ -138,7 +138,8 @@ def test_scheduler_variables_that_cannot_give_a_slice_are_refused(env, message):
 @pytest.mark.slow
 def test_prepared_profiles_equal_the_builder_and_are_memory_mapped(work):
     from papara_py.cluster.prepared import input_checksums
-    from papara_py.io.inputs import match_tips, read_alignment, read_tree
+    from papara_py.io.alignment_input import match_tips, read_alignment
+    from papara_py.io.tree_input import read_tree
     from papara_py.phylo.tree import EdgeTree
 
     paths = work["inputs"]

@@ -249,7 +249,9 @@ def test_threads_scoring_blocks_at_once_agree_with_one_thread():
 
 @pytest.mark.slow
 def test_real_reads_against_real_edge_profiles(pyrg_dir):
-    from papara_py.io.inputs import iter_reads, read_alignment, read_tree
+    from papara_py.io.alignment_input import read_alignment
+    from papara_py.io.read_input import iter_reads
+    from papara_py.io.tree_input import read_tree
     from papara_py.phylo.profiles import ProfileBuilder
     from papara_py.phylo.tree import EdgeTree
 

@@ -324,7 +324,9 @@ def test_scores_beyond_the_32_bit_range_are_refused(scorers) -> None:
 @pytest.mark.slow
 def test_real_pyrg_profiles_and_reads(pyrg_dir: Path, scorers) -> None:
     """Real edge profiles (pyrG tree and alignment, 2054 columns) and real reads."""
-    from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
+    from papara_py.io.alignment_input import match_tips, read_alignment
+    from papara_py.io.read_input import iter_reads
+    from papara_py.io.tree_input import read_tree
     from papara_py.phylo.profiles import ProfileBuilder
     from papara_py.phylo.tree import EdgeTree
 

@@ -17,17 +17,19 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from random_data import random_profiles, random_reads
 from posterior_cases import TIES, example_each, pooled_matrices
+from random_data import random_profiles, random_reads
 
-from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
+from papara_py.io.alignment_input import match_tips, read_alignment
+from papara_py.io.read_input import iter_reads
 from papara_py.io.reads import ReadSet
-from papara_py.model.fixed_point import PosteriorTables
-from papara_py.model.posterior import Batch, decode_batch, mea_alignment
-from papara_py.model.params import ScoringParams
-from papara_py.model.reference_scorer import profile_near, score_one
+from papara_py.io.tree_input import read_tree
 from papara_py.model.column_costs import column_costs, kernel_costs
 from papara_py.model.edge_emission import edge_column_costs
+from papara_py.model.fixed_point import PosteriorTables
+from papara_py.model.params import ScoringParams
+from papara_py.model.posterior import Batch, decode_batch, mea_alignment
+from papara_py.model.reference_scorer import profile_near, score_one
 from papara_py.phylo.encoding import DNA, PROTEIN
 from papara_py.phylo.profiles import ProfileBuilder
 from papara_py.phylo.tree import EdgeTree

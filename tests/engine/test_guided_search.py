@@ -23,8 +23,8 @@ from scripts_loader import load_script
 from papara_py.cli import build_parser
 from papara_py.engine.guided import INITIAL_CLUSTERS, GuidedOptions, GuidedSearch
 from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch
-from papara_py.io.inputs import read_tree
 from papara_py.io.run_file import RunFile
+from papara_py.io.tree_input import read_tree
 from papara_py.model.params import ScoringParams
 from papara_py.model.reference_scorer import score_matrix_reference
 from papara_py.phylo.clusters import cluster_edges
@@ -118,7 +118,7 @@ def test_reported_scores_are_the_reference_scorers_and_candidates_the_best_score
     fraction = guided.record["edges_scored_fraction"]
     assert fraction["mean"] < 0.9  # it did stop early
     tree = EdgeTree.from_dendropy(read_tree(str(data / "tree.nwk")))
-    from papara_py.io.inputs import match_tips, read_alignment
+    from papara_py.io.alignment_input import match_tips, read_alignment
     from papara_py.phylo.profiles import ProfileBuilder
 
     alignment = read_alignment(str(data / "ref.phy"))
@@ -195,7 +195,7 @@ def test_search_over_a_round_merges_into_one_candidate_list(tmp_path):
     """GuidedSearch on its own: every (read, edge) pair is scored at most once."""
     data = simulated(tmp_path, 8, taxa=30, reads=5)
     tree = EdgeTree.from_dendropy(read_tree(str(data / "tree.nwk")))
-    from papara_py.io.inputs import match_tips, read_alignment
+    from papara_py.io.alignment_input import match_tips, read_alignment
     from papara_py.phylo.profiles import ProfileBuilder
 
     alignment = read_alignment(str(data / "ref.phy"))
@@ -271,7 +271,7 @@ def test_guided_on_a_gpu_and_cpu_workers_equals_guided_on_the_cpu(tmp_path, open
     workers (hybrid) against CPU workers alone."""
     from papara_py.engine.consumers import GpuChunkScorer
     from papara_py.engine.gpu import GpuScorer
-    from papara_py.io.inputs import match_tips, read_alignment
+    from papara_py.io.alignment_input import match_tips, read_alignment
     from papara_py.phylo.profiles import ProfileBuilder
 
     data = simulated(tmp_path, 9, taxa=50, reads=12)

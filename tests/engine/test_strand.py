@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from alignment_truth import residue_columns
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from alignment_truth import residue_columns
 from scripts_loader import load_script
 
 from papara_py.cli import build_parser
@@ -31,8 +31,8 @@ from papara_py.engine.strand import (
     orient,
 )
 from papara_py.errors import InputError
+from papara_py.io.alignment_input import read_alignment
 from papara_py.io.export import export, oriented_sequence
-from papara_py.io.inputs import read_alignment
 from papara_py.io.reads import ReadSet
 from papara_py.io.run_file import RunFile
 from papara_py.phylo.encoding import IS_GAP, reverse_complement

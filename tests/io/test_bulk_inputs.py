@@ -1,9 +1,9 @@
 """The input side's fast paths against the paths they stand in for (issue 57, 10^5 taxa):
 
-- the alignment's bulk path (io/inputs._bulk_alignment, numba passes over the file's bytes)
+- the alignment's bulk path (io/alignment_input._bulk_alignment, numba passes over the file's bytes)
   gives the line parsers' Alignment wherever it takes a file, and leaves the rest (malformed
   files, errors) to them;
-- a plain Newick text read without dendropy (io/inputs._plain_newick -> EdgeTree.from_nodes)
+- a plain Newick text read without dendropy (io/tree_input._plain_newick -> EdgeTree.from_nodes)
   gives dendropy's EdgeTree, and anything else goes to dendropy;
 - the profile passes and a block's lanes in numba (phylo/jit.py) equal the numpy passes and
   `make_block` of `profiles` (the brute-force Sankoff of tests/test_profiles.py checks both).
@@ -16,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import papara_py.io.inputs as inputs
+import papara_py.io.alignment_input as alignment_input
+import papara_py.io.tree_input as tree_input
 from papara_py.engine.layout import make_block
 from papara_py.errors import InputError
 from papara_py.io.checksums import Digest
@@ -29,16 +30,16 @@ NAME_CHARS = "abcXYZ019_.-|&!"
 
 def _both(data: bytes, alphabet: str = "auto"):
     """(the bulk path's Alignment or None, the line parsers' Alignment or their InputError)."""
-    bulk = inputs._bulk_alignment(data, "aln", alphabet)
-    old = inputs.BULK_ALIGNMENT_BYTES
-    inputs.BULK_ALIGNMENT_BYTES = 1 << 62
+    bulk = alignment_input._bulk_alignment(data, "aln", alphabet)
+    old = alignment_input.BULK_ALIGNMENT_BYTES
+    alignment_input.BULK_ALIGNMENT_BYTES = 1 << 62
     try:
         try:
-            lines = inputs._parse_alignment(data, "aln", alphabet)
+            lines = alignment_input._parse_alignment(data, "aln", alphabet)
         except InputError as error:
             lines = error
     finally:
-        inputs.BULK_ALIGNMENT_BYTES = old
+        alignment_input.BULK_ALIGNMENT_BYTES = old
     return bulk, lines
 
 
@@ -106,13 +107,13 @@ def test_a_large_file_takes_the_bulk_path_and_is_hashed_once(tmp_path, monkeypat
     rows = ["".join(rng.choice(list("ACGT-"), 2000)) for _ in range(600)]
     path = tmp_path / "big.phy"
     path.write_text("600 2000\n" + "".join(f"taxon{i} {r}\n" for i, r in enumerate(rows)))
-    assert path.stat().st_size >= inputs.BULK_ALIGNMENT_BYTES
+    assert path.stat().st_size >= alignment_input.BULK_ALIGNMENT_BYTES
     digest = Digest()
-    found = inputs.read_alignment(path, digest)
+    found = alignment_input.read_alignment(path, digest)
     import hashlib
     assert digest.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()
-    monkeypatch.setattr(inputs, "BULK_ALIGNMENT_BYTES", 1 << 62)
-    _same(found, inputs.read_alignment(path))
+    monkeypatch.setattr(alignment_input, "BULK_ALIGNMENT_BYTES", 1 << 62)
+    _same(found, alignment_input.read_alignment(path))
     assert found.rows.shape == (600, 2000) and found.alphabet is DNA
 
 
@@ -143,9 +144,9 @@ def plain_newicks(draw) -> str:
 def test_plain_newick_is_dendropys_tree(tmp_path_factory, text):
     path = tmp_path_factory.mktemp("t") / "tree.nwk"
     path.write_text(text)
-    assert inputs._plain_newick(text) is not None
-    fast = inputs.read_edge_tree(path)
-    slow = EdgeTree.from_dendropy(inputs.read_tree(path))
+    assert tree_input._plain_newick(text) is not None
+    fast = tree_input.read_edge_tree(path)
+    slow = EdgeTree.from_dendropy(tree_input.read_tree(path))
     for field in ("parent", "child_ptr", "child_ids", "first_below", "tip_node"):
         assert np.array_equal(getattr(fast, field), getattr(slow, field)), field
     assert fast.tip_names == slow.tip_names
@@ -159,14 +160,14 @@ def test_plain_newick_is_dendropys_tree(tmp_path_factory, text):
     "(a\tb,c,d);", "((a,b)c:1:2,d,e);", "(a,b,c)d e;",
 ])
 def test_anything_else_is_left_to_dendropy(text):
-    assert inputs._plain_newick(text) is None
+    assert tree_input._plain_newick(text) is None
 
 
 def test_a_tree_dendropy_refuses_is_refused_the_same(tmp_path):
     path = tmp_path / "t.nwk"
     path.write_text("(a,b,a);")
     with pytest.raises(InputError, match="duplicate"):
-        inputs.read_edge_tree(path)
+        tree_input.read_edge_tree(path)
 
 
 # ---- profiles ---------------------------------------------------------------------------------
@@ -175,7 +176,7 @@ def test_a_tree_dendropy_refuses_is_refused_the_same(tmp_path):
 @st.composite
 def trees_and_rows(draw):
     text = draw(plain_newicks())
-    tree = EdgeTree.from_nodes(*inputs._plain_newick(text))
+    tree = EdgeTree.from_nodes(*tree_input._plain_newick(text))
     protein = draw(st.booleans())
     m = draw(st.sampled_from([1, 7, 70, 200]))
     letters = np.frombuffer((b"ACDEFGHIKLMNPQRSTVWYBXZ-." if protein else b"ACGTRYKMSWN-.?acgt"), np.uint8)
@@ -203,7 +204,7 @@ def test_numba_passes_and_lanes_equal_the_numpy_ones(case):
 
 
 def test_a_bad_character_is_named_as_before():
-    tree = EdgeTree.from_nodes(*inputs._plain_newick("((a,b),c,(d,e));"))
+    tree = EdgeTree.from_nodes(*tree_input._plain_newick("((a,b),c,(d,e));"))
     rows = np.frombuffer(b"ACGT" * 5, np.uint8).reshape(5, 4).copy()
     rows[3, 2] = ord("!")
     messages = []

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from misuse import Workspace, assert_refused, papara
 
 from papara_py.cli import main
-from papara_py.io.inputs import read_alignment
+from papara_py.io.alignment_input import read_alignment
 from papara_py.io.checksums import string_crc32
 from papara_py.io.run_file import LAYOUT
 from papara_py.io.run_writer import FORMAT_VERSION

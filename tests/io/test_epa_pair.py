@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from papara_py.io.inputs import read_alignment
+from papara_py.io.alignment_input import read_alignment
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "data" / "example"
 

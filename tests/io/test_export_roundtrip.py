@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from misuse import EXAMPLE, Workspace, assert_refused, papara
 
-from papara_py.io.inputs import read_alignment
+from papara_py.io.alignment_input import read_alignment
 
 
 def strict_inputs(directory: Path) -> None:

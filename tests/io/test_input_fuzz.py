@@ -18,7 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from papara_py.errors import InputError
-from papara_py.io.inputs import iter_reads, read_alignment, read_tree
+from papara_py.io.alignment_input import read_alignment
+from papara_py.io.read_input import iter_reads
+from papara_py.io.tree_input import read_tree
 
 PARSERS: dict[str, Callable[[str], object]] = {
     "tree": read_tree,

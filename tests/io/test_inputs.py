@@ -14,8 +14,10 @@ import pytest
 from bad_inputs import BASE, CATALOGUE, BadInput
 
 from papara_py.errors import InputError
-from papara_py.io import inputs
-from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
+from papara_py.io import read_input
+from papara_py.io.alignment_input import match_tips, read_alignment
+from papara_py.io.read_input import iter_reads
+from papara_py.io.tree_input import read_tree
 from papara_py.phylo.encoding import DNA
 
 
@@ -337,7 +339,7 @@ def _by_lines(path: Path) -> list:
     if numbered and numbered[-1][1] == b"" and lines.endswith(b"\n"):
         numbered.pop()  # the text after the last newline
     try:
-        chunks = list(inputs._line_path(iter(numbered), {}, str(path), DNA))
+        chunks = list(read_input._line_path(iter(numbered), {}, str(path), DNA))
     except InputError as error:
         return [str(error)]
     return _flat(chunks)
@@ -354,7 +356,7 @@ def _flat(chunks) -> list:
 
 def _both_parsers(path: Path) -> list:
     try:
-        return _flat(inputs.iter_read_chunks(path))
+        return _flat(read_input.iter_read_chunks(path))
     except InputError as error:
         return [str(error)]
 
@@ -395,7 +397,7 @@ def test_bulk_and_line_parsers_agree(tmp_path: Path, monkeypatch, name: str, blo
     the block size (records and lines cut anywhere), plain and gzipped."""
     content = READ_FILES[name]
     data = content if isinstance(content, bytes) else content.encode()
-    monkeypatch.setattr(inputs, "READ_BLOCK_BYTES", block)
+    monkeypatch.setattr(read_input, "READ_BLOCK_BYTES", block)
     for path in (_write(tmp_path, "reads", data), _write(tmp_path, "reads.gz", gzip.compress(data))):
         expected, found = _by_lines(path), _both_parsers(path)
         if expected == ["the gzip data is corrupt or truncated"]:  # where it breaks: line by line or by block
@@ -403,7 +405,7 @@ def test_bulk_and_line_parsers_agree(tmp_path: Path, monkeypatch, name: str, blo
         else:
             assert found == expected, name
     if name in ("fasta", "fastq", "crlf"):  # well-formed: the bulk path takes every block
-        monkeypatch.setattr(inputs, "_line_path", None)
+        monkeypatch.setattr(read_input, "_line_path", None)
         assert _both_parsers(path) == expected
 
 

@@ -15,7 +15,8 @@ import pytest
 from misuse import EXAMPLE, papara
 
 from papara_py.errors import InputError
-from papara_py.io.inputs import read_alignment, read_tree
+from papara_py.io.alignment_input import read_alignment
+from papara_py.io.tree_input import read_tree
 from papara_py.phylo.tree import EdgeTree
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from alignment_truth import residue_columns
 
-from papara_py.io.inputs import read_tree
 from papara_py.io.run_file import RunFile
+from papara_py.io.tree_input import read_tree
 from papara_py.phylo.tree import EdgeTree
 from papara_py.run.config import RunConfig
 from papara_py.run.runner import run

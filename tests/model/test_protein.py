@@ -16,10 +16,12 @@ import pytest
 from misuse import Workspace, assert_refused, papara
 
 from papara_py.errors import InputError
+from papara_py.io.alignment_input import match_tips, read_alignment
 from papara_py.io.checksums import attributes_crc32
-from papara_py.io.inputs import iter_reads, match_tips, read_alignment, read_tree
+from papara_py.io.read_input import iter_reads
 from papara_py.io.reads import ReadSet
 from papara_py.io.run_file import RunFile
+from papara_py.io.tree_input import read_tree
 from papara_py.model.column_costs import column_costs
 from papara_py.model.params import PRESETS, ScoringParams
 from papara_py.model.reference_scorer import profile_near, score_matrix_reference

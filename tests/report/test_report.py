@@ -25,9 +25,15 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from papara_py.io.inputs import read_tree  # noqa: E402
 from papara_py.io.run_writer import run_writer  # noqa: E402
-from papara_py.model.outliers import NULL_READS, OutlierNull, find_outliers, null_lengths, null_reads  # noqa: E402
+from papara_py.io.tree_input import read_tree  # noqa: E402
+from papara_py.model.outliers import (  # noqa: E402
+    NULL_READS,
+    OutlierNull,
+    find_outliers,
+    null_lengths,
+    null_reads,
+)
 from papara_py.phylo.encoding import DNA  # noqa: E402
 from papara_py.phylo.tree import EdgeTree  # noqa: E402
 from papara_py.report.page import (  # noqa: E402

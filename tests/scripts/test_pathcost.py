@@ -28,7 +28,8 @@ def test_path_cost_is_eq_1_along_the_path_and_the_script_reports_it(tmp_path, mo
     assert result.returncode == 0, result.stderr
     pathcost = load_script("pathcost")
     ba = pathcost.ba
-    from papara_py.io.inputs import match_tips, read_alignment, read_tree
+    from papara_py.io.alignment_input import match_tips, read_alignment
+    from papara_py.io.tree_input import read_tree
     from papara_py.model.column_costs import column_costs, kernel_costs
     from papara_py.model.params import ScoringParams
     from papara_py.model.reference_scorer import profile_near

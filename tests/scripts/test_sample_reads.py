@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scripts_loader import SCRIPTS, load_script
 
-from papara_py.io.inputs import iter_reads
+from papara_py.io.read_input import iter_reads
 
 sample = load_script("sample_reads")
 

@@ -32,7 +32,7 @@ def true_edge_is_candidate(data, run: Path) -> dict[str, bool | None]:
     run file `run` (None: no true split, or no edge of the tree has it)."""
     import h5py
 
-    from papara_py.io.inputs import read_tree
+    from papara_py.io.tree_input import read_tree
     from papara_py.phylo.tree import EdgeTree
 
     tree = EdgeTree.from_dendropy(read_tree(data.tree))
