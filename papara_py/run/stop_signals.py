@@ -16,7 +16,10 @@ raises unwinds from there. Two places are not safe, both seen in CI and in a loo
 So the handler raises only when no frame of numba's or llvmlite's is on the main thread's stack,
 and asks again shortly after (`RETRY_SECONDS`) otherwise; and a stop exception that Python
 dropped is delivered again the same way. Either costs a stopped run at most the time the library
-needs to finish the function it is loading.
+needs to finish the function it is loading. A delivery still pending when the block ends is
+settled there, never left to a timer that the process's exit would cancel: a run started from
+Python raises KeyboardInterrupt at the end of the call (the interrupt landed during it), the
+command line's finished command keeps its exit status.
 """
 from __future__ import annotations
 
@@ -58,6 +61,7 @@ def stop_signals_raise() -> Iterator[None]:
 
     def handler(number: int, frame: FrameType | None) -> None:
         nonlocal raised
+        _delivered(number)
         sys.unraisablehook = dropped
         if number == signal.SIGINT:
             _interrupt(number, frame)
@@ -91,6 +95,9 @@ def stop_signals_raise() -> Iterator[None]:
         active = False
         for number, old in previous.items():
             signal.signal(number, old)
+        # the command ended (its outputs are complete or removed) before a deferred stop was sent
+        # again: sent after the handlers went back, it would kill the process or print a traceback
+        _take_pending()
 
 
 @contextmanager
@@ -102,7 +109,9 @@ def interrupt_waits_for_libraries() -> Iterator[None]:
     cell runs) is replaced, and put back after the block; a program's own handler, an ignored
     SIGINT, SIGTERM and SIGHUP, and a run on a thread other than the main one are left as they
     are. Unlike the command line's, an interrupt Python drops in a destructor stays dropped, as
-    it is without papara-py: the caller's `sys.unraisablehook` is not touched."""
+    it is without papara-py: the caller's `sys.unraisablehook` is not touched. An interrupt still
+    waiting for numba when the block ends is raised there (its timer would otherwise fire after
+    the call, or never, if the program ends first)."""
     replaced = False
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         try:
@@ -112,6 +121,13 @@ def interrupt_waits_for_libraries() -> Iterator[None]:
             pass
     try:
         yield
+    except BaseException:
+        if replaced:
+            _take_pending()  # the call is ending already: a second stop would only cut its clean-up
+        raise
+    else:
+        if replaced and _take_pending() is not None:
+            raise KeyboardInterrupt  # Ctrl-C landed in numba's last call: the call is interrupted all the same
     finally:
         if replaced and signal.getsignal(signal.SIGINT) is _interrupt:
             signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -119,6 +135,7 @@ def interrupt_waits_for_libraries() -> Iterator[None]:
 
 def _interrupt(number: int, frame: FrameType | None) -> None:
     """Ctrl-C as Python's own handler, once no frame of numba's or llvmlite's is on the stack."""
+    _delivered(number)
     if _inside_uninterruptible_library(frame):
         _deliver_again(number)
     else:
@@ -137,11 +154,49 @@ def _inside_uninterruptible_library(frame: FrameType | None) -> bool:
     return False
 
 
+#: Deliveries not yet made, by signal number: their timers (`_deliver_again`). Written by the main
+#: thread only (its handlers and blocks), so no lock: a handler runs between any two bytecodes of
+#: that thread, and a lock it held there would deadlock.
+_pending: dict[int, threading.Timer] = {}
+
+
 def _deliver_again(number: int) -> None:
     """Send signal `number` to the main thread again after `RETRY_SECONDS`, from a thread of its own
-    (the handler itself must return for the library's code to go on). To the main thread, not the
-    process: the kernel may hand a process's signal to any thread, and then a main thread blocked
-    in a wait (time.sleep, a lock) is not woken to run the handler (seen in CI: 10 s late)."""
-    timer = threading.Timer(RETRY_SECONDS, signal.pthread_kill, (threading.main_thread().ident, number))
+    (the handler itself must return for the library's code to go on), and again every
+    `RETRY_SECONDS` until its handler has run (`_delivered`). To the main thread, not the process:
+    the kernel may hand a process's signal to any thread, and then a main thread blocked in a wait
+    (time.sleep, a lock) is not woken to run the handler (seen in CI: 10 s late). And more than
+    once: a signal that arrives just before the main thread enters such a wait does not end it
+    either (Python checks its handlers when the wait ends; seen in a loop of this module's tests
+    on a loaded machine: the handler ran when a 10 s sleep was over)."""
+    timer = threading.Timer(RETRY_SECONDS, _send_until_delivered, (number,))
     timer.daemon = True
+    earlier = _pending.get(number)
+    _pending[number] = timer
+    if earlier is not None:  # one delivery of a signal at a time, the latest
+        earlier.cancel()
     timer.start()
+
+
+def _send_until_delivered(number: int) -> None:
+    """The timer's work: the signal to the main thread, every RETRY_SECONDS while still pending."""
+    timer = threading.current_thread()
+    while _pending.get(number) is timer:
+        signal.pthread_kill(threading.main_thread().ident, number)
+        if timer.finished.wait(RETRY_SECONDS):  # cancelled (`_take_pending`)
+            return
+
+
+def _delivered(number: int) -> None:
+    """The handler of signal `number` runs: a delivery pending for it is made."""
+    _pending.pop(number, None)
+
+
+def _take_pending() -> int | None:
+    """A signal whose delivery is still pending, its timer cancelled (the block that deferred it is
+    ending); None if none is."""
+    taken = list(_pending.items())
+    _pending.clear()
+    for _, timer in taken:
+        timer.cancel()
+    return taken[0][0] if taken else None
