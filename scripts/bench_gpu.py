@@ -38,7 +38,8 @@ import numpy as np
 from numba import njit
 
 from papara_py import kernels
-from papara_py.engine.gpu import GpuScorer, Variant
+from papara_py.engine.band_inputs import Variant
+from papara_py.engine.gpu import GpuScorer
 from papara_py.engine.layout import block_count, make_block
 from papara_py.engine.opencl_devices import describe_devices, discover_devices
 from papara_py.model.params import DEFAULT_PRESET, PRESETS, ScoringParams

@@ -6,7 +6,7 @@ For each variant (VARIANTS, in order of interest: the candidates for the default
 lookup path at register limits and stripe heights, protein's lookup path and its table form
 (LOOKUP_TABLE), then the element paths, Eq. 1, protein without column costs, portable C):
 1. Build it (band_score.cl with the variant's options, as engine/gpu.py builds it: a register
-   limit is the build option -cl-nv-maxrregcount, gpu.Variant.registers).
+   limit is the build option -cl-nv-maxrregcount, band_inputs.Variant.registers).
 2. Verify it bit-identical to the reference scorer (model/reference_scorer) on fresh random
    chunks: every (read, edge) score is checked (k = the chunk's edge count, so each read's list
    holds all of them, sorted by (score, edge)), with every output and scratch buffer filled with a
@@ -56,7 +56,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from papara_py import kernels  # noqa: E402
-from papara_py.engine.gpu import GpuScorer, lookup_fits  # noqa: E402
+from papara_py.engine.band_inputs import lookup_fits  # noqa: E402
+from papara_py.engine.gpu import GpuScorer  # noqa: E402
 from papara_py.engine.layout import block_count, make_block  # noqa: E402
 from papara_py.engine.opencl_devices import describe_devices, discover_devices  # noqa: E402
 from papara_py.model.params import ScoringParams  # noqa: E402
@@ -96,7 +97,7 @@ class Case:
 AHEAD2 = ("-DBAND_AHEAD=2",)
 VARIANTS = [
     Case("dna-lookup", DNA, "weighted",
-         note="DNA default: lookup path, 32 rows, 168 registers (gpu.LOOKUP_REGISTERS: 12 warps per SM)"),
+         note="DNA default: lookup path, 32 rows, 168 registers (band_inputs.LOOKUP_REGISTERS: 12 warps per SM)"),
     Case("dna-lookup-reg128", DNA, "weighted", scorer=dict(max_registers=128),
          note="lookup, 32 rows, 128 registers (16 warps per SM; offline: the lookup loops keep no spills)"),
     Case("dna-lookup-ahead2", DNA, "weighted", scorer=dict(extra_options=AHEAD2),

@@ -413,7 +413,7 @@ def main() -> int:
     elif args.options:
         options = args.options
     else:
-        from papara_py.engine.gpu import Variant
+        from papara_py.engine.band_inputs import Variant
         from papara_py.phylo.encoding import ALPHABETS
 
         base = Variant(packed=True, ptx=bool(args.ptx), rows=args.rows or 32)

@@ -27,7 +27,7 @@ def table_lanes(lanes, table, out):
 @njit("void(uint8[:, ::1], uint32[:, ::1], uint32[:, :, ::1])", cache=True, nogil=True)
 def pair_words(lanes, pairs, words):
     """words[i, u] = pairs[lanes[i, 2u] | lanes[i, 2u+1] << 8] (lanes past the edges: 0), and the
-    rows from lanes' last column on zero (engine/gpu.lookup_words of DNA)."""
+    rows from lanes' last column on zero (engine/band_inputs.lookup_words of DNA)."""
     m, n = lanes.shape
     for i in range(m):
         for u in range(words.shape[1]):

@@ -185,28 +185,6 @@ def test_grouped_items_go_out_by_cells_across_groups():
     assert sizes == [2, 2, 2]  # 600 cells in even launches of about 250: 200 each
 
 
-@pytest.mark.parametrize("n_edges", [1, 2, 63, 64, 65, 130])
-def test_dna_profile_words_in_numba_equal_numpy(n_edges):
-    """engine/gpu.py's numba `_padded_profile` (DNA with near states) and `lookup_words`
-    against the numpy forms they replace."""
-    from papara_py.engine.gpu import Variant, _near_bytes, _pair_table, _padded_profile, _units, lookup_words
-
-    rng = np.random.default_rng(n_edges)
-    m = 37
-    lanes = random_profiles(rng, n_edges, m).T.copy()
-    variant = Variant(packed=True, ptx=False, rows=6).of(DNA, near=True, lookup=True)
-    padded = np.zeros((m, _units(n_edges, variant) * 2), np.uint8)
-    padded[:, :n_edges] = lanes
-    np.testing.assert_array_equal(_padded_profile(lanes, variant), _near_bytes(padded, DNA))
-    np.testing.assert_array_equal(_padded_profile(lanes[:, ::-1], variant), _near_bytes(
-        np.pad(lanes[:, ::-1], ((0, 0), (0, padded.shape[1] - n_edges))), DNA))
-    params = ScoringParams(5, 7, 9, 2, 11, near_mismatch=3)
-    words = np.zeros((m + 5, padded.shape[1] // 2, 4), np.uint32)
-    keys = padded[:, 0::2] | padded[:, 1::2].astype(np.uint16) << 8
-    words[:m] = _pair_table(DNA, params.values())[keys]
-    np.testing.assert_array_equal(lookup_words(lanes, variant, params), words.reshape(m + 5, -1))
-
-
 @pytest.mark.parametrize("narrow", [True, False])
 def test_protein_groups_with_column_costs(scorers, narrow):
     """Column profile costs (each read's cost profile expanded once, shared by its tasks) and
