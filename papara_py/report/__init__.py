@@ -1,6 +1,9 @@
 """`papara-py report`: one HTML page and PNG figures that show a run at a glance.
 
-- `page`: what is computed from a run (outliers, placement confidence) and the HTML.
+- `page`: the report (`build_report`, `write_report`): the HTML page and which figures it draws.
+- `run_view`: `RunView`, what a report reads from a run file (`load_run`), memory bounded.
+- `placement`: where the reads' best scores put them and how clearly (`best_branch_counts`,
+  `placement_confidence`), from the stored candidates.
 - `figures`: the matplotlib figures.
 - `tree_drawing`: the numbered tree as a drawable layout.
 

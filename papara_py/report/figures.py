@@ -101,7 +101,7 @@ def _count_ticks(most: int) -> list[int]:
 def tree_figure(display: DisplayTree, edge_reads: np.ndarray, n_outliers: int = 0) -> Figure:
     """The reference tree with each branch coloured and labelled by its best-branch count.
 
-    `edge_reads[e]` is edge e's best-branch count (report/page.best_branch_counts: the reads
+    `edge_reads[e]` is edge e's best-branch count (report/placement.best_branch_counts: the reads
     whose best score is on e, a read tied between n branches counting 1/n on each; outliers,
     `n_outliers` of them, left out by the caller). These are not placements (EPA-ng's likelihood
     weights): only where papara-py's best score lies. Collapsed subtrees (see `NumberedTree.display`) are one row each, marked
@@ -294,7 +294,7 @@ def score_figure(per_residue: np.ndarray, lengths: np.ndarray, outlier: np.ndarr
 
 def confidence_figure(gap: np.ndarray, n_close: np.ndarray, connected: np.ndarray, margin: int,
                       k: int) -> Figure:
-    """How clearly each read's best branch beats the others (see report.PlacementConfidence).
+    """How clearly each read's best branch beats the others (see report/placement.PlacementConfidence).
 
     Left: second-best minus best score per read (`gap`, -1 where there is no second candidate),
     red for ties, orange up to `margin`, green beyond. Right: reads by the number of candidates

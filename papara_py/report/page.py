@@ -3,9 +3,9 @@
 Biologists check a run by looking at it: where on the tree the sample landed, which region of
 the gene the reads cover, which reads do not fit the reference at all, how sure the best branch
 is, and what was run on what. This module reads the run file (DESIGN 7) into the few arrays
-those questions need (`load_run`; per-read data in bounded chunks), derives the statistics
-(`find_outliers`, the one outlier rule, from model/outliers.py, which the exports apply too;
-`placement_confidence`), has `report_figures` draw them and writes a single HTML file with the
+those questions need (report/run_view.load_run; per-read data in bounded chunks), derives the
+statistics (`find_outliers`, the one outlier rule, from model/outliers.py, which the exports apply
+too; report/placement.py), has `report_figures` draw them and writes a single HTML file with the
 PNGs embedded as base64 and the CSS inline, so it can be mailed or archived as one file. Outputs are written atomically, like every papara-py output.
 """
 
@@ -24,9 +24,13 @@ import numpy as np
 
 from papara_py.errors import InputError
 from papara_py.io.outputs import atomic_path
-from papara_py.io.run_file import RunFile
 from papara_py.model.outliers import OutlierNull, Outliers, find_outliers
-from papara_py.phylo.encoding import IS_GAP
+from papara_py.report.placement import (
+    PlacementConfidence,
+    best_branch_counts,
+    placement_confidence,
+)
+from papara_py.report.run_view import PP_CODES, RunView, load_run
 
 if TYPE_CHECKING:  # matplotlib and Bio.Phylo are imported when a report is built, not with this module
     from papara_py.report.tree_drawing import NumberedTree
@@ -36,199 +40,6 @@ DEFAULT_MAX_TIPS = 150
 #: Rows of the outlier and branch tables in the HTML (all counts are still given).
 TABLE_ROWS = 200
 TOP_BRANCHES = 20
-_GAP_BYTE = ord("-")
-
-
-@dataclass
-class RunView:
-    """What the report needs from one run file; per-read arrays are over all Q reads."""
-
-    path: str
-    file_attrs: dict
-    run_attrs: dict
-    newick_numbered: str
-    status: np.ndarray           # str [Q]
-    best_edge: np.ndarray        # int32 [Q], -1 if not aligned
-    score: np.ndarray            # int32 [Q]
-    length: np.ndarray           # int64 [Q], residues of the read
-    strand: np.ndarray           # str [Q]
-    candidate_edge: np.ndarray   # int32 [Q, K]
-    candidate_score: np.ndarray  # int32 [Q, K]
-    occupancy: np.ndarray        # float64 [m], share of reference rows with a residue there
-    pp_counts: np.ndarray        # int64 [11], residues per PP code "0".."9", "*" (all 0: no posteriors)
-
-    @property
-    def aligned(self) -> np.ndarray:
-        """bool [Q]: reads that were aligned and placed (status "aligned", an edge)."""
-        return (self.status == "aligned") & (self.best_edge >= 0)
-
-    @property
-    def parameters(self) -> dict:
-        return self.run_attrs.get("parameters") or {}
-
-    @property
-    def n_columns(self) -> int:
-        return len(self.occupancy)
-
-    def names(self, indices: np.ndarray) -> list[str]:
-        """Names of the reads at `indices`, in that order (read from the file on demand)."""
-        if len(indices) == 0:
-            return []
-        order = np.argsort(indices)
-        with RunFile(self.path) as run:
-            found = run.names(np.asarray(indices)[order])
-        names = [""] * len(indices)
-        for slot, name in zip(order, found):
-            names[slot] = name
-        return names
-
-    def read_depth(self, group: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per group of reads and reference column: (reads with a residue, reads spanning it).
-
-        Both int64 [n_groups, m]; `group[q]` is read q's group (-1: not counted). A read spans
-        the columns from its first to its last residue, so spans show the region a read covers
-        even where it has deletions or crosses insertion columns of a few taxa (common in large
-        alignments, where residue counts alone look like a barcode). /reads/aligned is scanned
-        in row blocks of about 32 MB, so this works for any number of reads.
-        """
-        residues = np.zeros((n_groups, self.n_columns), dtype=np.int64)
-        changes = np.zeros((n_groups, self.n_columns + 1), dtype=np.int64)
-        with RunFile(self.path) as run:
-            start = 0
-            for block in run.row_blocks("reads/aligned"):
-                labels = group[start:start + len(block)]
-                start += len(block)
-                for g in range(n_groups):
-                    filled = block[labels == g] != _GAP_BYTE
-                    filled = filled[filled.any(axis=1)]
-                    residues[g] += np.count_nonzero(filled, axis=0)
-                    np.add.at(changes[g], np.argmax(filled, axis=1), 1)
-                    np.add.at(changes[g], self.n_columns - np.argmax(filled[:, ::-1], axis=1), -1)
-        return residues, np.cumsum(changes, axis=1)[:, :-1]
-
-
-def load_run(path: str | os.PathLike) -> RunView:
-    """Read what the report needs; an unreadable, foreign or damaged file is an InputError.
-
-    The reference is scanned in chunks of about 32 MB; read names and /reads/aligned are not
-    loaded (see `RunView.names` and `read_depth`), so memory stays bounded for millions of reads.
-    """
-    with RunFile(path) as run:
-        length = np.zeros(run.n_reads, dtype=np.int64)
-        step = 1 << 16  # strings: a bounded number at a time
-        pp_counts = np.zeros(len(PP_CODES), dtype=np.int64)
-        for start in range(0, len(length), step):
-            length[start:start + step] = [len(s) for s in run.column("sequence", slice(start, start + step))]
-            pp_counts += pp_histogram(run.column("pp", slice(start, start + step)))
-        filled = np.zeros(run.n_columns, dtype=np.int64)
-        for block in run.row_blocks("reference/alignment"):
-            filled += np.count_nonzero(~IS_GAP[block], axis=0)
-        return RunView(
-            path=run.path,
-            file_attrs=run.attrs,
-            run_attrs=run.record,
-            newick_numbered=run.newick_numbered,
-            status=run.column("status"),
-            best_edge=run.column("best_edge"),
-            score=run.column("score"),
-            length=length,
-            strand=run.column("strand"),
-            candidate_edge=run.column("candidates/edge"),
-            candidate_score=run.column("candidates/score"),
-            occupancy=filled / max(1, run.n_reference),
-            pp_counts=pp_counts,
-        )
-
-
-#: hmmalign's posterior probability codes, in order (DESIGN 5, /reads/pp).
-PP_CODES = "0123456789*"
-_PP_INDEX = np.full(256, -1, dtype=np.int64)
-_PP_INDEX[np.frombuffer(PP_CODES.encode(), np.uint8)] = np.arange(len(PP_CODES))
-
-
-def pp_histogram(pp: np.ndarray) -> np.ndarray:
-    """int64 [11]: how many residues carry each PP code in the strings `pp` (one per read)."""
-    codes = _PP_INDEX[np.frombuffer("".join(pp).encode("ascii"), np.uint8)]
-    return np.bincount(codes[codes >= 0], minlength=len(PP_CODES))
-
-
-def best_branch_counts(candidate_edge: np.ndarray, candidate_score: np.ndarray, n_edges: int) -> np.ndarray:
-    """float64 [n_edges]: each branch's best-branch count over the given reads (rows): a read adds
-    1 to the branch of its best score, or 1/n to each of the n stored candidates that tie for it
-    (none goes to the lowest branch number, as /reads/best_edge's tie-break would). With K = 1 a
-    tie cannot be seen and the best edge takes the read. These are counts of where papara-py's
-    scores are best, not placements: EPA-ng's likelihood weights are another measure."""
-    if not len(candidate_edge):
-        return np.zeros(n_edges)
-    present = candidate_edge >= 0
-    tied = present & (candidate_score == candidate_score[:, :1])
-    share = tied / np.maximum(tied.sum(axis=1, keepdims=True), 1)
-    return np.bincount(candidate_edge[tied], weights=share[tied], minlength=n_edges)
-
-
-@dataclass
-class PlacementConfidence:
-    """How clearly the best branch wins, per placed read (only when K >= 2 candidates are kept).
-
-    gap:       second-best minus best score (0 = tie), -1 where no second candidate exists.
-    n_close:   candidates scoring within `margin` of the best, the best included (K: K or more).
-    connected: the candidates within `margin` form one connected piece of the tree (neighbouring
-               branches: the read's region is clear, only the exact branch is not), else they
-               lie in different parts of the tree.
-    margin:    one mismatch penalty: a single substitution in the read could swap the two.
-    """
-
-    gap: np.ndarray
-    n_close: np.ndarray
-    connected: np.ndarray
-    margin: int
-    k: int
-
-    @property
-    def tied(self) -> int:
-        return int(np.count_nonzero(self.gap == 0))
-
-    @property
-    def close(self) -> int:
-        return int(np.count_nonzero((self.gap > 0) & (self.gap <= self.margin)))
-
-    @property
-    def distant(self) -> int:
-        """Reads whose near-equal branches lie in different parts of the tree."""
-        return int(np.count_nonzero((self.n_close > 1) & ~self.connected))
-
-
-def placement_confidence(candidate_edge: np.ndarray, candidate_score: np.ndarray, edge_ends: np.ndarray,
-                         margin: int) -> PlacementConfidence | None:
-    """Ties and near-ties among the stored candidates of the given reads (rows).
-
-    `edge_ends[e]` are the two nodes edge e joins (NumberedTree.edge_ends). None when fewer than
-    two candidates are kept per read.
-    """
-    k = candidate_score.shape[1] if candidate_score.ndim == 2 else 0
-    if k < 2:
-        return None
-    scores = candidate_score.astype(np.int64)
-    present = (scores >= 0) & (candidate_edge >= 0)
-    gap = np.where(present[:, 1], scores[:, 1] - scores[:, 0], -1)
-    close = present & (scores - scores[:, :1] <= margin)
-    connected = np.ones(len(scores), dtype=bool)
-    step = 1 << 16  # bounds the [rows, K, K, 2, 2] comparison below
-    for start in range(0, len(scores), step):
-        rows = slice(start, start + step)
-        connected[rows] = _connected(candidate_edge[rows], close[rows], edge_ends)
-    return PlacementConfidence(gap, np.count_nonzero(close, axis=1), connected, max(int(margin), 0), k)
-
-
-def _connected(edges: np.ndarray, chosen: np.ndarray, edge_ends: np.ndarray) -> np.ndarray:
-    """bool [rows]: the chosen edges of each row (column 0 always among them) touch as one piece."""
-    ends = edge_ends[np.where(chosen, edges, 0)]  # [rows, K, 2]
-    touch = (ends[:, :, None, :, None] == ends[:, None, :, None, :]).any(axis=(3, 4))  # [rows, K, K]
-    reached = np.zeros_like(chosen)
-    reached[:, 0] = chosen[:, 0]
-    for _ in range(chosen.shape[1] - 1):
-        reached = chosen & (reached | (touch & reached[:, None, :]).any(axis=2))
-    return (reached == chosen).all(axis=1)
 
 
 #: The figures a report may draw (`--png DIR` writes DIR/NAME.png; confidence where the run has candidates).

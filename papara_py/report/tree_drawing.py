@@ -154,7 +154,7 @@ class NumberedTree:
     def display(self, edge_reads: np.ndarray, max_tips: int) -> DisplayTree:
         """A copy of the tree with subtrees collapsed until at most `max_tips` rows remain.
 
-        `edge_reads[e]` is edge e's best-branch count (report/page.best_branch_counts: a read
+        `edge_reads[e]` is edge e's best-branch count (report/placement.best_branch_counts: a read
         tied between branches counts a share on each, so counts may be fractions). Subtrees are
         opened in order of the reads inside them, then of their size, so the sample's branches
         stay visible and empty parts of the tree fold into one row each. The top node is always

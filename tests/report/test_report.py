@@ -36,12 +36,8 @@ from papara_py.model.outliers import (  # noqa: E402
 )
 from papara_py.phylo.encoding import DNA  # noqa: E402
 from papara_py.phylo.tree import EdgeTree  # noqa: E402
-from papara_py.report.page import (  # noqa: E402
-    best_branch_counts,
-    build_report,
-    placement_confidence,
-    write_report,
-)
+from papara_py.report.page import build_report, write_report  # noqa: E402
+from papara_py.report.placement import best_branch_counts, placement_confidence  # noqa: E402
 from papara_py.report.tree_drawing import NumberedTree, split_numbered_newick  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "data" / "example"
