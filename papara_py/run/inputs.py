@@ -37,7 +37,7 @@ from papara_py.run.log import Reporter
 
 
 class ReadsFile:
-    """The reads the run aligns, as checked chunks (io/inputs.iter_read_chunks, for a ReadStream):
+    """The reads the run aligns, as checked chunks (io/read_input.iter_read_chunks, for a ReadStream):
     those of the reads file, then the alignment taxa absent from the tree (gaps removed, DESIGN 9).
 
     A read named like a reference taxon, or that the exports would rename, is refused as its chunk

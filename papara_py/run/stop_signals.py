@@ -154,9 +154,10 @@ def _inside_uninterruptible_library(frame: FrameType | None) -> bool:
     return False
 
 
-#: Deliveries not yet made, by signal number: their timers (`_deliver_again`). Written by the main
-#: thread only (its handlers and blocks), so no lock: a handler runs between any two bytecodes of
-#: that thread, and a lock it held there would deadlock.
+#: Deliveries not yet made, by signal number: their timers (`_deliver_again`). Written by the
+#: handlers and blocks on the main thread (and by the command line's unraisable hook, on the thread
+#: of the destructor that dropped a stop), each write one dict operation, so no lock: a handler
+#: runs between any two bytecodes of the main thread, and a lock held there would deadlock it.
 _pending: dict[int, threading.Timer] = {}
 
 
