@@ -4,24 +4,35 @@ from __future__ import annotations
 
 import numpy as np
 
-from papara_py.phylo.encoding import DNA
+from papara_py.phylo.encoding import DNA, Alphabet
 
 
-def random_profiles(rng: np.random.Generator, count: int, m: int, alphabet) -> np.ndarray:
-    """[count, m] elements: plain and ambiguous state sets, CGAP in runs, random near fields."""
+def protein_states(rng: np.random.Generator, shape) -> np.ndarray:
+    """uint32 amino-acid state sets: mostly one of the 20 (mismatches are common), else any set,
+    the empty one and all 20 included."""
+    single = np.left_shift(1, rng.integers(0, 20, size=shape)).astype(np.uint32)
+    return np.where(rng.random(shape) < 0.7, single, rng.integers(0, 1 << 20, size=shape, endpoint=True,
+                                                                  dtype=np.uint32) & np.uint32(0xFFFFF))
+
+
+def random_profiles(rng: np.random.Generator, n_edges: int, m: int, alphabet: Alphabet = DNA) -> np.ndarray:
+    """[n_edges, m] profile elements of `alphabet`: random state sets (the empty and the full set
+    included) with CGAP in runs."""
     if alphabet is DNA:
-        states = rng.integers(0, 16, size=(count, m)).astype(np.uint8)
-        plain = rng.random((count, m)) < 0.6
+        states = rng.integers(0, 16, size=(n_edges, m), dtype=np.uint8)
+        plain = rng.random((n_edges, m)) < 0.6
         states[plain] = rng.choice(np.array([1, 2, 4, 8], np.uint8), size=int(plain.sum()))
-        states |= (rng.integers(0, 8, size=(count, m)) << DNA.near_shift).astype(np.uint8)
     else:
-        states = np.left_shift(1, rng.integers(0, 20, size=(count, m))).astype(np.uint32)
-        wide = rng.random((count, m)) < 0.3
-        states[wide] = rng.integers(0, 1 << 20, size=int(wide.sum()), dtype=np.uint32)
-    cgap = np.zeros((count, m), bool)
-    for e, i in zip(*np.nonzero(rng.random((count, m)) < 0.15)):
-        cgap[e, i:i + int(rng.integers(1, 6))] = True
-    return states | np.where(cgap, alphabet.cgap_bit, 0).astype(alphabet.dtype)
+        states = protein_states(rng, (n_edges, m))
+    run_starts = rng.random((n_edges, m)) < 0.15
+    run_lengths = rng.integers(1, 6, size=(n_edges, m))
+    cgap = np.zeros((n_edges, m), bool)
+    for e, i in zip(*np.nonzero(run_starts)):
+        cgap[e, i:i + run_lengths[e, i]] = True
+    elements = states | np.where(cgap, alphabet.cgap_bit, 0).astype(alphabet.dtype)
+    if alphabet.stores_near_states:  # random near-state fields (DESIGN 3; protein's follow from the set)
+        elements |= (rng.integers(0, 8, size=(n_edges, m)) << alphabet.near_shift).astype(alphabet.dtype)
+    return elements
 
 
 def random_reads(rng: np.random.Generator, lengths, alphabet):

@@ -14,7 +14,7 @@ Why the host side looks the way it does:
   its longest read, with one 32-bit lane otherwise; both give identical scores. The profile
   element type (uint8 DNA, uint32 protein: the alphabet of the blocks' dtype) is a build option
   of the one kernel source. A 20-bit protein state set does not fit a 16-bit lane, so for the
-  packed lanes its sets are split in two parts, states 0-15 and 16-19 (band_inputs._split_pairs,
+  packed lanes its sets are split in two parts, states 0-15 and 16-19 (band_inputs.padded_profile,
   the kernel's "SPLIT" layout): protein keeps the DPX path at one more AND and OR per cell pair (at
   1.86 TCUPS on the 32-bit lane it ran at 46% of DNA's rate on the H100).
 - Where near states cost less than a mismatch (the kernel's NEAR), each element travels with

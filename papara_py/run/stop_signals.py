@@ -61,11 +61,12 @@ def stop_signals_raise() -> Iterator[None]:
 
     def handler(number: int, frame: FrameType | None) -> None:
         nonlocal raised
-        _delivered(number)
         sys.unraisablehook = dropped
         if number == signal.SIGINT:
-            _interrupt(number, frame)
-        elif _inside_uninterruptible_library(frame):
+            _interrupt(number, frame)  # which notes the delivery
+            return
+        _delivered(number)
+        if _inside_uninterruptible_library(frame):
             _deliver_again(number)
         elif not raised:
             raised = True

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from random_data import protein_states, random_profiles
 from test_cpu_kernel import random_column_costs, random_cost_codes
 
 from papara_py.engine import opencl_devices
@@ -52,34 +53,6 @@ def scorers(device) -> dict:
     """Scorers kept for the module, so hypothesis examples reuse the built programs."""
     return {(narrow, rows): GpuScorer(device, narrow=narrow, rows=rows)
             for narrow in (True, False) for rows in (6, 32)}
-
-
-def protein_states(rng: np.random.Generator, shape) -> np.ndarray:
-    """uint32 amino-acid state sets: mostly one of the 20 (mismatches are common), else any set,
-    the empty one and all 20 included."""
-    single = np.left_shift(1, rng.integers(0, 20, size=shape)).astype(np.uint32)
-    return np.where(rng.random(shape) < 0.7, single, rng.integers(0, 1 << 20, size=shape, endpoint=True,
-                                                                  dtype=np.uint32) & np.uint32(0xFFFFF))
-
-
-def random_profiles(rng: np.random.Generator, n_edges: int, m: int, alphabet=DNA) -> np.ndarray:
-    """[n_edges, m] profile elements of `alphabet`: random state sets (the empty and the full set
-    included) with CGAP in runs."""
-    if alphabet is DNA:
-        states = rng.integers(0, 16, size=(n_edges, m), dtype=np.uint8)
-        plain = rng.random((n_edges, m)) < 0.6
-        states[plain] = rng.choice(np.array([1, 2, 4, 8], np.uint8), size=int(plain.sum()))
-    else:
-        states = protein_states(rng, (n_edges, m))
-    run_starts = rng.random((n_edges, m)) < 0.15
-    run_lengths = rng.integers(1, 6, size=(n_edges, m))
-    cgap = np.zeros((n_edges, m), bool)
-    for e, i in zip(*np.nonzero(run_starts)):
-        cgap[e, i:i + run_lengths[e, i]] = True
-    elements = states | np.where(cgap, alphabet.cgap_bit, 0).astype(alphabet.dtype)
-    if alphabet.stores_near_states:  # random near-state fields (DESIGN 3; protein's follow from the set)
-        elements |= (rng.integers(0, 8, size=(n_edges, m)) << alphabet.near_shift).astype(alphabet.dtype)
-    return elements
 
 
 def as_chunk(profiles: np.ndarray, width: int, first_edge: int) -> np.ndarray:

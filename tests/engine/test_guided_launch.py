@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_gpu_kernel import READ_STATES, pack_reads, random_profiles
+from random_data import random_profiles
+from test_gpu_kernel import READ_STATES, pack_reads
 
 from papara_py.model.params import ScoringParams
 from papara_py.phylo.encoding import DNA, PROTEIN
