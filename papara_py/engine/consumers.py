@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 
 import numpy as np
 
@@ -14,19 +15,23 @@ _cpu_ids = itertools.count()
 
 
 class CpuScorer:
-    """One CPU worker: scores one block at a time with the numba lane kernel."""
+    """One CPU worker: scores one block at a time with the numba lane kernel; once `stop` (the
+    engine's queue's `stopping`) is set, the block in hand ends at its next slice of reads
+    (CancelledError)."""
 
     max_blocks = 1
 
-    def __init__(self) -> None:
+    def __init__(self, stop: threading.Event | None = None) -> None:
         self.name = f"cpu-{next(_cpu_ids)}"
+        self.stop = stop
 
     def score(self, blocks: list[Block], reads, params: ScoringParams, k: int) -> Candidates:
         from papara_py.engine.cpu import score_block
 
         result = Candidates.empty(reads.count, k)
         for block in blocks:
-            result.add_block(score_block(block.lanes, reads.codes, reads.offsets, params, costs=block.costs),
+            result.add_block(score_block(block.lanes, reads.codes, reads.offsets, params, costs=block.costs,
+                                         stop=self.stop),
                              block.first_edge, block.n_edges)
         return result
 

@@ -58,6 +58,8 @@ protein`: 8.5 against 17.3 GCUPS on one thread of the shared 2-core AVX-512 deve
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import CancelledError
 
 import numpy as np
 from llvmlite import binding as llvm_binding
@@ -78,6 +80,10 @@ INT32_MAX = 2**31 - 1
 #: Columns per strip (chosen by measurement, see notebook/BENCHMARKS.md) and the most a caller may ask.
 DEFAULT_STRIP = 1024
 MAX_STRIP = 2048
+#: Reads per kernel call in `score_block`, between which a stopped run's `stop` is looked at: a
+#: slice of a 2,000-read batch's block is a few tenths of a second on a CPU thread, and the
+#: call's own cost (its carry buffer) is small against its reads.
+STOP_SLICE = 256
 #: Strip buffer rows: column i0 - 1 (the carry-in diagonal) plus the strip's columns.
 _BUF_ROWS = MAX_STRIP + 1
 #: Rows of the small stack array holding the per-lane carries (diagonal, S, D, best).
@@ -143,6 +149,7 @@ def score_block(
     costs: ColumnCosts | None = None,
     force_int32: bool = False,
     strip: int = DEFAULT_STRIP,
+    stop: threading.Event | None = None,
 ) -> np.ndarray:
     """DESIGN 4 score of every read against every lane's edge profile, int32 [Q, W].
 
@@ -152,7 +159,10 @@ def score_block(
     added to every diagonal step. Runs without the GIL, so threads can score several
     blocks at once. Reads take int16 lanes where `params.int16_safe(n)`, int32 lanes otherwise;
     `force_int32` sends every read down the int32 path (tests compare both paths on the same
-    inputs). `strip` is the column-strip length, 1..MAX_STRIP.
+    inputs). `strip` is the column-strip length, 1..MAX_STRIP. Once `stop` is set (the engine's
+    queue cancelled: a stopped run), no further STOP_SLICE reads start and CancelledError is
+    raised: a stopped run waits for a slice of a block, not for the block (seconds on a CPU
+    with a large batch).
     """
     lanes = np.ascontiguousarray(lanes)
     codes = np.ascontiguousarray(codes, dtype=alphabet_of(lanes).dtype)
@@ -181,10 +191,17 @@ def score_block(
     # near states only where they cost less than a mismatch: Eq. 1 compiles without them
     near = near_states(lanes) if params.weighted else None
     # one call per lane width used: numba compiles the int32 kernel only for a run whose reads need it
+    kernel = kernel_costs(costs)
     for chosen, dtype in ((use_int16, np.int16), (~use_int16, np.int32)):
-        if chosen.any():
-            _score_reads(lanes, near, kernel_costs(costs), codes, offsets, chosen, _lane_costs(params, dtype), strip,
-                         out, (0,) * padded)
+        if not chosen.any():
+            continue
+        lane_costs = _lane_costs(params, dtype)
+        for a in range(0, lengths.size, STOP_SLICE):
+            if stop is not None and stop.is_set():
+                raise CancelledError("the run stopped while this block was scored")
+            b = min(a + STOP_SLICE, lengths.size)
+            _score_reads(lanes, near, kernel, codes, offsets[a:b + 1], chosen[a:b], lane_costs, strip, out[a:b],
+                         (0,) * padded)
     return out[:, :width]
 
 

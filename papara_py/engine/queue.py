@@ -90,7 +90,7 @@ class WorkQueue:
         self._divide = divide
         self._dividers: dict[int, Divider | None] = {}  # batches decided so far
         self._closed = False
-        self._cancelled = False
+        self.stopping = threading.Event()  # set by `cancel`: consumers end what they hold at its next slice
         self._sealed_batches: set[int] = set()  # batches whose every item has been put
         self._in_flight = 0  # taken, neither finished nor handed back: may still come back
         self._untaken_cells: dict[int, int] = {}  # per batch: cells planned but not taken yet
@@ -111,9 +111,9 @@ class WorkQueue:
     def put(self, item: WorkItem) -> bool:
         """Add an item, waiting while the queue is full; False if the run was cancelled."""
         with self._changed:
-            while self._full() and not self._cancelled:
+            while self._full() and not self.stopping.is_set():
                 self._changed.wait()
-            if self._cancelled:
+            if self.stopping.is_set():
                 return False
             self._put_cells[item.batch] = self._put_cells.get(item.batch, 0) + item.cells
             divider = self._dividers.get(item.batch)
@@ -168,14 +168,14 @@ class WorkQueue:
     def cancel(self) -> None:
         """Stop the run: drop queued items and wake everyone (Ctrl-C, a fatal error)."""
         with self._changed:
-            self._cancelled = True
+            self.stopping.set()
             self._items.clear()
             self._pieces.clear()
             self._changed.notify_all()
 
     @property
     def cancelled(self) -> bool:
-        return self._cancelled
+        return self.stopping.is_set()
 
     def take(self, max_items: int, fill: bool = False, grouped_cells: int | None = None) -> list[WorkItem]:
         """Items for one GPU launch, at most `max_items`, all of one launch key; waits for one.
@@ -291,7 +291,7 @@ class WorkQueue:
 
     def _wait_for(self, ready) -> bool:
         """Wait (holding the lock) until `ready()`; False if cancelled or finished first."""
-        while not self._cancelled:
+        while not self.stopping.is_set():
             if ready():
                 return True
             if not self._items and not self._pieces and self._closed and not self._in_flight:

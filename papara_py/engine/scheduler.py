@@ -58,6 +58,7 @@ import queue as stdlib_queue
 import random
 import threading
 import time
+from concurrent.futures import CancelledError
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
@@ -324,7 +325,7 @@ class Engine:
             for feeder in range(feeders):
                 self._start(scorer, is_gpu=True, name=f"{scorer.name}/feeder-{feeder}")
         for _ in range(self.options.cpu_workers if self.use_cpu else 0):
-            self._start(CpuScorer(), is_gpu=False)
+            self._start(CpuScorer(self._queue.stopping), is_gpu=False)
         master = threading.Thread(target=self._master, args=(batches,), name="papara-master", daemon=True)
         master.start()
         finished = False
@@ -377,7 +378,7 @@ class Engine:
         if any(t.is_alive() for t in self._cpu_threads):
             return
         for _ in range(max(1, self.options.cpu_workers)):
-            self._start(CpuScorer(), is_gpu=False)
+            self._start(CpuScorer(self._queue.stopping), is_gpu=False)
 
     def _report_faults(self) -> None:
         for record in self._gpu_stats:
@@ -502,7 +503,10 @@ class Engine:
                 accept = lambda item, untaken: self._cpu_may_take(item, untaken, stats)  # noqa: E731
                 while (item := self._queue.take_for_cpu(accept)) is not None:
                     batch = self._taken(item.batch)
-                    result = self._timed_score(scorer, stats, [item.block], batch.reads.slice(*item.reads), rng)
+                    try:
+                        result = self._timed_score(scorer, stats, [item.block], batch.reads.slice(*item.reads), rng)
+                    except CancelledError:  # the run stopped (the queue cancelled): nothing more to do
+                        return
                     self._fold(stats, batch, item.batch, [(item.reads[0], result)], [item])
                     self._queue.finished(1)
                 return

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from functools import lru_cache
 from typing import NamedTuple, Protocol
 
@@ -87,11 +87,15 @@ def _tables(temperature: float, placement_temperature: float) -> PosteriorTables
 
 def decode_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candidates: CandidateLists,
                  builder: EdgeProfiles, params: ScoringParams, costs: ColumnCosts | None, threads: int,
-                 gpu: GpuDecoder | None = None, edge_costs: EdgeColumnCosts | None = None) -> Decoded:
+                 gpu: GpuDecoder | None = None, edge_costs: EdgeColumnCosts | None = None,
+                 stop: threading.Event | None = None) -> Decoded:
     """Decode reads `indices` of `reads`, each in its chosen orientation (`reverse`), on their
     candidate edges (`candidates`, rows in that order) whose profiles `builder` gives, under
     `params` with the run's column profile costs `costs` (DESIGN 3-5; None: none) and each edge's
-    own (`edge_costs`, the posterior step's residue posteriors only; None: the shared ones)."""
+    own (`edge_costs`, the posterior step's residue posteriors only; None: the shared ones).
+    Once `stop` is set, the CPU's next slice of reads does not start and CancelledError is
+    raised: a stopped run (run/stages.BatchStages.close) waits for a slice, not for the batch;
+    a GPU's batch, a fraction of a second, is let finish."""
     residues, offsets = reads.select_residues(indices, reverse)
     codes = reads.alphabet.read_code[residues]
     unique_edges, slots = np.unique(candidates.edge, return_inverse=True)
@@ -102,7 +106,7 @@ def decode_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candi
     profiles = builder.profiles(unique_edges)
     if params.temperature == 0:
         return Decoded(residues, offsets, *_viterbi(codes, offsets, slots, candidates.score, profiles, params, costs,
-                                                    threads))
+                                                    threads, stop))
     tables = posterior_tables(params)
     near = profile_near(profiles)
     arguments = (codes, offsets, slots, candidates.score, profiles, near, params.as_array(), costs, tables)
@@ -112,20 +116,24 @@ def decode_batch(reads: ReadSet, indices: np.ndarray, reverse: np.ndarray, candi
         if done is not None:
             decoded_columns, pp, weights, _ = done
             return Decoded(residues, offsets, decoded_columns, pp, weights, True)
-    decoded_columns, pp, weights, _ = posterior_batch(*arguments, threads=threads, local=local)
+    decoded_columns, pp, weights, _ = posterior_batch(*arguments, threads=threads, local=local, stop=stop)
     return Decoded(residues, offsets, decoded_columns, pp, weights, False)
 
 
 def _viterbi(codes: np.ndarray, offsets: np.ndarray, slots: np.ndarray, scores: np.ndarray, profiles: np.ndarray,
-             params: ScoringParams, costs: ColumnCosts | None, threads: int) -> tuple:
-    """Decoded's columns, pp, weights and on_gpu at T = 0: each read's Viterbi path on its best edge (model/traceback.py; slices of
-    TRACEBACK_SLICE reads as GIL-free numba calls on `threads` threads), its score checked against
-    the engine's; the weight of the candidates tied at the best score shared among them (the
+             params: ScoringParams, costs: ColumnCosts | None, threads: int,
+             stop: threading.Event | None = None) -> tuple:
+    """Decoded's columns, pp, weights and on_gpu at T = 0: each read's Viterbi path on its best
+    edge (model/traceback.py; slices of TRACEBACK_SLICE reads as GIL-free numba calls on `threads`
+    threads, none started once `stop` is set: CancelledError), its score checked against the
+    engine's; the weight of the candidates tied at the best score shared among them (the
     posterior's limit as T -> 0)."""
     near = profile_near(profiles)  # once for the batch's slices, which share the profiles
     pieces = [slice(a, a + TRACEBACK_SLICE) for a in range(0, offsets.size - 1, TRACEBACK_SLICE)]
 
     def one(piece: slice):
+        if stop is not None and stop.is_set():
+            raise CancelledError("the run stopped while this batch was traced back")
         first, last = piece.start, min(piece.stop, offsets.size - 1)
         a, b = offsets[first], offsets[last]
         return align_many(codes[a:b], offsets[first:last + 1] - a, slots[first:last, 0], profiles, params, near=near,

@@ -59,7 +59,8 @@ residues before the first placed one follow a column before it). Ties: see `mea`
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -459,7 +460,8 @@ class Batch:
 
 def decode_batch(codes: np.ndarray, offsets: np.ndarray, slots: np.ndarray, scores: np.ndarray | None,
                  profiles: np.ndarray, near: np.ndarray | None, p: np.ndarray, costs: ColumnCosts | None,
-                 tables: PosteriorTables, threads: int = 1, local: np.ndarray | None = None):
+                 tables: PosteriorTables, threads: int = 1, local: np.ndarray | None = None,
+                 stop: threading.Event | None = None):
     """The posterior step for a batch of reads (module docstring), parallel over reads.
 
     codes: the reads' codes (the alphabet's read codes, one element type with the profiles),
@@ -471,8 +473,10 @@ def decode_batch(codes: np.ndarray, offsets: np.ndarray, slots: np.ndarray, scor
     the penalties (ScoringParams.as_array); costs: the column profile costs (None: none); tables:
     the run's PosteriorTables (T > 0); threads: numba calls of DECODE_SLICE reads run on this
     many threads; local: each profile's own column costs (uint8 [U, K, m] beside `costs`,
-    edge_emission.EdgeColumnCosts.of_edges; None: the shared costs everywhere). ValueError for inputs it cannot decode (a read not 0 < n < m, T = 0, energies
-    beyond int32: fixed_point.check_fixed_point).
+    edge_emission.EdgeColumnCosts.of_edges; None: the shared costs everywhere); stop: once set,
+    no further slice of DECODE_SLICE reads starts and the call raises CancelledError (a stopped
+    run waits for one slice, not the batch). ValueError for inputs it cannot decode (a read not
+    0 < n < m, T = 0, energies beyond int32: fixed_point.check_fixed_point).
 
     Returns (columns int32 [total residues]: each residue's column, INSERTED for none; pp uint16
     [total residues]: its chosen state's pooled posterior, PROB_ONE = 1.0; weights int32 [Q, K]:
@@ -491,6 +495,8 @@ def decode_batch(codes: np.ndarray, offsets: np.ndarray, slots: np.ndarray, scor
     objective = np.empty(q, np.int64)
 
     def one(first: int) -> None:
+        if stop is not None and stop.is_set():
+            raise CancelledError("the run stopped while this batch was decoded")
         _decode_reads(batch.codes, batch.offsets, first, min(q, first + DECODE_SLICE), batch.slots, batch.profiles,
                       batch.near, terms, batch.p, kernel, batch.local, shift, tables.softmin, tables.probability,
                       tables.placement, columns, pp, weights, objective, SIGN)

@@ -222,7 +222,7 @@ class ScoreTraceWrite:
         t0 = time.perf_counter()
         decoded = decode_batch(stretch.reads, stretch.alignable, reverse, candidates, self.profiles,
                                sample.inputs.params, sample.inputs.costs, self.config.threads, self.tracer,
-                               sample.inputs.edge_costs)
+                               sample.inputs.edge_costs, stop=self._stages.stopping)
         with sample.lock:  # summed over batches, which may overlap (BatchStages)
             sample.timings["traceback"] += time.perf_counter() - t0
             sample.traced["gpu" if decoded.on_gpu else "cpu"] += 1
@@ -292,14 +292,17 @@ class BatchStages:
     `submit` returns at once unless `depth` batches (at least one more than the traceback
     threads, so that none of them idles) are already between the two (which bounds the memory
     held: each holds its rows); the first error of either stage is raised by the next
-    `submit` or by `drain`. `close(failed=True)` drops the batches not yet started (an
-    interrupted run writes nothing more)."""
+    `submit` or by `drain`. `close(failed=True)` drops the batches not yet started and sets
+    `stopping`, which the traceback hands to the model, so that the batches being decoded end
+    at their next slice (an interrupted run writes nothing more, and ends in a fraction of a
+    second, not after the batches in hand)."""
 
     def __init__(self, trace, write, depth: int, tracing_threads: int = 1) -> None:
         self._trace, self._write, self._depth = trace, write, max(depth, tracing_threads + 1)
         self._tracing = ThreadPoolExecutor(max_workers=tracing_threads, thread_name_prefix="papara-traceback")
         self._writing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="papara-writer")
         self._pending: deque[Future] = deque()
+        self.stopping = threading.Event()
 
     def submit(self, *batch) -> None:
         traced = self._tracing.submit(self._trace, *batch)
@@ -316,6 +319,9 @@ class BatchStages:
             self._pending.popleft().result()
 
     def close(self, failed: bool) -> None:
-        """Wait for the stages' threads; with `failed`, drop the batches not yet started."""
+        """Wait for the stages' threads; with `failed`, drop the batches not yet started and stop
+        the ones being decoded at their next slice."""
+        if failed:
+            self.stopping.set()
         for executor in (self._tracing, self._writing):
             executor.shutdown(wait=True, cancel_futures=failed)

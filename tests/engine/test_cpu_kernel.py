@@ -300,6 +300,24 @@ def test_lane_width_follows_the_compile_target_and_the_override(monkeypatch):
             default_lane_width()
 
 
+def test_a_stop_ends_a_block_at_its_next_slice_of_reads():
+    """A stopped run (the engine's queue cancelled) waits for one STOP_SLICE of a block's reads,
+    not for the block: score_block raises CancelledError before its next slice."""
+    from concurrent.futures import CancelledError
+
+    from stop_after import StopAfter
+
+    lanes = make_block(0, 0, np.full((8, 40), 15, np.uint8), 8).lanes
+    count = 2 * cpu.STOP_SLICE + 3
+    codes = np.ones(5 * count, np.uint8)
+    offsets = np.arange(0, 5 * count + 1, 5, dtype=np.int64)
+    stop = StopAfter(1)
+    with pytest.raises(CancelledError):
+        score_block(lanes, codes, offsets, ScoringParams(), stop=stop)
+    assert stop.passed == 1
+    assert score_block(lanes, codes, offsets, ScoringParams(), stop=threading.Event()).shape == (count, 8)
+
+
 @pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
                     reason="the check reads x86 instruction names; another CPU's vector minimum has other names")
 @pytest.mark.parametrize("preset", ["paper", "weighted", "protein"])

@@ -198,3 +198,26 @@ def test_batch_stages_hold_one_batch_more_than_their_traceback_threads():
     stages.drain()
     stages.close(failed=False)
     assert returned and written == [0, 1, 2]
+
+
+def test_a_failed_close_tells_the_batches_being_traced_back_to_stop():
+    """BatchStages.close(failed=True) (a stopped run) sets `stopping`, which the traceback hands
+    to the model (model/decode.decode_batch's stop), so the close waits for a slice of a batch,
+    not for every batch in hand; a close after success leaves it unset."""
+    import threading
+    import time
+
+    from papara_py.run.stages import BatchStages
+
+    started = threading.Event()
+    stages = BatchStages(lambda batch: (started.set(), stages.stopping.wait(30))[1:], lambda *_: None, depth=2)
+    stages.submit(0)
+    assert started.wait(10)
+    t0 = time.perf_counter()
+    stages.close(failed=True)
+    assert stages.stopping.is_set() and time.perf_counter() - t0 < 10
+    finished = BatchStages(lambda batch: (batch,), lambda *_: None, depth=2)
+    finished.submit(0)
+    finished.drain()
+    finished.close(failed=False)
+    assert not finished.stopping.is_set()
