@@ -130,7 +130,6 @@ def parse_newick(text: str) -> Tree:
     tree = Tree()
     stack: list[int] = []
     current = tree.add()
-    root = current
     i, n = 0, len(text)
     last_closed: int | None = None  # node whose label / length / {n} comes next
 

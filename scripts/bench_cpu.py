@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> None:
 
 
 def hot_loop_instructions() -> None:
-    """List the instructions of the DP loops of the int16 and int32 kernels.
+    """List the instructions of the DP loops of the int16 and int32 kernels, with and without near states.
 
     Inspection needs freshly compiled code, so main() points NUMBA_CACHE_DIR at an empty folder.
     The DP loops are the basic blocks that jump back to themselves and hold packed minimum
@@ -141,9 +141,9 @@ def hot_loop_instructions() -> None:
 
     width = cpu.default_lane_width()
     lanes = np.full((40, width), 15, dtype=np.uint8)
-    for force_int32 in (False, True):
-        cpu.score_block(lanes, np.ones(3, np.uint8), np.array([0, 3], np.int64), ScoringParams(),
-                        force_int32=force_int32)
+    for params in (ScoringParams.preset("paper"), ScoringParams()):  # Eq. 1's step and the one with near states
+        for force_int32 in (False, True):
+            cpu.score_block(lanes, np.ones(3, np.uint8), np.array([0, 3], np.int64), params, force_int32=force_int32)
     for signature in cpu._score_read.signatures:
         asm = cpu._score_read.inspect_asm(signature)
         for block in re.split(r"\n(?=\.LBB\d+_\d+:)", asm):
@@ -161,7 +161,9 @@ def hot_loop_instructions() -> None:
                         break
             listing = ", ".join(f"{count} {name}" for name, count in
                                 sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-            print(f"{signature[2].dtype} W={width} loop {label}: {sum(counts.values())} instructions: {listing}")
+            step = "Eq. 1" if str(signature[1]) == "none" else "near states"
+            print(f"{signature[4].dtype} {step} W={width} loop {label}: {sum(counts.values())} instructions: "
+                  f"{listing}")
 
 
 def main() -> None:

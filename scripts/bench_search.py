@@ -37,7 +37,6 @@ import time
 from pathlib import Path
 
 import h5py
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_accuracy  # noqa: E402  (scripts/ is not a package)

@@ -17,8 +17,8 @@ import time
 
 from papara_py import __version__
 from papara_py.engine.candidates import load_merges
-from papara_py.model.decode import warm_up
 from papara_py.engine.compile_watch import watch_compiles
+from papara_py.model.decode import warm_up
 from papara_py.run.config import RunConfig, RunSummary
 from papara_py.run.devices import choose_devices
 from papara_py.run.inputs import edge_profiles, plan_work, read_inputs

@@ -20,8 +20,8 @@ def hdf5_chunks(path, chunks, data, level, cuts=(), rng=None):
     bounds = [0, *sorted(set(cuts)), len(data)]
     pieces = [(a, b) for a, b in zip(bounds, bounds[1:]) if a < b]
     with h5py.File(path, "w") as f:
-        plain = f.create_dataset("plain", data.shape, dtype=data.dtype, chunks=chunks, compression="gzip",
-                                 compression_opts=level, fletcher32=True, data=data)
+        f.create_dataset("plain", data.shape, dtype=data.dtype, chunks=chunks, compression="gzip",
+                         compression_opts=level, fletcher32=True, data=data)
         ours = f.create_dataset("ours", (0, *data.shape[1:]), dtype=data.dtype, chunks=chunks, compression="gzip",
                                 compression_opts=level, fletcher32=True, maxshape=(None, *data.shape[1:]))
         for piece in (rng.permutation(len(pieces)) if rng is not None else range(len(pieces))):

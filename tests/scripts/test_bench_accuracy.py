@@ -10,7 +10,6 @@ test instead:
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
