@@ -31,6 +31,7 @@ from papara_py.io.alignment_input import match_tips, read_alignment
 from papara_py.io.tree_input import read_tree
 from papara_py.model.column_costs import column_costs, kernel_costs, read_cost_row
 from papara_py.model.fixed_point import PROB_ONE, PosteriorTables
+from papara_py.model.mea import mea_alignment
 from papara_py.model.params import ScoringParams
 from papara_py.model.posterior import (
     SIGN,
@@ -38,7 +39,6 @@ from papara_py.model.posterior import (
     decode_batch,
     edge_terms,
     forward,
-    mea_alignment,
 )
 from papara_py.model.reference_scorer import (
     column_penalties,

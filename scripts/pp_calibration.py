@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_accuracy as ba  # noqa: E402
 
-#: The PP codes in order, and the range of probabilities each stands for (model/posterior.pp_digits).
+#: The PP codes in order, and the range of probabilities each stands for (model/pp_code.pp_digits).
 CODES = "0123456789*"
 RANGES = {code: (max(0.0, k / 10 - 0.05), min(1.0, k / 10 + 0.05)) for k, code in enumerate(CODES)}
 RANGES["*"] = (0.95, 1.0)

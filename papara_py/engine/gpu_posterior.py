@@ -93,7 +93,7 @@ class GpuPosterior:
         return columns, pp, weights, batch.accuracy(objective)
 
     def mea_alignment(self, pooled: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-        """`model.posterior.mea_alignment` of one read's pooled posteriors (int [n, m] by column)
+        """`model.mea.mea_alignment` of one read's pooled posteriors (int [n, m] by column)
         by the device's posterior_mea: (columns int32 [n], pp int64 [n], objective). For tests: the
         MEA and its tie rule on chosen posteriors, ties included."""
         pooled = np.ascontiguousarray(pooled, np.int32)

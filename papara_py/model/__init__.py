@@ -10,8 +10,10 @@ columns are decoded (DESIGN 5).
 - `reference_scorer`: the plain, slow scorer every fast path is checked against bit for bit.
 - `fixed_point`: the posterior step's integer arithmetic (energy scale, softmin and probability
   tables, the int32 bound).
-- `posterior`: Forward and Backward on each candidate edge, the edges' weights, the pooled
-  posteriors' optimal-accuracy alignment (DESIGN 5), numba.
+- `posterior`: Forward and Backward on each candidate edge, the edges' weights and the pooled
+  posteriors (DESIGN 5), numba.
+- `mea`: the pooled posteriors' optimal-accuracy (MEA) alignment and its tie rule, numba.
+- `pp_code`: hmmalign's posterior probability characters, as the exports write them.
 - `traceback`: the Viterbi path at temperature 0 (the paper's Eq. 1).
 - `decode`: `decode_batch`, the one call the runner makes per scored batch.
 - `outliers`: the outlier rule (`find_outliers`, `run_outliers` on a run file) and its null

@@ -48,13 +48,8 @@ run the Backward. With each edge's own column costs (`local`, model/edge_emissio
 the weights is the shared costs', and each edge with w_e > 0 runs Forward again under its own
 before its Backward (DESIGN 5). Pooled posterior: P(j -> i) = sum over e of (w_e * P_e(j -> i)) >> PROB_BITS
 (each term floored, so the sum is the same in any order: the GPU adds them with atomics), and
-P(j inserted) = max(0, PROB_ONE - sum_i P(j -> i)).
-
-MEA. `mea` takes, among the assignments of each residue to a column or to none (inserted), with
-the placed columns strictly increasing, at least one residue placed and no residue but the first
-in column 0, one maximising the sum of the chosen states' pooled posteriors; every such
-assignment is a path (insertions and deletions fit between any two placed residues, and inserted
-residues before the first placed one follow a column before it). Ties: see `mea`.
+P(j inserted) = max(0, PROB_ONE - sum_i P(j -> i)). The read's columns are the pooled
+posteriors' MEA alignment (model/mea.py).
 """
 
 from __future__ import annotations
@@ -69,11 +64,10 @@ from numba import njit
 from papara_py.io.paths import INSERTED
 from papara_py.model.column_costs import ColumnCosts, kernel_costs
 from papara_py.model.fixed_point import PROB_BITS, PROB_ONE, SENTINEL, PosteriorTables, check_fixed_point
+from papara_py.model.mea import mea
 from papara_py.model.reference_scorer import column_penalties, profile_near
 from papara_py.phylo.jit import cell_cost, read_cost_row, state_mask_of
 
-#: Stand-in for minus infinity in the MEA's int64 sums (far below any sum of n posteriors).
-NEG64 = -(np.int64(1) << 40)
 #: Reads per numba call in `decode_batch` (each call reuses its buffers for all its reads).
 DECODE_SLICE = 64
 
@@ -223,88 +217,6 @@ def backward_pool(read, profile, near, p, costs, terms, shift, softmin, prob, F,
             pooled[j, i] += (weight * probability_of(F[j, i] - z + bval, prob, sign)) >> PROB_BITS
         b_next, b_cur = b_cur, b_next
         g_next, g_cur = g_cur, g_next
-
-
-@njit(cache=True, nogil=True)
-def insert_posteriors(pooled, out):
-    """out[j] = max(0, PROB_ONE - sum over the columns of pooled[j]): residue j's insert posterior."""
-    for j in range(pooled.shape[0]):
-        total = 0
-        for i in range(pooled.shape[1]):
-            total += pooled[j, i]
-        out[j] = max(0, PROB_ONE - total)
-
-
-@njit(cache=True, nogil=True)
-def mea(pooled, R, ins, columns, pp):
-    """The pooled MEA alignment of one read (module docstring): pooled int32 [n, m] (M
-    posteriors by column, PROB_ONE units); R int64 work space [n, m + 1]; ins int64 work space
-    [n]. Writes each residue's column (INSERTED: none) to columns and its chosen state's
-    posterior to pp; returns the sum of pp (the objective).
-
-    R(j, i) is the best sum for residues 0..j with at least one placed and every placed column
-    <= i, stored at R[j, i + 1], i in [-1, m): R(j, -1) = minus infinity.
-
-    Ties (deterministic, every device the same): residues are decided from the last to the
-    first. Each takes the smallest column bound c (every placed column among it and the residues
-    before it <= c, c no more than the next placed residue's column - 1) that still reaches the
-    optimum; there it is placed in column c if that reaches the optimum, else inserted (placed
-    before inserted). Where a placed residue's optimum is reached both with and without a placed
-    residue before it, the residues before it get one (placed before all inserted)."""
-    n, m = pooled.shape
-    insert_posteriors(pooled, ins)
-    none = 0  # the sum of ins over residues 0..j-1 (all of them inserted)
-    for j in range(n):
-        R[j, 0] = NEG64  # R(j, -1): nothing can be placed at or before column -1
-        for i in range(m):
-            if j == 0:
-                placed = NEG64
-                up = NEG64
-                alone = none  # residue 0 placed first: nothing before it
-            else:
-                placed = R[j - 1, i]  # R(j-1, i-1)
-                up = R[j - 1, i + 1] + ins[j]  # R(j-1, i), residue j inserted
-                alone = none if i > 0 else NEG64  # the residues before inserted: not before column 0
-            best = pooled[j, i] + max(placed, alone)
-            v = R[j, i]
-            if best > v:
-                v = best
-            if up > v:
-                v = up
-            R[j, i + 1] = v
-        none += ins[j]
-    objective = R[n - 1, m]
-    # walk back; `none` is the sum of ins over residues 0..j-1 at every step
-    j = n - 1
-    c = m  # R's index of the bound: column m - 1
-    none -= ins[n - 1]
-    while j >= 0:
-        v = R[j, c]
-        while c > 1 and R[j, c - 1] == v:  # (R(j, -1) at index 0 never reaches the optimum)
-            c -= 1
-        i = c - 1
-        placed = R[j - 1, i] if j > 0 else NEG64
-        alone = none if j == 0 or i > 0 else NEG64
-        if pooled[j, i] + max(placed, alone) == v:
-            columns[j] = i
-            pp[j] = pooled[j, i]
-            if j > 0 and placed >= alone:
-                j -= 1
-                none -= ins[j]
-                c = i  # R(j-1, i-1)
-            else:
-                for t in range(j):
-                    columns[t] = INSERTED
-                    pp[t] = ins[t]
-                break
-        else:
-            columns[j] = INSERTED
-            pp[j] = ins[j]
-            j -= 1
-            if j >= 0:
-                none -= ins[j]
-            c = i + 1  # R(j-1, i)
-    return objective
 
 
 @njit(cache=True, nogil=True)
@@ -558,38 +470,3 @@ def edge_posteriors(read: np.ndarray, profile: np.ndarray, p: np.ndarray, tables
     backward_pool(read, profile, near[0], p, kernel, terms[0], tables.shift, tables.softmin, tables.probability, F, z,
                   weight, pooled, rows[0], rows[1], rows[2], rows[3], SIGN)
     return int(z), pooled
-
-
-def mea_alignment(pooled: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """`mea` of pooled posteriors int32 [n, m] by column: (columns int32 [n], pp int64 [n], objective)."""
-    pooled = np.ascontiguousarray(pooled, np.int32)
-    n, m = pooled.shape
-    columns = np.empty(n, np.int32)
-    pp = np.empty(n, np.int64)
-    objective = mea(pooled, np.empty((n, m + 1), np.int64), np.empty(n, np.int64), columns, pp)
-    return columns, pp, int(objective)
-
-
-# ---- hmmalign's posterior probability code ----
-
-#: The characters of the PP code, by digit (10: '*').
-PP_CHARACTERS = np.frombuffer(b"0123456789*", np.uint8)
-
-
-def pp_digits(pp: np.ndarray) -> np.ndarray:
-    """hmmalign's posterior probability code of fixed-point posteriors (PROB_ONE = 1.0) as ASCII
-    bytes: '0' for p < 0.05, digit d for d/10 - 0.05 <= p < d/10 + 0.05, '*' for p >= 0.95.
-
-    HMMER writes it so: p7_alidisplay_EncodePostProb (src/base/p7_alidisplay.c in
-    EddyRivasLab/hmmer) returns '*' where p + 0.05 >= 1.0 and otherwise the digit of
-    (int)((p + 0.05) * 10.0); hmmalign's #=GR PP lines come from it (annotate_posterior_probability
-    in src/p7_tracealign.c). Here in integers, exactly at the boundaries: digit =
-    floor((10 pp + PROB_ONE / 2) / PROB_ONE), '*' from 10 on."""
-    pp = np.asarray(pp, np.int64)
-    digit = np.minimum((10 * pp + PROB_ONE // 2) >> PROB_BITS, 10)
-    return PP_CHARACTERS[np.maximum(digit, 0)]
-
-
-def pp_string(pp: np.ndarray) -> str:
-    """`pp_digits` as a str (one read's PP line)."""
-    return pp_digits(pp).tobytes().decode("ascii")

@@ -19,7 +19,7 @@ from papara_py.io.run_writer import RunWriter
 from papara_py.model.decode import Decoded
 from papara_py.model.fixed_point import PROB_ONE
 from papara_py.model.outliers import OutlierNull, find_outliers
-from papara_py.model.posterior import pp_digits
+from papara_py.model.pp_code import pp_digits
 from papara_py.phylo.profiles import EdgeProfiles
 from papara_py.run.config import RunSummary
 from papara_py.run.devices import Devices

@@ -28,7 +28,8 @@ from papara_py.model.column_costs import column_costs, kernel_costs
 from papara_py.model.edge_emission import edge_column_costs
 from papara_py.model.fixed_point import PosteriorTables
 from papara_py.model.params import ScoringParams
-from papara_py.model.posterior import Batch, decode_batch, mea_alignment
+from papara_py.model.mea import mea_alignment
+from papara_py.model.posterior import Batch, decode_batch
 from papara_py.model.reference_scorer import profile_near, score_one
 from papara_py.phylo.encoding import DNA, PROTEIN
 from papara_py.phylo.profiles import ProfileBuilder
@@ -114,7 +115,7 @@ def test_device_posterior_equals_host_posterior(decoders, seed, m, reads, k, val
 @example_each(TIES)
 def test_device_mea_equals_host_mea_ties_included(decoders, pooled):
     """posterior_mea on chosen pooled posteriors (a few values, so its tie rule decides often)
-    gives model.posterior.mea's columns, posteriors and objective."""
+    gives model.mea.mea's columns, posteriors and objective."""
     expected = mea_alignment(np.array(pooled, np.int32))
     got = decoders["one"].mea_alignment(np.array(pooled, np.int32))
     np.testing.assert_array_equal(got[0], expected[0])

@@ -43,6 +43,7 @@ from papara_py.model.fixed_point import (
     probability_table,
     softmin_table,
 )
+from papara_py.model.mea import mea_alignment
 from papara_py.model.posterior import (
     INSERTED,
     SIGN,
@@ -50,10 +51,8 @@ from papara_py.model.posterior import (
     decode_batch,
     edge_posteriors,
     forward_energy,
-    mea_alignment,
-    pp_digits,
-    pp_string,
 )
+from papara_py.model.pp_code import pp_digits, pp_string
 from papara_py.model.params import ScoringParams
 from papara_py.model.reference_scorer import diagonal_cost, profile_near, score_one
 from papara_py.model.column_costs import column_costs, cost_codes, kernel_costs
