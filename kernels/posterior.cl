@@ -1,4 +1,4 @@
-/* Posterior decoding on the device (issue 53): the fixed-point Forward and Backward over every
+/* Posterior decoding on the device (DESIGN 5): the fixed-point Forward and Backward over every
  * alignment of each (read, candidate edge) pair (the whole rectangle of cells), the pooling of
  * the edges' M posteriors into the read's, and the read's MEA alignment. Every integer here is
  * the one papara_py/model/posterior.py computes on the CPU (its docstring is the specification;

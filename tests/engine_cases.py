@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from papara_py.engine.consumers import GpuChunkScorer
-from papara_py.engine.scheduler import Engine, ReadBatch
+from papara_py.engine.read_batch import ReadBatch
+from papara_py.engine.scheduler import Engine
 from papara_py.model.reference_scorer import score_matrix_reference
 
 K = 4

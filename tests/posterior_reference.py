@@ -2,7 +2,7 @@
 
 They share no code with papara_py: a read's costs come from literal_dp (DESIGN 4 spelled out:
 M_ij + CG_i + X_ij, OE_i; E_i, insertion), and
-- `paths` enumerates every path of the model's DAG (PLAN "The posterior model") from its
+- `paths` enumerates every path of the model's DAG (DESIGN 5) from its
   definition: a start, M / D / I steps, an end;
 - `brute_force` sums over them (log-sum-exp in float64): Z and M's exact posteriors;
 - `reference_posteriors` runs the same recurrences as the kernels, in float64 with plain loops;

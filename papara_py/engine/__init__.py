@@ -3,6 +3,8 @@
 - `layout`: blocks of W edges in the inter-reference structure-of-arrays layout.
 - `queue`: the shared work queue and how a batch is divided between GPUs and CPU workers.
 - `scheduler`: `Engine`, which runs the master thread, the CPU workers and the GPU feeders.
+- `read_batch`: `ReadBatch`, the reads the engine scores as one batch (with `EdgeGroups`, a
+  grouped batch's groups); `engine_options`: `EngineOptions`, the engine's scheduling knobs.
 - `guided`: `GuidedSearch` (`--search guided`), rounds of the engine over edge subsets that find
   each read's best edges from a fraction of the edges.
 - `consumers`: the CPU and GPU scorers as the scheduler sees them.

@@ -14,7 +14,7 @@ one pass of the ordinary engine (engine/scheduler.py) over groups of (edges, rea
    cluster beyond, a run of tied edges is followed to its lowest edge number.
 
 A read is scored against each edge at most once (a centre is left out of its cluster's group).
-Each round after the centres is one grouped engine batch (scheduler.EdgeGroups): every cluster a
+Each round after the centres is one grouped engine batch (read_batch.EdgeGroups): every cluster a
 round needs is a group, its edges against the reads that need it, and GPU launches take many
 groups at once (engine/gpu.py `score_groups`), as full as the exhaustive search's; before, each
 cluster was a batch of its own and a launch held ~100 edges against a few dozen reads (notebook/BENCHMARKS.md,
@@ -35,7 +35,8 @@ import numpy as np
 
 from papara_py.engine.candidates import Candidates, merge_rows
 from papara_py.engine.limits import INITIAL_CLUSTERS
-from papara_py.engine.scheduler import BlockCache, ConsumerStats, EdgeGroups, Engine, ReadBatch
+from papara_py.engine.read_batch import EdgeGroups, ReadBatch
+from papara_py.engine.scheduler import BlockCache, ConsumerStats, Engine
 from papara_py.phylo.clusters import cluster_edges
 from papara_py.phylo.tree import EdgeTree
 
@@ -187,7 +188,7 @@ class GuidedSearch:
 
     def _score_round(self, groups: list[tuple[np.ndarray, np.ndarray]], reads: ReadBatch) -> tuple[np.ndarray, Candidates]:
         """A round after the centres: every group (read rows, ascending edges of one cluster) in one
-        grouped engine batch (scheduler.ReadBatch.groups), so that a GPU launch holds the blocks of
+        grouped engine batch (read_batch.ReadBatch.groups), so that a GPU launch holds the blocks of
         many clusters, each against its own reads, as full as the exhaustive search's. Returns each
         slot's read row and the slots' candidates (edge numbers): a read once per group it is in."""
         rows = np.concatenate([rows for rows, _ in groups])

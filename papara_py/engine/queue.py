@@ -54,7 +54,7 @@ class WorkItem:
     cells: int
     reads: tuple[int, int]
     cpu_piece: bool = False
-    #: an item of a grouped batch (the guided search's rounds, engine/scheduler.EdgeGroups): its
+    #: an item of a grouped batch (the guided search's rounds, engine/read_batch.EdgeGroups): its
     #: reads are its group's; a GPU launch takes items of several groups (`take`'s `grouped_cells`)
     grouped: bool = False
 

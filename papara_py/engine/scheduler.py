@@ -66,68 +66,14 @@ import numpy as np
 
 from papara_py.engine.candidates import Candidates
 from papara_py.engine.consumers import CpuScorer
+from papara_py.engine.engine_options import EngineOptions
 from papara_py.engine.layout import Block, block_count, make_block
 from papara_py.engine.queue import Divider, WorkItem, WorkQueue
+from papara_py.engine.read_batch import ReadBatch
 from papara_py.model.column_costs import ColumnCosts
 from papara_py.model.params import ScoringParams
 
 _log = logging.getLogger(__name__)  # the run's messages (run/log.py)
-
-
-@dataclass(frozen=True)
-class EdgeGroups:
-    """The groups of a grouped batch (`ReadBatch.groups`): group g scores the batch's reads
-    slot_ptr[g]..slot_ptr[g+1]-1 against the edges at positions edge_ptr[g]..edge_ptr[g+1]-1 of
-    the batch's `edges` (ascending within the group). int64 [G + 1] each."""
-
-    edge_ptr: np.ndarray
-    slot_ptr: np.ndarray
-
-    @property
-    def count(self) -> int:
-        return self.edge_ptr.shape[0] - 1
-
-
-@dataclass(frozen=True)
-class ReadBatch:
-    """Encoded reads ready for the kernels: all have 0 < n < m.
-
-    `edges`, where given, restricts the batch to those edges (ascending edge numbers: the guided
-    search of engine/guided.py hands the engine its centres this way). The engine numbers them
-    0..len-1 internally and maps its candidates back; an ascending subset keeps the (score, edge)
-    order, so ties and the K kept are those of the real edge numbers.
-
-    `groups`, where given (with `edges`), makes a grouped batch: one round of the guided search,
-    each group (its edges, its reads) scored by itself, all groups in the same GPU launches
-    (`EdgeGroups`; a read of several groups is a read of the batch once per group, a "slot"). A
-    slot's candidates hold positions of its group's edges only, ascending with the edge numbers,
-    so the mapping back keeps the (score, edge) order too.
-    """
-
-    codes: np.ndarray    # [total residues] state sets (the profiles' element type: uint8 DNA, uint32 protein)
-    offsets: np.ndarray  # int64 [Q + 1]
-    edges: np.ndarray | None = None  # int32, ascending (within each group); None: every edge
-    groups: EdgeGroups | None = None
-
-    @property
-    def count(self) -> int:
-        return self.offsets.shape[0] - 1
-
-    @property
-    def residues(self) -> int:
-        return int(self.offsets[-1] - self.offsets[0])
-
-    def slice(self, first: int, end: int) -> "ReadBatch":
-        """Reads [first, end) as a batch of their own (codes shared, offsets from 0)."""
-        if (first, end) == (0, self.count):
-            return self
-        start = self.offsets[first]
-        return ReadBatch(self.codes[start:self.offsets[end]], self.offsets[first:end + 1] - start, self.edges)
-
-    def group_reads(self, first: int, end: int) -> "ReadBatch":
-        """Slots [first, end) as a batch of their own, without the groups (a launch's part)."""
-        start = self.offsets[first]
-        return ReadBatch(self.codes[start:self.offsets[end]], self.offsets[first:end + 1] - start)
 
 
 class Scorer(Protocol):
@@ -157,37 +103,6 @@ class ConsumerStats:
     def rate(self) -> float:
         """Cells per second while busy; 0 before the first block."""
         return self.cells / self.busy_seconds if self.busy_seconds > 0 else 0.0
-
-
-@dataclass
-class EngineOptions:
-    """Scheduling knobs; `jitter_seconds` and `fail_after_chunks` exist for tests only."""
-
-    cpu_workers: int = 1
-    gpu_feeders: int = 2
-    queue_capacity: int = 64  # items queued at most when the blocks are not all kept
-    batches_in_flight: int = 5
-    balance_tail: bool = True
-    cpu_yields_to_caller: bool = True  # with GPUs, CPU workers take nothing while the caller holds a batch
-    cpu_first_cells: int = 5_000_000_000  # per CPU worker, a batch's CPU part before rates are known
-    #: ... and at most this share of the batch's residues: what 16-32 cores score beside one H100
-    #: (1-5% of the cells, notebook/BENCHMARKS.md); more made a small run wait for its CPU pieces
-    cpu_first_share: float = 0.05
-    block_cache_bytes: int = 256 << 20
-    #: cells of one GPU launch of a grouped batch (the guided search's rounds): about an exhaustive
-    #: launch's (40 blocks of 32 edges x 2,000 reads of 150 bp x 1,000 columns is 3.8e11), ~70 ms
-    #: of an H200's kernel time
-    grouped_launch_cells: int = 400_000_000_000
-    jitter_seconds: float = 0.0
-    jitter_seed: int = 0
-    fail_after_chunks: int | None = None
-    #: fault injection (tests): after this many chunks, the next `oom_failures` launches of each
-    #: GPU fail as out of memory
-    oom_after_chunks: int | None = None
-    oom_failures: int = 1
-    #: out-of-memory faults in a row a GPU survives, and the first wait before it tries again
-    oom_retries: int = 6
-    oom_backoff_seconds: float = 0.5
 
 
 class _InjectedFault(RuntimeError):

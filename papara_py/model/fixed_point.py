@@ -1,5 +1,5 @@
-"""Fixed-point arithmetic of the posterior step (issue 53; PLAN "The posterior model"): every
-device computes the same integers.
+"""Fixed-point arithmetic of the posterior step (DESIGN 5): every device computes the same
+integers.
 
 Energies. A cost c of DESIGN 4 (an integer) is the energy c * S in fixed point, S = 2^SCALE_BITS
 a power of two (a shift). Energies are int32 on every device; `check_fixed_point` refuses a run

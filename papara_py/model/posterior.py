@@ -1,7 +1,7 @@
-"""Posterior decoding (issue 53; PLAN "The posterior model"): Forward and Backward over every
-alignment of a read to each candidate edge, edge weights, the pooled posteriors and their
-maximum expected accuracy (MEA) alignment, in fixed-point integers (model/fixed_point.py) so
-every device gives the same answer bit for bit.
+"""Posterior decoding (DESIGN 5): Forward and Backward over every alignment of a read to each
+candidate edge, the edge weights and the column posteriors pooled by them, in fixed-point
+integers (model/fixed_point.py) so every device gives the same answer bit for bit; the read's
+columns are the pooled posteriors' MEA alignment (model/mea.py).
 
 The model. A read's alignment to an edge is a path through the whole rectangle of cells (row j,
 the read position, 0 <= j < n; column i, 0 <= i < m), not only DESIGN 4's band (i - j in

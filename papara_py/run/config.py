@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from papara_py.cluster.shards import Shard
+from papara_py.engine.engine_options import EngineOptions
 from papara_py.engine.guided import GuidedOptions
-from papara_py.engine.scheduler import EngineOptions
 from papara_py.engine.strand import check_mode
 from papara_py.model.params import PenaltyChoice, ScoringParams
 from papara_py.run.samples import Sample

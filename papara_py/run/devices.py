@@ -9,7 +9,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from papara_py.engine.cpu import default_lane_width
-from papara_py.engine.scheduler import EngineOptions
+from papara_py.engine.engine_options import EngineOptions
 from papara_py.engine.tracer import Tracer
 from papara_py.errors import InputError
 from papara_py.run.config import RunConfig

@@ -30,7 +30,8 @@ import numpy as np
 from papara_py.engine.candidates import Candidates
 from papara_py.engine.guided import GuidedSearch
 from papara_py.engine.layout import block_count
-from papara_py.engine.scheduler import Engine, ReadBatch
+from papara_py.engine.read_batch import ReadBatch
+from papara_py.engine.scheduler import Engine
 from papara_py.engine.strand import StrandPlan, orient
 from papara_py.io.read_stream import Stretch
 from papara_py.io.reads import STATUSES
@@ -41,7 +42,7 @@ from papara_py.run.config import RunConfig
 from papara_py.run.devices import Devices
 from papara_py.run.inputs import Work, sample_inputs
 from papara_py.run.log import Reporter
-from papara_py.run.record import sample_tally
+from papara_py.run.record import gcups_text, sample_tally
 from papara_py.run.samples import SampleRun
 from papara_py.run.writers import commit_sample, write_batch, write_stretch
 
@@ -132,7 +133,7 @@ class ScoreTraceWrite:
         self._cells_scored += block_cells
         self._bar.update(blocks)
         elapsed = max(time.perf_counter() - self._engine_started, 1e-9)
-        self._bar.set_postfix_str(f"{self._cells_scored / elapsed / 1e9:.1f} GCUPS", refresh=False)
+        self._bar.set_postfix_str(f"{gcups_text(self._cells_scored / elapsed / 1e9)} GCUPS", refresh=False)
 
     def batches(self) -> Iterator[ReadBatch]:
         """Each sample's stretches' alignable reads in their orientations (on the engine's

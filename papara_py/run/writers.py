@@ -25,7 +25,7 @@ from papara_py.run.config import RunSummary
 from papara_py.run.devices import Devices
 from papara_py.run.inputs import Work, log_inputs
 from papara_py.run.log import Reporter
-from papara_py.run.record import Tally, run_record
+from papara_py.run.record import Tally, gcups_text, run_record
 from papara_py.run.samples import SampleRun
 
 
@@ -124,10 +124,10 @@ def commit_sample(sample: SampleRun, profiles: EdgeProfiles, devices: Devices, w
     sample.commit()
     reporter.record(f"{sample.label}: phases (s): "
                     + ", ".join(f"{name} {seconds:.3f}" for name, seconds in timings.items())
-                    + f"; {tally.cells} cells, {tally.gcups:.1f} GCUPS")
+                    + f"; {tally.cells} cells, {gcups_text(tally.gcups)} GCUPS")
     counts = tally.status_counts
     reporter.notice(("" if sample.count == 1 else f"{sample.label}: ")
                     + f"{tally.n_alignable} of {tally.n_reads} reads aligned" + _fitting(sample, null)
                     + "".join(f", {n} {s}" for s, n in counts.items() if s != STATUS_ALIGNED)
-                    + f"; scoring {timings['scoring']:.2f} s ({tally.gcups:.1f} GCUPS); wrote {config.output}")
+                    + f"; scoring {timings['scoring']:.2f} s ({gcups_text(tally.gcups)} GCUPS); wrote {config.output}")
     sample.summary = RunSummary(config.output, tally.n_reads, tally.n_alignable, counts, dict(timings), tally.gcups)

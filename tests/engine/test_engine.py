@@ -17,13 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from papara_py.engine.scheduler import (
-    Engine,
-    EngineOptions,
-    ReadBatch,
-    cpu_pieces,
-    leave_to_gpus,
-)
+from papara_py.engine.engine_options import EngineOptions
+from papara_py.engine.read_batch import ReadBatch
+from papara_py.engine.scheduler import Engine, cpu_pieces, leave_to_gpus
 from papara_py.model.params import ScoringParams
 
 from engine_cases import K, expected, gpu, random_case, run, run_engine

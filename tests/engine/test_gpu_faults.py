@@ -15,7 +15,8 @@ from misuse import EXAMPLE
 from engine_cases import expected, gpu, random_case, run
 
 from papara_py.cli import main
-from papara_py.engine.scheduler import EngineOptions, is_out_of_memory
+from papara_py.engine.engine_options import EngineOptions
+from papara_py.engine.scheduler import is_out_of_memory
 from papara_py.model.params import ScoringParams
 from papara_py.run import devices
 from papara_py.run.config import RunConfig

@@ -422,7 +422,7 @@ def test_device_time_is_recorded_within_the_wall_time(device) -> None:
     and the wall time of the chunk, and add up over a consumer's launches."""
     from papara_py.engine.consumers import GpuChunkScorer
     from papara_py.engine.layout import make_block
-    from papara_py.engine.scheduler import ReadBatch
+    from papara_py.engine.read_batch import ReadBatch
 
     rng = np.random.default_rng(3)
     profiles = random_profiles(rng, 40, 300)

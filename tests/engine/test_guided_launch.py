@@ -103,7 +103,9 @@ def test_groups_split_into_several_kernel_batches(opencl_device):
 
 from papara_py.engine.consumers import GpuChunkScorer  # noqa: E402
 from papara_py.engine.queue import WorkItem, WorkQueue  # noqa: E402
-from papara_py.engine.scheduler import EdgeGroups, Engine, EngineOptions, ReadBatch  # noqa: E402
+from papara_py.engine.engine_options import EngineOptions  # noqa: E402
+from papara_py.engine.read_batch import EdgeGroups, ReadBatch  # noqa: E402
+from papara_py.engine.scheduler import Engine  # noqa: E402
 
 
 def _grouped_case(seed: int, n_edges: int = 90, m: int = 24, n_groups: int = 7):

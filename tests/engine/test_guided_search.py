@@ -22,7 +22,9 @@ from scripts_loader import load_script
 
 from papara_py.cli import build_parser
 from papara_py.engine.guided import INITIAL_CLUSTERS, GuidedOptions, GuidedSearch
-from papara_py.engine.scheduler import Engine, EngineOptions, ReadBatch
+from papara_py.engine.engine_options import EngineOptions
+from papara_py.engine.read_batch import ReadBatch
+from papara_py.engine.scheduler import Engine
 from papara_py.io.run_file import RunFile
 from papara_py.io.tree_input import read_tree
 from papara_py.model.params import ScoringParams

@@ -22,7 +22,7 @@ from engine_cases import K, expected, random_case, run
 from papara_py.engine.consumers import GpuChunkScorer
 from papara_py.engine.gpu import GpuScorer
 from papara_py.engine.opencl_devices import discover_devices
-from papara_py.engine.scheduler import EngineOptions
+from papara_py.engine.engine_options import EngineOptions
 from papara_py.model.params import ScoringParams
 
 devices = discover_devices("cpu")

@@ -297,7 +297,8 @@ def test_hybrid_engine_on_protein_profiles_matches_the_reference(opencl_device):
     the protein preset's near states and column profile costs."""
     from engine_cases import expected, gpu, run
 
-    from papara_py.engine.scheduler import EngineOptions, ReadBatch
+    from papara_py.engine.engine_options import EngineOptions
+    from papara_py.engine.read_batch import ReadBatch
 
     tree = EdgeTree.from_dendropy(read_tree(PROTEIN_DATA / "tree.nwk"))
     alignment = read_alignment(PROTEIN_DATA / "ref.phy")

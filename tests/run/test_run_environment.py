@@ -12,6 +12,7 @@ import pytest
 
 from papara_py.engine.cpus import _quota, available_cpus, cgroup_quota
 from papara_py.io.run_file import RunFile
+from papara_py.run.record import gcups_text
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "data" / "example"
 INPUTS = ["-t", str(EXAMPLE / "tree.nwk"), "-s", str(EXAMPLE / "ref.phy"), "-r", str(EXAMPLE / "reads.fa")]
@@ -67,6 +68,14 @@ def test_one_cpu_of_affinity_means_one_thread(tmp_path):
         assert run.record["threads"] == {"count": 3, "source": "--threads"}
 
 
+def test_a_slow_speed_keeps_its_digits():
+    """A small run or a first one (compiling while it scores) runs at tenths or hundredths of a
+    GCUPS: the summary must not print those as 0.0."""
+    for gcups in (0.0623, 0.31, 0.97, 3.34, 3512.7):
+        assert float(gcups_text(gcups)) == pytest.approx(gcups, rel=0.05)
+    assert gcups_text(0.0) == "0"
+
+
 STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00 (INFO|WARNING|ERROR) +"
 
 
@@ -84,6 +93,9 @@ def test_log_says_what_the_run_did(tmp_path):
         assert f"threads: {run.record['threads']['count']}" in text
     assert "device cpu:" in text and "batch 1: rows 1-200, 200 reads aligned" in text and "phases (s): input" in text
     assert "200 of 200 reads aligned" in lines[-1]
+    with RunFile(out) as run:  # the summary's speed is the record's, to its printed precision
+        shown = float(re.search(r"\(([0-9.e+-]+) GCUPS\)", lines[-1]).group(1))
+        assert shown == pytest.approx(run.record["gcups"], rel=0.06, abs=1e-9)
     assert "sha256" not in result.stderr  # the terminal keeps the short notices
     # a second run appends; a failing one logs its error
     bad = tmp_path / "bad.fa"
