@@ -3,7 +3,8 @@
 - `tree_input`, `alignment_input`, `read_input`: the tree (Newick), the alignment (PHYLIP,
   FASTA, Stockholm, Clustal) and the reads (FASTA, FASTQ; plain, gzip, bzip2, xz), each read
   once; the only modules that read user files, so bad input leaves as `InputError` (file,
-  line or sequence, what is wrong) from here alone. `input_bytes`: what the three share.
+  line or sequence, what is wrong) from here alone. `input_bytes`: what the three share;
+  `alignment_rows`: the alignment formats' text parsers (lines into rows).
 - `reads`: `ReadSet`, the compact in-memory read store, and the read statuses.
 - `read_stream`: `ReadStream`, the reads parsed on a thread of their own and handed out in
   stretches of input rows (each one batch of the engine) while the rest of the file is read.
