@@ -38,7 +38,7 @@ import numpy as np
 from papara_py import __version__
 from papara_py.errors import InputError
 from papara_py.io.checksums import Digest, describe_input, sha256_file
-from papara_py.io.outputs import hdf5_output
+from papara_py.io.hdf5_guard import hdf5_output
 from papara_py.io.run_writer import STRINGS
 from papara_py.phylo.encoding import DNA, Alphabet
 from papara_py.phylo.profiles import ProfileBuilder

@@ -10,6 +10,8 @@
   stretches of input rows (each one batch of the engine) while the rest of the file is read.
 - `checksums`: SHA-256 of the inputs for the run record and the cluster guards.
 - `cigar`: the CIGAR text of a read's path.
+- `outputs`: the output policy every command follows (atomic files, direct targets, write
+  faults); `hdf5_guard`: HDF5 outputs whose write faults never surface inside HDF5.
 - `run_writer`: `RunWriter` and `atomic_path` (a file appears under its name only when complete).
 - `chunks`: a large array's gzip + fletcher32 chunks compressed on several threads (the reference).
 - `run_file`: `RunFile`, the one reader of run files (format checks, lazy chunked access).

@@ -28,7 +28,8 @@ import numpy as np
 from papara_py import __version__
 from papara_py.io.checksums import attributes_crc32, string_crc32
 from papara_py.io.chunks import write_compressed
-from papara_py.io.outputs import atomic_path, check_writes, hdf5_output
+from papara_py.io.hdf5_guard import check_writes, hdf5_output
+from papara_py.io.outputs import atomic_path
 
 __all__ = ["RunWriter", "run_writer", "atomic_path", "FORMAT_NAME", "FORMAT_VERSION", "STRINGS", "CHECKSUMS"]
 

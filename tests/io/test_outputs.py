@@ -24,7 +24,7 @@ from misuse import (  # noqa: F401
 )
 
 from papara_py.errors import InputError, OutputError
-from papara_py.io import outputs
+from papara_py.io import hdf5_guard, outputs
 
 
 @pytest.fixture(scope="module")
@@ -243,14 +243,14 @@ def test_a_write_fault_at_any_point_of_an_hdf5_output_is_an_output_error(tmp_pat
 
     from papara_py.io.run_writer import run_writer
 
-    class Failing(outputs._GuardedFile):
+    class Failing(hdf5_guard._GuardedFile):
         """The disk under the guard fills (or fails) after `budget` bytes, as a real one would."""
 
         def __init__(self, path):
             super().__init__(path)
             self._file = _FailingDisk(self._file, budget, getattr(errno, fault))
 
-    monkeypatch.setattr(outputs, "_GuardedFile", Failing)
+    monkeypatch.setattr(hdf5_guard, "_GuardedFile", Failing)
     target = tmp_path / "run.h5"
     with pytest.raises(OutputError) as raised:
         with run_writer(target, 300, 5, "test") as writer:
@@ -279,7 +279,7 @@ def test_after_a_write_fault_reads_see_what_was_written_since(tmp_path):
 
     path = tmp_path / "f"
     path.write_bytes(b"")
-    guard = outputs._GuardedFile(path)
+    guard = hdf5_guard._GuardedFile(path)
     guard._file = _FailingDisk(guard._file, 6, errno.ENOSPC)
     assert guard.write(b"abcdefgh") == 8          # the disk takes 6 bytes, then is full
     assert guard.error is not None and guard.error.errno == errno.ENOSPC
@@ -321,7 +321,7 @@ def test_a_stop_signal_inside_an_hdf5_write_is_kept_for_the_next_check(tmp_path)
     write must neither be lost nor tear the write; the next check raises it."""
     path = tmp_path / "f"
     path.write_bytes(b"")
-    guard = outputs._GuardedFile(path)
+    guard = hdf5_guard._GuardedFile(path)
     guard._file = _InterruptedOnce(guard._file, 3)
     guard.seek(2)
     assert guard.write(b"abcdefgh") == 8      # redone from its start: whole and in place
