@@ -81,7 +81,7 @@ from papara_py.engine.band_inputs import (
     state_rows,
 )
 from papara_py.engine.candidates import merge_rows
-from papara_py.engine.opencl_devices import DeviceInfo
+from papara_py.engine.opencl_devices import DeviceInfo, build_program
 from papara_py.model.column_costs import ColumnCosts
 from papara_py.model.params import ScoringParams
 from papara_py.phylo.encoding import Alphabet, alphabet_of
@@ -124,7 +124,7 @@ def built_program(context: cl.Context, device: cl.Device, source: str, options: 
     key = (device, source, options)
     with _shared_lock:
         if key not in _programs:
-            _programs[key] = cl.Program(context, kernels.source(source)).build(options=list(options), devices=[device])
+            _programs[key] = build_program(context, device, kernels.source(source), options)
         return _programs[key]
 
 

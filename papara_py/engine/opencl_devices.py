@@ -22,10 +22,14 @@ which device works, or exactly why none does and what to install.
 from __future__ import annotations
 
 import ctypes.util
+import logging
 import os
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+
+_log = logging.getLogger(__name__)  # the run's messages (run/log.py)
 
 NVIDIA_OPENCL_LIBRARY = "libnvidia-opencl.so.1"
 
@@ -309,6 +313,27 @@ def _checked(kernels: bool) -> str:
     return "papara-py's kernels" if kernels else "a test kernel"
 
 
+def build_program(context, device, source: str, options: tuple[str, ...] = ()):
+    """`source` (OpenCL C) built for `device` with `options`: a `pyopencl.Program`.
+
+    A driver may print messages on a build that succeeds (warnings, register use); pyopencl then
+    issues a CompilerWarning ("Non-empty compiler output encountered"), which would reach the
+    user's terminal on a run that is fine. Here the compiler's log goes to the log instead (DEBUG,
+    with `--log`), and a failed build still raises with the log in its message. The warning filter
+    holds only during the build (`warnings.catch_warnings` is process-wide: a CompilerWarning of
+    another thread's build in that moment is not shown either)."""
+    import pyopencl as cl
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        program = cl.Program(context, source).build(options=list(options), devices=[device])
+    log = program.get_build_info(device, cl.program_build_info.LOG).strip()
+    if log:
+        _log.debug("OpenCL compiler messages for %s (%s): %s", device.name.strip(), " ".join(options) or "no options",
+                   log)
+    return program
+
+
 def check_device(device: DeviceInfo, kernels: bool = True) -> DeviceCheck:
     """Run PROBE_KERNEL on `device`, after compiling papara-py's kernels (CHECK_BUILDS) with
     `kernels`. Their first build on a machine is the slow part (about 30 s on an H200 for the 20
@@ -323,11 +348,11 @@ def check_device(device: DeviceInfo, kernels: bool = True) -> DeviceCheck:
     try:
         context = cl.Context([device.cl_device])
         for source, options in CHECK_BUILDS if kernels else ():
-            cl.Program(context, sources.source(source)).build(options=list(options), devices=[device.cl_device])
+            build_program(context, device.cl_device, sources.source(source), options)
         queue = cl.CommandQueue(context, device.cl_device)
         out = np.zeros(4, np.int32)
         buffer = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, out.nbytes)
-        cl.Program(context, PROBE_KERNEL).build().probe(queue, (4,), None, buffer)
+        build_program(context, device.cl_device, PROBE_KERNEL).probe(queue, (4,), None, buffer)
         cl.enqueue_copy(queue, out, buffer)
         queue.finish()
         if out.tolist() != [1, 2, 3, 4]:

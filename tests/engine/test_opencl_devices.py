@@ -72,6 +72,31 @@ def test_a_compiler_error_on_a_real_device_is_reported(opencl_device, monkeypatc
     assert "(options:" not in check.problem
 
 
+def test_a_compiler_warning_goes_to_the_log_not_the_terminal(opencl_device, caplog):
+    """A build that succeeds with compiler messages (PoCL's clang warns of a division by zero;
+    NVIDIA's compiler has warned on papara-py's own kernels) makes pyopencl issue a
+    CompilerWarning, which reached users' terminals mid-run. build_program logs the messages."""
+    import logging
+    import uuid
+    import warnings
+
+    import pyopencl as cl
+
+    source = f"__kernel void k(__global int *o) {{ o[0] = 1 / 0; }} // {uuid.uuid4()}"  # unique: no cache hit
+    context = cl.Context([opencl_device.cl_device])
+    with warnings.catch_warnings(record=True) as raw:
+        warnings.simplefilter("always")
+        log = cl.Program(context, source).build(devices=[opencl_device.cl_device]).get_build_info(
+            opencl_device.cl_device, cl.program_build_info.LOG).strip()
+    if not log:
+        pytest.skip(f"{opencl_device.name}'s compiler says nothing of a division by zero: no messages to route")
+    assert any(issubclass(w.category, cl.CompilerWarning) for w in raw)  # pyopencl's own behaviour
+    with warnings.catch_warnings(), caplog.at_level(logging.DEBUG, logger="papara_py"):
+        warnings.simplefilter("error")
+        opencl_devices.build_program(context, opencl_device.cl_device, source.replace("// ", "// again "))
+    assert any("division by zero" in record.getMessage() for record in caplog.records)
+
+
 def test_the_compiler_answer_is_the_build_log():
     answer = opencl_devices._compiler_answer(RuntimeError(ZEN4_ERROR))
     assert answer == "error: unknown target CPU 'generic'"
