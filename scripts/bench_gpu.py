@@ -41,7 +41,7 @@ from papara_py import kernels
 from papara_py.engine.band_inputs import Variant
 from papara_py.engine.gpu import GpuScorer
 from papara_py.engine.layout import block_count, make_block
-from papara_py.engine.opencl_devices import describe_devices, discover_devices
+from papara_py.engine.opencl_devices import build_program, describe_devices, discover_devices
 from papara_py.model.params import DEFAULT_PRESET, PRESETS, ScoringParams
 from papara_py.model.reference_scorer import score_matrix_reference
 from papara_py.phylo.encoding import ALPHABETS, DNA, PROTEIN, Alphabet
@@ -242,7 +242,7 @@ def dump_builds(scorer: GpuScorer, variants: list[Variant], out: Path) -> None:
     for v in variants:
         tag = f"{'ptx' if v.ptx else 'portable'}-{'packed' if v.packed else 'wide'}-r{v.rows}"
         options = list(v.options()) + (["-cl-nv-verbose"] if scorer.device.is_nvidia else [])
-        program = cl.Program(scorer.context, source).build(options=options, devices=[device])
+        program = build_program(scorer.context, device, source, tuple(options))
         (out / f"{tag}.log").write_text(program.get_build_info(device, cl.program_build_info.LOG))
         (out / f"{tag}.ptx").write_bytes(program.binaries[0].rstrip(b"\0"))
 
@@ -296,7 +296,7 @@ def instruction_rates(device, out: Path | None) -> dict:
     sink = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, threads * 4)
     rates = {}
     for op, name in enumerate(("add+min.u16x2", "min.u16x2", "lop3")):
-        prg = cl.Program(ctx, RATE_SOURCE).build(options=[f"-DOP={op}"])
+        prg = build_program(ctx, device.cl_device, RATE_SOURCE, (f"-DOP={op}",))
         if out:
             (out / f"rate-{op}.ptx").write_bytes(prg.binaries[0].rstrip(b"\0"))
         kernel = prg.rate

@@ -55,17 +55,17 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import sass_count  # noqa: E402  (a sibling script)
+
 from papara_py import kernels  # noqa: E402
 from papara_py.engine.band_inputs import lookup_fits  # noqa: E402
 from papara_py.engine.gpu import GpuScorer  # noqa: E402
 from papara_py.engine.layout import block_count, make_block  # noqa: E402
-from papara_py.engine.opencl_devices import describe_devices, discover_devices  # noqa: E402
+from papara_py.engine.opencl_devices import build_program, describe_devices, discover_devices  # noqa: E402
+from papara_py.model.column_costs import ColumnCosts, cost_codes  # noqa: E402
 from papara_py.model.params import ScoringParams  # noqa: E402
 from papara_py.model.reference_scorer import score_matrix_reference  # noqa: E402
-from papara_py.model.column_costs import ColumnCosts, cost_codes  # noqa: E402
 from papara_py.phylo.encoding import DNA, PROTEIN, Alphabet  # noqa: E402
-
-import sass_count  # noqa: E402  (a sibling script)
 
 POISON = 0xA5A5A5A5
 BLOCK_WIDTH = 16
@@ -307,7 +307,7 @@ def instruction_rates(device) -> dict:
     sink = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, threads * 4)
     rates = {}
     for op, (name, per_step) in RATE_OPS.items():
-        kernel = cl.Program(ctx, RATE_SOURCE).build(options=[f"-DOP={op}"]).rate
+        kernel = build_program(ctx, device.cl_device, RATE_SOURCE, (f"-DOP={op}",)).rate
         kernel.set_args(sink, np.uint32(0x00030003), np.uint32(0x7F007F00), np.uint32(0xC480), np.int32(n))
         cl.enqueue_nd_range_kernel(queue, kernel, (threads,), (256,)).wait()
         event = cl.enqueue_nd_range_kernel(queue, kernel, (threads,), (256,))
@@ -355,7 +355,7 @@ def machine_code(scorer: GpuScorer, case: Case) -> tuple[dict, list[tuple[str, b
     # the case's name in a comment: a source no cache (pyopencl's, the driver's) has seen, so the
     # build runs ptxas and its log has the report (the PTX is the timed build's)
     source = kernels.source("band_score.cl") + f"\n/* {case.name} */\n"
-    program = cl.Program(scorer.context, source).build(options=options + verbose, devices=[dev])
+    program = build_program(scorer.context, dev, source, tuple(options + verbose))
     binary = program.binaries[0].rstrip(b"\0")
     log = program.get_build_info(dev, cl.program_build_info.LOG) or ""
     out["driver_registers"] = sass_count.registers(log)

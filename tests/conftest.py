@@ -32,6 +32,15 @@ def pyrg_dir() -> Path:
     return path
 
 
+@pytest.fixture
+def workspace(tmp_path: Path):
+    """A folder holding a copy of the example's inputs, whose state a misuse test compares after
+    a command: changed inputs, leftovers (tests/misuse.py, Workspace)."""
+    from misuse import Workspace
+
+    return Workspace(tmp_path)
+
+
 #: Variables by which a cluster scheduler marks an array task (papara_py/cluster/shards.py reads them).
 ARRAY_TASK_VARIABLES = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN",
                         "SLURM_ARRAY_TASK_MAX", "SLURM_ARRAY_TASK_STEP", "SGE_TASK_ID", "SGE_TASK_FIRST",

@@ -88,11 +88,6 @@ class Workspace:
         assert not [name for name in after if name.endswith(".partial")]
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Workspace:
-    return Workspace(tmp_path)
-
-
 @contextlib.contextmanager
 def small_filesystem(size_kib: int, free_kib: int) -> Iterator[Path]:
     """A tmpfs of `size_kib` KiB with about `free_kib` KiB left free (the rest is a filler file).

@@ -28,6 +28,10 @@ import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pyopencl is optional (the `gpu` extra): imported where a device is used
+    import pyopencl
 
 _log = logging.getLogger(__name__)  # the run's messages (run/log.py)
 
@@ -313,7 +317,8 @@ def _checked(kernels: bool) -> str:
     return "papara-py's kernels" if kernels else "a test kernel"
 
 
-def build_program(context, device, source: str, options: tuple[str, ...] = ()):
+def build_program(context: pyopencl.Context, device: pyopencl.Device, source: str,
+                  options: tuple[str, ...] = ()) -> pyopencl.Program:
     """`source` (OpenCL C) built for `device` with `options`: a `pyopencl.Program`.
 
     A driver may print messages on a build that succeeds (warnings, register use); pyopencl then

@@ -19,10 +19,11 @@ import numpy as np
 
 from papara_py.errors import InputError
 from papara_py.host import affinity_cpus
-from papara_py.io.alignment_rows import WHITESPACE, Row, alignio_rows, fasta_rows, phylip_header, phylip_rows
+from papara_py.io.alignment_rows import Row, alignio_rows, fasta_rows, phylip_header, phylip_rows
 from papara_py.io.checksums import Digest
 from papara_py.io.input_bytes import (
     UTF8_BOM,
+    WHITESPACE,
     PathLike,
     decode_name,
     read_whole,

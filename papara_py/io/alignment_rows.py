@@ -11,10 +11,8 @@ import re
 from dataclasses import dataclass
 
 from papara_py.errors import InputError
-from papara_py.io.input_bytes import show, strip_whitespace
+from papara_py.io.input_bytes import WHITESPACE, show, strip_whitespace
 
-#: The bytes that bytes.split() treats as whitespace.
-WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")
 #: Strict PHYLIP: a row's name is its line's first 10 characters (spaces allowed).
 _STRICT_NAME_WIDTH = 10
 #: Relaxed PHYLIP: a row's name is its line's first word.

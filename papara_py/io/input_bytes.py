@@ -58,6 +58,10 @@ def decode_name(raw: bytes, source: str, where: str) -> str:
     return name
 
 
+#: The bytes that bytes.split() treats as whitespace: what strip_whitespace removes.
+WHITESPACE = frozenset(b" \t\n\r\x0b\x0c")
+
+
 def strip_whitespace(raw: bytes) -> bytes:
     """Sequence text with all whitespace removed (PHYLIP and FASTA allow spaces inside)."""
     return b"".join(raw.split())

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 import pytest
+from engine_cases import K, expected, gpu, random_case, run, run_engine
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,8 +22,6 @@ from papara_py.engine.engine_options import EngineOptions
 from papara_py.engine.read_batch import ReadBatch
 from papara_py.engine.scheduler import Engine, cpu_pieces, leave_to_gpus
 from papara_py.model.params import ScoringParams
-
-from engine_cases import K, expected, gpu, random_case, run, run_engine
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -11,8 +11,8 @@ import logging
 import h5py
 import numpy as np
 import pytest
-from misuse import EXAMPLE
 from engine_cases import expected, gpu, random_case, run
+from misuse import EXAMPLE
 
 from papara_py.cli import main
 from papara_py.engine.engine_options import EngineOptions

@@ -27,8 +27,8 @@ from papara_py.io.tree_input import read_tree
 from papara_py.model.column_costs import column_costs, kernel_costs
 from papara_py.model.edge_emission import edge_column_costs
 from papara_py.model.fixed_point import PosteriorTables
-from papara_py.model.params import ScoringParams
 from papara_py.model.mea import mea_alignment
+from papara_py.model.params import ScoringParams
 from papara_py.model.posterior import Batch, decode_batch
 from papara_py.model.reference_scorer import profile_near, score_one
 from papara_py.phylo.encoding import DNA, PROTEIN

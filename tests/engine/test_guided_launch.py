@@ -102,8 +102,8 @@ def test_groups_split_into_several_kernel_batches(opencl_device):
 # ---- the engine: grouped batches (engine/scheduler.py) ------------------------------------------
 
 from papara_py.engine.consumers import GpuChunkScorer  # noqa: E402
-from papara_py.engine.queue import WorkItem, WorkQueue  # noqa: E402
 from papara_py.engine.engine_options import EngineOptions  # noqa: E402
+from papara_py.engine.queue import WorkItem, WorkQueue  # noqa: E402
 from papara_py.engine.read_batch import EdgeGroups, ReadBatch  # noqa: E402
 from papara_py.engine.scheduler import Engine  # noqa: E402
 

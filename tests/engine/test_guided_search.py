@@ -21,8 +21,8 @@ import pytest
 from scripts_loader import load_script
 
 from papara_py.cli import build_parser
-from papara_py.engine.guided import INITIAL_CLUSTERS, GuidedOptions, GuidedSearch
 from papara_py.engine.engine_options import EngineOptions
+from papara_py.engine.guided import INITIAL_CLUSTERS, GuidedOptions, GuidedSearch
 from papara_py.engine.read_batch import ReadBatch
 from papara_py.engine.scheduler import Engine
 from papara_py.io.run_file import RunFile

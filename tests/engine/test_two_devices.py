@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import pocl_extra_installed
 
 SCRIPT = r"""

@@ -18,7 +18,7 @@ from itertools import combinations_with_replacement
 from pathlib import Path
 
 import pytest
-from misuse import EXAMPLE, Workspace, assert_refused, papara, small_filesystem, workspace  # noqa: F401
+from misuse import EXAMPLE, Workspace, assert_refused, papara, small_filesystem
 
 from papara_py import cli
 from papara_py.errors import InputError, OutputError

@@ -13,15 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from misuse import (  # noqa: F401
-    EXAMPLE,
-    Workspace,
-    assert_refused,
-    papara,
-    partial_files,
-    small_filesystem,
-    workspace,
-)
+from misuse import Workspace, assert_refused, papara, partial_files, small_filesystem
 
 from papara_py.errors import InputError, OutputError
 from papara_py.io import hdf5_guard, outputs

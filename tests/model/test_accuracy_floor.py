@@ -16,7 +16,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from scripts_loader import load_script
 
 from papara_py.model import edge_emission

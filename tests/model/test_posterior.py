@@ -34,6 +34,7 @@ from posterior_reference import (
     reference_posteriors,
 )
 
+from papara_py.model.column_costs import column_costs, cost_codes, kernel_costs
 from papara_py.model.fixed_point import (
     PROB_ONE,
     SENTINEL,
@@ -44,19 +45,19 @@ from papara_py.model.fixed_point import (
     softmin_table,
 )
 from papara_py.model.mea import mea_alignment
+from papara_py.model.params import ScoringParams
 from papara_py.model.posterior import (
     INSERTED,
     SIGN,
-    diagonal_energy,
     decode_batch,
+    diagonal_energy,
     edge_posteriors,
     forward_energy,
 )
 from papara_py.model.pp_code import pp_digits, pp_string
-from papara_py.model.params import ScoringParams
 from papara_py.model.reference_scorer import diagonal_cost, profile_near, score_one
-from papara_py.model.column_costs import column_costs, cost_codes, kernel_costs
 from papara_py.phylo.encoding import DNA, PROTEIN, near_states
+
 
 def examples(count: int):
     """Hypothesis settings for `count` examples, no deadline (the first call compiles numba)."""

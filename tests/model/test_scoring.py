@@ -12,9 +12,9 @@ from literal_dp import literal_align, literal_score, rescore_cigar
 
 from papara_py.errors import InputError
 from papara_py.io.cigar import cigar_columns, parse_cigar, place_read
+from papara_py.io.paths import alignment_forms
 from papara_py.model.column_costs import column_costs, cost_codes
 from papara_py.model.params import PenaltyChoice, ScoringParams
-from papara_py.io.paths import alignment_forms
 from papara_py.model.reference_scorer import score_reference
 from papara_py.model.traceback import align, align_many
 from papara_py.phylo.encoding import DNA, PROTEIN

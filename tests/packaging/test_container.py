@@ -10,7 +10,6 @@ import re
 import shlex
 
 import pytest
-
 from dockerfile import ROOT, dockerignore, ignored, instructions, parse
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+

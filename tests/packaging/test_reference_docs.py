@@ -10,10 +10,10 @@ from pathlib import Path
 
 import h5py
 import pytest
+from scripts_loader import load_script
 
 from papara_py.io.run_file import LAYOUT, ROOT_ATTRIBUTES, RUN_RECORD_FIELDS
 from papara_py.io.run_writer import CHECKSUMS
-from scripts_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "data" / "example"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import h5py
 import pytest
-from misuse import EXAMPLE, assert_refused, papara, workspace  # noqa: F401
+from misuse import EXAMPLE, assert_refused, papara
 
 import papara_py
 from papara_py.cli import build_parser

@@ -16,7 +16,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from scripts_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
