@@ -13,6 +13,7 @@
 - `strand`: the read orientation of `--strand auto|both|forward` (which orientations a batch is
   scored in, and the better one kept).
 - `cpu`: the numba lane-parallel kernel; `gpu`: the scoring kernels' OpenCL host side;
+  `gpu_plan`: a GPU launch planned on the host (reads into kernel batches; no OpenCL);
   `band_inputs`: what band_score.cl is built with and reads, laid out on the host (no OpenCL);
   `gpu_posterior`: the posterior step (DESIGN 5) on an OpenCL device, equal to model.posterior's;
   `tracer`: a run's batches over its GPUs' posterior steps, failing over to the CPU;

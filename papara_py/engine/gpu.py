@@ -52,8 +52,8 @@ Why the host side looks the way it does:
   a running kernel held the GIL until that kernel ended (PoCL).
 - Programs are built once per (device, kernel, options) and kept for the process; pyopencl also
   caches the binaries on disk.
-- A chunk is prepared on the host (`_plan`: read sorting, packing, padded profiles; no OpenCL
-  call) before the device lock is taken, so a second thread can prepare the next chunk while
+- A chunk is prepared on the host (engine/gpu_plan.py: read sorting, batches, padded profiles;
+  no OpenCL call) before the device lock is taken, so a second thread can prepare the next chunk while
   the device runs this one; between two chunks the device then waits only for the uploads and
   the launch, not for numpy work and result merging (engine/scheduler.py, GPU feeders).
 """
@@ -62,33 +62,18 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pyopencl as cl
 
 from papara_py import kernels
-from papara_py.engine.band_inputs import (
-    WG_UNITS,
-    Variant,
-    cost_profile_starts,
-    device_table,
-    edge_units,
-    lookup_fits,
-    lookup_words,
-    padded_profile,
-    round_up,
-    state_rows,
-)
-from papara_py.engine.candidates import merge_rows
+from papara_py.engine.band_inputs import WG_UNITS, Variant, edge_units, round_up
+from papara_py.engine.gpu_plan import ChunkPlan, KernelBatch, LaunchRules, plan_chunk, plan_groups
 from papara_py.engine.opencl_devices import DeviceInfo, build_program
 from papara_py.model.column_costs import ColumnCosts
-from papara_py.model.params import ScoringParams
-from papara_py.phylo.encoding import Alphabet, alphabet_of
-
-EMPTY_SCORE = np.iinfo(np.int32).max
-#: Stand-in for +infinity on the 32-bit path: finite cells must stay below it (checked per batch).
-INF32 = 1 << 30
+from papara_py.model.params import INT32_LIMIT, ScoringParams
+from papara_py.phylo.encoding import alphabet_of
 
 _shared_lock = threading.Lock()
 _contexts: dict[object, cl.Context] = {}
@@ -155,103 +140,6 @@ class _Launch:
 
 
 @dataclass
-class _KernelBatch:
-    """The reads of one band_score + top_k launch, all of one kernel variant."""
-
-    variant: Variant
-    reads: np.ndarray    # int64 [n]: the chunk's read indices, longest first
-    starts: np.ndarray   # int32 [n]: offset of each read in the chunk's sorted codes
-    lengths: np.ndarray  # int32 [n]: residues of each read
-    #: uint32 [n + 1], column profile costs only: where each read's cost profile starts in the
-    #: batch's, in uint4s (kernels/band_score.cl read_costs), and the total last
-    cost_starts: np.ndarray | None = None
-    #: the guided search's tasks (`GpuScorer.score_groups`; None otherwise): each row's first unit
-    #: of the profile, its real edges and the number of the first; and the batch's distinct reads
-    #: as (starts, lengths, each task's cost profile start) for read_cost_profile
-    unit_base: np.ndarray | None = None
-    row_edges: np.ndarray | None = None
-    row_first: np.ndarray | None = None
-    expand: tuple | None = None
-
-
-#: Edges each group of a `score_groups` launch is padded to a multiple of: whole tasks of both
-#: lane widths (WG_UNITS work-items of two 16-bit lanes, or of one 32-bit lane).
-TASK_EDGES = 2 * WG_UNITS
-
-
-@dataclass
-class _ChunkPlan:
-    """What `GpuScorer._plan` prepares on the host for one chunk, and where its results go."""
-
-    score: np.ndarray  # int32 [Q, k], filled by the device side
-    edge: np.ndarray
-    n_columns: int
-    sorted_codes: np.ndarray | None = None
-    cost_rows: np.ndarray | None = None   # uint8, beside sorted_codes (column profile costs only)
-    cost_table: np.ndarray | None = None  # uint8 [m][K] (`device_table`)
-    profiles: dict[bool, np.ndarray] = field(default_factory=dict)  # packed? -> padded profile bytes
-    lookup: np.ndarray | None = None  # the lookup words (`lookup_words`), where a batch takes that path
-    #: the variant whose lookup table (kernels/band_score.cl LOOKUP_TABLE) the device builds for the
-    #: chunk, and with column costs each single state's row of the cost table (uint8 [states])
-    table: Variant | None = None
-    state_rows: np.ndarray | None = None
-    batches: list[_KernelBatch] = field(default_factory=list)
-
-    def put(self, reads: np.ndarray, score: np.ndarray, edge: np.ndarray) -> None:
-        """A kernel batch's lists into its reads' rows."""
-        self.score[reads], self.edge[reads] = score, edge
-
-    def gather_reads(self, codes: np.ndarray, offsets: np.ndarray, pad: int, params: ScoringParams,
-                     costs: ColumnCosts | None) -> tuple[np.ndarray, np.ndarray] | None:
-        """The reads the kernels score (0 < length < the profile's columns), longest first: their
-        codes into `sorted_codes`, padded by `pad` residues (the last stripe loads a stripe's rows),
-        and with column costs their cost rows alike (row 0, never computed: kernels/band_score.cl)
-        and the chunk's cost table. Returns (order, each one's start in sorted_codes), or None when
-        no read qualifies."""
-        lengths = np.diff(offsets)
-        order = np.flatnonzero((lengths > 0) & (lengths < self.n_columns))
-        order = order[np.argsort(-lengths[order], kind="stable")]
-        if order.size == 0:
-            return None
-        sorted_lengths = lengths[order]
-        starts = np.concatenate([[0], np.cumsum(sorted_lengths)[:-1]])
-        gather = np.arange(int(sorted_lengths.sum())) + np.repeat(offsets[order] - starts, sorted_lengths)
-        read_codes = codes[gather]
-        self.sorted_codes = np.concatenate([read_codes, np.zeros(pad, codes.dtype)])
-        if costs is not None:
-            self.cost_table = device_table(costs, params, self.n_columns)
-            self.cost_rows = np.concatenate([costs.rows_of(read_codes), np.zeros(pad, np.uint8)])
-        return order, starts
-
-    def add_variant(self, variant: Variant, lanes: np.ndarray, params: ScoringParams, alphabet: Alphabet,
-                    costs: ColumnCosts | None) -> None:
-        """What a batch of `variant` reads besides its reads, made once per chunk: the profile padded
-        for its packing, and the lookup table's variant (with column costs, the single states' cost
-        rows) or the lookup words, where it takes a lookup path."""
-        if variant.packed not in self.profiles:
-            self.profiles[variant.packed] = padded_profile(lanes, variant)
-        if variant.lookup and variant.table and self.table is None:
-            self.table = variant
-            if costs is not None:
-                self.state_rows = state_rows(costs, alphabet)
-        elif variant.lookup and not variant.split and self.lookup is None:
-            self.lookup = lookup_words(lanes, variant, params)
-
-
-@dataclass
-class _GroupPlan(_ChunkPlan):
-    """`_ChunkPlan` of a `score_groups` launch: `score` and `edge` hold one row per task (filled
-    by `_collect` through the batches' `reads`, here the tasks' reads), merged per read at the end."""
-
-    n_lanes: int = 0  # the groups' lanes side by side, padded (the profile's width)
-
-    def put(self, reads: np.ndarray, score: np.ndarray, edge: np.ndarray) -> None:
-        """Fold tasks' lists (rows of `score`/`edge`) into their reads' rows (a read has a task per
-        run of its group's edges)."""
-        merge_rows(self.score, self.edge, reads.astype(np.int64), score, edge)
-
-
-@dataclass
 class _ChunkBuffers:
     """A chunk's inputs on the device (`GpuScorer._upload_inputs`), held until its launches complete."""
 
@@ -260,7 +148,7 @@ class _ChunkBuffers:
     tables: list[tuple[cl.Buffer, cl.Buffer, cl.Buffer | None]]  # per batch: (starts, lengths, cost_starts)
     costs: tuple[cl.Buffer, cl.Buffer, int] | None  # (cost rows, cost table, K), or None (NULLs, K 0)
     lookup: cl.Buffer | None = None      # the lookup words, or None (NULL: no batch takes that path)
-    state_rows: cl.Buffer | None = None  # `_ChunkPlan.state_rows` (a lookup table with column costs)
+    state_rows: cl.Buffer | None = None  # `ChunkPlan.state_rows` (a lookup table with column costs)
 
 
 class GpuScorer:
@@ -311,6 +199,10 @@ class GpuScorer:
         self._lock = threading.Lock()
         self._on_device = threading.BoundedSemaphore(max(1, queue_depth))
 
+    def launch_rules(self) -> LaunchRules:
+        """What the host-side plans (engine/gpu_plan.py) take from this scorer, as it is set now."""
+        return LaunchRules(self.packed_variant, self.wide_variant, self.narrow, self.lookup, self.band_budget)
+
     def build(self, variant: Variant, k: int) -> tuple[cl.Program, cl.Program]:
         """The band_score program of `variant` and the top_k program for lists of k (built once)."""
         kmax = max(4, 1 << (k - 1).bit_length())
@@ -337,8 +229,8 @@ class GpuScorer:
             raise ValueError(f"k must be positive, got {k}")
         started = time.perf_counter()
         alphabet = alphabet_of(blocks)
-        plan = self._plan(blocks, n_edges, np.asarray(codes, alphabet.dtype), np.asarray(offsets, np.int64), params,
-                          k, alphabet, costs)
+        plan = plan_chunk(self.launch_rules(), blocks, n_edges, np.asarray(codes, alphabet.dtype),
+                          np.asarray(offsets, np.int64), params, k, alphabet, costs)
         stats = ChunkStats()
         if plan.batches:
             inputs = self._upload_inputs(plan)  # while another chunk's kernels may run
@@ -369,9 +261,8 @@ class GpuScorer:
             raise ValueError(f"k must be positive, got {k}")
         started = time.perf_counter()
         alphabet = alphabet_of(lanes[0])
-        plan = self._plan_groups(lanes, np.asarray(firsts, np.int64), np.asarray(codes, alphabet.dtype),
-                                 np.asarray(offsets, np.int64), np.asarray(slot_ptr, np.int64), params, k,
-                                 alphabet, costs)
+        plan = plan_groups(self.launch_rules(), lanes, np.asarray(firsts, np.int64), np.asarray(codes, alphabet.dtype),
+                           np.asarray(offsets, np.int64), np.asarray(slot_ptr, np.int64), params, k, alphabet, costs)
         stats = ChunkStats()
         if plan.batches:
             inputs = self._upload_inputs(plan)
@@ -393,68 +284,7 @@ class GpuScorer:
             self.device_seconds += stats.device_seconds
         return score, edge
 
-    def _plan_groups(self, lanes, firsts, codes, offsets, slot_ptr, params, k, alphabet: Alphabet,
-                     costs) -> "_GroupPlan":
-        """The host side of `score_groups` (no OpenCL call): the groups' profiles side by side, each
-        padded to whole tasks of both lane widths (TASK_EDGES), the reads sorted longest first,
-        and the tasks of each kernel batch."""
-        m = lanes[0].shape[0]
-        sizes = np.array([group.shape[1] for group in lanes], np.int64)
-        spans = -(-sizes // TASK_EDGES) * TASK_EDGES
-        bases = np.concatenate(([0], np.cumsum(spans)[:-1]))
-        all_lanes = np.zeros((m, int(spans.sum())), lanes[0].dtype)
-        for group, base in zip(lanes, bases):
-            all_lanes[:, base:base + group.shape[1]] = group
-        lengths = np.diff(offsets)
-        n_slots = lengths.size
-        plan = _GroupPlan(np.full((n_slots, k), EMPTY_SCORE, np.int32), np.full((n_slots, k), -1, np.int32), m,
-                          n_lanes=all_lanes.shape[1])
-        gathered = plan.gather_reads(codes, offsets, self.packed_variant.rows, params, costs)
-        if gathered is None:
-            return plan
-        order, starts = gathered
-        group_of = np.repeat(np.arange(sizes.size), np.diff(slot_ptr))
-        for variant, slots in self._batches(order, lengths, m, TASK_EDGES, params, alphabet, costs is not None):
-            plan.add_variant(variant, all_lanes, params, alphabet, costs)
-            plan.batches.extend(self._task_batches(variant, order[slots], starts[slots], lengths, m, group_of,
-                                                   sizes, bases, firsts, costs is not None))
-        return plan
-
-    def _task_batches(self, variant: Variant, reads, read_starts, lengths, m, group_of, sizes, bases, firsts,
-                      costs: bool) -> list["_KernelBatch"]:
-        """The kernel batches of one variant's reads (`reads`, longest first, at `read_starts` in the
-        sorted codes): a task per read and WG_UNITS work-items of its group's edges, in batches within
-        the band memory budget."""
-        edges_per_task = WG_UNITS * variant.lanes
-        group = group_of[reads]
-        per_read = -(-sizes[group] // edges_per_task)  # tasks of each read
-        task_read = np.repeat(np.arange(reads.size), per_read)
-        nth = np.arange(task_read.size) - np.repeat(np.cumsum(per_read) - per_read, per_read)
-        task_group = group[task_read]
-        # tasks of one read length, group and edge run side by side: a work-group's reads share the run
-        order = np.lexsort((task_read, nth, task_group, -lengths[reads][task_read]))
-        task_read, nth, task_group = task_read[order], nth[order], task_group[order]
-        per_task = WG_UNITS * (m + 1) * 4
-        if costs:  # and the cost profile of the longest read, for each of its tasks (an upper bound)
-            per_task += int(cost_profile_starts(lengths[reads[:1]], m, variant)[-1]) * 16
-        most = max(1, self.band_budget // per_task)
-        batches = []
-        for lo in range(0, task_read.size, most):
-            sel = slice(lo, lo + most)
-            t_read, t_nth, t_group = task_read[sel], nth[sel], task_group[sel]
-            distinct, inverse = np.unique(t_read, return_inverse=True)
-            cost_starts = cost_profile_starts(lengths[reads[distinct]], m, variant) if costs else None
-            batches.append(_KernelBatch(
-                variant, reads[t_read], read_starts[t_read].astype(np.int32), lengths[reads[t_read]].astype(np.int32),
-                cost_starts,
-                unit_base=((bases[t_group] + t_nth * edges_per_task) // variant.lanes).astype(np.int32),
-                row_edges=np.minimum(sizes[t_group] - t_nth * edges_per_task, edges_per_task).astype(np.int32),
-                row_first=(firsts[t_group] + t_nth * edges_per_task).astype(np.int32),
-                expand=(read_starts[distinct].astype(np.int32), lengths[reads[distinct]].astype(np.int32),
-                        None if cost_starts is None else cost_starts[inverse].astype(np.uint32))))
-        return batches
-
-    def _upload_tasks(self, batch: "_KernelBatch") -> tuple:
+    def _upload_tasks(self, batch: KernelBatch) -> tuple:
         """A task batch's tables on the device (`_enqueue_batch`'s task_tables)."""
         starts, lens, task_costs = batch.expand
         return (self._upload(batch.unit_base), self._upload(batch.row_edges), self._upload(batch.row_first),
@@ -462,27 +292,7 @@ class GpuScorer:
                 self._upload(starts), self._upload(lens),
                 None if batch.cost_starts is None else self._upload(batch.cost_starts), int(starts.size))
 
-    def _plan(self, blocks, n_edges, codes, offsets, params, k, alphabet: Alphabet, costs) -> "_ChunkPlan":
-        """The host side of a chunk, no OpenCL call: another thread may prepare its chunk while
-        this device still runs the last one (engine/scheduler.py, GPU feeders)."""
-        m = blocks.shape[1]
-        lengths = np.diff(offsets)
-        n_reads = lengths.size
-        plan = _ChunkPlan(np.full((n_reads, k), EMPTY_SCORE, np.int32), np.full((n_reads, k), -1, np.int32), m)
-        gathered = plan.gather_reads(codes, offsets, self.packed_variant.rows, params, costs)
-        if gathered is None:
-            return plan
-        order, starts = gathered
-        lanes = np.moveaxis(blocks, 1, 0).reshape(m, -1)[:, :n_edges]
-        for variant, slots in self._batches(order, lengths, m, n_edges, params, alphabet, costs is not None):
-            plan.add_variant(variant, lanes, params, alphabet, costs)
-            reads = order[slots]
-            plan.batches.append(_KernelBatch(variant, reads, starts[slots].astype(np.int32),
-                                             lengths[reads].astype(np.int32),
-                                             cost_profile_starts(lengths[reads], m, variant) if costs is not None else None))
-        return plan
-
-    def _upload_inputs(self, plan: _ChunkPlan) -> _ChunkBuffers:
+    def _upload_inputs(self, plan: ChunkPlan) -> _ChunkBuffers:
         """Device copies of a chunk's reads, profiles, per-batch read tables and column costs."""
         return _ChunkBuffers(codes=self._upload(plan.sorted_codes),
                              profiles={packed: self._upload(padded) for packed, padded in plan.profiles.items()},
@@ -495,7 +305,7 @@ class GpuScorer:
                              lookup=None if plan.lookup is None else self._upload(plan.lookup),
                              state_rows=None if plan.state_rows is None else self._upload(plan.state_rows))
 
-    def _enqueue(self, plan: _ChunkPlan, inputs: _ChunkBuffers, first_edge, n_edges, params, k) -> list["_Launch"]:
+    def _enqueue(self, plan: ChunkPlan, inputs: _ChunkBuffers, first_edge, n_edges, params, k) -> list["_Launch"]:
         """Queue the kernels of a chunk's batches (called under the lock: they share the band rows)."""
         launches = []
         table = None if plan.table is None else self._enqueue_table(plan, inputs, n_edges, params, k)
@@ -508,7 +318,7 @@ class GpuScorer:
         self.queue.flush()
         return launches
 
-    def _collect(self, plan: "_ChunkPlan", launches: list["_Launch"], stats: ChunkStats) -> None:
+    def _collect(self, plan: ChunkPlan, launches: list["_Launch"], stats: ChunkStats) -> None:
         """Wait for a chunk's launches and download their results into `plan`."""
         for launch in launches:
             self._wait(launch.topk_done)
@@ -535,33 +345,6 @@ class GpuScorer:
         cl.enqueue_copy(self.transfers, buffer, host)
         return buffer
 
-    def _batches(self, order, lengths, m, n_edges, params, alphabet: Alphabet, costs: bool):
-        """(variant, slots into `order`) per batch: longest reads first, each batch within memory."""
-        narrow_ok = params.int16_safe(lengths[order]) & self.narrow & Variant.packs(alphabet)
-        longest_wide = int(lengths[order[0]])
-        if not narrow_ok.all() and params.cell_bound(longest_wide) >= INF32:
-            raise ValueError(f"scores of {longest_wide}-residue reads may exceed the GPU's 32-bit range "
-                             f"with these penalties; use the CPU engine")
-        # narrow_ok is a suffix: reads are sorted by decreasing length
-        first_narrow = int(np.argmax(narrow_ok)) if narrow_ok.any() else order.size
-        near = params.weighted
-        lookup = self.lookup and (alphabet.dtype.itemsize > 1 or self.packed_variant.table or lookup_fits(params))
-        for variant, lo, hi in ((self.wide_variant.of(alphabet, near, costs), 0, first_narrow),
-                                (self.packed_variant.of(alphabet, near, costs, lookup), first_narrow, order.size)):
-            if lo == hi:
-                continue
-            per_read = edge_units(n_edges, variant) * (m + 1) * 4  # band rows
-            if costs:  # and the cost profile of the range's longest read, 16 bytes a uint4
-                per_read += int(cost_profile_starts(lengths[order[lo:lo + 1]], m, variant)[-1]) * 16
-            if per_read > self.band_budget:
-                raise ValueError(f"one read against {n_edges} edges x {m} columns needs {per_read} bytes "
-                                 f"of band memory{' and cost profile' if costs else ''}, over this device's budget of "
-                                 f"{self.band_budget}; "
-                                 f"use fewer blocks per chunk")
-            n_batches = -(-(hi - lo) // (self.band_budget // per_read))
-            # equal batches: a small last one would leave most of the device idle for a full pass
-            yield from ((variant, slots) for slots in np.array_split(np.arange(lo, hi), n_batches))
-
     def _scratch(self, name: str, nbytes: int) -> cl.Buffer:
         """Scratch memory `name` (the band rows, the reads' cost profiles), kept between calls and
         grown when a batch needs more (the chunks' kernels run in one in-order queue, so they
@@ -577,7 +360,7 @@ class GpuScorer:
                                                        max(nbytes, min(left, nbytes * 5 // 4)))
         return buffer
 
-    def _enqueue_table(self, plan: _ChunkPlan, inputs: _ChunkBuffers, n_edges, params, k) -> cl.Buffer:
+    def _enqueue_table(self, plan: ChunkPlan, inputs: _ChunkBuffers, n_edges, params, k) -> cl.Buffer:
         """Queue lookup_table (kernels/band_score.cl LOOKUP_TABLE): the chunk's table of every single
         state's diagonal cost per column and work-item, [m + rows - 1][states + 3][units] uint32, from
         the packed profile, the penalties and the column costs (scratch memory: the in-order queue
@@ -595,7 +378,7 @@ class GpuScorer:
         cl.enqueue_nd_range_kernel(self.queue, kernel, (units, round_up(columns, 8)), (WG_UNITS, 8))
         return table_buf
 
-    def _enqueue_batch(self, batch: _KernelBatch, profile_buf, units, m, n_edges, first_edge, codes_buf,
+    def _enqueue_batch(self, batch: KernelBatch, profile_buf, units, m, n_edges, first_edge, codes_buf,
                        batch_tables, params, k, inputs: _ChunkBuffers, table: cl.Buffer | None = None,
                        profile_units: int | None = None, task_tables: tuple | None = None) -> "_Launch":
         """Queue band_score and top_k for one batch (its read table already on the device), with
@@ -626,7 +409,7 @@ class GpuScorer:
         if self.fill_outputs is not None:
             for buffer in (band_buf, scores_buf, top_score_buf, top_edge_buf):
                 cl.enqueue_fill_buffer(self.queue, buffer, np.uint32(self.fill_outputs), 0, buffer.size // 4 * 4)
-        inf = params.int16_infinity() if variant.packed else INF32
+        inf = params.int16_infinity() if variant.packed else INT32_LIMIT
         u32 = np.uint32
         read_costs_buf = expand = None
         if inputs.costs is not None:

@@ -16,8 +16,8 @@ INT16_MAX = 32767
 #: int16 kernels' stand-in infinity positive and lets the int32 kernels hold reads of up to
 #: about half a million residues (`check_fits_int32`).
 MAX_PENALTY = 1000
-#: The GPU kernels' int32 infinity (engine/gpu.py INF32); the CPU's is larger. Every finite cell
-#: must stay below it.
+#: The GPU kernels' int32 infinity (band_score's `inf` on the 32-bit lane); the CPU's is larger.
+#: Every finite cell must stay below it.
 INT32_LIMIT = 1 << 30
 
 

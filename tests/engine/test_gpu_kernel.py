@@ -30,13 +30,13 @@ from test_cpu_kernel import random_column_costs, random_cost_codes
 from papara_py.engine import opencl_devices
 from papara_py.engine.band_inputs import Variant
 from papara_py.engine.layout import block_count, make_block
-from papara_py.model.params import ScoringParams
+from papara_py.model.params import INT32_LIMIT, ScoringParams
 from papara_py.model.reference_scorer import score_matrix_reference
 from papara_py.phylo.encoding import DNA, PROTEIN, READ_CODE
 
 pytestmark = pytest.mark.gpu
 cl = pytest.importorskip("pyopencl")
-from papara_py.engine.gpu import INF32, GpuScorer, _reads_per_group  # noqa: E402  (needs pyopencl)
+from papara_py.engine.gpu import GpuScorer, _reads_per_group  # noqa: E402  (needs pyopencl)
 
 EMPTY = np.iinfo(np.int32).max
 #: Read states: mostly plain bases, some ambiguity codes (R, S, N).
@@ -279,7 +279,7 @@ def test_batches_split_by_memory_and_threads_give_the_same_answer(device) -> Non
 
 
 def test_scores_beyond_the_32_bit_range_are_refused(scorers) -> None:
-    params = ScoringParams(mismatch=INF32 // 4)
+    params = ScoringParams(mismatch=INT32_LIMIT // 4)
     profiles = random_profiles(np.random.default_rng(1), 4, 20)
     codes, offsets = pack_reads([np.full(10, 1, np.uint8)])
     with pytest.raises(ValueError, match="32-bit range"):

@@ -18,7 +18,8 @@ from papara_py.model.params import ScoringParams
 from papara_py.phylo.encoding import DNA, PROTEIN
 
 cl = pytest.importorskip("pyopencl")
-from papara_py.engine.gpu import TASK_EDGES, GpuScorer  # noqa: E402  (needs pyopencl)
+from papara_py.engine.gpu import GpuScorer  # noqa: E402  (needs pyopencl)
+from papara_py.engine.gpu_plan import TASK_EDGES  # noqa: E402
 
 
 @pytest.fixture(scope="module")
