@@ -1,6 +1,7 @@
 """`papara-py report`: one HTML page and PNG figures that show a run at a glance.
 
-- `page`: the report (`build_report`, `write_report`): the HTML page and which figures it draws.
+- `page`: the report (`build_report`, `write_report`): the HTML page and which figures it draws;
+  `gcups_text`, the scoring speed as people read it (the run's summary line prints it too).
 - `run_view`: `RunView`, what a report reads from a run file (`load_run`), memory bounded.
 - `placement`: where the reads' best scores put them and how clearly (`best_branch_counts`,
   `placement_confidence`), from the stored candidates.

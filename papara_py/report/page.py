@@ -382,9 +382,16 @@ def _traceback(traced: object) -> str:
     return "; ".join(p for p in parts if p)
 
 
+def gcups_text(gcups: float) -> str:
+    """A scoring speed for people, as the report and the run's summary line both print it: one
+    decimal from 1 GCUPS up, two significant digits below (a small or first run's 0.06 GCUPS would
+    read as 0.0)."""
+    return f"{gcups:.1f}" if gcups >= 1 else f"{gcups:.2g}"
+
+
 def _gpcu(value: object) -> str:
-    return f"{float(value):.2f} GCUPS (10⁹ DP cells a second, while scoring)" if isinstance(value, (int, float)) \
-        else _plain(value)
+    return f"{gcups_text(float(value))} GCUPS (10⁹ DP cells a second, while scoring)" \
+        if isinstance(value, (int, float)) else _plain(value)
 
 
 #: The run record's other attributes, in the order a reader asks about them: (key, label, format).

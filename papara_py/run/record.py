@@ -35,12 +35,6 @@ class Tally:
     traceback: dict                # where the batches were traced back: device, batches per device
 
 
-def gcups_text(gcups: float) -> str:
-    """A scoring speed for people: one decimal from 1 GCUPS up, two significant digits below (a
-    small or first run's 0.06 GCUPS would read as 0.0)."""
-    return f"{gcups:.1f}" if gcups >= 1 else f"{gcups:.2g}"
-
-
 def run_record(config: RunConfig, inputs: Inputs, profiles: EdgeProfiles, devices: Devices, work: Work,
                tally: Tally, timings: dict[str, float]) -> dict:
     """Stage 6: the /run attributes (docs/reference/run-file.md) of what was run, on what, and how fast."""

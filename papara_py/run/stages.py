@@ -38,11 +38,12 @@ from papara_py.io.reads import STATUSES
 from papara_py.model.decode import decode_batch
 from papara_py.model.outliers import OutlierNull, null_lengths, null_reads
 from papara_py.phylo.profiles import EdgeProfiles
+from papara_py.report.page import gcups_text
 from papara_py.run.config import RunConfig
 from papara_py.run.devices import Devices
 from papara_py.run.inputs import Work, sample_inputs
 from papara_py.run.log import Reporter
-from papara_py.run.record import gcups_text, sample_tally
+from papara_py.run.record import sample_tally
 from papara_py.run.samples import SampleRun
 from papara_py.run.writers import commit_sample, write_batch, write_stretch
 

@@ -21,11 +21,12 @@ from papara_py.model.fixed_point import PROB_ONE
 from papara_py.model.outliers import OutlierNull, find_outliers
 from papara_py.model.pp_code import pp_digits
 from papara_py.phylo.profiles import EdgeProfiles
+from papara_py.report.page import gcups_text
 from papara_py.run.config import RunSummary
 from papara_py.run.devices import Devices
 from papara_py.run.inputs import Work, log_inputs
 from papara_py.run.log import Reporter
-from papara_py.run.record import Tally, gcups_text, run_record
+from papara_py.run.record import Tally, run_record
 from papara_py.run.samples import SampleRun
 
 

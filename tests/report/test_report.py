@@ -36,8 +36,9 @@ from papara_py.model.outliers import (  # noqa: E402
 )
 from papara_py.phylo.encoding import DNA  # noqa: E402
 from papara_py.phylo.tree import EdgeTree  # noqa: E402
-from papara_py.report.page import build_report, write_report  # noqa: E402
+from papara_py.report.page import build_report, gcups_text, write_report  # noqa: E402
 from papara_py.report.placement import best_branch_counts, placement_confidence  # noqa: E402
+from papara_py.report.run_view import load_run  # noqa: E402
 from papara_py.report.tree_drawing import NumberedTree, split_numbered_newick  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "data" / "example"
@@ -388,6 +389,8 @@ def test_run_record_is_labelled_rows_with_units_in_order(example_run):
     assert what["reads by strand"].startswith("200 as given (+), 0 reverse-complemented")
     assert what["device asked for (--device)"] == "cpu" and what["CPU lanes: edges per block"].isdigit()
     assert what["scoring speed"].endswith("GCUPS (10⁹ DP cells a second, while scoring)")
+    speed = load_run(example_run).run_attrs["gcups"]  # the figure the run's summary line printed
+    assert what["scoring speed"].split()[0] == gcups_text(speed) and gcups_text(0.0123) == "0.012"
     assert what["posterior step"].startswith("on cpu; batches: 1 on cpu")
     engine = labels[labels.index("what"):labels.index("stage")]
     assert len(engine) == len(set(engine))  # no two rows called alike ("device choice" twice, before)

@@ -12,7 +12,7 @@ import pytest
 
 from papara_py.engine.cpus import _quota, available_cpus, cgroup_quota
 from papara_py.io.run_file import RunFile
-from papara_py.run.record import gcups_text
+from papara_py.report.page import gcups_text
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "data" / "example"
 INPUTS = ["-t", str(EXAMPLE / "tree.nwk"), "-s", str(EXAMPLE / "ref.phy"), "-r", str(EXAMPLE / "reads.fa")]
