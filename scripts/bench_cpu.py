@@ -75,19 +75,6 @@ def make_data(shape: Shape, width: int, max_cells: float, rng: np.random.Generat
     return blocks, codes, offsets
 
 
-def random_costs(rng: np.random.Generator, m: int, params, alphabet):
-    """A random column profile cost table of `alphabet`'s read codes x m columns, 0 up to the bound of
-    `params.column_weight` (random data has no alignment rows to derive one from), or None where
-    the weight is 0 (`--column-weight`; scripts/bench_gpu.py takes it from here too)."""
-    from papara_py.model.column_costs import ColumnCosts, cost_codes
-
-    if not params.column_weight:
-        return None
-    codes = cost_codes(alphabet)
-    table = rng.integers(0, params.column_cost_bound() + 1, (codes.size, m)).astype(np.uint8)
-    return ColumnCosts(table=table, codes=codes)
-
-
 def time_blocks(blocks, codes, offsets, params, threads: int, strip: int, costs=None) -> float:
     """Wall seconds to score every block with `threads` worker threads."""
     from papara_py.engine.cpu import score_block
@@ -102,6 +89,8 @@ def time_blocks(blocks, codes, offsets, params, threads: int, strip: int, costs=
 
 
 def run(args: argparse.Namespace) -> None:
+    from synthetic import random_costs  # a sibling script (scripts/ is not a package)
+
     from papara_py.engine.cpu import DEFAULT_STRIP, default_lane_width
     from papara_py.model.params import ScoringParams
     from papara_py.phylo.encoding import ALPHABETS

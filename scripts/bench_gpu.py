@@ -40,57 +40,23 @@ from numba import njit
 from papara_py import kernels
 from papara_py.engine.band_inputs import Variant
 from papara_py.engine.gpu import GpuScorer
-from papara_py.engine.layout import block_count, make_block
 from papara_py.engine.opencl_devices import build_program, describe_devices, discover_devices
 from papara_py.model.params import DEFAULT_PRESET, PRESETS, ScoringParams
 from papara_py.model.reference_scorer import score_matrix_reference
 from papara_py.phylo.encoding import ALPHABETS, DNA, PROTEIN, Alphabet
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_cpu import random_costs  # a sibling script (scripts/ is not a package)
+from synthetic import (  # a sibling script (scripts/ is not a package)
+    CHUNK_BLOCKS,
+    as_chunks,
+    random_costs,
+    random_profiles,
+    random_reads,
+    read_lengths,
+    time_chunks,
+)
 
 PARAMS = ScoringParams()
-BLOCK_WIDTH = 16
-CHUNK_BLOCKS = 40  # blocks per GPU call in the engine (DESIGN 6)
-
-
-def _state_choices(alphabet: Alphabet, ambiguous: str) -> tuple[np.ndarray, np.ndarray]:
-    """(single states, single states twice plus the sets of the `ambiguous` letters) of `alphabet`."""
-    single = alphabet.read_code[np.frombuffer(alphabet.letters.encode(), np.uint8)]
-    mixed = np.concatenate([single, single, alphabet.read_code[np.frombuffer(ambiguous.encode(), np.uint8)]])
-    return single, mixed
-
-
-def random_profiles(rng: np.random.Generator, n_edges: int, m: int, alphabet: Alphabet = DNA) -> np.ndarray:
-    """Profile elements like real ones: mostly single states, some ambiguity, CGAP in runs."""
-    _, mixed = _state_choices(alphabet, "RYN" if alphabet is DNA else "BZX")
-    states = rng.choice(mixed, size=(n_edges, m))
-    cgap = np.repeat(rng.random((n_edges, -(-m // 8))) < 0.3, 8, axis=1)[:, :m]
-    elements = states | (cgap * alphabet.dtype.type(alphabet.cgap_bit))
-    if alphabet.stores_near_states:  # near states (DESIGN 3) in 40% of the columns; protein's follow from the set
-        near = np.where(rng.random((n_edges, m)) < 0.4, rng.integers(1, 8, size=(n_edges, m)), 0)
-        elements |= (near << alphabet.near_shift).astype(alphabet.dtype)
-    return elements
-
-
-def random_reads(rng: np.random.Generator, lengths: np.ndarray, alphabet: Alphabet = DNA
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    codes = rng.choice(_state_choices(alphabet, "")[0], size=int(offsets[-1]))
-    return codes, offsets
-
-
-def as_chunks(profiles: np.ndarray, chunk_blocks: int) -> list[tuple[int, int, np.ndarray]]:
-    """(first_edge, n_edges, uint8 [nb, m, W]) per engine call."""
-    n_edges = profiles.shape[0]
-    blocks = [make_block(b, b * BLOCK_WIDTH, profiles[b * BLOCK_WIDTH:(b + 1) * BLOCK_WIDTH],
-                         BLOCK_WIDTH) for b in range(block_count(n_edges, BLOCK_WIDTH))]
-    chunks = []
-    for start in range(0, len(blocks), chunk_blocks):
-        group = blocks[start:start + chunk_blocks]
-        chunks.append((group[0].first_edge, sum(b.n_edges for b in group),
-                       np.stack([b.lanes for b in group])))
-    return chunks
 
 
 def random_instance(rng: np.random.Generator, m: int, n_edges: int, n_reads: int,
@@ -210,22 +176,12 @@ WAITERS = {"sleep-poll": GpuScorer, "callback": _CallbackWait, "clWaitForEvents"
 def time_shape(scorer: GpuScorer, name: str, n_reads: int, read_len, n_edges: int, m: int,
                repeat: int, rng: np.random.Generator, chunk_blocks: int = CHUNK_BLOCKS,
                alphabet: Alphabet = DNA) -> dict:
-    lengths = (np.full(n_reads, read_len) if np.isscalar(read_len)
-               else np.clip(rng.normal(*read_len, size=n_reads), 40, m - 1).astype(np.int64))
+    lengths = read_lengths(rng, n_reads, read_len, m)
     codes, offsets = random_reads(rng, lengths, alphabet)
     chunks = as_chunks(random_profiles(rng, n_edges, m, alphabet), chunk_blocks)
     costs = random_costs(rng, m, PARAMS, alphabet)
     cells = n_edges * int(lengths.sum()) * m
-    walls, kernel_times = [], []
-    for run in range(repeat + 1):
-        wall = kernel = 0.0
-        for first_edge, chunk_edges, blocks in chunks:
-            scorer.score_chunk(blocks, first_edge, chunk_edges, codes, offsets, PARAMS, 4, costs=costs)
-            wall += scorer.stats.wall_seconds
-            kernel += scorer.stats.kernel_seconds
-        if run:  # run 0 is the warm-up (builds, first allocations)
-            walls.append(wall)
-            kernel_times.append(kernel)
+    walls, kernel_times = time_chunks(scorer, chunks, codes, offsets, PARAMS, repeat, costs)
     wall, kernel = statistics.median(walls), statistics.median(kernel_times)
     return {"shape": name, "reads": n_reads, "mean_len": float(lengths.mean()), "edges": n_edges,
             "m": m, "chunks": len(chunks), "cells": cells, "kernel_s": kernel, "wall_s": wall,

@@ -56,20 +56,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import sass_count  # noqa: E402  (a sibling script)
+from synthetic import (  # noqa: E402  (a sibling script)
+    CHUNK_BLOCKS,
+    as_chunks,
+    random_costs,
+    random_profiles,
+    random_reads,
+    read_lengths,
+    single_states,
+    time_chunks,
+)
 
 from papara_py import kernels  # noqa: E402
 from papara_py.engine.band_inputs import lookup_fits  # noqa: E402
 from papara_py.engine.gpu import GpuScorer  # noqa: E402
-from papara_py.engine.layout import block_count, make_block  # noqa: E402
 from papara_py.engine.opencl_devices import build_program, describe_devices, discover_devices  # noqa: E402
-from papara_py.model.column_costs import ColumnCosts, cost_codes  # noqa: E402
 from papara_py.model.params import ScoringParams  # noqa: E402
 from papara_py.model.reference_scorer import score_matrix_reference  # noqa: E402
 from papara_py.phylo.encoding import DNA, PROTEIN, Alphabet  # noqa: E402
 
 POISON = 0xA5A5A5A5
-BLOCK_WIDTH = 16
-CHUNK_BLOCKS = 40  # 640 edges per score_chunk, as the engine calls it (DESIGN 6)
 
 
 @dataclass
@@ -148,59 +154,6 @@ def params_of(case: Case) -> ScoringParams:
     return replace(ScoringParams.preset(case.preset), column_weight=case.column_weight)
 
 
-def as_chunks(profiles: np.ndarray, chunk_blocks: int) -> list[tuple[int, int, np.ndarray]]:
-    """(first_edge, n_edges, [nb, m, W] blocks) per engine call."""
-    n_edges = profiles.shape[0]
-    blocks = [make_block(b, b * BLOCK_WIDTH, profiles[b * BLOCK_WIDTH:(b + 1) * BLOCK_WIDTH], BLOCK_WIDTH)
-              for b in range(block_count(n_edges, BLOCK_WIDTH))]
-    out = []
-    for start in range(0, len(blocks), chunk_blocks):
-        group = blocks[start:start + chunk_blocks]
-        out.append((group[0].first_edge, sum(b.n_edges for b in group), np.stack([b.lanes for b in group])))
-    return out
-
-
-def single_states(alphabet: Alphabet) -> np.ndarray:
-    return alphabet.read_code[np.frombuffer(alphabet.letters.encode(), np.uint8)]
-
-
-def random_profiles(rng: np.random.Generator, n_edges: int, m: int, alphabet: Alphabet) -> np.ndarray:
-    """Elements like real ones: mostly single states, some ambiguity, CGAP in runs, DNA's near
-    fields in 40% of the columns (protein's follow from the set)."""
-    single = single_states(alphabet)
-    extra = alphabet.read_code[np.frombuffer(("RYN" if alphabet is DNA else "BZX").encode(), np.uint8)]
-    states = rng.choice(np.concatenate([single, single, extra]), size=(n_edges, m))
-    cgap = np.repeat(rng.random((n_edges, -(-m // 8))) < 0.3, 8, axis=1)[:, :m]
-    elements = states | (cgap * alphabet.dtype.type(alphabet.cgap_bit))
-    if alphabet.stores_near_states:
-        near = np.where(rng.random((n_edges, m)) < 0.4, rng.integers(1, 8, size=(n_edges, m)), 0)
-        elements |= (near << alphabet.near_shift).astype(alphabet.dtype)
-    return elements.astype(alphabet.dtype)
-
-
-def random_reads(rng: np.random.Generator, lengths: np.ndarray, alphabet: Alphabet, ambiguous: float,
-                 codes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Reads of single states with ambiguity codes at rate `ambiguous` (DNA: the 11 IUPAC sets;
-    protein: B, Z, J, X), or drawn from `codes` (a column cost table's rows)."""
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    total = int(offsets[-1])
-    if codes is not None:
-        return rng.choice(codes, size=total).astype(alphabet.dtype), offsets
-    out = rng.choice(single_states(alphabet), size=total)
-    letters = "RYSWKMBDHVN" if alphabet is DNA else "BZJX"
-    odd = rng.random(total) < ambiguous
-    out[odd] = rng.choice(alphabet.read_code[np.frombuffer(letters.encode(), np.uint8)], size=int(odd.sum()))
-    return out.astype(alphabet.dtype), offsets
-
-
-def random_costs(rng: np.random.Generator, m: int, params: ScoringParams, alphabet: Alphabet) -> ColumnCosts | None:
-    if not params.column_weight:
-        return None
-    codes = cost_codes(alphabet)
-    table = rng.integers(0, params.column_cost_bound() + 1, (codes.size, m)).astype(np.uint8)
-    return ColumnCosts(table=table, codes=codes)
-
-
 def verify(scorer: GpuScorer, case: Case, rng: np.random.Generator, rounds: int, small: bool) -> tuple[int, int]:
     """(mismatching scores, scores checked) over fresh random chunks, every (read, edge) score."""
     alphabet, base = case.alphabet, params_of(case)
@@ -238,24 +191,14 @@ def verify(scorer: GpuScorer, case: Case, rng: np.random.Generator, rounds: int,
 def time_shape(scorer: GpuScorer, case: Case, shape, repeat: int, rng: np.random.Generator) -> dict:
     tag, n_reads, read_len, n_edges, m = shape
     alphabet, params = case.alphabet, params_of(case)
-    lengths = (np.full(n_reads, read_len) if np.isscalar(read_len)
-               else np.clip(rng.normal(*read_len, size=n_reads), 40, m - 1).astype(np.int64))
+    lengths = read_lengths(rng, n_reads, read_len, m)
     costs = random_costs(rng, m, params, alphabet)
     codes, offsets = random_reads(rng, lengths, alphabet, case.ambiguous, None if costs is None else costs.codes)
     if costs is not None:  # the cost table's rows hold ambiguity codes too: single states only
         codes = rng.choice(single_states(alphabet), size=codes.size).astype(alphabet.dtype)
     chunks = as_chunks(random_profiles(rng, n_edges, m, alphabet), CHUNK_BLOCKS)
     cells = n_edges * int(lengths.sum()) * m
-    walls, kernels_s = [], []
-    for run in range(repeat + 1):
-        wall = kernel = 0.0
-        for first_edge, chunk_edges, blocks in chunks:
-            scorer.score_chunk(blocks, first_edge, chunk_edges, codes, offsets, params, 4, costs=costs)
-            wall += scorer.stats.wall_seconds
-            kernel += scorer.stats.kernel_seconds
-        if run:
-            walls.append(wall)
-            kernels_s.append(kernel)
+    walls, kernels_s = time_chunks(scorer, chunks, codes, offsets, params, repeat, costs)
     kernel, wall = statistics.median(kernels_s), statistics.median(walls)
     return {"shape": tag, "reads": n_reads, "edges": n_edges, "m": m, "cells": cells, "kernel_s": kernel,
             "wall_s": wall, "kernel_gcups": cells / kernel / 1e9, "wall_gcups": cells / wall / 1e9,

@@ -21,5 +21,6 @@ engine; it composes neither.
   raising one is safe (`stop_signals_raise`, the command line's; `interrupt_waits_for_libraries`,
   the API's: Python's own Ctrl-C handler made to wait out numba, no other handler touched).
 
-Layer: imports every lower layer (`errors`, `phylo`, `io`, `model`, `engine`, `cluster`).
+Layer: imports every lower layer (`errors`, `phylo`, `io`, `model`, `engine`, `cluster`, `report`: its
+`gcups_text` for the summary line).
 """
