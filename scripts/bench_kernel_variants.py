@@ -23,7 +23,8 @@ lookup path at register limits and stripe heights, protein's lookup path and its
 0. (NVIDIA, with --rates) Instruction rates: fused add-min, PRMT, LOP3 and the lookup path's mix
    per cell pair, in lanes per clock per SM: the ceiling notebook/BENCHMARKS.md's model assumes (64) checked
    (the H200 measured 58.8-62.5 on 2026-11-28).
-4. The machine code of the build timed, in a worker thread beside the timings: the driver's PTX
+4. The machine code of the build timed, in a worker thread beside the next variant's verification
+   (a timing waits for it: a driver build beside a timed pass halved its wall GCUPS): the driver's PTX
    (the program binary), the driver's own ptxas report (the build again with -cl-nv-verbose:
    registers, spill bytes), and where ptxas and cuobjdump are found (PATH, /usr/local/cuda/bin)
    the SASS of that PTX assembled with the same register limit (the PTX does not record one;
@@ -46,7 +47,7 @@ import statistics
 import sys
 import tarfile
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -406,7 +407,8 @@ def main() -> int:
         except Exception as error:  # a measurement aside: report it and go on
             print(f"rates: failed: {type(error).__name__}: {error}", flush=True)
     rows = []
-    # the machine code (a driver build with -cl-nv-verbose, ptxas, cuobjdump: CPU only) beside the timings
+    # the machine code (a driver build with -cl-nv-verbose, ptxas, cuobjdump: CPU only) beside the
+    # verifications, never beside a timing
     workers = ThreadPoolExecutor(max_workers=2)
     pending: list[tuple[dict, Future]] = []
     for case in cases:
@@ -429,19 +431,20 @@ def main() -> int:
         row.update(mismatches=bad, checked=checked)
         print(f"{case.name}: verify {'OK' if bad == 0 else f'{bad} MISMATCHES'} ({checked} scores, "
               f"{time.perf_counter() - t0:.1f} s)", flush=True)
-        if not late:
-            pending.append((row, workers.submit(machine_code, scorer, case)))
-        if bad or args.skip_timing:
-            continue
-        if late:
+        if late and not (bad or args.skip_timing):
             row["skipped"] = "deadline"
             print(f"  not timed: past the {args.deadline:.0f} s deadline", flush=True)
-            continue
-        for shape in (s for s in shapes if s[0] in case.shapes):
-            result = time_shape(scorer, case, shape, args.repeat, rng)
-            row[shape[0]] = result
-            print(f"  {shape[0]}: kernel {result['kernel_gcups']:.4g} GCUPS (spread {result['kernel_spread']:.1%}), "
-                  f"wall {result['wall_gcups']:.4g} GCUPS, {result['kernel_s']:.3f} s", flush=True)
+        if not (bad or args.skip_timing or late):
+            # no machine code beside a timed pass: its driver build stalled the host side of the
+            # passes it overlapped (the large shape's wall GCUPS down by half on the H200)
+            wait([future for _, future in pending])
+            for shape in (s for s in shapes if s[0] in case.shapes):
+                result = time_shape(scorer, case, shape, args.repeat, rng)
+                row[shape[0]] = result
+                print(f"  {shape[0]}: kernel {result['kernel_gcups']:.4g} GCUPS (spread {result['kernel_spread']:.1%}), "
+                      f"wall {result['wall_gcups']:.4g} GCUPS, {result['kernel_s']:.3f} s", flush=True)
+        if not late:  # beside the next variant's verification
+            pending.append((row, workers.submit(machine_code, scorer, case)))
         scorer = None
     archive_bytes = io.BytesIO()
     give_up = started + args.deadline + args.grace + 60.0  # the machine code's work left waits until then
