@@ -436,8 +436,9 @@ def main() -> int:
             print(f"  not timed: past the {args.deadline:.0f} s deadline", flush=True)
         if not (bad or args.skip_timing or late):
             # no machine code beside a timed pass: its driver build stalled the host side of the
-            # passes it overlapped (the large shape's wall GCUPS down by half on the H200)
-            wait([future for _, future in pending])
+            # passes it overlapped (the large shape's wall GCUPS down by half on the H200); a job
+            # that hangs (ptxas, the driver) holds the timings up for --grace seconds at most
+            wait([future for _, future in pending], timeout=args.grace)
             for shape in (s for s in shapes if s[0] in case.shapes):
                 result = time_shape(scorer, case, shape, args.repeat, rng)
                 row[shape[0]] = result
