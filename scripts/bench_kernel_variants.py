@@ -439,6 +439,11 @@ def main() -> int:
             # passes it overlapped (the large shape's wall GCUPS down by half on the H200); a job
             # that hangs (ptxas, the driver) holds the timings up for --grace seconds at most
             wait([future for _, future in pending], timeout=args.grace)
+            busy = sum(not future.done() for _, future in pending)
+            if busy:  # said beside the figures, which may then read low
+                row["timed_beside_machine_code"] = busy
+                print(f"  timed beside {busy} machine-code job(s) still running after --grace {args.grace:g} s: "
+                      "its wall GCUPS may read low", flush=True)
             for shape in (s for s in shapes if s[0] in case.shapes):
                 result = time_shape(scorer, case, shape, args.repeat, rng)
                 row[shape[0]] = result
