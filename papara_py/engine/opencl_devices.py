@@ -25,6 +25,7 @@ import ctypes.util
 import logging
 import os
 import tempfile
+import threading
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,9 @@ _KINDS = ("gpu", "cpu", "any")
 
 #: True once this module has asked the loader for platforms: from then on OCL_ICD_VENDORS is fixed.
 _loader_initialised = False
+
+#: Held by `build_program` while its warning filter is in place (its docstring says why).
+_BUILD_FILTER = threading.Lock()
 
 
 class DeviceUnavailable(RuntimeError):
@@ -325,11 +329,14 @@ def build_program(context: pyopencl.Context, device: pyopencl.Device, source: st
     issues a CompilerWarning ("Non-empty compiler output encountered"), which would reach the
     user's terminal on a run that is fine. Here the compiler's log goes to the log instead (DEBUG,
     with `--log`), and a failed build still raises with the log in its message. The warning filter
-    holds only during the build (`warnings.catch_warnings` is process-wide: a CompilerWarning of
-    another thread's build in that moment is not shown either)."""
+    holds only during the build, and one build at a time holds it: `warnings.catch_warnings`
+    saves and restores the process's one filter list, so two threads' overlapping builds (a
+    run's GPU feeders, its posterior decoder) restored each other's filters, and a build then
+    warned on the terminal (seen on the H200) or left a filter behind. Builds on several threads
+    therefore take turns; a CompilerWarning from outside build_program during one is not shown."""
     import pyopencl as cl
 
-    with warnings.catch_warnings():
+    with _BUILD_FILTER, warnings.catch_warnings():
         warnings.simplefilter("ignore", cl.CompilerWarning)
         program = cl.Program(context, source).build(options=list(options), devices=[device])
     log = program.get_build_info(device, cl.program_build_info.LOG).strip()

@@ -97,6 +97,44 @@ def test_a_compiler_warning_goes_to_the_log_not_the_terminal(opencl_device, capl
     assert any("division by zero" in record.getMessage() for record in caplog.records)
 
 
+def test_builds_on_several_threads_keep_each_others_compiler_warnings_off_the_terminal(opencl_device):
+    """`warnings.catch_warnings` saves and restores the process's one filter list: two threads'
+    builds that overlap restored each other's filters, and a build then warned on the terminal
+    (seen on the H200: bench_kernel_variants' machine-code build beside a verification; a run's
+    GPU feeders and its posterior decoder build on threads of their own too). Here four threads
+    build warning kernels at once with every other warning an error: none may escape, and the
+    filters are as before afterwards."""
+    import threading
+    import uuid
+    import warnings
+
+    import pyopencl as cl
+
+    context = cl.Context([opencl_device.cl_device])
+    start = threading.Barrier(4)
+    errors: list[BaseException] = []
+
+    def builds() -> None:
+        start.wait()
+        try:
+            for _ in range(8):
+                source = f"__kernel void k(__global int *o) {{ o[0] = 1 / 0; }} // {uuid.uuid4()}"
+                opencl_devices.build_program(context, opencl_device.cl_device, source)
+        except BaseException as error:  # a CompilerWarning turned error by the filter below
+            errors.append(error)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        before = list(warnings.filters)
+        threads = [threading.Thread(target=builds) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors, errors[:1]
+        assert warnings.filters == before
+
+
 def test_the_compiler_answer_is_the_build_log():
     answer = opencl_devices._compiler_answer(RuntimeError(ZEN4_ERROR))
     assert answer == "error: unknown target CPU 'generic'"
