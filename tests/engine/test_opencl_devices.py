@@ -113,13 +113,15 @@ def test_builds_on_several_threads_keep_each_others_compiler_warnings_off_the_te
     context = cl.Context([opencl_device.cl_device])
     start = threading.Barrier(4)
     errors: list[BaseException] = []
+    spoke: list[bool] = []  # whether each build's compiler said anything (pyopencl warns then)
 
     def builds() -> None:
         start.wait()
         try:
             for _ in range(8):
                 source = f"__kernel void k(__global int *o) {{ o[0] = 1 / 0; }} // {uuid.uuid4()}"
-                opencl_devices.build_program(context, opencl_device.cl_device, source)
+                program = opencl_devices.build_program(context, opencl_device.cl_device, source)
+                spoke.append(bool(program.get_build_info(opencl_device.cl_device, cl.program_build_info.LOG).strip()))
         except BaseException as error:  # a CompilerWarning turned error by the filter below
             errors.append(error)
 
@@ -133,6 +135,8 @@ def test_builds_on_several_threads_keep_each_others_compiler_warnings_off_the_te
             thread.join()
         assert not errors, errors[:1]
         assert warnings.filters == before
+    if not any(spoke):
+        pytest.skip(f"{opencl_device.name}'s compiler says nothing of a division by zero: no warning to keep off")
 
 
 def test_the_compiler_answer_is_the_build_log():
