@@ -62,7 +62,7 @@ class Preset:
 #: The presets. Each value is a tuned number a run of that preset depends on (docs/accuracy.md
 #: counts them and says which data sets fitted them).
 PRESETS: dict[str, Preset] = {preset.name: preset for preset in (
-    Preset("weighted", 5, 10, 4, 4, 12, 2, 0.0, 0.75, 12.0,
+    Preset("weighted", 5, 10, 4, 4, 12, 2, 0.0, 1.25, 12.0,
            "the DNA default: penalties from the leave-taxa-out study with near states, temperatures fitted "
            "on the DNA study sets (docs/accuracy.md)"),
     Preset("protein", 3, 6, 6, 4, 24, 2, 1.0, 1.75, 7.0,
