@@ -42,7 +42,7 @@ class CompileWatch:
 @contextmanager
 def watch_compiles(notice: bool = True) -> Iterator[CompileWatch]:
     """Within the block, count numba's compilations of papara-py functions (any thread); with
-    `notice`, the first one logs "compiling kernels for this CPU, once, ~N s" (INFO), and the
+    `notice`, the first one logs "compiling kernels for this CPU, once, up to ~N s" (INFO), and the
     block's end how long they took. Loading from numba's cache is not compiling: a warm run
     logs nothing."""
     from numba.core import event
@@ -61,7 +61,7 @@ def watch_compiles(notice: bool = True) -> Iterator[CompileWatch]:
                 watch.functions += 1
                 first = watch.functions == 1
             if first and notice and not _warming.active:
-                logger.info(f"compiling kernels for this CPU, once, ~{COMPILE_ESTIMATE_SECONDS} s "
+                logger.info(f"compiling kernels for this CPU, once, up to ~{COMPILE_ESTIMATE_SECONDS} s "
                             "(later runs load them from numba's cache; `papara-py warm-up` compiles them ahead)")
 
         def on_end(self, ev) -> None:

@@ -180,8 +180,8 @@ def _notice_skipped(left_out: tuple[int, int], output: str) -> None:
     if not_aligned:
         _log.info(f"{not_aligned} reads without an alignment (status other than \"aligned\") are not in {output}")
     if outliers:
-        _log.info(f"left out {outliers} outlier reads of {output} (reads that fit the reference hardly better than "
-                  f"random sequence, or unusually badly for the sample: papara-py report explains the rule; "
+        _log.info(f"left out {outliers} outlier reads of {output} (reads whose penalty per residue is no better than "
+                  f"random sequence's: papara-py report states the rule with the run's thresholds; "
                   f"--keep-outliers keeps them)")
 
 

@@ -48,9 +48,9 @@ def warm_up(alphabets: tuple[str, ...] = ALPHABETS, gpus: bool = True) -> WarmUp
     which only reads too long for 16-bit lanes call, and the GPU engine's host-side functions (they
     declare their signatures, so importing engine/lane_tables.py and model/posterior.py compiles
     them: no GPU needed). The protein example is aligned a second time on its tree without branch
-    lengths, whose run has no edge tables (DESIGN.md 3) and so a posterior step of its own. Other
-    presets' variants (Eq. 1's, without near states) and other lane
-    counts (--lanes) still compile on first use, with the notice. With `gpus`, where pyopencl sees
+    lengths, whose run has no edge tables (DESIGN.md 3) and so a posterior step of its own, and
+    each example once more with `--preset paper`, DNA's also with `--strand both --search guided`
+    (`_other_modes`). Other lane counts (--lanes) still compile on first use, with the notice. With `gpus`, where pyopencl sees
     usable GPUs, the example is aligned on them too, so that their driver builds (and caches) the
     OpenCL kernels such a run uses: a fresh H200 host's first GPU run of the DNA example took 6.8 s
     against 3.0 s later (docs/performance.md, "Start-up"). A GPU that fails is logged and skipped:
@@ -76,6 +76,7 @@ def warm_up(alphabets: tuple[str, ...] = ALPHABETS, gpus: bool = True) -> WarmUp
                 if alphabet == "protein":
                     _align_example(Path(folder) / name, Path(folder) / f"{name}-no-lengths.h5",
                                    tree=_without_lengths(Path(folder) / name / "tree.nwk"))
+                _other_modes(Path(folder) / name, Path(folder), alphabet)
                 _wide_lanes(Path(folder) / name / "ref.phy")
                 if gpu_count and not _on_gpus(Path(folder) / name, Path(folder) / f"{name}-gpu.h5"):
                     gpu_count = 0
@@ -113,10 +114,12 @@ def _on_gpus(example: Path, output: Path) -> bool:
     return True
 
 
-def _align_example(example: Path, output: Path, device: str = "cpu", tree: Path | None = None) -> None:
+def _align_example(example: Path, output: Path, device: str = "cpu", tree: Path | None = None,
+                   **options) -> None:
     """The example in `example` aligned as `papara-py -t tree.nwk -s ref.phy -r reads.fa --device
     DEVICE` would (on the CPU with one thread: the kernels are the same for any count), quietly,
-    into `output`; with `tree` in place of the example's own."""
+    into `output`; with `tree` in place of the example's own, and `options` as further RunConfig
+    fields (another preset, the guided search)."""
     from papara_py.run.config import RunConfig
     from papara_py.run.log import silenced
     from papara_py.run.runner import run
@@ -124,7 +127,18 @@ def _align_example(example: Path, output: Path, device: str = "cpu", tree: Path 
     with silenced():  # the run's own notices ("200 of 200 reads aligned"): not the warm-up's
         run(RunConfig(tree=str(tree or example / "tree.nwk"), alignment=str(example / "ref.phy"),
                       reads=str(example / "reads.fa"), output=str(output), device=device,
-                      command_line="papara-py warm-up"))
+                      command_line="papara-py warm-up", **options))
+
+
+def _other_modes(example: Path, folder: Path, alphabet: str) -> None:
+    """The example aligned in the modes whose numba variants the default run does not call:
+    `--preset paper` (Eq. 1 without near states, the Viterbi traceback) and, for DNA, `--strand
+    both --search guided` (the reverse strand's and the guided search's functions)."""
+    from papara_py.model.params import PenaltyChoice
+
+    _align_example(example, folder / f"{alphabet}-paper.h5", params=PenaltyChoice("paper", ()))
+    if alphabet == "dna":
+        _align_example(example, folder / f"{alphabet}-guided.h5", strand="both", search="guided")
 
 
 def _without_lengths(tree: Path) -> Path:

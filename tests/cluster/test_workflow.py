@@ -130,3 +130,18 @@ def test_a_users_config_is_not_merged_with_the_example(workdir):
                          capture_output=True, text=True, timeout=300)
     assert dry.returncode == 0, dry.stderr[-2000:]
     assert "sample=mine" in dry.stdout and "sample=example" not in dry.stdout
+
+
+def test_the_workflow_names_this_version_of_papara_py():
+    """`--use-conda` and `--use-apptainer` run the papara-py the workflow names, not the checkout:
+    its conda pin, its default image and the config's image are this version (a release bumps
+    them with the package)."""
+    from papara_py import __version__
+
+    major_minor = ".".join(__version__.split(".")[:2])
+    environment = (ROOT / "workflow" / "envs" / "papara-py.yaml").read_text()
+    assert f"  - papara-py ={major_minor}\n" in environment
+    image = f"docker://ghcr.io/papara-py/papara-py:{__version__}"
+    for name in ("Snakefile", "config.yaml"):
+        text = (ROOT / "workflow" / name).read_text()
+        assert image in text and text.count("ghcr.io/papara-py/papara-py:") == 1, name

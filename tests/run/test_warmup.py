@@ -89,7 +89,7 @@ def test_short_reads_compile_only_the_int16_kernel():
 
 
 def test_a_compile_is_announced_once(caplog):
-    """`watch_compiles` logs one notice ("compiling kernels for this CPU, once, ~N s") at the first
+    """`watch_compiles` logs one notice ("compiling kernels for this CPU, once, up to ~N s") at the first
     compilation of a papara-py function, however many follow, and at the end how long they took;
     functions of other packages, and functions numba already has, say nothing."""
     import numba
@@ -106,7 +106,7 @@ def test_a_compile_is_announced_once(caplog):
         assert not caplog.records
         double(2), triple(3), double(2.5)
     messages = [r.getMessage() for r in caplog.records]
-    assert messages[0] == (f"compiling kernels for this CPU, once, ~{COMPILE_ESTIMATE_SECONDS} s (later runs load "
+    assert messages[0] == (f"compiling kernels for this CPU, once, up to ~{COMPILE_ESTIMATE_SECONDS} s (later runs load "
                            "them from numba's cache; `papara-py warm-up` compiles them ahead)")
     assert len(messages) == 2 and messages[1].startswith("compiled 3 kernel(s) in ")
     assert watch.functions == 3 and watch.seconds > 0
@@ -133,6 +133,37 @@ def test_warm_up_aligns_both_examples_and_the_wide_lanes(caplog):
     assert not any(m.startswith("compiling kernels for this CPU") for m in messages)  # not the runs' own
     with pytest.raises(ValueError, match="no alphabet 'rna'"):
         warm_up(("rna",))
+
+
+@pytest.mark.slow
+def test_after_the_warm_up_other_modes_compile_nothing(tmp_path):
+    """A fresh cache warmed by `warm_up`, then, in a fresh interpreter, each example aligned with
+    --preset paper and the DNA example with --strand both --search guided: nothing compiles (the
+    Viterbi traceback, Eq. 1 without near states and the guided search are variants of their own)."""
+    import os
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    warm = subprocess.run([sys.executable, "-c", "from papara_py.run.warmup import warm_up; warm_up(gpus=False)"],
+                          capture_output=True, text=True, timeout=1200, env=env)
+    assert warm.returncode == 0, warm.stderr
+    runs = textwrap.dedent(f"""
+        import papara_py
+        from papara_py.engine.compile_watch import watch_compiles
+
+        def files(folder):
+            return [{str(ROOT / "data")!r} + f"/{{folder}}/{{name}}" for name in ("tree.nwk", "ref.phy", "reads.fa")]
+
+        counts = []
+        for folder, options in (("example", dict(preset="paper")), ("protein", dict(preset="paper")),
+                                ("example", dict(strand="both", search="guided"))):
+            with watch_compiles(notice=False) as watch:
+                papara_py.align(*files(folder), device="cpu", threads=1, **options)
+            counts.append(watch.functions)
+        print(counts)
+    """)
+    done = subprocess.run([sys.executable, "-c", runs], capture_output=True, text=True, timeout=1200, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "[0, 0, 0]", done.stdout
 
 
 @pytest.mark.slow
