@@ -11,6 +11,7 @@ problem (DESIGN.md section 9).
 """
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from dataclasses import dataclass
@@ -99,9 +100,25 @@ def read_alignment(path: PathLike, digest: Digest | None = None, alphabet: str =
     data = read_whole(source)
     hashing = _HashedAside(data, digest)
     try:
-        return _parse_alignment(data.removeprefix(UTF8_BOM), source, alphabet)
+        alignment = _parse_alignment(data.removeprefix(UTF8_BOM), source, alphabet)
     finally:
         hashing.wait()
+    if alphabet != "auto":
+        _note_other_alphabet(alignment)
+    return alignment
+
+
+def _note_other_alphabet(alignment: Alignment) -> None:
+    """--alphabet named, and the rows look like the other one (DESIGN 2's rule): a logged warning,
+    not a refusal (A, C, G, T are amino acids too, so either reading may be meant), so that a
+    nucleotide alignment aligned as protein by a slip of the option does not pass unremarked."""
+    detected = detect_alphabet(alignment.rows)
+    if detected is not alignment.alphabet:
+        share = "at least" if detected.name == "dna" else "less than"
+        logging.getLogger(__name__).warning(
+            f"{alignment.path}: aligned as {alignment.alphabet.name}, as --alphabet says, though {share} "
+            f"{NUCLEOTIDE_SHARE:.0%} of its residues are A, C, G, T, U or N, which --alphabet auto reads as "
+            f"{detected.name}")
 
 
 def _parse_alignment(data: bytes, source: str, alphabet: str) -> Alignment:

@@ -429,6 +429,28 @@ def test_stockholm_and_clustal_read_as_the_fasta(name: str) -> None:
     assert np.array_equal(np.where(other.rows == ord("."), ord("-"), other.rows), fasta.rows)
 
 
+@pytest.mark.parametrize("path, alphabet, warned", [
+    ("data/example/ref.phy", "protein", "though at least 90% of its residues are A, C, G, T, U or N, which "
+                                        "--alphabet auto reads as dna"),
+    ("data/example/ref.phy", "dna", None), ("data/example/ref.phy", "auto", None),
+    ("data/protein/ref.phy", "protein", None),
+])
+def test_an_alphabet_named_against_the_rows_is_warned_of(path: str, alphabet: str, warned: str | None,
+                                                         caplog) -> None:
+    """--alphabet protein on a nucleotide alignment aligns it as protein, as asked, with a warning
+    that names the file and why it looks like the other alphabet; agreeing or auto: silent."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="papara_py")
+    source = str(Path(__file__).resolve().parents[2] / path)
+    assert read_alignment(source, alphabet=alphabet).alphabet.name == (alphabet if alphabet != "auto" else "dna")
+    messages = [(r.levelname, r.getMessage()) for r in caplog.records]
+    if warned is None:
+        assert messages == []
+    else:
+        assert messages == [("WARNING", f"{source}: aligned as protein, as --alphabet says, {warned}")]
+
+
 def test_stockholm_errors_are_input_errors_with_lines(tmp_path: Path) -> None:
     text = (PFAM_RRM / "ref.sto").read_text()
     lines = text.splitlines()
