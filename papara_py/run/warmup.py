@@ -51,9 +51,9 @@ def warm_up(alphabets: tuple[str, ...] = ALPHABETS, gpus: bool = True) -> WarmUp
     lengths, whose run has no edge tables (DESIGN.md 3) and so a posterior step of its own, and
     each example once more with `--preset paper`, DNA's also with `--strand both --search guided`
     (`_other_modes`). Other lane counts (--lanes) still compile on first use, with the notice.
-    With `gpus`, where pyopencl sees usable GPUs, the example is aligned on them too, so that their driver builds (and caches) the
-    OpenCL kernels such a run uses: a fresh H200 host's first GPU run of the DNA example took 6.8 s
-    against 3.0 s later (docs/performance.md, "Start-up"). A GPU that fails is logged and skipped:
+    With `gpus`, where pyopencl sees usable GPUs, the example is aligned on them too, so that
+    their driver builds (and caches) the OpenCL kernels such a run uses, which halves a fresh GPU
+    host's first run (docs/performance.md, "Start-up"). A GPU that fails is logged and skipped:
     the run that needs it builds its kernels. Progress goes to the "papara_py" logger."""
     from papara_py import examples
 

@@ -106,8 +106,8 @@ def test_a_compile_is_announced_once(caplog):
         assert not caplog.records
         double(2), triple(3), double(2.5)
     messages = [r.getMessage() for r in caplog.records]
-    assert messages[0] == (f"compiling kernels for this CPU, once, up to ~{COMPILE_ESTIMATE_SECONDS} s (later runs load "
-                           "them from numba's cache; `papara-py warm-up` compiles them ahead)")
+    assert messages[0] == (f"compiling kernels for this CPU, once, up to ~{COMPILE_ESTIMATE_SECONDS} s "
+                           "(later runs load them from numba's cache; `papara-py warm-up` compiles them ahead)")
     assert len(messages) == 2 and messages[1].startswith("compiled 3 kernel(s) in ")
     assert watch.functions == 3 and watch.seconds > 0
     caplog.clear()
