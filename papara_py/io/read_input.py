@@ -51,6 +51,7 @@ class RawRead:
 
 #: Decompressed bytes of read data taken at a time (the bulk path parses a block at once).
 READ_BLOCK_BYTES = 8 << 20
+LF = b"\n"
 #: Reads per chunk that the line-by-line path hands on.
 _LINE_PATH_CHUNK = 1 << 16
 #: Characters a name may not hold (besides whitespace, which ends a name): HDF5 strings end at
@@ -251,29 +252,25 @@ def _decompressed(raw, kind: str | None):
 
 
 def _line_blocks(source: str, digest: Digest | None = None) -> Iterator[list[bytes]]:
-    """Lines (without CR/LF, the first without a BOM) of a plain, gzip, bzip2 or xz file (told
-    apart by its first bytes, not its name), READ_BLOCK_BYTES at a time, read once into `digest`
-    (to its very end, bytes after a compressed stream included)."""
+    """Lines (without their line break, the first without a BOM) of a plain, gzip, bzip2 or xz file
+    (told apart by its first bytes, not its name), READ_BLOCK_BYTES at a time, read once into
+    `digest` (to its very end, bytes after a compressed stream included). A line ends at LF, CRLF
+    or a lone CR (classic Mac OS files), as bytes.splitlines and the alignment reader have it."""
     count = 0
     kind = None
+    pending = bytearray()
     try:
         with open_input(source, digest) as raw:
             kind = _compression(raw.peek(_MAGIC_BYTES)[:_MAGIC_BYTES], source)
             stream = _decompressed(raw, kind)
             tail = b""
             first = True
-            while True:
-                data = stream.read(READ_BLOCK_BYTES)
-                if not data:
-                    break
-                data = tail + data
-                lines = data.split(b"\n")
+            while data := _read_block(stream, pending):
+                lines = _with_line_feeds(tail + data).split(LF)
                 tail = lines.pop()
                 if first and lines:
                     lines[0] = lines[0].removeprefix(UTF8_BOM)
                     first = False
-                if b"\r" in data:
-                    lines = [line.rstrip(b"\r") for line in lines]
                 count += len(lines)
                 if lines:
                     yield lines
@@ -281,13 +278,37 @@ def _line_blocks(source: str, digest: Digest | None = None) -> Iterator[list[byt
                 yield [(tail.removeprefix(UTF8_BOM) if first else tail).rstrip(b"\r")]
             drain(raw)
     except (gzip.BadGzipFile, EOFError, zlib.error, lzma.LZMAError) as exc:
-        raise InputError(
-            source, f"the {kind or 'gzip'} data is corrupt or truncated ({exc})", f"after line {count}"
-        ) from None
+        where = f"after line {count + pending.count(LF)}"
+        raise InputError(source, f"the {kind or 'gzip'} data is corrupt or truncated ({exc})", where) from None
     except OSError as exc:
         if kind == "bzip2" and exc.errno is None:  # bz2 says "Invalid data stream" as a bare OSError
-            raise InputError(source, f"the bzip2 data is corrupt or truncated ({exc})", f"after line {count}") from None
+            where = f"after line {count + pending.count(LF)}"
+            raise InputError(source, f"the bzip2 data is corrupt or truncated ({exc})", where) from None
         raise InputError(source, f"cannot read the file: {exc.strerror or exc}") from None
+
+
+def _read_block(stream, pending: bytearray) -> bytes:
+    """The next READ_BLOCK_BYTES of `stream` (fewer at its end; b"" after it), gathered in
+    `pending` a decompressed piece at a time (read1): where the data turn out corrupt, the lines
+    that came before are in `pending` to say where (the error's line number)."""
+    pending.clear()
+    while len(pending) < READ_BLOCK_BYTES:
+        piece = stream.read1(READ_BLOCK_BYTES - len(pending))
+        if not piece:
+            break
+        pending += piece
+    return bytes(pending)
+
+
+def _with_line_feeds(data: bytes) -> bytes:
+    """`data` with each CRLF and lone CR made an LF; a CR at its very end is left (it may be a
+    CRLF's first half, split across two blocks: the caller keeps it in the tail)."""
+    if b"\r" not in data:
+        return data
+    data = data.replace(b"\r\n", b"\n")
+    if data.endswith(b"\r"):
+        return data[:-1].replace(b"\r", b"\n") + b"\r"
+    return data.replace(b"\r", b"\n")
 
 
 def _numbered_rest(blocks: Iterator[list[bytes]], number: int) -> Iterator[tuple[int, bytes]]:

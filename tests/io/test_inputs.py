@@ -6,6 +6,7 @@ The malformed-input catalogue lives in bad_inputs.py so that the CLI tests can r
 from __future__ import annotations
 
 import gzip
+import re
 from pathlib import Path
 
 import dendropy
@@ -159,6 +160,8 @@ READ_VARIANTS: dict[str, str | bytes] = {
     "fasta_lowercase": _reads_fasta(1000).lower(),
     "fastq": _reads_fastq(),
     "fastq_crlf": _reads_fastq().replace("\n", "\r\n"),
+    "fasta_cr": _reads_fasta(5).replace("\n", "\r"),  # classic Mac OS line breaks
+    "fastq_cr_gzip": gzip.compress(_reads_fastq().replace("\n", "\r").encode()),
     "fastq_blank_lines_between_records": _reads_fastq().replace("\n@", "\n\n@") + "\n\n",
     "fasta_utf8_bom": "\ufeff" + _reads_fasta(1000),
     "fasta_gzip": gzip.compress(_reads_fasta(7).encode()),
@@ -535,6 +538,22 @@ def test_compressed_reads_are_detected_by_content(tmp_path: Path, kind: str) -> 
     broken = _write(tmp_path, "broken", data[: len(data) // 2])
     with pytest.raises(InputError, match=f"broken, after line \\d+: the {kind} data is corrupt or truncated"):
         list(iter_reads(broken))
+
+
+@pytest.mark.parametrize("kind", ["gzip", "bzip2", "xz"])
+def test_corrupt_compressed_reads_name_the_line_they_break_after(tmp_path: Path, kind: str) -> None:
+    """The error names the last whole line before the break (not line 0 where the break lies
+    inside the first block of READ_BLOCK_BYTES)."""
+    import bz2
+    import lzma
+
+    compress = {"gzip": gzip.compress, "bzip2": bz2.compress, "xz": lzma.compress}[kind]
+    text = "".join(f">r{i}\n{'ACGT' * 10}\n" for i in range(200_000)).encode()  # 400,000 lines, 9 MB
+    broken = _write(tmp_path, "broken", compress(text)[: len(compress(text)) // 2])
+    with pytest.raises(InputError) as caught:
+        list(iter_reads(broken))
+    line = int(re.search(r"after line (\d+):", str(caught.value)).group(1))
+    assert 100_000 < line < 300_000
 
 
 def test_zstd_and_zip_reads_are_refused_by_name(tmp_path: Path) -> None:
