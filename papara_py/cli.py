@@ -260,7 +260,7 @@ def _example_arguments(parser: argparse.ArgumentParser) -> None:
 def _example(args: argparse.Namespace, parser: argparse.ArgumentParser, argv: list[str]) -> int:
     from papara_py import examples
 
-    for path in examples.write(args.directory):
+    for path in examples.write(args.directory):  # InputError: DIR a file, or other files in the way
         print(path)
     return 0
 
@@ -319,7 +319,7 @@ class _CommandsParser(argparse.ArgumentParser):
     saying that the main job takes none."""
 
     def error(self, message: str):
-        if "invalid choice" in message:
+        if message.startswith("argument COMMAND: invalid choice"):  # not a command's own option's value
             message += ("; the main job takes no command word: papara-py -t TREE.nwk -s REF.phy -r READS.fa "
                         "(papara-py --help)")
         super().error(message)

@@ -41,8 +41,8 @@ from papara_py.io.run_writer import FORMAT_VERSION, run_writer
 from papara_py.model.outliers import OutlierNull
 
 #: /run attrs that decide the results; every shard must agree and the merged file copies them.
-IDENTITY_KEYS = ("checksums_sha256", "parameters", "alphabet", "candidates_k", "strand", "search", "n_edges",
-                 "n_columns")
+IDENTITY_KEYS = ("checksums_sha256", "parameters", "alphabet", "near_states", "candidates_k", "strand", "search",
+                 "n_edges", "n_columns")
 #: /run attrs that count over reads; the merged file holds their sums (numbers, or dicts key-wise).
 ADDITIVE_KEYS = ("cells", "status_counts", "strand_counts")
 #: /run attrs of a merged file equal to those of a single-machine run of the same inputs (the

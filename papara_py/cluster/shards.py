@@ -35,7 +35,7 @@ from typing import Mapping
 
 import numpy as np
 
-from papara_py.errors import InputError
+from papara_py.errors import InputError, OptionError
 
 #: How the slice is chosen, stored in every shard's run record so the file explains itself.
 RULE = "round_robin: read q (0-based, input order, extra alignment taxa last) is in shard q mod N"
@@ -55,7 +55,8 @@ class Shard:
 
     def __post_init__(self) -> None:
         if self.count < 1 or not 0 <= self.index < self.count:
-            raise InputError(self.source, f"shard {self.index}/{self.count} is not a slice: the form is K/N "
+            error = OptionError if self.source == "--shard" else InputError  # the option, or a scheduler's variable
+            raise error(self.source, f"shard {self.index}/{self.count} is not a slice: the form is K/N "
                                           f"with 0 <= K < N (slices are numbered from 0)")
 
     def __str__(self) -> str:
@@ -83,10 +84,10 @@ class Shard:
 
 
 def parse_shard(spec: str, source: str = "--shard") -> Shard:
-    """'K/N' -> Shard(K, N); anything else is an InputError naming `source`."""
+    """'K/N' -> Shard(K, N); anything else is an OptionError naming `source`."""
     match = _SPEC.fullmatch(spec)
     if not match:
-        raise InputError(source, f"{spec!r} is not a shard: the form is K/N, e.g. 0/4 for the first of 4 slices")
+        raise OptionError(source, f"{spec!r} is not a shard: the form is K/N, e.g. 0/4 for the first of 4 slices")
     return Shard(int(match[1]), int(match[2]), source)
 
 

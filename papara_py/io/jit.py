@@ -13,9 +13,10 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def gather_oriented(residues, offsets, indices, reverse, complement):
+def gather_oriented(residues, offsets, indices, reverse, complement, rna_complement):
     """Reads `indices` of (residues, offsets) one after another, read s reverse-complemented
-    (`complement`: ASCII -> its complement) where reverse[s]; returns (residues, offsets [S+1])."""
+    (`complement`: ASCII -> its complement; `rna_complement` for a read with U and no T, as
+    phylo/encoding.is_rna) where reverse[s]; returns (residues, offsets [S+1])."""
     n = indices.shape[0]
     out_offsets = np.zeros(n + 1, np.int64)
     for s in range(n):
@@ -27,8 +28,14 @@ def gather_oriented(residues, offsets, indices, reverse, complement):
         first, at = offsets[q], out_offsets[s]
         length = offsets[q + 1] - first
         if reverse[s]:
+            has_u, has_t = False, False
+            for i in range(first, first + length):
+                letter = residues[i] | 0x20
+                has_u |= letter == 117  # u
+                has_t |= letter == 116  # t
+            table = rna_complement if has_u and not has_t else complement
             for i in range(length):
-                out[at + i] = complement[residues[first + length - 1 - i]]
+                out[at + i] = table[residues[first + length - 1 - i]]
         else:  # element by element: a slice assignment compiles numba's shape-mismatch message
             for i in range(length):  # (seconds of a cold start)
                 out[at + i] = residues[first + i]

@@ -172,7 +172,7 @@ def check_output(path: str, inputs: Iterable[tuple[str, str | None]] = (), *, op
                                  "seekable file; give a file name")
     info = _stat(path)
     if info is not None and stat.S_ISDIR(info.st_mode):
-        raise InputError(path, "the output path is a directory; give a file name such as run.h5")
+        raise InputError(path, f"{role or 'the output'} is a directory; give a file name")
     if info is not None and stat.S_ISREG(info.st_mode) or info is None:
         for what, source in inputs:
             how = None if source is None or source == STDOUT else clash(path, source)

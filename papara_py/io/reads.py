@@ -15,7 +15,7 @@ from typing import Iterable
 
 import numpy as np
 
-from papara_py.phylo.encoding import COMPLEMENT_ASCII, DNA, Alphabet
+from papara_py.phylo.encoding import COMPLEMENT_ASCII, COMPLEMENT_RNA, DNA, Alphabet
 
 STATUS_ALIGNED = "aligned"
 STATUS_EMPTY = "empty"
@@ -106,6 +106,12 @@ class ReadSet:
         """int64 [Q]; computed once (every batch looks its reads up in it)."""
         return np.diff(self.offsets)
 
+    @cached_property
+    def informative(self) -> np.ndarray:
+        """int64 [Q]: each read's residues other than N / X (`Alphabet.informative_counts`), the
+        outlier rule's lengths; computed once."""
+        return self.alphabet.informative_counts(self.residues, self.offsets)
+
     def status_codes(self, n_columns: int) -> np.ndarray:
         """Why each read can or cannot be aligned against `n_columns` reference columns, as an
         index into STATUSES per read (one byte a read: a million Python strings would not be)."""
@@ -138,4 +144,4 @@ class ReadSet:
             raise ValueError(f"{self.alphabet.name} reads have no reverse complement")
         from papara_py.io.jit import gather_oriented
 
-        return gather_oriented(self.residues, self.offsets, indices, flips, COMPLEMENT_ASCII)
+        return gather_oriented(self.residues, self.offsets, indices, flips, COMPLEMENT_ASCII, COMPLEMENT_RNA)

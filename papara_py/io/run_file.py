@@ -96,6 +96,10 @@ ROOT_ATTRIBUTES = {
     "command_line": "the command line (or the API call) that made the run",
 }
 
+#: When a run record field about a run's own execution is present: a merged file keeps these per
+#: shard, in `merged_shards` (cluster/merge.py).
+PER_EXECUTION = "always, but in a merged file per shard (`merged_shards`)"
+
 #: The run record: the attributes of `/run` (run/record.py writes them; nested values are JSON
 #: strings). name -> (when it is present, what it holds).
 RUN_RECORD_FIELDS = {
@@ -111,11 +115,11 @@ RUN_RECORD_FIELDS = {
                                   "run of several samples; sums over the shards plus merge in a merged file)"),
     "gcups": ("always", "cell updates per second over the scoring, in 10^9 (DESIGN.md 4)"),
     "cells": ("always", "cells scored"),
-    "lanes": ("always", "edges per block"),
-    "threads": ("always", "`count` and `source`: `--threads`, or why that many CPUs"),
-    "device": ("always", "the `--device` asked for"),
+    "lanes": (PER_EXECUTION, "edges per block"),
+    "threads": (PER_EXECUTION, "`count` and `source`: `--threads`, or why that many CPUs"),
+    "device": (PER_EXECUTION, "the `--device` asked for"),
     "device_choice": ("when `--device auto` kept a small run on the CPU", "why"),
-    "consumers": ("always", "per CPU worker and GPU feeder: blocks, edges, cells, calls, busy seconds, and any "
+    "consumers": (PER_EXECUTION, "per CPU worker and GPU feeder: blocks, edges, cells, calls, busy seconds, and any "
                             "error, retries and faults"),
     "unusable_gpus": ("when a GPU could not be used", "each such GPU and what it answered"),
     "gpu_device_seconds": ("with `--gpu-profile`", "each GPU's kernel time"),
@@ -126,10 +130,10 @@ RUN_RECORD_FIELDS = {
     "strand": ("always", "the `--strand` mode used (`forward` for protein)"),
     "strand_counts": ("always", "reads aligned as `+` and `-`, and `scored_both`: scored in both orientations"),
     "search": ("always", "`mode` (the `--search`); for guided also its cluster settings"),
-    "edges_scored_fraction": ("always", "`mean`, `min`, `max` over the scored reads of the share of the edges each "
-                                        "was scored against"),
-    "traceback": ("always", "`device` (the GPUs' names or `cpu`) and `batches` (batches per device) of the "
-                            "posterior step"),
+    "edges_scored_fraction": (PER_EXECUTION, "`mean`, `min`, `max` over the scored reads of the share of the "
+                                              "edges each was scored against"),
+    "traceback": (PER_EXECUTION, "`device` (the GPUs' names or `cpu`) and `batches` (batches per device) of "
+                                  "the posterior step"),
     "outlier_null": ("where a read was aligned and the alignment is over 8 columns wide",
                      "the outlier rule's null (DESIGN 5): `lengths`, `mean_per_residue` and `sd_per_residue` at "
                      "each, `reads_per_length`, `z`, `seed`"),
@@ -378,19 +382,23 @@ class RunFile:
             return (tied / np.maximum(tied.sum(axis=-1, keepdims=True), 1)).astype(np.float32)
         return self._column(f"reads/{name}", selection)
 
-    def read_lengths(self, block: int = 1 << 16) -> np.ndarray:
-        """int64 [Q]: residues of each read (the length of its /reads/sequence), read `block` rows
-        at a time as bytes: the sequences are not decoded nor checked against their checksums, so
-        this takes about a third of `column("sequence")`'s time (the outlier rule needs the lengths
-        alone; every export that writes a sequence still reads it checked)."""
+    def informative_lengths(self, block: int = 1 << 16) -> np.ndarray:
+        """int64 [Q]: the residues of each read that say something (`Alphabet.informative_counts`:
+        all but N / X), from /reads/sequence read `block` rows at a time as bytes: the sequences are
+        not decoded nor checked against their checksums, so this takes about a third of
+        `column("sequence")`'s time (the outlier rule needs these counts alone; every export that
+        writes a sequence still reads it checked)."""
         dataset = self._handle["reads/sequence"]
+        alphabet = self.alphabet
         lengths = np.zeros(dataset.shape[0], dtype=np.int64)
         for lo in range(0, len(lengths), block):
             try:
                 part = dataset[lo:lo + block]
             except (OSError, ValueError) as error:
                 raise self.damaged(f"/reads/sequence cannot be read ({error})") from None
-            lengths[lo:lo + len(part)] = np.fromiter(map(len, part), np.int64, len(part))
+            offsets = np.concatenate(([0], np.cumsum(np.fromiter(map(len, part), np.int64, len(part)))))
+            residues = np.frombuffer(b"".join(part), dtype=np.uint8)
+            lengths[lo:lo + len(part)] = alphabet.informative_counts(residues, offsets)
         return lengths
 
     def aligned_rows(self, ids: np.ndarray, chunk: int = 4096) -> Iterator[np.ndarray]:

@@ -8,8 +8,11 @@ their residues drawn from the reference's own composition with a seed fixed per 
 (`null_reads`), scored by the same engine, search and parameters as the reads. Their best
 scores per residue give, for each length, the null's mean and SD (`OutlierNull`, kept in the
 run record as `outlier_null`); a read is an outlier when its penalty per residue (best score /
-read length) exceeds the null's mean minus NULL_Z SDs at its length (interpolated in log length
-between the null's lengths). A length's threshold depends on the
+its informative residues) exceeds the null's mean minus NULL_Z SDs at that many residues
+(interpolated in log length between the null's lengths). A read's informative residues are all
+but N (DNA) or X (protein): those stand for every state and fit any column at no cost, so they
+would dilute the penalty of a read of no-calls into a perfect fit; a read with none (all N) is an
+outlier, since it fits everywhere alike. A length's threshold depends on the
 reference and the parameters alone, so shards of one run agree (merge joins their lengths) and a
 sample of mostly foreign reads is flagged as such.
 
@@ -136,16 +139,23 @@ class OutlierNull:
 class Outliers:
     """Reads whose best score per residue is no better than random sequence's.
 
-    per_residue: float [Q], best score / read length (NaN where not aligned).
-    threshold:   float [Q], the rule's threshold at each read's length (NaN where not aligned).
+    per_residue: float [Q], best score / informative residues (NaN where not aligned or where the
+                 read has none).
+    threshold:   float [Q], the rule's threshold at each read's informative residues (NaN where not
+                 aligned).
     null:        the run's null, or None (no read is flagged then).
-    indices:     the outliers, furthest above their threshold first.
+    indices:     the outliers, furthest above their threshold first (reads with no informative
+                 residue before all).
+    alphabet:    "dna" or "protein", for the rule in words.
+    n_aligned:   how many reads the rule judged (aligned ones).
     """
 
     per_residue: np.ndarray
     threshold: np.ndarray
     null: OutlierNull | None
     indices: np.ndarray
+    alphabet: str
+    n_aligned: int
 
     @property
     def flagged(self) -> np.ndarray:
@@ -156,6 +166,8 @@ class Outliers:
 
     def rule(self) -> str:
         """The rule in words, with this run's numbers."""
+        if self.null is None and not self.n_aligned:
+            return "No read was aligned, so no read is an outlier."
         if self.null is None:
             return ("This run has no null (its alignment is 8 columns wide or less, or its run file was written "
                     "before papara-py scored one), so no read is flagged as an outlier.")
@@ -164,31 +176,35 @@ class Outliers:
                 f"random sequence's: above the mean minus {NULL_Z:g} standard deviations of the penalties per "
                 f"residue of {NULL_READS} random reads of its length (residues drawn from the reference's own "
                 f"composition) scored by this run like its reads. About one random read in a hundred "
-                f"scores below it. Thresholds of this run by read length (residues): {shown}; between these "
-                f"lengths it is interpolated.")
+                f"scores below it. A read's length here leaves out its {'N' if self.alphabet == 'dna' else 'X'} "
+                f"residues, which fit any column at no cost: a read of them alone is an outlier. Thresholds "
+                f"of this run by read length (residues): {shown}; between these lengths it is interpolated.")
 
 
-def find_outliers(score: np.ndarray, length: np.ndarray, aligned: np.ndarray, null: OutlierNull | None) -> Outliers:
-    """Flag the aligned reads whose penalty per residue (`score` / `length`) exceeds the `null`'s
-    threshold at their length (module docstring); none where `null` is None."""
+def find_outliers(score: np.ndarray, informative: np.ndarray, aligned: np.ndarray, null: OutlierNull | None,
+                  alphabet: str) -> Outliers:
+    """Flag the aligned reads whose penalty per residue (`score` / `informative`, the residues of
+    each read other than N / X: `Alphabet.informative_counts`) exceeds the `null`'s threshold at
+    that many residues, and those with none, first (module docstring); none where `null` is None.
+    `alphabet` ("dna", "protein") names the left-out letter in `Outliers.rule`."""
     per_residue = np.full(len(score), np.nan)
     threshold = np.full(len(score), np.nan)
-    usable = aligned & (length > 0)
-    per_residue[usable] = score[usable] / length[usable]
+    usable = aligned & (informative > 0)
+    per_residue[usable] = score[usable] / informative[usable]
     if null is None:
-        return Outliers(per_residue, threshold, None, np.zeros(0, dtype=np.int64))
-    threshold[usable] = null.threshold_at(length[usable])
-    above = np.nan_to_num(per_residue - threshold, nan=-np.inf)
-    flagged = np.flatnonzero(usable & (above > 0))
+        return Outliers(per_residue, threshold, None, np.zeros(0, dtype=np.int64), alphabet, int(aligned.sum()))
+    threshold[aligned] = null.threshold_at(informative[aligned])
+    above = np.where(aligned & (informative == 0), np.inf, np.nan_to_num(per_residue - threshold, nan=-np.inf))
+    flagged = np.flatnonzero(aligned & (above > 0))
     flagged = flagged[np.argsort(-above[flagged], kind="stable")]
-    return Outliers(per_residue, threshold, null, flagged)
+    return Outliers(per_residue, threshold, null, flagged, alphabet, int(aligned.sum()))
 
 
 def run_outliers(run: RunFile) -> Outliers:
     """The outlier rule (`find_outliers`) applied to the open run file `run`: aligned = status
-    "aligned" with a best edge, score = /reads/score, length = residues of /reads/sequence, the
-    null = the run record's `outlier_null`. Reads /reads/status, best_edge and score whole and the
-    sequences' lengths (`RunFile.read_lengths`)."""
+    "aligned" with a best edge, score = /reads/score, the informative residues of /reads/sequence,
+    the null = the run record's `outlier_null`. Reads /reads/status, best_edge and score whole and
+    the sequences' counts (`RunFile.informative_lengths`)."""
     aligned = (run.column("status") == STATUS_ALIGNED) & (run.column("best_edge") >= 0)
-    return find_outliers(run.column("score"), run.read_lengths(), aligned,
-                         OutlierNull.in_run_record(run.record))
+    return find_outliers(run.column("score"), run.informative_lengths(), aligned,
+                         OutlierNull.in_run_record(run.record), run.alphabet.name)

@@ -150,6 +150,15 @@ class Alphabet:
         """Encode read residues (uint8 ASCII) to state sets; invalid bytes come back as 0."""
         return self.read_code[ascii_bytes]
 
+    def informative_counts(self, residues: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """int64 [n]: the residues of each of n reads (ASCII uint8 `residues`, read k at
+        `offsets[k]:offsets[k + 1]`) that say something: all but the letters that stand for every
+        state (N, X), which fit any column at no cost. The outlier rule counts these
+        (model/outliers.py): an all-N read fits everywhere and so tells nothing."""
+        says = np.concatenate(([0], np.cumsum(self.read_code[residues] != self.state_mask)))
+        offsets = np.asarray(offsets, dtype=np.int64)
+        return says[offsets[1:]] - says[offsets[:-1]]
+
     def describe(self) -> str:
         """What this alphabet accepts, for messages: its letters."""
         return f"{self.residue_kind} letters {self.letters} or {''.join(self.ambiguity)} (either case)"
@@ -293,10 +302,21 @@ COMPLEMENT_ASCII[ord("U")] = ord("A")
 COMPLEMENT_ASCII[ord("u")] = ord("a")
 
 
+#: The same for RNA, A -> U: the complement of a read with U and no T (`is_rna`) stays RNA.
+COMPLEMENT_RNA = COMPLEMENT_ASCII.copy()
+COMPLEMENT_RNA[ord("A")], COMPLEMENT_RNA[ord("a")] = ord("U"), ord("u")
+
+
+def is_rna(ascii_bytes: np.ndarray) -> bool:
+    """Whether a nucleotide sequence (uint8 ASCII) is RNA: it has U and no T (either case)."""
+    folded = ascii_bytes | 0x20  # lower case
+    return bool((folded == ord("u")).any()) and not (folded == ord("t")).any()
+
+
 def reverse_complement(ascii_bytes: np.ndarray) -> np.ndarray:
     """The reverse complement of a nucleotide sequence (uint8 ASCII, IUPAC codes complemented,
-    case kept); only for an alphabet that is `stranded`."""
-    return COMPLEMENT_ASCII[ascii_bytes[::-1]]
+    case kept; RNA's with U, `is_rna`); only for an alphabet that is `stranded`."""
+    return (COMPLEMENT_RNA if is_rna(ascii_bytes) else COMPLEMENT_ASCII)[ascii_bytes[::-1]]
 
 
 def encode_read(ascii_bytes: np.ndarray) -> np.ndarray:

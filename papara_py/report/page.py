@@ -24,7 +24,7 @@ import numpy as np
 
 from papara_py.errors import InputError
 from papara_py.io.outputs import atomic_path
-from papara_py.model.outliers import OutlierNull, Outliers, find_outliers
+from papara_py.model.outliers import Outliers
 from papara_py.report.placement import (
     PlacementConfidence,
     best_branch_counts,
@@ -69,10 +69,11 @@ def build_report(path: str | os.PathLike, max_tips: int = DEFAULT_MAX_TIPS) -> R
     if np.any(run.best_edge[aligned] >= tree.n_edges) or np.any(run.candidate_edge >= tree.n_edges):
         raise InputError(run.path, "/reads/best_edge or /reads/candidates/edge names edges the tree does not have")
     mismatch = int(run.parameters.get("mismatch", 3))
-    outliers = find_outliers(run.score, run.length, aligned, OutlierNull.in_run_record(run.run_attrs))
+    outliers = run.outliers
     group = np.where(aligned, 0, -1)
     group[outliers.indices] = 1
     placed = group == 0
+    shown = aligned & (run.length > 0)  # a read of N / X alone has no penalty per residue to draw
     edge_reads = best_branch_counts(run.candidate_edge[placed], run.candidate_score[placed], tree.n_edges)
     confidence = placement_confidence(run.candidate_edge[placed], run.candidate_score[placed],
                                       tree.edge_ends, mismatch)
@@ -80,8 +81,8 @@ def build_report(path: str | os.PathLike, max_tips: int = DEFAULT_MAX_TIPS) -> R
     drawn = {
         "tree": figures.tree_figure(display, edge_reads, len(outliers.indices)),
         "coverage": figures.coverage_figure(*run.read_depth(group, 2), run.occupancy),
-        "scores": figures.score_figure(outliers.per_residue[aligned], run.length[aligned],
-                                       group[aligned] == 1, outliers.null),
+        "scores": figures.score_figure(outliers.per_residue[shown], run.length[shown], group[shown] == 1,
+                                       outliers.null),
     }
     if confidence is not None:
         drawn["confidence"] = figures.confidence_figure(confidence.gap, confidence.n_close, confidence.connected,
@@ -179,8 +180,9 @@ def _html(run: RunView, tree: NumberedTree, edge_reads: np.ndarray, outlier_read
              f"<h1>papara-py run report: {_e(name)}</h1>",
              f"<p class=\"summary\">{n_aligned} of {n_reads} reads aligned to a reference of {tree.n_tips} taxa "
              f"({tree.n_edges} branches, {run.n_columns} alignment columns); "
-             f"<span class=\"{'warn' if n_outliers else 'ok'}\">{n_outliers} of them are outliers</span> "
-             f"({_percent(n_outliers, n_aligned)}), {n_aligned - n_outliers} fit the reference.</p>",
+             + (f"<span class=\"{'warn' if n_outliers else 'ok'}\">{n_outliers} of them are outliers</span> "
+                f"({_percent(n_outliers, n_aligned)}), {n_aligned - n_outliers} fit the reference.</p>"
+                if n_aligned else "<span class=\"warn\">none fits it</span>.</p>"),
              f"<p class=\"muted\">{_e(run.path)} · report made "
              f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}</p>"]
     parts += _tree_section(tree, edge_reads, outlier_reads, hidden, figures["tree"])
@@ -238,15 +240,16 @@ def _coverage_section(figure: bytes) -> list[str]:
 
 def _score_section(run: RunView, outliers: Outliers, figure: bytes) -> list[str]:
     listed = outliers.indices[:TABLE_ROWS]
-    rows = [[name, int(run.length[q]), int(run.score[q]), f"{outliers.per_residue[q]:.3f}", int(run.best_edge[q]),
+    rows = [[name, int(run.length[q]), int(run.score[q]), _per_residue(outliers.per_residue[q]), int(run.best_edge[q]),
              run.strand[q]] for q, name in zip(listed, run.names(listed))]
     more = len(outliers.indices) - len(listed)
     statuses, counts = np.unique(run.status[run.status != "aligned"].astype(str), return_counts=True)
     not_aligned = dict(zip(statuses.tolist(), counts.tolist()))
     parts = ["<h2>How well do the reads fit?</h2>",
-             "<p>Each aligned read's best score (a penalty: 0 is a perfect fit) divided by its length, so "
-             "reads of different lengths compare. Reads that fit as badly as random sequence are usually "
-             "from another gene or organism, chimeras, or reverse complements of the reference strand.</p>",
+             "<p>Each aligned read's best score (a penalty: 0 is a perfect fit) divided by its length (its "
+             "residues but N or X, which fit any column at no cost), so reads of different lengths compare. "
+             "Reads that fit as badly as random sequence are usually from another gene or organism, "
+             "chimeras, or reverse complements of the reference strand.</p>",
              _image(figure, "distribution of best score per residue"),
              f"<p><b>Outlier rule.</b> {_e(outliers.rule())}</p>"]
     if not_aligned:
@@ -254,7 +257,7 @@ def _score_section(run: RunView, outliers: Outliers, figure: bytes) -> list[str]
                      + ", ".join(f"{n} {_e(s)}" for s, n in not_aligned.items()) + ".</p>")
     if rows:
         parts.append(f"<h3>Outliers: {len(outliers.indices)} reads, worst first</h3>")
-        parts.append(_table(["read", "length", "score", "per residue", "best branch", "strand"], rows,
+        parts.append(_table(["read", "length (N, X left out)", "score", "per residue", "best branch", "strand"], rows,
                             {1, 2, 3, 4}))
         if more:
             parts.append(f"<p class=\"muted\">… and {more} more (in the run file: aligned reads whose "
@@ -264,23 +267,31 @@ def _score_section(run: RunView, outliers: Outliers, figure: bytes) -> list[str]
     return parts
 
 
+def _per_residue(value: float) -> str:
+    """A penalty per residue for the outlier table; "-" for a read of N / X alone (it has none)."""
+    return "-" if np.isnan(value) else f"{value:.3f}"
+
+
 def _posterior_section(pp_counts: np.ndarray, temperature: object) -> list[str]:
     """How sure the residues' columns are: the PP codes' distribution (hmmalign's convention)."""
     head = "<h2>How sure is each residue's column?</h2>"
     total = int(pp_counts.sum())
-    if not total:
+    if not total and temperature in (0, None):
         return [head, f"<p>This run has no posterior probabilities (temperature {_e(temperature)}: the "
                       "Viterbi traceback of the best branch, as the paper's Eq. 1 preset runs it).</p>"]
+    if not total:
+        return [head, "<p>No read of this run fits the reference (none was aligned, or all are outliers), so "
+                      "there are no posterior probabilities to show.</p>"]
     labels = ["below 0.05"] + [f"{d / 10:.1f} ± 0.05" for d in range(1, 10)] + ["0.95 and above"]
     rows = [[code, label, f"{int(n):,}", _percent(n, total)] for code, label, n in zip(PP_CODES, labels, pp_counts)]
     expected = float(np.dot(pp_counts, [0.0, *(d / 10 for d in range(1, 10)), 0.975]) / total)
     return [head,
-            "<p>Each aligned residue's posterior probability (PP): the share of the model's alignments, "
-            "pooled over the read's candidate branches by their weights, that put the residue where "
-            "papara-py put it (DESIGN.md section 5; <code>/reads/pp</code>, and <code>#=GR name PP</code> "
-            "in the Stockholm export, coded as hmmalign codes it). Low values mark residues whose column "
-            "is uncertain: near indels, in variable regions, or in reads that fit the reference badly. "
-            f"{total:,} residues; their PP codes average about {expected:.2f}.</p>",
+            "<p>Each residue's posterior probability (PP), in the reads that fit the reference: the share of the "
+            "model's alignments, pooled over the read's candidate branches by their weights, that put the residue"
+            " where papara-py put it (DESIGN.md section 5; <code>/reads/pp</code>, and <code>#=GR name PP</code> "
+            "in the Stockholm export, coded as hmmalign codes it). Low values mark residues whose column is "
+            f"uncertain: near indels, in variable regions, or in reads that fit the reference badly. {total:,} "
+            f"residues; their PP codes average about {expected:.2f}.</p>",
             _table(["PP code", "posterior probability", "residues", "share"], rows, {2, 3})]
 
 

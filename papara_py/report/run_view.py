@@ -1,5 +1,6 @@
 """What a report reads from a run file (`load_run` -> `RunView`): the per-read arrays the page and
-the figures need, the reference's column occupancy and the PP code counts, with read names and
+the figures need, the outlier rule's verdict, the reference's column occupancy and the PP code
+counts of the reads that fit (the other sections leave outliers out too), with read names and
 /reads/aligned read on demand in bounded blocks, so a report of millions of reads fits in memory.
 """
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from papara_py.io.run_file import RunFile
+from papara_py.model.outliers import OutlierNull, Outliers, find_outliers
 from papara_py.phylo.encoding import IS_GAP
 
 _GAP_BYTE = ord("-")
@@ -27,12 +29,14 @@ class RunView:
     status: np.ndarray           # str [Q]
     best_edge: np.ndarray        # int32 [Q], -1 if not aligned
     score: np.ndarray            # int32 [Q]
-    length: np.ndarray           # int64 [Q], residues of the read
+    length: np.ndarray           # int64 [Q], residues of the read but N / X (the outlier rule's length)
+    outliers: Outliers           # the outlier rule (model/outliers.py) applied to the run
     strand: np.ndarray           # str [Q]
     candidate_edge: np.ndarray   # int32 [Q, K]
     candidate_score: np.ndarray  # int32 [Q, K]
     occupancy: np.ndarray        # float64 [m], share of reference rows with a residue there
-    pp_counts: np.ndarray        # int64 [11], residues per PP code "0".."9", "*" (all 0: no posteriors)
+    pp_counts: np.ndarray        # int64 [11], residues of the reads that fit per PP code "0".."9", "*" (all 0:
+                                 # no posteriors, or no read fits)
 
     @property
     def aligned(self) -> np.ndarray:
@@ -91,12 +95,15 @@ def load_run(path: str | os.PathLike) -> RunView:
     loaded (see `RunView.names` and `read_depth`), so memory stays bounded for millions of reads.
     """
     with RunFile(path) as run:
-        length = np.zeros(run.n_reads, dtype=np.int64)
+        status, best_edge, score = run.column("status"), run.column("best_edge"), run.column("score")
+        informative = run.informative_lengths()
+        aligned = (status == "aligned") & (best_edge >= 0)
+        outliers = find_outliers(score, informative, aligned, OutlierNull.in_run_record(run.record), run.alphabet.name)
+        fitting = aligned & ~outliers.flagged
         step = 1 << 16  # strings: a bounded number at a time
         pp_counts = np.zeros(len(PP_CODES), dtype=np.int64)
-        for start in range(0, len(length), step):
-            length[start:start + step] = [len(s) for s in run.column("sequence", slice(start, start + step))]
-            pp_counts += pp_histogram(run.column("pp", slice(start, start + step)))
+        for start in range(0, run.n_reads, step):
+            pp_counts += pp_histogram(run.column("pp", slice(start, start + step))[fitting[start:start + step]])
         filled = np.zeros(run.n_columns, dtype=np.int64)
         for block in run.row_blocks("reference/alignment"):
             filled += np.count_nonzero(~IS_GAP[block], axis=0)
@@ -105,10 +112,11 @@ def load_run(path: str | os.PathLike) -> RunView:
             file_attrs=run.attrs,
             run_attrs=run.record,
             newick_numbered=run.newick_numbered,
-            status=run.column("status"),
-            best_edge=run.column("best_edge"),
-            score=run.column("score"),
-            length=length,
+            status=status,
+            best_edge=best_edge,
+            score=score,
+            length=informative,
+            outliers=outliers,
             strand=run.column("strand"),
             candidate_edge=run.column("candidates/edge"),
             candidate_score=run.column("candidates/score"),

@@ -28,12 +28,13 @@ def resolve_scorers(config: RunConfig, reporter: Reporter) -> tuple[bool, list, 
     """(use_cpu, GPU consumers, GPUs that could not be used: name -> why) for --device
     auto|cpu|gpu|hybrid and --gpus."""
     if config.device == "cpu":
+        _on_the_cpu(config, reporter, "--device cpu")
         return True, [], {}
     from papara_py.engine.opencl_devices import PYOPENCL_MISSING, discover_devices, opencl_installed
 
     if not opencl_installed():  # an optional dependency (the `gpu` extra)
         if config.device == "auto":
-            reporter.detail(f"{PYOPENCL_MISSING}; running on the CPU")
+            _on_the_cpu(config, reporter, PYOPENCL_MISSING)
             return True, [], {}
         raise InputError("--device", f"--device {config.device} needs an OpenCL GPU: {PYOPENCL_MISSING}")
     from papara_py.engine.consumers import GpuChunkScorer
@@ -46,7 +47,7 @@ def resolve_scorers(config: RunConfig, reporter: Reporter) -> tuple[bool, list, 
         devices = []
     if not devices:
         if config.device == "auto":
-            reporter.detail("no OpenCL GPU found; running on the CPU")
+            _on_the_cpu(config, reporter, "no OpenCL GPU found")
             return True, [], {}
         raise InputError("--device", f"--device {config.device} needs an OpenCL GPU and none was found; "
                          "run `papara-py devices` to see what OpenCL reports")
@@ -74,6 +75,14 @@ def resolve_scorers(config: RunConfig, reporter: Reporter) -> tuple[bool, list, 
                         + ("running on the CPU" if not scorers else "running on the others"))
     # auto: the GPUs alone, as gpu (CPU workers start only if every GPU fails); hybrid: both
     return config.device == "hybrid" or not scorers, scorers, unusable
+
+
+def _on_the_cpu(config: RunConfig, reporter: Reporter, why: str) -> None:
+    """Say why the run uses no GPU: a detail (-v), or a notice where --gpus named GPUs it will not use."""
+    if config.gpus is None:
+        reporter.detail(f"{why}; running on the CPU")
+    else:
+        reporter.notice(f"--gpus {','.join(map(str, config.gpus))} is not used: {why}; running on the CPU")
 
 
 @dataclass
@@ -105,7 +114,7 @@ def choose_devices(config: RunConfig, reporter: Reporter, inputs: Inputs) -> Fut
         if ended and not config.more_samples and estimate < GPU_STARTUP_SECONDS:
             choice = (f"cpu: about {estimate:.2f} s of CPU scoring expected ({cells} cells on {config.threads} "
                       f"threads), less than a GPU's start-up (about {GPU_STARTUP_SECONDS:g} s)")
-            reporter.detail(f"--device auto: {choice}")
+            _on_the_cpu(config, reporter, f"--device auto: {choice}")
 
     def start() -> Devices:
         use_cpu, gpu_scorers, unusable = (True, [], {}) if choice else resolve_scorers(config, reporter)

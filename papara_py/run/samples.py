@@ -119,7 +119,7 @@ class SampleRun:
         self.own_scoring = 0.0                    # its scoring span (run/stages.ScoreTraceWrite)
         self.run_scoring = 0.0                    # the engine's start .. its last batch scored
         self.best_scores: list[np.ndarray] = []   # per written batch: its aligned reads' best score
-        self.read_lengths: list[np.ndarray] = []  # ... and their lengths (the outlier rule's inputs)
+        self.informative: list[np.ndarray] = []   # ... and their residues but N / X (the outlier rule's inputs)
         self.null_lengths: set[int] = set()       # the outlier null's lengths its reads need
         self.summary = None                       # its run/config.RunSummary, once committed
         self.failed = False                       # its reads are bad: nothing more of it is written

@@ -187,7 +187,7 @@ class ScoreTraceWrite:
         """The null lengths the stretch's reads need (noted in the sample) that no earlier batch
         asked for, and the batch of their null reads; None where there are none."""
         inputs = sample.inputs
-        needed = null_lengths(stretch.reads.lengths[stretch.alignable], self.m)
+        needed = null_lengths(stretch.reads.informative[stretch.alignable], self.m)
         sample.null_lengths.update(needed.tolist())
         new = np.array(sorted(set(needed.tolist()) - self._null_asked), dtype=np.int64)
         if not new.size:
@@ -244,7 +244,8 @@ class ScoreTraceWrite:
             write_stretch(writer, stretch, self.config.batch_reads, reverse, batch)
             placed = candidates.edge[:, 0] >= 0  # the summary's outlier count (run/writers.py)
             sample.best_scores.append(candidates.score[placed, 0])
-            sample.read_lengths.append(np.diff(decoded.offsets)[placed])
+            informative = sample.inputs.alphabet.informative_counts(decoded.residues, decoded.offsets)
+            sample.informative.append(informative[placed])
         else:
             write_stretch(writer, stretch, self.config.batch_reads)
             sample.statuses += np.bincount(stretch.statuses, minlength=len(STATUSES))

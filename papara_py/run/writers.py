@@ -95,13 +95,14 @@ def write_stretch(writer: RunWriter, stretch: Stretch, chunk: int, reverse: np.n
 
 def _fitting(sample: SampleRun, null: OutlierNull | None) -> str:
     """How many of the aligned reads fit the reference and how many are outliers, by the outlier
-    rule (model/outliers.py) on the best scores and lengths the writer kept (a read's row in the
+    rule (model/outliers.py) on the best scores and informative residues the writer kept (a read's row in the
     run file has the same: `run_outliers` on the committed file counts the same reads)."""
     scores = np.concatenate(sample.best_scores) if sample.best_scores else np.zeros(0, np.int32)
     if not scores.size:
         return ""
-    lengths = np.concatenate(sample.read_lengths)
-    outliers = find_outliers(scores, lengths, np.ones(scores.size, bool), null).indices.size
+    informative = np.concatenate(sample.informative)
+    outliers = find_outliers(scores, informative, np.ones(scores.size, bool), null,
+                             sample.inputs.alphabet.name).indices.size
     if not outliers:
         return " (all fit the reference: no outliers)"
     return (f" ({scores.size - outliers} of them fit the reference, {outliers} outliers: left out of exports; "

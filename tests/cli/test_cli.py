@@ -68,6 +68,25 @@ def test_a_word_that_is_no_command_is_refused_naming_the_commands(command, tmp_p
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_commands_bad_option_value_gets_no_hint_about_command_words(tmp_path):
+    result = papara("export", "run.h5", "--format", "xml", "-o", "a.fa", cwd=tmp_path)
+    assert result.returncode == 2 and "argument --format: invalid choice: 'xml'" in result.stderr
+    assert "command word" not in result.stderr
+
+
+def test_example_refuses_a_file_and_other_content_in_one_paragraph(tmp_path):
+    (tmp_path / "afile").write_text("x\n")
+    result = papara("example", "afile", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "afile: is a file, not a folder" in result.stderr
+    assert papara("example", "demo", cwd=tmp_path).returncode == 0
+    (tmp_path / "demo" / "example" / "tree.nwk").write_text("(a,b,c);\n")
+    result = papara("example", "demo", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "tree.nwk: exists with other content" in " ".join(result.stderr.split())
+    assert (tmp_path / "demo" / "example" / "tree.nwk").read_text() == "(a,b,c);\n"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("option, value, answer", [
     ("-q", "reads.fa", "takes reads with -r"),

@@ -163,3 +163,26 @@ def test_the_api_flags_what_the_report_lists(noisy):
     default = {record.id for record in run.to_alignment(reference=False)}
     everything = {record.id for record in run.to_alignment(reference=False, keep_outliers=True)}
     assert default == everything - flagged and flagged <= everything
+
+
+def test_a_read_of_no_calls_is_an_outlier_and_widens_nothing(tmp_path):
+    """An all-N read fits any column at no cost (score 0): by its residues alone it looked the
+    best fit of the run, and its residues, decoded from flat posteriors as insertions, widened
+    every row of the export by as many columns. Counting only its informative residues, the rule
+    flags it; a read with every other residue N still fits."""
+    first_name, first = fasta_records(EXAMPLE / "reads.fa")[0]
+    half_n = "".join(base if i % 2 else "N" for i, base in enumerate(first))
+    out, _ = align_with_foreign(EXAMPLE, [("no_calls", "N" * 138), ("half_n", half_n)], tmp_path)
+    flagged, aligned = flagged_names(out)
+    assert {"no_calls", "half_n"} <= set(aligned)
+    assert flagged == {"no_calls"}
+    (tmp_path / "alone").mkdir()
+    alone, _ = align_with_foreign(EXAMPLE, [], tmp_path / "alone")
+    widths = []
+    for run_path, name in ((out, "with.fasta"), (alone, "alone.fasta")):
+        result = papara("export", str(run_path), "--format", "fasta", "-o", str(tmp_path / name))
+        assert result.returncode == 0, result.stderr
+        widths.append({len(sequence) for _, sequence in fasta_records(tmp_path / name)})
+    assert widths[0] == widths[1] and len(widths[0]) == 1
+    html = build_report(out).html
+    assert re.search(r"<td>no_calls</td>(<td class=\"num\">(0|-)</td>){3}", html)

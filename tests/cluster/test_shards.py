@@ -26,6 +26,7 @@ from papara_py.cluster.shards import (
 )
 from papara_py.errors import InputError
 from papara_py.io.checksums import attributes_crc32
+from papara_py.io.run_file import PER_EXECUTION, RUN_RECORD_FIELDS
 from papara_py.phylo.profiles import ProfileBuilder
 
 FAST = ["--device", "cpu", "-j", "1", "--quiet"]
@@ -198,6 +199,11 @@ def test_merged_shards_equal_a_single_run(work, tmp_path, monkeypatch, count, ho
     with h5py.File(merged) as run:
         record = {key: run["run"].attrs[key] for key in run["run"].attrs}
         assert [s["shard"]["index"] for s in json.loads(record["merged_shards"])] == list(range(count))
+    # what docs/reference/run-file.md promises a merged file holds
+    always = {name for name, (when, _) in RUN_RECORD_FIELDS.items() if when == "always"}
+    per_execution = {name for name, (when, _) in RUN_RECORD_FIELDS.items() if when == PER_EXECUTION}
+    assert always <= set(record), always - set(record)
+    assert all(per_execution <= set(shard) for shard in json.loads(record["merged_shards"]))
 
 
 @pytest.mark.slow

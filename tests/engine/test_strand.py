@@ -317,3 +317,17 @@ def test_pyrg_real_reads_are_oriented(pyrg_dir, tmp_path):
         assert np.array_equal(auto[key], runs["both"][key]), key
     assert np.array_equal(auto["best_edge"], auto["candidates_edge"][:, 0])
     assert_exports_show_the_oriented_read(tmp_path / "auto.h5", auto, tmp_path)
+
+
+@given(st.lists(st.sampled_from("ACGURYNacgu"), max_size=30).map("".join))
+def test_an_rna_read_is_reverse_complemented_as_rna_by_both_paths(sequence: str) -> None:
+    """A read with U and no T keeps U in its reverse complement (A -> U), in the export's
+    `reverse_complement` and the engine's gather alike; a DNA read keeps T."""
+    reads = ReadSet.from_sequences([("rna", sequence.encode()), ("dna", sequence.replace("U", "T").replace("u", "t")
+                                                                   .encode())])
+    gathered, offsets = reads.select_residues(np.array([0, 1]), np.array([True, True]))
+    rna_rc, dna_rc = (gathered[offsets[i]:offsets[i + 1]].tobytes().decode() for i in range(2))
+    assert rna_rc == rc(sequence.upper())
+    assert dna_rc == rc(sequence.upper().replace("U", "T"))
+    assert "T" not in rna_rc if "U" in sequence.upper() else rna_rc == dna_rc
+    assert "U" not in dna_rc

@@ -14,9 +14,9 @@ PACKAGE = Path(__file__).resolve().parents[2] / "papara_py"
 
 #: A module may import from its own layer or a lower one. The subpackages' docstrings say the same.
 LAYER = {
-    "errors": 0, "kernels": 0, "examples": 0, "host": 0,
+    "errors": 0, "kernels": 0, "host": 0,
     "phylo": 1,
-    "io": 2,
+    "io": 2, "examples": 2,
     "model": 3,
     "engine": 4, "cluster": 4, "report": 4,
     "run": 5, "warmup": 5,

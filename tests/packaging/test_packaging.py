@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from papara_py import __version__
+from papara_py.errors import InputError
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
@@ -50,8 +51,10 @@ def test_the_examples_are_package_data(tmp_path):
     assert len(written) == sum(1 for _ in (ROOT / "data").glob("*/*"))
     assert examples.write(tmp_path) == written  # equal files: nothing to refuse
     (tmp_path / "example" / "tree.nwk").write_text("(a,b,c);\n")
-    with pytest.raises(FileExistsError, match="tree.nwk exists with other content"):
+    with pytest.raises(InputError, match="tree.nwk: exists with other content"):
         examples.write(tmp_path)
+    with pytest.raises(InputError, match="is a file, not a folder"):
+        examples.write(tmp_path / "example" / "tree.nwk")
     examples.write(tmp_path, ("example",), overwrite=True)
     assert (tmp_path / "example" / "tree.nwk").read_bytes() == (ROOT / "data" / "example" / "tree.nwk").read_bytes()
     with pytest.raises(ValueError, match="no bundled example 'rna'"):

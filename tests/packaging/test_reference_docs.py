@@ -12,7 +12,7 @@ import h5py
 import pytest
 from scripts_loader import load_script
 
-from papara_py.io.run_file import LAYOUT, ROOT_ATTRIBUTES, RUN_RECORD_FIELDS
+from papara_py.io.run_file import LAYOUT, PER_EXECUTION, ROOT_ATTRIBUTES, RUN_RECORD_FIELDS
 from papara_py.io.run_writer import CHECKSUMS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,7 +75,7 @@ def test_a_real_run_file_has_exactly_the_documented_layout(run_path):
         assert set(handle.attrs) == set(ROOT_ATTRIBUTES)
         record = set(handle["run"].attrs)
         assert record <= set(RUN_RECORD_FIELDS), record - set(RUN_RECORD_FIELDS)
-        always = {name for name, (when, _) in RUN_RECORD_FIELDS.items() if when == "always"}
+        always = {name for name, (when, _) in RUN_RECORD_FIELDS.items() if when in ("always", PER_EXECUTION)}
         assert always <= record, always - record
 
 

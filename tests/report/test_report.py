@@ -34,7 +34,7 @@ from papara_py.model.outliers import (  # noqa: E402
     null_lengths,
     null_reads,
 )
-from papara_py.phylo.encoding import DNA  # noqa: E402
+from papara_py.phylo.encoding import DNA, PROTEIN  # noqa: E402
 from papara_py.phylo.tree import EdgeTree  # noqa: E402
 from papara_py.report.page import build_report, gcups_text, write_report  # noqa: E402
 from papara_py.report.placement import best_branch_counts, placement_confidence  # noqa: E402
@@ -173,13 +173,30 @@ def test_outliers_are_reads_no_better_than_the_null_at_their_length():
     length = np.array([16, 16, 32, 32, 64, 64, 100])
     score = np.array([20, 24, 55, 57, 130, 20, 300])  # per residue 1.25, 1.5, 1.72, 1.78, 2.03, 0.31, 3.0
     aligned = np.ones(7, dtype=bool)
-    result = find_outliers(score, length, aligned, null)
+    result = find_outliers(score, length, aligned, null, "dna")
     assert result.indices.tolist() == [6, 1, 3]  # furthest above its threshold first
     aligned[6] = False
-    assert find_outliers(score, length, aligned, null).indices.tolist() == [1, 3]
+    assert find_outliers(score, length, aligned, null, "dna").indices.tolist() == [1, 3]
     assert "16 random reads" in result.rule() and "1.40 at 16, 2.10 at 64" in result.rule()
-    nothing = find_outliers(score, length, aligned, None)
+    assert "leaves out its N residues" in result.rule()
+    nothing = find_outliers(score, length, aligned, None, "dna")
     assert not nothing.indices.size and "no read is flagged" in nothing.rule()
+    assert "No read was aligned" in find_outliers(score, length, np.zeros(7, dtype=bool), None, "dna").rule()
+
+
+def test_a_read_with_no_informative_residue_is_an_outlier_first():
+    """A read of N alone scores 0, a perfect fit anywhere: it is flagged, before every other outlier,
+    with no penalty per residue (an all-N read used to pass as the best fit of a run)."""
+    null = OutlierNull(np.array([16, 64]), np.array([2.0, 2.4]), np.array([0.2, 0.1]))
+    result = find_outliers(np.array([0, 40, 20]), np.array([0, 16, 16]), np.ones(3, dtype=bool), null, "protein")
+    assert result.indices.tolist() == [0, 1]
+    assert np.isnan(result.per_residue[0]) and "leaves out its X residues" in result.rule()
+
+
+def test_informative_counts_leave_out_the_letters_that_stand_for_every_state():
+    reads = np.frombuffer(b"NNNN" b"ACNGRY" b"" b"nnA", dtype=np.uint8)
+    assert DNA.informative_counts(reads, np.array([0, 4, 10, 10, 13])).tolist() == [0, 5, 0, 1]
+    assert PROTEIN.informative_counts(np.frombuffer(b"XXBZAN", np.uint8), np.array([0, 2, 6])).tolist() == [0, 4]
 
 
 def test_null_lengths_bracket_each_read_length_below_the_width():
@@ -280,10 +297,10 @@ def test_pyrg_report_lists_its_outliers(pyrg_run, tmp_path):
     with h5py.File(pyrg_run) as handle:
         names = handle["reads/names"].asstr()[:]
         score = handle["reads/score"][:]
-        length = np.array([len(s) for s in handle["reads/sequence"][:]])
+        length = np.array([len(s) for s in handle["reads/sequence"][:]])  # pyrG's reads have no N
         aligned = handle["reads/status"].asstr()[:] == "aligned"
         null = OutlierNull.in_run_record({"outlier_null": json.loads(handle["run"].attrs["outlier_null"])})
-    outliers = find_outliers(score, length, aligned, null)
+    outliers = find_outliers(score, length, aligned, null, "dna")
     match = re.search(r"Outliers: (\d+) reads", html)
     assert match and int(match.group(1)) == len(outliers.indices)
     assert len(outliers.indices) < aligned.sum()  # most pyrG reads belong to the pyrG reference

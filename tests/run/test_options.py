@@ -72,6 +72,8 @@ def test_penalties_that_could_overflow_the_32_bit_kernels_are_refused():
     ("device", "tpu", "device: must be one of auto, cpu, gpu, hybrid, got 'tpu'"),
     ("gpu_profile", "yes", "gpu_profile: must be True or False (a switch), got 'yes'"),
     ("batch_reads", 0, "batch_reads: must be an integer from 1 to 10000000"),
+    ("shard", "3/2", "shard 3/2 is not a slice"),  # was an InputError, not the OptionError align promises
+    ("shard", "half", "'half' is not a shard"),
 ])
 def test_the_api_checks_its_keywords_as_the_cli_its_options(keyword, value, expect, tmp_path):
     with pytest.raises(OptionError) as caught:
@@ -88,3 +90,17 @@ def test_one_table_makes_the_parser_and_the_keywords():
     assert {name: getattr(args, name) for name in keyword_options()} == option_values({}, "papara_py.align")
     assert option_values({"gap_open": "2", "column_weight": 1}, "papara_py.align")["gap_open"] == 2
     assert not {"tree", "alignment", "reads", "output", "outdir", "quiet", "verbose"} & set(keyword_options())
+
+
+@pytest.mark.slow
+def test_gpus_named_but_not_used_is_said(workspace):
+    """--gpus names GPUs; where the run uses none (--device cpu, or auto keeping a small run on the
+    CPU or finding no GPU) it says so instead of ignoring the option."""
+    result = papara(*workspace.main_job("--gpus", "7"), cwd=workspace.dir)
+    assert result.returncode == 0, result.stderr
+    assert "--gpus 7 is not used: --device cpu; running on the CPU" in " ".join(result.stderr.split())
+    args = [arg for arg in workspace.main_job("--gpus", "0,3", output="auto.h5") if arg not in ("--device", "cpu")]
+    result = papara(*args, cwd=workspace.dir)
+    assert result.returncode == 0, result.stderr
+    assert "--gpus 0,3 is not used: " in " ".join(result.stderr.split())
+    assert "--gpus" not in papara(*workspace.main_job(output="plain.h5"), cwd=workspace.dir).stderr
