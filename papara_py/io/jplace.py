@@ -153,13 +153,13 @@ def write_jplace(run: RunFile, out: IO[str], keep: np.ndarray | None = None) -> 
     parameters = run.record.get("parameters")
     temperature = parameters.get("temperature", 0.0) if isinstance(parameters, dict) else None
     placement = parameters.get("placement_temperature", temperature) if isinstance(parameters, dict) else None
-    metadata = {
+    metadata = {  # strings, as jplace readers expect (gappa ignores other values, with a notice)
         "invocation": str(run.attrs.get("command_line", "")),
         "software": "papara-py",
         "papara_py_version": str(run.attrs.get("version", "")),
         "exported_by": f"papara-py {__version__} export --format jplace",
-        "temperature": temperature,
-        "placement_temperature": placement,
+        "temperature": "" if temperature is None else str(temperature),
+        "placement_temperature": "" if placement is None else str(placement),
         "placement_rule": WEIGHT_RULE,
     }
     out.write('{\n"tree": ' + json.dumps(tree, ensure_ascii=False) + ',\n"placements": [\n')

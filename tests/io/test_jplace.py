@@ -89,8 +89,9 @@ def test_top_level_keys_version_and_metadata(document, run_data):
     from papara_py import __version__
     assert metadata["papara_py_version"] == __version__ and __version__ in metadata["exported_by"]
     # the weights' temperatures, as the run used them (the DNA preset sets T_p apart from T)
-    assert metadata["temperature"] == run_data["parameters"]["temperature"]
-    assert metadata["placement_temperature"] == run_data["parameters"]["placement_temperature"]
+    assert all(isinstance(value, str) for value in metadata.values())  # gappa reads string values only
+    assert float(metadata["temperature"]) == run_data["parameters"]["temperature"]
+    assert float(metadata["placement_temperature"]) == run_data["parameters"]["placement_temperature"]
     assert metadata["placement_temperature"] != metadata["temperature"]
 
 
