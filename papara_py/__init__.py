@@ -24,7 +24,7 @@ import stat
 import sys
 import tempfile
 
-__version__ = "0.24.0"
+__version__ = "0.25.0"
 
 #: Subpackages whose numba functions are cached (cache=True); numba writes beside their sources.
 _CACHED_SUBPACKAGES = ("engine", "model", "phylo", "io")
