@@ -17,6 +17,7 @@ None leaves an output or a temporary file behind (io/outputs.py).
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import shlex
 import signal
@@ -94,13 +95,39 @@ class _Help(argparse.Action):
         parser.exit()
 
 
+class _SuggestingParser(argparse.ArgumentParser):
+    """A parser that names the option a misspelt one was probably meant as: argparse says only
+    "unrecognized arguments: --mismtach", or, where the misspelt option is a required one
+    (`export --formt`), that the real one is missing."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._given = list(sys.argv[1:] if args is None else args)
+        namespace, extras = super().parse_known_args(args, namespace)
+        if self._misspelt(extras):  # here, not in the main parser, which knows no command's options
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+    def error(self, message: str):
+        if "unrecognized arguments" in message or "arguments are required" in message:
+            message += "".join(f"; {word}: did you mean {near}?" for word, near in self._misspelt(self._given))
+        super().error(message)
+
+    def _misspelt(self, words: list[str]) -> list[tuple[str, str]]:
+        """(option, the nearest of this parser's) for each --option of `words` that this parser
+        neither has nor abbreviates."""
+        known = [flag for flag in self._option_string_actions if flag.startswith("--")]
+        options = [word.split("=", 1)[0] for word in words if word.startswith("--")]
+        unknown = [word for word in options if not any(flag.startswith(word) for flag in known)]
+        return [(word, near[0]) for word in unknown if (near := difflib.get_close_matches(word, known, 1))]
+
+
 def build_parser(full: bool = True) -> argparse.ArgumentParser:
     """The main job's parser, from the options table (run/options.py); `full` False: the common
     options alone (what --help shows)."""
     from papara_py.run.options import add_options, main_options
 
     pointer = "" if full else "\nevery option, and what each does: papara-py --help-all\n"
-    parser = argparse.ArgumentParser(
+    parser = _SuggestingParser(
         prog="papara-py", usage=_USAGE, description=_DESCRIPTION, epilog=_COMMANDS_TEXT + "\n" + _EXAMPLE + pointer,
         formatter_class=argparse.RawDescriptionHelpFormatter, add_help=False)
     parser.add_argument("-h", "--help", action=_Help, help="the common options and the commands")
@@ -314,7 +341,7 @@ COMMANDS: dict[str, _Command] = {
 }
 
 
-class _CommandsParser(argparse.ArgumentParser):
+class _CommandsParser(_SuggestingParser):
     """`papara-py COMMAND ...`: a word that is no command is refused naming the commands, and
     saying that the main job takes none."""
 

@@ -74,6 +74,18 @@ def test_a_commands_bad_option_value_gets_no_hint_about_command_words(tmp_path):
     assert "command word" not in result.stderr
 
 
+@pytest.mark.parametrize("argv, said", [
+    (["-t", "t.nwk", "-s", "r.phy", "-r", "r.fa", "--mismtach", "3"], "--mismtach: did you mean --mismatch?"),
+    (["export", "run.h5", "--formt", "fasta", "-o", "a.fa"], "--formt: did you mean --format?"),  # said: no --format
+    (["export", "run.h5", "--format", "fasta", "-o", "a.fa", "--kep-outliers"], "did you mean --keep-outliers?"),
+])
+def test_a_misspelt_option_is_named_with_the_one_meant(argv, said, tmp_path):
+    result = papara(*argv, cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert said in " ".join(result.stderr.split())
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_example_refuses_a_file_and_other_content_in_one_paragraph(tmp_path):
     (tmp_path / "afile").write_text("x\n")
     result = papara("example", "afile", cwd=tmp_path)
