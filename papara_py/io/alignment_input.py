@@ -331,6 +331,21 @@ def _how_chosen(alphabet: str) -> str:
             f"or N, else protein; give --alphabet to choose)")
 
 
+def _spaced_name_hint(missing: list[str], rows: dict[str, int]) -> str:
+    """Where a missing tip holds whitespace (a quoted Newick label) and a row is that name with
+    '_' for it, or its first word (an alignment's names end at whitespace), a sentence saying so."""
+    for name in missing:
+        if not any(character.isspace() for character in name):
+            continue
+        for candidate, how in (("_".join(name.split()), "with '_' for each space"),
+                               (name.split()[0], "its first word")):
+            if candidate in rows:
+                return (f". The tip '{name}' has a space where the alignment names a row {candidate!r} "
+                        f"({how}): an alignment's names end at whitespace, so write the tip {candidate} "
+                        f"in the tree")
+    return ""
+
+
 def match_tips(tip_names: list[str], alignment: Alignment, tree_path: str) -> TipMatch:
     """Alignment rows in tree-tip order; rows that are not tips become extra reads (DESIGN 9)."""
     n_columns = alignment.rows.shape[1]
@@ -347,7 +362,7 @@ def match_tips(tip_names: list[str], alignment: Alignment, tree_path: str) -> Ti
         raise InputError(
             alignment.path,
             f"{len(missing)} tip(s) of the tree {tree_path} are missing from the alignment: "
-            f"{listed}{more}",
+            f"{listed}{more}{_spaced_name_hint(missing, index)}",
         )
     tips = set(tip_names)
     extra = [i for i, name in enumerate(alignment.names) if name not in tips]

@@ -268,6 +268,22 @@ def test_match_tips_names_five_missing_tips_and_the_count(tmp_path: Path) -> Non
     assert all(f"'t{i}'" in message for i in range(5)) and "'t5'" not in message
 
 
+@pytest.mark.parametrize("tip, row, how", [("beta 2", "beta_2", "with '_' for each space"),
+                                          ("alpha one", "alpha", "its first word")])
+def test_a_missing_tip_with_a_space_is_matched_to_its_row_in_the_message(tmp_path: Path, tip, row, how) -> None:
+    """A quoted Newick label with a space can never match an alignment name (names end at
+    whitespace); the refusal names the row it was probably meant as."""
+    alignment = read_alignment(_write(tmp_path, "aln", _phylip(None)))
+    with pytest.raises(InputError) as info:
+        match_tips(["gamma", tip], alignment, "tree.nwk")
+    message = str(info.value)
+    assert f"The tip '{tip}' has a space where the alignment names a row '{row}' ({how})" in message
+    assert f"write the tip {row} in the tree" in message
+    with pytest.raises(InputError) as info:
+        match_tips(["gamma", "zeta"], alignment, "tree.nwk")
+    assert "has a space" not in str(info.value)
+
+
 @pytest.mark.parametrize("reader", [read_tree, read_alignment, lambda p: list(iter_reads(p))])
 @pytest.mark.parametrize("target", ["missing", "directory"])
 def test_unreadable_files_are_input_errors(tmp_path: Path, reader, target: str) -> None:
