@@ -218,7 +218,7 @@ def test_without_pyopencl_the_cpu_engine_runs_and_gpus_are_refused(monkeypatch, 
     text = opencl_devices.describe_devices()
     assert "Pyopencl is not installed" in text and "papara-py[gpu]" in text and "CPU engine only" in text
     quiet = Reporter()
-    assert resolve_scorers(SimpleNamespace(device="auto"), quiet) == (True, [], {})
+    assert resolve_scorers(SimpleNamespace(device="auto", gpus=None), quiet) == (True, [], {})
     example = Path(__file__).resolve().parents[2] / "data" / "example"
     inputs = [str(example / name) for name in ("tree.nwk", "ref.phy", "reads.fa")]
     for device in ("gpu", "hybrid"):
