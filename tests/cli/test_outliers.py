@@ -186,3 +186,7 @@ def test_a_read_of_no_calls_is_an_outlier_and_widens_nothing(tmp_path):
     assert widths[0] == widths[1] and len(widths[0]) == 1
     html = build_report(out).html
     assert re.search(r"<td>no_calls</td>(<td class=\"num\">(0|-)</td>){3}", html)
+    with RunFile(out) as run:  # the PP table counts the residues of the reads that fit, not the outlier's
+        fitting = sum(len(sequence) for name, sequence in zip(run.names(), run.column("sequence"))
+                      if str(name) != "no_calls")
+    assert f"{fitting:,} residues; their PP codes average" in html
